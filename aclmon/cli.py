@@ -1,0 +1,68 @@
+"""The ``aclmon`` command: one subcommand per job, each with its own ``--help``.
+
+Each subcommand lives in the package that owns it and is imported only when
+it runs, so ``aclmon --help`` starts fast and never imports Textual or numpy.
+A command module exposes ``configure_<name>(parser)``, which adds the
+arguments and sets ``handler`` (a function ``args -> exit code``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from aclmon import __version__
+from aclmon.errors import AclmonError
+
+#: (subcommand, module that implements it, one-line help)
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("demo", "aclmon.tui.commands", "run a simulated job and watch it live"),
+    ("attach", "aclmon.tui.commands", "watch a running job that has the agent"),
+    ("replay", "aclmon.tui.commands", "open a recording or a dump directory"),
+    ("run", "aclmon.agent.commands", "run a script with the agent installed"),
+    ("record", "aclmon.bus.commands", "record a live job's events to a file"),
+    ("events", "aclmon.bus.commands", "print a recording's or a job's events as JSON lines"),
+    ("decode", "aclmon.dump.commands", "print what dump and overflow files contain"),
+    ("convert", "aclmon.dump.commands", "convert dump files to .npy/.bin like msaccucmp"),
+)
+
+
+def available_commands() -> list[tuple[str, str, str]]:
+    """The subcommands whose module is part of this installation."""
+    return [c for c in COMMANDS if importlib.util.find_spec(c[1]) is not None]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aclmon",
+        description="Terminal monitor and debugger for programs on the Ascend pyACL runtime.",
+    )
+    parser.add_argument("--version", action="version", version=f"aclmon {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name, help_text in available_commands():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        module = importlib.import_module(module_name)
+        getattr(module, f"configure_{name}")(command_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except AclmonError as exc:
+        print(f"aclmon {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
