@@ -1,0 +1,638 @@
+"""Event-sourced state: everything the viewer shows, folded from events.
+
+The store imports no Textual. Its state depends only on the events applied, in
+order (no clock, no randomness), so a live session and a replay of its
+recording end in the same state, and the replay engineer can seek by restoring
+a :meth:`Store.snapshot` and applying the events after it.
+
+Every collection is bounded and says what it dropped: the exception ring keeps
+the newest ``exception_limit`` records and counts the older ones it let go, op
+aggregates stop tracking new operator names at ``op_limit`` (and count the
+timings they could not attribute), dump files and logs are rings too.
+
+Events are immutable tuples, so snapshots share them instead of copying them;
+only the containers and mutable per-object records are copied.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.acl_constants import error_name
+
+#: points kept per sparkline (one per DeviceSample of that device).
+HISTORY_LEN = 120
+EXCEPTION_LIMIT = 10_000
+DUMP_LIMIT = 2_000
+LOG_LIMIT = 1_000
+OP_LIMIT = 5_000
+REPLY_LIMIT = 64
+
+STREAM_IDLE = "idle"
+STREAM_BUSY = "busy"
+STREAM_SYNCHRONIZING = "synchronizing"
+STREAM_DESTROYED = "destroyed"
+
+
+@dataclass
+class DeviceState:
+    device_id: int
+    sample: ev.DeviceSample | None = None
+    set_ret: int | None = None  # ret of the last acl.rt.set_device (None = never seen)
+    reset: bool = False
+    cube_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    vector_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    aicpu_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    hbm_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+
+    def copy(self) -> DeviceState:
+        return DeviceState(
+            self.device_id,
+            self.sample,
+            self.set_ret,
+            self.reset,
+            deque(self.cube_history, maxlen=HISTORY_LEN),
+            deque(self.vector_history, maxlen=HISTORY_LEN),
+            deque(self.aicpu_history, maxlen=HISTORY_LEN),
+            deque(self.hbm_history, maxlen=HISTORY_LEN),
+        )
+
+
+@dataclass
+class StreamState:
+    stream: int  # handle
+    stream_id: int
+    device_id: int
+    context: int
+    priority: int
+    flags: int
+    state: str = STREAM_IDLE
+    busy_model: int | None = None
+    last_sync_ns: int | None = None
+    last_sync_ret: int = 0
+    syncs: int = 0
+    errors: int = 0  # failed synchronizes/executes and exceptions reported on this stream
+    last_error: int = 0  # ACL error code of the newest error
+
+    def copy(self) -> StreamState:
+        return copy.copy(self)
+
+
+@dataclass
+class ContextState:
+    context: int
+    device_id: int
+    is_default: bool
+    destroyed: bool = False
+    streams: list[int] = field(default_factory=list)  # stream handles, in creation order
+    threads: set[int] = field(default_factory=set)  # threads that made it current
+
+    def copy(self) -> ContextState:
+        return ContextState(
+            self.context, self.device_id, self.is_default, self.destroyed,
+            list(self.streams), set(self.threads),
+        )  # fmt: skip
+
+
+@dataclass
+class ModelState:
+    model_id: int
+    device_id: int
+    name: str
+    op_count: int
+    loaded: bool = True
+    running: int = 0  # executions begun and not yet ended
+    executions: int = 0
+    failures: int = 0
+    last_duration_ns: int | None = None
+
+    def copy(self) -> ModelState:
+        return copy.copy(self)
+
+
+@dataclass
+class OpStats:
+    op_name: str
+    op_type: str
+    count: int = 0
+    total_us: int = 0
+    max_us: int = 0
+
+    @property
+    def mean_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+    def copy(self) -> OpStats:
+        return copy.copy(self)
+
+
+@dataclass
+class Counters:
+    events: int = 0
+    per_kind: dict[str, int] = field(default_factory=dict)
+    gaps: int = 0  # events missing from the sequence (lost between agent and us)
+    agent_drops: dict[str, int] = field(default_factory=dict)  # where -> total (from Drops)
+    malformed: int = 0  # reported by the source's decoder
+    unknown: int = 0
+
+    @property
+    def agent_dropped(self) -> int:
+        return sum(self.agent_drops.values())
+
+    def copy(self) -> Counters:
+        return Counters(
+            self.events, dict(self.per_kind), self.gaps, dict(self.agent_drops),
+            self.malformed, self.unknown,
+        )  # fmt: skip
+
+
+@dataclass
+class StoreState:
+    """The whole folded state. Copy it with :meth:`copy` (cheap: events are shared)."""
+
+    exception_limit: int = EXCEPTION_LIMIT
+    dump_limit: int = DUMP_LIMIT
+    log_limit: int = LOG_LIMIT
+    op_limit: int = OP_LIMIT
+    hello: ev.Hello | None = None
+    last_seq: int = 0
+    newest_ts_ns: int = 0
+    host: ev.HostSample | None = None
+    host_cpu_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    devices: dict[int, DeviceState] = field(default_factory=dict)
+    contexts: dict[int, ContextState] = field(default_factory=dict)
+    streams: dict[int, StreamState] = field(default_factory=dict)
+    models: dict[int, ModelState] = field(default_factory=dict)
+    exceptions: deque[ev.AclException] = field(default_factory=deque)
+    exceptions_total: int = 0
+    exceptions_dropped: int = 0
+    profiling: ev.ProfilingState | None = None
+    replies: dict[int, ev.Reply] = field(default_factory=dict)  # request_id -> reply
+    last_reply: ev.Reply | None = None
+    ops: dict[str, OpStats] = field(default_factory=dict)  # key: op_name
+    op_timings_total: int = 0
+    op_timings_untracked: int = 0  # timings of ops beyond op_limit distinct names
+    dumps: deque[ev.DumpFileSeen] = field(default_factory=deque)
+    dumps_total: int = 0
+    dumps_dropped: int = 0
+    logs: deque[ev.LogLine] = field(default_factory=deque)
+    logs_dropped: int = 0
+    tx_marks: int = 0
+    tx_ranges: int = 0
+    counters: Counters = field(default_factory=Counters)
+
+    def copy(self) -> StoreState:
+        return StoreState(
+            exception_limit=self.exception_limit,
+            dump_limit=self.dump_limit,
+            log_limit=self.log_limit,
+            op_limit=self.op_limit,
+            hello=self.hello,
+            last_seq=self.last_seq,
+            newest_ts_ns=self.newest_ts_ns,
+            host=self.host,
+            host_cpu_history=deque(self.host_cpu_history, maxlen=HISTORY_LEN),
+            devices={k: v.copy() for k, v in self.devices.items()},
+            contexts={k: v.copy() for k, v in self.contexts.items()},
+            streams={k: v.copy() for k, v in self.streams.items()},
+            models={k: v.copy() for k, v in self.models.items()},
+            exceptions=deque(self.exceptions),
+            exceptions_total=self.exceptions_total,
+            exceptions_dropped=self.exceptions_dropped,
+            profiling=self.profiling,
+            replies=dict(self.replies),
+            last_reply=self.last_reply,
+            ops={k: v.copy() for k, v in self.ops.items()},
+            op_timings_total=self.op_timings_total,
+            op_timings_untracked=self.op_timings_untracked,
+            # DumpFileSeen.summary is a dict: copy it so a snapshot never aliases live state.
+            dumps=deque(d._replace(summary=copy.deepcopy(d.summary)) for d in self.dumps),
+            dumps_total=self.dumps_total,
+            dumps_dropped=self.dumps_dropped,
+            logs=deque(self.logs),
+            logs_dropped=self.logs_dropped,
+            tx_marks=self.tx_marks,
+            tx_ranges=self.tx_ranges,
+            counters=self.counters.copy(),
+        )
+
+
+class Store:
+    """Folds events into a :class:`StoreState`.
+
+    ``version`` goes up with every applied batch, so a view can skip repainting
+    when nothing changed since it last looked.
+    """
+
+    def __init__(
+        self,
+        *,
+        exception_limit: int = EXCEPTION_LIMIT,
+        dump_limit: int = DUMP_LIMIT,
+        log_limit: int = LOG_LIMIT,
+        op_limit: int = OP_LIMIT,
+    ) -> None:
+        for name, value in (
+            ("exception_limit", exception_limit),
+            ("dump_limit", dump_limit),
+            ("log_limit", log_limit),
+            ("op_limit", op_limit),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        self.state = StoreState(
+            exception_limit=exception_limit,
+            dump_limit=dump_limit,
+            log_limit=log_limit,
+            op_limit=op_limit,
+        )
+        self.version = 0
+        self._handlers: dict[type, Any] = {
+            ev.Hello: self._hello,
+            ev.DeviceSample: self._device_sample,
+            ev.HostSample: self._host_sample,
+            ev.DeviceSet: self._device_set,
+            ev.DeviceReset: self._device_reset,
+            ev.ContextCreated: self._context_created,
+            ev.ContextDestroyed: self._context_destroyed,
+            ev.ContextCurrent: self._context_current,
+            ev.StreamCreated: self._stream_created,
+            ev.StreamDestroyed: self._stream_destroyed,
+            ev.StreamSyncBegin: self._stream_sync_begin,
+            ev.StreamSynchronized: self._stream_synchronized,
+            ev.ModelLoaded: self._model_loaded,
+            ev.ModelUnloaded: self._model_unloaded,
+            ev.ExecuteBegin: self._execute_begin,
+            ev.ExecuteEnd: self._execute_end,
+            ev.AclException: self._exception,
+            ev.ProfilingState: self._profiling_state,
+            ev.OpTiming: self._op_timing,
+            ev.TxMark: self._tx_mark,
+            ev.TxRange: self._tx_range,
+            ev.DumpFileSeen: self._dump_file,
+            ev.LogLine: self._log,
+            ev.Drops: self._drops,
+            ev.Reply: self._reply,
+        }
+
+    # ------------------------------------------------------------ public
+    def apply(self, event: ev.Event) -> None:
+        self._apply(event)
+        self.version += 1
+
+    def apply_many(self, events: list[ev.Event]) -> None:
+        if not events:
+            return
+        apply = self._apply
+        for event in events:
+            apply(event)
+        self.version += 1
+
+    def note_decoder_counts(self, malformed: int, unknown: int) -> None:
+        """Record the source decoder's running totals of skipped input."""
+        counters = self.state.counters
+        if counters.malformed != malformed or counters.unknown != unknown:
+            counters.malformed = malformed
+            counters.unknown = unknown
+            self.version += 1
+
+    def snapshot(self) -> StoreState:
+        """An independent copy of the state (later events do not change it)."""
+        return self.state.copy()
+
+    def restore(self, snapshot: StoreState) -> None:
+        """Continue from ``snapshot`` (which stays untouched and reusable)."""
+        self.state = snapshot.copy()
+        self.version += 1
+
+    # ------------------------------------------------------------ queries
+    def stream_by_id(self, device_id: int, stream_id: int) -> StreamState | None:
+        """The live stream with this exception-info id on this device."""
+        found = None
+        for stream in self.state.streams.values():
+            if stream.device_id == device_id and stream.stream_id == stream_id:
+                found = stream
+                if stream.state != STREAM_DESTROYED:
+                    return stream
+        return found
+
+    def top_ops(self, limit: int) -> list[OpStats]:
+        """Operators by total time, largest first (ties by name, for a stable order)."""
+        ops = sorted(self.state.ops.values(), key=lambda o: (-o.total_us, o.op_name))
+        return ops[:limit]
+
+    def device_ids(self) -> list[int]:
+        return sorted(self.state.devices)
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON values (``aclmon attach --once --json``)."""
+        s = self.state
+        c = s.counters
+        return {
+            "target": ev.to_json(s.hello) if s.hello else None,
+            "newest_ts_ns": s.newest_ts_ns,
+            "host": ev.to_json(s.host) if s.host else None,
+            "devices": [
+                {
+                    "device_id": d.device_id,
+                    "sample": ev.to_json(d.sample) if d.sample else None,
+                    "set_ret": d.set_ret,
+                    "reset": d.reset,
+                    "contexts": [
+                        {
+                            "context": ctx.context,
+                            "is_default": ctx.is_default,
+                            "destroyed": ctx.destroyed,
+                            "streams": [
+                                _stream_json(s.streams[h]) for h in ctx.streams if h in s.streams
+                            ],
+                        }
+                        for ctx in s.contexts.values()
+                        if ctx.device_id == d.device_id
+                    ],
+                }
+                for d in (s.devices[i] for i in sorted(s.devices))
+            ],
+            "models": [
+                {
+                    "model_id": m.model_id,
+                    "device_id": m.device_id,
+                    "name": m.name,
+                    "op_count": m.op_count,
+                    "loaded": m.loaded,
+                    "running": m.running,
+                    "executions": m.executions,
+                    "failures": m.failures,
+                    "last_duration_ns": m.last_duration_ns,
+                }
+                for m in s.models.values()
+            ],
+            "exceptions": {
+                "total": s.exceptions_total,
+                "dropped": s.exceptions_dropped,
+                "recent": [ev.to_json(e) for e in list(s.exceptions)[-20:]],
+            },
+            "profiling": ev.to_json(s.profiling) if s.profiling else None,
+            "last_reply": ev.to_json(s.last_reply) if s.last_reply else None,
+            "ops": [
+                {
+                    "op_name": o.op_name,
+                    "op_type": o.op_type,
+                    "count": o.count,
+                    "total_us": o.total_us,
+                    "mean_us": round(o.mean_us, 3),
+                    "max_us": o.max_us,
+                }
+                for o in self.top_ops(50)
+            ],
+            "dumps": {
+                "total": s.dumps_total,
+                "dropped": s.dumps_dropped,
+                "recent": [ev.to_json(d) for d in list(s.dumps)[-20:]],
+            },
+            "counters": {
+                "events": c.events,
+                "per_kind": dict(sorted(c.per_kind.items())),
+                "gaps": c.gaps,
+                "agent_dropped": c.agent_dropped,
+                "agent_drops": dict(sorted(c.agent_drops.items())),
+                "malformed": c.malformed,
+                "unknown": c.unknown,
+            },
+        }
+
+    # ------------------------------------------------------------ fold
+    def _apply(self, event: ev.Event) -> None:
+        s = self.state
+        counters = s.counters
+        counters.events += 1
+        name = ev.KIND_NAMES.get(type(event), "?")
+        counters.per_kind[name] = counters.per_kind.get(name, 0) + 1
+        seq = event.seq
+        # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
+        if seq:
+            last = s.last_seq
+            if seq > last + 1 and last:
+                counters.gaps += seq - last - 1
+            # A smaller seq means the source restarted its clock (a new agent): no gap.
+            s.last_seq = seq
+        if event.ts_ns > s.newest_ts_ns:
+            s.newest_ts_ns = event.ts_ns
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _device(self, device_id: int) -> DeviceState:
+        devices = self.state.devices
+        device = devices.get(device_id)
+        if device is None:
+            device = devices[device_id] = DeviceState(device_id)
+        return device
+
+    def _hello(self, e: ev.Hello) -> None:
+        self.state.hello = e
+
+    def _device_sample(self, e: ev.DeviceSample) -> None:
+        d = self._device(e.device_id)
+        d.sample = e
+        d.cube_history.append(e.cube_util)
+        d.vector_history.append(e.vector_util)
+        d.aicpu_history.append(e.aicpu_util)
+        d.hbm_history.append(e.hbm_used)
+
+    def _host_sample(self, e: ev.HostSample) -> None:
+        self.state.host = e
+        self.state.host_cpu_history.append(e.cpu_percent)
+
+    def _device_set(self, e: ev.DeviceSet) -> None:
+        d = self._device(e.device_id)
+        d.set_ret = e.ret
+        if e.ret == 0:
+            d.reset = False
+
+    def _device_reset(self, e: ev.DeviceReset) -> None:
+        if e.ret == 0:
+            self._device(e.device_id).reset = True
+
+    def _context_created(self, e: ev.ContextCreated) -> None:
+        self._device(e.device_id)
+        old = self.state.contexts.pop(e.context, None)
+        if old is not None:  # a handle reused after destroy: its streams are gone too
+            for handle in old.streams:
+                self.state.streams.pop(handle, None)
+        self.state.contexts[e.context] = ContextState(e.context, e.device_id, e.is_default)
+
+    def _context_destroyed(self, e: ev.ContextDestroyed) -> None:
+        ctx = self.state.contexts.get(e.context)
+        if ctx is None or e.ret != 0:
+            return
+        ctx.destroyed = True
+        for handle in ctx.streams:
+            stream = self.state.streams.get(handle)
+            if stream is not None:
+                stream.state = STREAM_DESTROYED
+
+    def _context_current(self, e: ev.ContextCurrent) -> None:
+        ctx = self.state.contexts.get(e.context)
+        # Bounded by the job's thread count; cap anyway against a hostile stream.
+        if ctx is not None and len(ctx.threads) < 4096:
+            ctx.threads.add(e.thread_id)
+
+    def _stream_created(self, e: ev.StreamCreated) -> None:
+        s = self.state
+        self._device(e.device_id)
+        ctx = s.contexts.get(e.context)
+        if ctx is None:  # joined late without the context's event: make a place for it
+            ctx = s.contexts[e.context] = ContextState(e.context, e.device_id, False)
+        old = s.streams.get(e.stream)
+        if old is not None:
+            old_ctx = s.contexts.get(old.context)
+            if old_ctx is not None and e.stream in old_ctx.streams:
+                old_ctx.streams.remove(e.stream)
+        s.streams[e.stream] = StreamState(
+            e.stream, e.stream_id, e.device_id, e.context, e.priority, e.flags
+        )
+        if e.stream not in ctx.streams:
+            ctx.streams.append(e.stream)
+
+    def _stream_destroyed(self, e: ev.StreamDestroyed) -> None:
+        stream = self.state.streams.get(e.stream)
+        if stream is not None and e.ret == 0:
+            stream.state = STREAM_DESTROYED
+
+    def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
+        stream = self.state.streams.get(e.stream)
+        if stream is not None and stream.state != STREAM_DESTROYED:
+            stream.state = STREAM_SYNCHRONIZING
+
+    def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
+        stream = self.state.streams.get(e.stream)
+        if stream is None:
+            return
+        stream.syncs += 1
+        stream.last_sync_ns = e.duration_ns
+        stream.last_sync_ret = e.ret
+        if e.ret != 0:
+            stream.errors += 1
+            stream.last_error = e.ret
+        if stream.state != STREAM_DESTROYED:
+            stream.state = STREAM_BUSY if stream.busy_model is not None else STREAM_IDLE
+
+    def _model_loaded(self, e: ev.ModelLoaded) -> None:
+        self._device(e.device_id)
+        self.state.models[e.model_id] = ModelState(e.model_id, e.device_id, e.name, e.op_count)
+
+    def _model_unloaded(self, e: ev.ModelUnloaded) -> None:
+        model = self.state.models.get(e.model_id)
+        if model is not None and e.ret == 0:
+            model.loaded = False
+            model.running = 0
+
+    def _execute_begin(self, e: ev.ExecuteBegin) -> None:
+        model = self.state.models.get(e.model_id)
+        if model is not None:
+            model.running += 1
+        stream = self.state.streams.get(e.stream) if e.stream else None
+        if stream is not None and stream.state != STREAM_DESTROYED:
+            stream.busy_model = e.model_id
+            if stream.state == STREAM_IDLE:
+                stream.state = STREAM_BUSY
+
+    def _execute_end(self, e: ev.ExecuteEnd) -> None:
+        model = self.state.models.get(e.model_id)
+        if model is not None:
+            model.running = max(0, model.running - 1)
+            model.executions += 1
+            model.last_duration_ns = e.duration_ns
+            if e.ret != 0:
+                model.failures += 1
+        stream = self.state.streams.get(e.stream) if e.stream else None
+        if stream is not None:
+            stream.busy_model = None
+            if e.ret != 0:
+                stream.errors += 1
+                stream.last_error = e.ret
+            if stream.state == STREAM_BUSY:
+                stream.state = STREAM_IDLE
+
+    def _exception(self, e: ev.AclException) -> None:
+        s = self.state
+        s.exceptions.append(e)
+        s.exceptions_total += 1
+        if len(s.exceptions) > s.exception_limit:
+            s.exceptions.popleft()
+            s.exceptions_dropped += 1
+        stream = self.stream_by_id(e.device_id, e.stream_id)
+        if stream is not None:
+            stream.errors += 1
+            stream.last_error = e.error_code
+
+    def _profiling_state(self, e: ev.ProfilingState) -> None:
+        self.state.profiling = e
+
+    def _op_timing(self, e: ev.OpTiming) -> None:
+        s = self.state
+        s.op_timings_total += 1
+        stats = s.ops.get(e.op_name)
+        if stats is None:
+            if len(s.ops) >= s.op_limit:
+                s.op_timings_untracked += 1
+                return
+            stats = s.ops[e.op_name] = OpStats(e.op_name, e.op_type)
+        stats.count += 1
+        stats.total_us += e.duration_us
+        if e.duration_us > stats.max_us:
+            stats.max_us = e.duration_us
+
+    def _tx_mark(self, e: ev.TxMark) -> None:
+        self.state.tx_marks += 1
+
+    def _tx_range(self, e: ev.TxRange) -> None:
+        self.state.tx_ranges += 1
+
+    def _dump_file(self, e: ev.DumpFileSeen) -> None:
+        s = self.state
+        s.dumps.append(e)
+        s.dumps_total += 1
+        if len(s.dumps) > s.dump_limit:
+            s.dumps.popleft()
+            s.dumps_dropped += 1
+
+    def _log(self, e: ev.LogLine) -> None:
+        s = self.state
+        s.logs.append(e)
+        if len(s.logs) > s.log_limit:
+            s.logs.popleft()
+            s.logs_dropped += 1
+
+    def _drops(self, e: ev.Drops) -> None:
+        # ``total`` is a running total per place: keep the largest seen.
+        drops = self.state.counters.agent_drops
+        if e.total > drops.get(e.where, -1):
+            drops[e.where] = e.total
+
+    def _reply(self, e: ev.Reply) -> None:
+        replies = self.state.replies
+        replies.pop(e.request_id, None)
+        replies[e.request_id] = e
+        while len(replies) > REPLY_LIMIT:
+            del replies[next(iter(replies))]
+        self.state.last_reply = e
+
+
+def _stream_json(stream: StreamState) -> dict[str, Any]:
+    return {
+        "stream": stream.stream,
+        "stream_id": stream.stream_id,
+        "priority": stream.priority,
+        "flags": stream.flags,
+        "state": stream.state,
+        "last_sync_ns": stream.last_sync_ns,
+        "syncs": stream.syncs,
+        "errors": stream.errors,
+        "last_error": error_name(stream.last_error) if stream.last_error else None,
+    }

@@ -1,0 +1,327 @@
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aclmon import events as ev
+from aclmon.acl_constants import (
+    ACL_ERROR_RT_AICORE_EXCEPTION,
+    ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+    ACL_FLOAT16,
+    ACL_FORMAT_ND,
+)
+from aclmon.store import Store
+
+T0 = 1_700_000_000_000_000_000
+
+
+class Seq:
+    """Builds events with consecutive seqs and ts 1 ms apart."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, cls, *fields):
+        self.n += 1
+        return cls(self.n, T0 + self.n * 1_000_000, *fields)
+
+
+def tensor(size=64):
+    return ev.TensorDesc(ACL_FLOAT16, ACL_FORMAT_ND, (4, 8), 0x1000, size, "x")
+
+
+def basic_events():
+    e = Seq()
+    return [
+        e(ev.Hello, 1, "0.1.0", 42, "host", ("train.py",), "sim", "Ascend910B1", 2),
+        e(ev.DeviceSet, 0, 0),
+        e(ev.ContextCreated, 0, 0xA0, True),
+        e(ev.StreamCreated, 0, 0xA0, 0xB0, 3, 0, 0),
+        e(ev.StreamCreated, 0, 0xA0, 0xB1, 4, 0, 0),
+        e(ev.DeviceSample, 0, 50, 20, 5, 10 << 30, 64 << 30, "OK", 40.0, 200.0),
+        e(ev.DeviceSample, 0, 70, 25, 6, 11 << 30, 64 << 30, "OK", 41.0, 210.0),
+        e(ev.HostSample, 12.5, 1 << 30, 17),
+        e(ev.ModelLoaded, 1, 0, "resnet50", 120),
+        e(ev.ExecuteBegin, 1, 0xB0, 0),
+        e(ev.StreamSyncBegin, 0xB1, 77),
+        e(ev.StreamSynchronized, 0xB1, 5_000_000, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, 5),
+        e(ev.ExecuteEnd, 1, 0xB0, 3_000_000, 0),
+        e(
+            ev.AclException,
+            0,
+            3,
+            11,
+            77,
+            ACL_ERROR_RT_AICORE_EXCEPTION,
+            "conv1",
+            "Conv2D",
+            (tensor(),),
+            (tensor(128),),
+        ),
+        e(ev.OpTiming, 1, "conv1", "Conv2D", 0, 10, 10),
+        e(ev.OpTiming, 1, "conv1", "Conv2D", 20, 50, 30),
+        e(ev.OpTiming, 1, "relu1", "Relu", 50, 52, 2),
+        e(ev.ProfilingState, True, False, 2, 0, (0,), "/tmp/prof", "aclmon", False),
+        e(ev.DumpFileSeen, "/d/Opdebug.Node_OpDebug.1.3.1", "overflow", 400, {"ai_core": 32}),
+        e(ev.Drops, 5, "publisher", "queue full"),
+        e(ev.Drops, 3, "publisher", "queue full"),  # older running total: ignored
+        e(ev.Reply, 7, 0, "ok", {}),
+    ]
+
+
+def test_fold_builds_devices_tree_models_and_counts():
+    store = Store()
+    store.apply_many(basic_events())
+    s = store.state
+    assert s.hello.soc_name == "Ascend910B1"
+    dev = s.devices[0]
+    assert list(dev.cube_history) == [50, 70]
+    assert dev.sample.hbm_used == 11 << 30
+    ctx = s.contexts[0xA0]
+    assert ctx.streams == [0xB0, 0xB1]
+    assert s.streams[0xB0].state == "idle"  # execute ended
+    # The sync failure and the exception (stream_id 3 = handle 0xB0) count as errors.
+    assert s.streams[0xB1].errors == 1 and s.streams[0xB1].last_sync_ns == 5_000_000
+    assert s.streams[0xB0].errors == 1
+    assert s.streams[0xB0].last_error == ACL_ERROR_RT_AICORE_EXCEPTION
+    assert s.models[1].executions == 1 and s.models[1].running == 0
+    top = store.top_ops(5)
+    assert [o.op_name for o in top] == ["conv1", "relu1"]
+    assert top[0].count == 2 and top[0].total_us == 40 and top[0].max_us == 30
+    assert top[0].mean_us == 20
+    assert s.counters.agent_dropped == 5
+    assert s.last_reply.request_id == 7
+    assert s.counters.events == len(basic_events())
+    assert s.counters.gaps == 0
+
+
+def test_stream_states_follow_execute_and_sync():
+    store = Store()
+    e = Seq()
+    store.apply_many(
+        [
+            e(ev.ContextCreated, 0, 1, False),
+            e(ev.StreamCreated, 0, 1, 2, 0, 0, 0),
+            e(ev.ExecuteBegin, 9, 2, 0),
+        ]
+    )
+    assert store.state.streams[2].state == "busy"
+    store.apply(e(ev.StreamSyncBegin, 2, 1))
+    assert store.state.streams[2].state == "synchronizing"
+    store.apply(e(ev.StreamSynchronized, 2, 10, 0, -1))
+    assert store.state.streams[2].state == "busy"  # the execute has not ended
+    store.apply(e(ev.ExecuteEnd, 9, 2, 10, 0))
+    assert store.state.streams[2].state == "idle"
+    store.apply(e(ev.ContextDestroyed, 1, 0))
+    assert store.state.streams[2].state == "destroyed"
+    assert store.state.contexts[1].destroyed
+
+
+def test_gaps_are_counted_snapshot_events_and_restarts_are_not():
+    store = Store()
+    store.apply(ev.HostSample(1, T0, 1.0, 1, 1))
+    store.apply(ev.HostSample(5, T0, 1.0, 1, 1))  # 2, 3, 4 lost
+    store.apply(ev.HostSample(0, T0, 1.0, 1, 1))  # snapshot state: outside the sequence
+    store.apply(ev.HostSample(6, T0, 1.0, 1, 1))
+    store.apply(ev.HostSample(1, T0, 1.0, 1, 1))  # a new agent restarted its clock
+    store.apply(ev.HostSample(2, T0, 1.0, 1, 1))
+    assert store.state.counters.gaps == 3
+
+
+def test_exception_ring_is_bounded_and_counts_what_it_dropped():
+    store = Store(exception_limit=10)
+    e = Seq()
+    store.apply_many(
+        [e(ev.AclException, 0, 1, i, 1, 507015, f"op{i}", "Add", (), ()) for i in range(25)]
+    )
+    s = store.state
+    assert len(s.exceptions) == 10
+    assert s.exceptions_total == 25 and s.exceptions_dropped == 15
+    assert s.exceptions[0].op_name == "op15"
+
+
+def test_op_aggregates_stop_at_limit_and_count_untracked():
+    store = Store(op_limit=3)
+    e = Seq()
+    store.apply_many([e(ev.OpTiming, 1, f"op{i}", "T", 0, 1, 1) for i in range(5)])
+    store.apply(e(ev.OpTiming, 1, "op0", "T", 0, 1, 4))
+    assert len(store.state.ops) == 3
+    assert store.state.op_timings_untracked == 2
+    assert store.state.ops["op0"].count == 2
+
+
+def test_dumps_and_logs_are_bounded():
+    store = Store(dump_limit=2, log_limit=2)
+    e = Seq()
+    store.apply_many([e(ev.DumpFileSeen, f"/d/{i}", "op-dump", 1, {}) for i in range(5)])
+    store.apply_many([e(ev.LogLine, "info", str(i)) for i in range(4)])
+    assert [d.path for d in store.state.dumps] == ["/d/3", "/d/4"]
+    assert store.state.dumps_dropped == 3 and store.state.logs_dropped == 2
+
+
+def test_snapshot_is_independent_and_restore_continues_identically():
+    events = basic_events()
+    full = Store()
+    full.apply_many(events)
+
+    store = Store()
+    store.apply_many(events[:10])
+    snap = store.snapshot()
+    store.apply_many(events[10:])
+    assert store.to_json() == full.to_json()
+    # The snapshot did not move with the store.
+    assert snap.counters.events == 10 and not snap.exceptions
+    store.restore(snap)
+    store.apply_many(events[10:])
+    assert store.to_json() == full.to_json()
+    # Restoring twice from one snapshot works: restore copies.
+    store.restore(snap)
+    store.apply_many(events[10:])
+    assert store.to_json() == full.to_json()
+
+
+def test_snapshot_does_not_alias_dump_summaries():
+    store = Store()
+    store.apply(ev.DumpFileSeen(1, T0, "/d/x", "overflow", 1, {"status": [1]}))
+    snap = store.snapshot()
+    store.state.dumps[0].summary["status"].append(2)
+    assert snap.dumps[0].summary == {"status": [1]}
+
+
+def test_to_json_is_json_serialisable():
+    store = Store()
+    store.apply_many(basic_events())
+    text = json.dumps(store.to_json())
+    data = json.loads(text)
+    assert data["devices"][0]["contexts"][0]["streams"][1]["last_error"] == (
+        "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"
+    )
+    assert data["exceptions"]["total"] == 1
+    assert data["counters"]["per_kind"]["op_timing"] == 3
+
+
+def test_decoder_counts_are_recorded():
+    store = Store()
+    version = store.version
+    store.note_decoder_counts(3, 1)
+    assert store.state.counters.malformed == 3 and store.version > version
+
+
+_event_strategy = st.one_of(
+    st.builds(
+        ev.HostSample,
+        st.integers(0, 50),
+        st.just(T0),
+        st.floats(0, 100),
+        st.integers(0, 99),
+        st.integers(0, 9),
+    ),
+    st.builds(
+        ev.ContextCreated,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(0, 3),
+        st.integers(1, 4),
+        st.booleans(),
+    ),
+    st.builds(
+        ev.ContextDestroyed,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(1, 4),
+        st.sampled_from([0, 107017]),
+    ),
+    st.builds(
+        ev.StreamCreated,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(0, 3),
+        st.integers(1, 4),
+        st.integers(10, 14),
+        st.integers(0, 3),
+        st.just(0),
+        st.just(0),
+    ),
+    st.builds(ev.StreamDestroyed, st.integers(0, 50), st.just(T0), st.integers(10, 14), st.just(0)),
+    st.builds(ev.StreamSyncBegin, st.integers(0, 50), st.just(T0), st.integers(10, 14), st.just(1)),
+    st.builds(
+        ev.StreamSynchronized,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(10, 14),
+        st.integers(0, 9),
+        st.sampled_from([0, 507046]),
+        st.just(-1),
+    ),
+    st.builds(
+        ev.ExecuteBegin,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(1, 2),
+        st.integers(0, 14),
+        st.just(0),
+    ),
+    st.builds(
+        ev.ExecuteEnd,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(1, 2),
+        st.integers(0, 14),
+        st.integers(0, 9),
+        st.sampled_from([0, 507011]),
+    ),
+    st.builds(
+        ev.AclException,
+        st.integers(0, 50),
+        st.just(T0),
+        st.integers(0, 3),
+        st.integers(0, 3),
+        st.integers(0, 9),
+        st.just(1),
+        st.just(507015),
+        st.text(max_size=3),
+        st.just("Add"),
+        st.just(()),
+        st.just(()),
+    ),
+    st.builds(
+        ev.OpTiming,
+        st.integers(0, 50),
+        st.just(T0),
+        st.just(1),
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.just("T"),
+        st.just(0),
+        st.just(1),
+        st.integers(0, 100),
+    ),
+    st.builds(
+        ev.DumpFileSeen,
+        st.integers(0, 50),
+        st.just(T0),
+        st.text(max_size=3),
+        st.just("overflow"),
+        st.just(1),
+        st.just({}),
+    ),
+)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(_event_strategy, max_size=40), st.integers(0, 40))
+def test_fold_is_deterministic_and_snapshot_restore_matches(events, cut):
+    limits = {"exception_limit": 3, "dump_limit": 2, "op_limit": 2}
+    first, second = Store(**limits), Store(**limits)
+    first.apply_many(events)
+    for event in events:
+        second.apply(event)
+    assert first.to_json() == second.to_json()
+
+    resumed = Store(**limits)
+    resumed.apply_many(events[:cut])
+    snap = resumed.snapshot()
+    resumed.apply_many(events[cut:])
+    resumed.restore(snap)
+    resumed.apply_many(events[cut:])
+    assert resumed.to_json() == first.to_json()
+    assert len(resumed.state.exceptions) <= 3 and len(resumed.state.ops) <= 2
