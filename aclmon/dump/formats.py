@@ -1,0 +1,138 @@
+"""Device formats -> host layout, cropped to the original (or a given) shape.
+
+Each conversion reshapes the device buffer, transposes it and merges the
+padded axes, exactly as msaccucmp's built-in converters (and MindSpore's
+``trans.cc`` for C1HWNCoC0 and NC1HWC0_C04), then slices away the C0/N padding.
+Results are numpy arrays in the tensor's own dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from aclmon.dump import proto_enums as pe
+from aclmon.errors import AclmonError
+
+#: (source format, host format) pairs we convert.
+CONVERSIONS: dict[int, int] = {
+    pe.FORMAT_NC1HWC0: pe.FORMAT_NCHW,
+    pe.FORMAT_NC1HWC0_C04: pe.FORMAT_NCHW,
+    pe.FORMAT_NDC1HWC0: pe.FORMAT_NCDHW,
+    pe.FORMAT_FRACTAL_Z: pe.FORMAT_NCHW,
+    pe.FORMAT_C1HWNCoC0: pe.FORMAT_NCHW,
+    pe.FORMAT_FRACTAL_NZ: pe.FORMAT_ND,
+}
+
+
+class FormatError(AclmonError):
+    """A tensor cannot be converted as asked (shapes do not fit)."""
+
+
+def host_format(src_format: int) -> int | None:
+    return CONVERSIONS.get(src_format)
+
+
+def convert_to_host(
+    array: np.ndarray, src_format: int, target_shape: Sequence[int] | None
+) -> np.ndarray:
+    """Convert ``array`` (device layout, header shape) to its host format.
+
+    ``target_shape`` is the original shape (or the user's ``-s``); FRACTAL_Z and
+    FRACTAL_NZ need it, the 5-D/6-D formats use it to crop C (and N).
+    Raises :class:`FormatError` if the shapes do not fit.
+    """
+    target = tuple(int(d) for d in target_shape) if target_shape else None
+    try:
+        if src_format == pe.FORMAT_NC1HWC0 or src_format == pe.FORMAT_NC1HWC0_C04:
+            return _nc1hwc0_to_nchw(array, target)
+        if src_format == pe.FORMAT_NDC1HWC0:
+            return _ndc1hwc0_to_ncdhw(array, target)
+        if src_format == pe.FORMAT_FRACTAL_Z:
+            return _fractal_z_to_nchw(array, target)
+        if src_format == pe.FORMAT_C1HWNCoC0:
+            return _c1hwncoc0_to_nchw(array, target)
+        if src_format == pe.FORMAT_FRACTAL_NZ:
+            return _fractal_nz_to_nd(array, target)
+    except ValueError as exc:  # a reshape that cannot work
+        raise FormatError(f"{pe.format_name(src_format)}: {exc}") from None
+    raise FormatError(f"no conversion from {pe.format_name(src_format)}")
+
+
+def _need_ndim(array: np.ndarray, ndim: int, name: str) -> None:
+    if array.ndim != ndim:
+        raise FormatError(f"{name} data must be {ndim}-D, got shape {list(array.shape)}")
+
+
+def _crop(merged: np.ndarray, target: tuple[int, ...] | None, name: str) -> np.ndarray:
+    if target is None:
+        return merged
+    if len(target) != merged.ndim or any(t > m for t, m in zip(target, merged.shape, strict=True)):
+        raise FormatError(f"{name}: target shape {list(target)} does not fit {list(merged.shape)}")
+    return merged[tuple(slice(0, t) for t in target)]
+
+
+def _nc1hwc0_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    _need_ndim(array, 5, "NC1HWC0")
+    n, c1, h, w, c0 = array.shape
+    merged = array.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
+    return _crop(merged, target, "NC1HWC0")
+
+
+def _ndc1hwc0_to_ncdhw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    _need_ndim(array, 6, "NDC1HWC0")
+    n, d, c1, h, w, c0 = array.shape
+    merged = array.transpose(0, 2, 5, 1, 3, 4).reshape(n, c1 * c0, d, h, w)
+    return _crop(merged, target, "NDC1HWC0")
+
+
+def _fractal_z_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    if target is None or len(target) != 4:
+        raise FormatError("FRACTAL_Z needs a 4-D target shape (original_shape or -s)")
+    _need_ndim(array, 4, "FRACTAL_Z")
+    _, h, w = target[0], target[2], target[3]
+    c1hw, no, ni, c0 = array.shape
+    if h * w == 0 or c1hw % (h * w):
+        raise FormatError(f"FRACTAL_Z: first axis {c1hw} is not a multiple of H*W = {h * w}")
+    c1 = c1hw // (h * w)
+    merged = (
+        array.reshape(c1, h, w, no, ni, c0)
+        .transpose(3, 4, 0, 5, 1, 2)
+        .reshape(no * ni, c1 * c0, h, w)
+    )
+    return _crop(merged, target, "FRACTAL_Z")
+
+
+def _c1hwncoc0_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    _need_ndim(array, 6, "C1HWNCoC0")
+    c1, h, w, n, co, c0 = array.shape
+    if co != c0:
+        raise FormatError(f"C1HWNCoC0: Co ({co}) must equal C0 ({c0})")
+    # element (n, c, h, w) sits at [c // C0, h, w, n, c % C0, c % C0]: the Co/C0 diagonal.
+    diagonal = np.diagonal(array, axis1=4, axis2=5)  # (c1, h, w, n, c0)
+    merged = diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)
+    return _crop(merged, target, "C1HWNCoC0")
+
+
+def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    if target is None or len(target) < 1:
+        raise FormatError("FRACTAL_NZ needs a target shape (original_shape or -s)")
+    if array.ndim < 4:
+        raise FormatError(f"FRACTAL_NZ data must be at least 4-D, got shape {list(array.shape)}")
+    c1, no, ni, c0 = array.shape[-4:]
+    batch = math.prod(target[:-2]) if len(target) > 2 else 1
+    if batch * c1 * no * ni * c0 != array.size:
+        raise FormatError(
+            f"FRACTAL_NZ: shape {list(array.shape)} does not hold target {list(target)}"
+        )
+    merged = (
+        array.reshape(batch, c1, no, ni, c0)
+        .transpose(0, 2, 3, 1, 4)
+        .reshape(batch, no * ni, c1 * c0)
+    )
+    rows, cols = (target[-2], target[-1]) if len(target) >= 2 else (1, target[-1])
+    if rows > no * ni or cols > c1 * c0:
+        raise FormatError(f"FRACTAL_NZ: target {list(target)} does not fit {list(merged.shape)}")
+    return merged[:, :rows, :cols].reshape(target)

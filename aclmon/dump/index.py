@@ -1,0 +1,125 @@
+"""Index a dump directory: walk, classify, link overflow records to operator dumps.
+
+Works on the documented ``{dump_path}/{time}/{device}/{model}/{model_id}/{step}/``
+tree and on flat directories alike: every file below the root is classified by
+name and first bytes. An overflow record points at the operator that
+overflowed by (task id, stream id) — plus context/thread for FFTS+ sub-tasks —
+and is linked to the operator dump with those ids, preferring one in the same
+directory (ids repeat across steps and devices).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from aclmon.dump.naming import DumpName, parse_dump_name
+from aclmon.dump.summary import KIND_NANO, KIND_OP_DUMP, KIND_OVERFLOW, classify
+from aclmon.errors import AclmonError
+
+
+@dataclass
+class IndexedFile:
+    path: str
+    kind: str
+    size: int
+    name: DumpName | None
+    #: the directory levels below the root, e.g. ("20200808163566", "0", "model", "11", "0").
+    parts: tuple[str, ...] = ()
+
+
+@dataclass
+class OverflowLink:
+    overflow: IndexedFile
+    output: int  # which output of the Opdebug file holds the record
+    record: dict[str, Any]
+    target: dict[str, int | None]
+    op_dump: IndexedFile | None  # None when no operator dump matches
+
+
+@dataclass
+class DumpIndex:
+    """Classified files below ``directory`` and the overflow -> op-dump links."""
+
+    directory: str
+    files: list[IndexedFile] = field(default_factory=list)
+    links: list[OverflowLink] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.directory = os.fspath(self.directory)
+        self._walk()
+        self._link()
+
+    @property
+    def op_dumps(self) -> list[IndexedFile]:
+        return [f for f in self.files if f.kind in (KIND_OP_DUMP, KIND_NANO)]
+
+    @property
+    def overflows(self) -> list[IndexedFile]:
+        return [f for f in self.files if f.kind == KIND_OVERFLOW]
+
+    def find(
+        self, task_id: int, stream_id: int | None, near: str | None = None
+    ) -> list[IndexedFile]:
+        """Operator dumps with these ids; those in directory ``near`` first."""
+        hits = [
+            f
+            for f in self.op_dumps
+            if f.name is not None
+            and f.name.task_id == task_id
+            and (stream_id is None or f.name.stream_id in (None, stream_id))
+        ]
+        if near is not None:
+            hits.sort(key=lambda f: os.path.dirname(f.path) != near)
+        return hits
+
+    def _walk(self) -> None:
+        root = self.directory
+        for current, dirs, names in os.walk(root, onerror=lambda e: self.errors.append(str(e))):
+            dirs.sort()
+            rel = os.path.relpath(current, root)
+            parts = () if rel == "." else tuple(rel.split(os.sep))
+            for name in sorted(names):
+                path = os.path.join(current, name)
+                kind = classify(path)
+                if kind is None:
+                    continue
+                try:
+                    size = os.path.getsize(path)
+                except OSError as exc:
+                    self.errors.append(f"{path}: {exc.strerror or exc}")
+                    continue
+                self.files.append(IndexedFile(path, kind, size, parse_dump_name(name), parts))
+
+    def _link(self) -> None:
+        from aclmon.dump.opdebug import decode_opdebug, overflow_target
+        from aclmon.dump.reader import read_dump
+
+        for overflow in self.overflows:
+            try:
+                dump = read_dump(overflow.path)
+                for tensor in dump.outputs:
+                    record = decode_opdebug(
+                        bytes(tensor.raw), os.path.basename(overflow.path), tensor.offset
+                    )
+                    target = overflow_target(record)
+                    self.links.append(
+                        OverflowLink(
+                            overflow, tensor.index, record, target, self._match(target, overflow)
+                        )
+                    )
+            except AclmonError as exc:
+                self.errors.append(str(exc))
+
+    def _match(self, target: dict[str, int | None], overflow: IndexedFile) -> IndexedFile | None:
+        task, stream = target.get("task_id"), target.get("stream_id")
+        if task is None:
+            return None
+        hits = self.find(task, stream, near=os.path.dirname(overflow.path))
+        thread = target.get("thread_id")
+        # FFTS+ sub-task dumps carry the thread id in their name; prefer the same thread.
+        if thread is not None:
+            hits.sort(key=lambda f: not (f.name and f.name.thread_id in (None, thread)))
+        return hits[0] if hits else None

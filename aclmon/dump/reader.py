@@ -1,0 +1,290 @@
+"""Read one dump file: 2.0 operator dumps, legacy v1 files and nano dumps.
+
+The file is memory-mapped; every tensor is a numpy view over the map, so a
+multi-gigabyte dump costs nothing until a tensor's values are touched. Sizes
+from the header are checked against the bytes present before anything is
+sliced. Only :class:`aclmon.errors.DecodeError` escapes on bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from aclmon.dump import proto_enums as pe
+from aclmon.dump.dtypes import Decoded, TensorBytesError, decode_bytes
+from aclmon.dump.header import (
+    PAYLOAD_ORDER,
+    ROLE_BUFFER,
+    ROLE_INPUT,
+    ROLE_OUTPUT,
+    ROLE_SPACE,
+    DumpHeader,
+    TensorHeader,
+    decode_header,
+)
+from aclmon.dump.naming import DumpName, parse_dump_name
+from aclmon.errors import DecodeError
+
+NANO_MAGIC = 0x5A5A5A5A
+#: the writer refuses headers of 2 GiB or more (INT_MAX); so do we.
+MAX_HEADER_LEN = (1 << 31) - 1
+#: below this a plain read beats setting up a memory map.
+_MMAP_THRESHOLD = 1 << 20
+
+FORMAT_V2 = "2.0"
+FORMAT_V1 = "v1"
+FORMAT_NANO = "nano"
+
+
+@dataclass
+class Tensor:
+    """One tensor of a dump: header fields plus lazy access to its bytes."""
+
+    role: str  # "input" | "output" | "buffer" | "space"
+    index: int
+    header: TensorHeader
+    offset: int  # absolute file offset of the tensor's bytes
+    raw: np.ndarray  # uint8 view of the bytes present (may be short if the file is cut)
+    source: str
+    dtype_label: str = ""  # overrides the proto name (nano types we do not map)
+
+    @property
+    def data_type(self) -> int:
+        return self.header.data_type
+
+    @property
+    def dtype_name(self) -> str:
+        return self.dtype_label or pe.dtype_name(self.header.data_type)
+
+    @property
+    def format(self) -> int:
+        return self.header.format
+
+    @property
+    def format_name(self) -> str:
+        return pe.format_name(self.header.format)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.header.shape
+
+    @property
+    def original_shape(self) -> tuple[int, ...]:
+        return self.header.original_shape
+
+    @property
+    def size(self) -> int:
+        """Byte size the header declares."""
+        return self.header.size
+
+    def decode(self) -> Decoded:
+        """The typed array (a view when possible) with its label.
+
+        Raises :class:`DecodeError` when the bytes present cannot hold the shape.
+        """
+        if self.dtype_label:
+            return Decoded(self.raw, False, f"raw bytes ({self.dtype_label} is not decoded)")
+        if self.role in (ROLE_BUFFER, ROLE_SPACE):
+            return Decoded(self.raw, True, "bytes")
+        try:
+            return decode_bytes(self.raw, self.header.data_type, self.header.shape)
+        except TensorBytesError as exc:
+            raise DecodeError(
+                self.source, self.offset, f"{self.role} {self.index}: {exc}"
+            ) from None
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.decode().array
+
+    @property
+    def supported(self) -> bool:
+        return self.dtype_label == "" and self.decode_label_supported()
+
+    def decode_label_supported(self) -> bool:
+        from aclmon.dump.dtypes import VIEW_DTYPES
+
+        return (
+            self.role in (ROLE_BUFFER, ROLE_SPACE)
+            or self.header.data_type in VIEW_DTYPES
+            or self.header.data_type in (pe.DT_UNDEFINED, pe.DT_UINT1, pe.DT_INT4)
+        )
+
+
+@dataclass
+class DumpFile:
+    """A decoded dump file. Tensors reference the memory map; keep this alive while using them."""
+
+    path: str
+    file_size: int
+    container: str  # "2.0" | "v1" | "nano"
+    header_length: int
+    version: str = ""
+    dump_time: int = 0
+    op_name: str = ""
+    dfx_message: str = ""
+    attrs: list[tuple[str, str]] = field(default_factory=list)
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
+    buffers: list[Tensor] = field(default_factory=list)
+    workspaces: list[Tensor] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    name: DumpName | None = None
+
+    @property
+    def tensors(self) -> list[Tensor]:
+        return [*self.inputs, *self.outputs, *self.buffers, *self.workspaces]
+
+    @property
+    def op_type(self) -> str:
+        return self.name.op_type if self.name else ""
+
+
+def _map_file(path: str, size: int) -> np.ndarray:
+    if size == 0:
+        return np.zeros(0, dtype=np.uint8)
+    if size < _MMAP_THRESHOLD:
+        return np.fromfile(path, dtype=np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="r")
+
+
+def read_dump(path: str | os.PathLike[str], container: str | None = None) -> DumpFile:
+    """Read a dump file. ``container`` forces "2.0", "v1" or "nano" (default: detect)."""
+    path = os.fspath(path)
+    source = os.path.basename(path) or path
+    try:
+        size = os.path.getsize(path)
+        data = _map_file(path, size)
+    except OSError as exc:
+        raise DecodeError(source, 0, f"cannot read: {exc.strerror or exc}") from None
+    if container is None:
+        container = detect_container(data, source)
+    if container == FORMAT_NANO:
+        from aclmon.dump.nano import read_nano
+
+        dump = read_nano(data, path, source)
+    elif container == FORMAT_V1:
+        dump = _read_v1(data, path, source)
+    elif container == FORMAT_V2:
+        dump = _read_v2(data, path, source)
+    else:
+        raise DecodeError(source, 0, f"unknown container {container!r}")
+    dump.name = parse_dump_name(os.path.basename(path))
+    return dump
+
+
+def detect_container(data: np.ndarray, source: str) -> str:
+    size = int(data.shape[0])
+    if size < 8:
+        raise DecodeError(
+            source, 0, f"file has {size} bytes, too short for the 8-byte header length"
+        )
+    if size >= 12 and int.from_bytes(bytes(data[8:12]), "little") == NANO_MAGIC:
+        return FORMAT_NANO
+    header_len = int.from_bytes(bytes(data[:8]), "little")
+    if 0 < header_len <= size - 8:
+        return FORMAT_V2
+    # A legacy v1 file is one protobuf message: field 1 (version, a string) first.
+    if data[0] == 0x0A and header_len > size - 8:
+        return FORMAT_V1
+    if header_len == 0:
+        raise DecodeError(source, 0, "header length is 0")
+    raise DecodeError(
+        source, 0, f"header length {header_len} exceeds the {size - 8} bytes after it"
+    )
+
+
+def _fill_from_header(dump: DumpFile, header: DumpHeader) -> None:
+    dump.version = header.version
+    dump.dump_time = header.dump_time
+    dump.op_name = header.op_name
+    dump.dfx_message = header.dfx_message
+    dump.attrs = header.attrs
+
+
+def _role_list(dump: DumpFile, role: str) -> list[Tensor]:
+    return {
+        ROLE_INPUT: dump.inputs,
+        ROLE_OUTPUT: dump.outputs,
+        ROLE_BUFFER: dump.buffers,
+        ROLE_SPACE: dump.workspaces,
+    }[role]
+
+
+def _read_v2(data: np.ndarray, path: str, source: str) -> DumpFile:
+    size = int(data.shape[0])
+    if size < 8:
+        raise DecodeError(
+            source, 0, f"file has {size} bytes, too short for the 8-byte header length"
+        )
+    header_len = int.from_bytes(bytes(data[:8]), "little")
+    if header_len == 0:
+        raise DecodeError(source, 0, "header length is 0")
+    if header_len > size - 8 or header_len > MAX_HEADER_LEN:
+        raise DecodeError(
+            source, 0, f"header length {header_len} exceeds the {size - 8} bytes after it"
+        )
+    header = decode_header(memoryview(data), 8, 8 + header_len, source)
+    dump = DumpFile(path, size, FORMAT_V2, header_len)
+    _fill_from_header(dump, header)
+    layout_payload(dump, header, data, 8 + header_len, source)
+    return dump
+
+
+def layout_payload(
+    dump: DumpFile, header: DumpHeader, data: np.ndarray, start: int, source: str
+) -> None:
+    """Slice the payload in the writer's order: inputs, outputs, buffers, workspaces."""
+    size = int(data.shape[0])
+    pos = start
+    declared = 0
+    for role in PAYLOAD_ORDER:
+        for th in header.tensors(role):
+            declared += th.size
+            begin = min(pos, size)
+            end = min(pos + th.size, size)
+            _role_list(dump, role).append(Tensor(role, th.index, th, pos, data[begin:end], source))
+            if pos + th.size > size:
+                dump.warnings.append(
+                    f"{role} {th.index}: declares {th.size} bytes at offset {pos}, "
+                    f"the file ends at {size}"
+                )
+            pos += th.size
+    expected = start + declared
+    if expected != size:
+        dump.warnings.append(
+            f"size mismatch: 8 + header {start - 8} + tensors {declared} = {expected} bytes, "
+            f"file has {size}"
+        )
+
+
+def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:
+    size = int(data.shape[0])
+    header = decode_header(memoryview(data), 0, size, source)
+    dump = DumpFile(path, size, FORMAT_V1, size)
+    _fill_from_header(dump, header)
+    for role in PAYLOAD_ORDER:
+        for th in header.tensors(role):
+            embedded = th.data_end - th.data_start
+            if th.size and th.size != embedded:
+                dump.warnings.append(
+                    f"{role} {th.index}: size field says {th.size} bytes, data holds {embedded}"
+                )
+            _role_list(dump, role).append(
+                Tensor(role, th.index, th, th.data_start, data[th.data_start : th.data_end], source)
+            )
+    return dump
+
+
+def read_u64(data: bytes, offset: int) -> int:
+    return struct.unpack_from("<Q", data, offset)[0]
+
+
+def file_prefix(path: str | Path, count: int) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(count)

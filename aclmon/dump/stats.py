@@ -1,0 +1,130 @@
+"""Tensor statistics for the UI, computed in fixed-size chunks.
+
+A 1 GB tensor is read chunk by chunk (each converted to float64 on its own),
+so the extra memory is a few chunks, never a copy of the tensor. Two passes:
+the first gives counts, min/max and mean/std (chunk results merged with Chan's
+parallel formula, which keeps float64 accuracy), the second the histogram over
+the finite range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+#: elements per chunk: 1 Mi elements = 8 MiB as float64.
+CHUNK_ELEMENTS = 1 << 20
+
+
+def _as_float_chunk(chunk: np.ndarray) -> np.ndarray:
+    if chunk.dtype.kind == "c":
+        return np.abs(chunk).astype(np.float64)
+    return chunk.astype(np.float64)
+
+
+def _chunks(flat: np.ndarray, chunk_elements: int):
+    for start in range(0, flat.shape[0], chunk_elements):
+        yield flat[start : start + chunk_elements]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> JSON-able Python values (NaN/Inf as strings, JSON has none)."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, complex) or np.iscomplexobj(value):
+        return str(complex(value))
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        return str(number)
+    return number
+
+
+def tensor_stats(
+    array: np.ndarray, bins: int = 32, first: int = 8, chunk_elements: int = CHUNK_ELEMENTS
+) -> dict[str, Any]:
+    """Shape, dtype, min/max/mean/std over finite values, NaN/+Inf/-Inf/zero counts,
+    the first ``first`` values and a ``bins``-bin histogram of the finite values.
+
+    Complex tensors are summarised by magnitude (``"of": "magnitude"``).
+    """
+    flat = array.reshape(-1)
+    total = int(flat.shape[0])
+    result: dict[str, Any] = {
+        "shape": [int(d) for d in array.shape],
+        "dtype": str(array.dtype),
+        "count": total,
+        "first": [_plain(v) for v in flat[:first].tolist()] if total else [],
+    }
+    if array.dtype.kind == "c":
+        result["of"] = "magnitude"
+    nan = pos_inf = neg_inf = zeros = finite = 0
+    lo, hi = math.inf, -math.inf
+    mean = m2 = 0.0
+    # integers and bools cannot hold NaN/Inf; ml_dtypes types (kind "V") are checked like floats
+    floating = array.dtype.kind not in "iub"
+    for chunk in _chunks(flat, chunk_elements):
+        values = _as_float_chunk(chunk)
+        zeros += int(np.count_nonzero(values == 0))
+        if floating:
+            is_nan = np.isnan(values)
+            nan += int(np.count_nonzero(is_nan))
+            pos_inf += int(np.count_nonzero(values == np.inf))
+            neg_inf += int(np.count_nonzero(values == -np.inf))
+            values = values[np.isfinite(values)]
+        n = int(values.shape[0])
+        if n == 0:
+            continue
+        lo = min(lo, float(values.min()))
+        hi = max(hi, float(values.max()))
+        chunk_mean = float(values.mean())
+        chunk_m2 = float(np.square(values - chunk_mean).sum())
+        merged = finite + n
+        delta = chunk_mean - mean
+        mean += delta * n / merged
+        m2 += chunk_m2 + delta * delta * finite * n / merged
+        finite = merged
+    result.update(
+        nan=nan,
+        pos_inf=pos_inf,
+        neg_inf=neg_inf,
+        zeros=zeros,
+        finite=finite,
+        min=lo if finite else None,
+        max=hi if finite else None,
+        mean=mean if finite else None,
+        std=math.sqrt(m2 / finite) if finite else None,
+    )
+    result["histogram"] = _histogram(flat, bins, lo, hi, finite, chunk_elements, floating)
+    return result
+
+
+def _histogram(
+    flat: np.ndarray,
+    bins: int,
+    lo: float,
+    hi: float,
+    finite: int,
+    chunk_elements: int,
+    floating: bool,
+) -> dict[str, Any]:
+    if not finite or bins <= 0:
+        return {"edges": [], "counts": []}
+    if lo == hi:
+        edges = (
+            np.array([lo - 0.5, hi + 0.5])
+            if bins == 1
+            else np.linspace(lo - 0.5, hi + 0.5, bins + 1)
+        )
+    else:
+        edges = np.linspace(lo, hi, bins + 1)
+    counts = np.zeros(bins, dtype=np.int64)
+    for chunk in _chunks(flat, chunk_elements):
+        values = _as_float_chunk(chunk)
+        if floating:
+            values = values[np.isfinite(values)]
+        counts += np.histogram(values, bins=edges)[0]
+    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}

@@ -1,0 +1,132 @@
+"""``classify`` (cheap) and ``summarize`` (small JSON-able dict, never raises)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aclmon.dump.naming import is_opdebug_name, parse_dump_name
+from aclmon.errors import AclmonError
+
+KIND_OP_DUMP = "op-dump"
+KIND_OVERFLOW = "overflow"
+KIND_STATS = "stats"
+KIND_NANO = "nano"
+NANO_MAGIC = 0x5A5A5A5A
+#: summaries stay small: at most this many tensors / records are listed.
+MAX_LISTED = 64
+
+
+def classify(path: str | os.PathLike[str]) -> str | None:
+    """Kind of a file from its name and first bytes; ``None`` if it is not a dump file."""
+    name = os.path.basename(os.fspath(path))
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    if name.lower().endswith(".csv"):
+        return KIND_STATS if head.startswith((b"Input/Output", b"Op Type")) else None
+    if len(head) >= 12 and int.from_bytes(head[8:12], "little") == NANO_MAGIC:
+        return KIND_NANO
+    if len(head) < 9:
+        return None
+    size = os.path.getsize(path)
+    header_len = int.from_bytes(head[:8], "little")
+    framed = 0 < header_len <= size - 8 and _plausible_tag(head[8])
+    legacy = head[0] == 0x0A and parse_dump_name(name) is not None  # v1: starts with `version`
+    if not (framed or legacy):
+        return None
+    return KIND_OVERFLOW if is_opdebug_name(name) else KIND_OP_DUMP
+
+
+def _plausible_tag(byte: int) -> bool:
+    """First byte of a DumpData message: a field 1-15 tag with a proto3 wire type."""
+    return (byte >> 3) in range(1, 16) and (byte & 7) in (0, 1, 2, 5)
+
+
+def _tensor_summary(tensor: Any) -> dict[str, Any]:
+    return {
+        "role": tensor.role,
+        "index": tensor.index,
+        "dtype": tensor.dtype_name,
+        "format": tensor.format_name,
+        "shape": list(tensor.shape),
+        "original_shape": list(tensor.original_shape),
+        "size": tensor.size,
+    }
+
+
+def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Small plain-value dict describing a dump file; ``{"error": ...}`` on a bad file."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    parsed = parse_dump_name(name)
+    out: dict[str, Any] = {"kind": None, "file": name}
+    if parsed is not None:
+        out.update(
+            op_type=parsed.op_type,
+            op_name=parsed.op_name,
+            task_id=parsed.task_id,
+            stream_id=parsed.stream_id,
+            timestamp=parsed.timestamp,
+        )
+        if parsed.task_type is not None:
+            out.update(
+                task_type=parsed.task_type,
+                context_id=parsed.context_id,
+                thread_id=parsed.thread_id,
+                device_id=parsed.device_id,
+            )
+    try:
+        kind = classify(path)
+        out["kind"] = kind
+        if kind is None:
+            out["error"] = "not a recognised dump file"
+        elif kind == KIND_STATS:
+            from aclmon.dump.statscsv import read_stats_csv
+
+            rows = read_stats_csv(path)
+            out["rows"] = rows[:MAX_LISTED]
+            out["row_count"] = len(rows)
+        else:
+            _summarize_dump(path, kind, out)
+    except AclmonError as exc:
+        out["error"] = str(exc)
+    except (OSError, ValueError, MemoryError) as exc:  # belt and braces: never raise
+        out["error"] = f"{name}: {exc}"
+    return out
+
+
+def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
+    from aclmon.dump.opdebug import decode_opdebug, explain_status
+    from aclmon.dump.reader import read_dump
+
+    dump = read_dump(path)
+    if dump.op_name:
+        out["op_name"] = dump.op_name
+    out.update(
+        container=dump.container,
+        version=dump.version,
+        dump_time=dump.dump_time,
+        file_size=dump.file_size,
+        warnings=dump.warnings[:MAX_LISTED],
+    )
+    tensors = dump.tensors
+    out["tensors"] = [_tensor_summary(t) for t in tensors[:MAX_LISTED]]
+    if len(tensors) > MAX_LISTED:
+        out["tensors_omitted"] = len(tensors) - MAX_LISTED
+    if kind == KIND_OVERFLOW:
+        records = []
+        for tensor in dump.outputs[:MAX_LISTED]:
+            try:
+                record = decode_opdebug(bytes(tensor.raw), os.path.basename(path), tensor.offset)
+                records.append(
+                    {"output": tensor.index, "record": record, "explained": explain_status(record)}
+                )
+            except AclmonError as exc:
+                records.append({"output": tensor.index, "error": str(exc)})
+        out["records"] = records
+
+
+__all__ = ["classify", "summarize"]
