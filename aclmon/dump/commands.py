@@ -1,0 +1,290 @@
+"""``aclmon decode`` and ``aclmon convert``.
+
+Imported to build ``aclmon --help``: nothing heavy (numpy) at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from typing import Any
+
+_SHAPE = re.compile(r"^([0-9]+,)+[0-9]+$")
+
+
+def configure_decode(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="dump, Opdebug, nano or stats CSV files, or directories",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per file instead of text"
+    )
+    parser.add_argument(
+        "--no-stats", action="store_true", help="skip tensor statistics (header only)"
+    )
+    parser.add_argument(
+        "--bins", type=int, default=16, help="histogram bins per tensor (default 16)"
+    )
+    parser.set_defaults(handler=run_decode)
+
+
+def configure_convert(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-d", dest="dump_path", required=True, metavar="FILE|DIR",
+                        help="a dump file, a comma-separated list, or a directory")  # fmt: skip
+    parser.add_argument(
+        "-out", dest="output_path", required=True, metavar="DIR", help="output directory"
+    )
+    parser.add_argument(
+        "-f",
+        dest="format",
+        metavar="FORMAT",
+        help="convert device formats to this host format (NCHW, ND, NCDHW)",
+    )
+    parser.add_argument(
+        "-s",
+        dest="shape",
+        metavar="d0,d1,...",
+        help="target shape for the conversion (only with -f)",
+    )
+    parser.add_argument(
+        "-t",
+        dest="file_type",
+        choices=("npy", "bin"),
+        default="npy",
+        help="output file type (default npy)",
+    )
+    parser.add_argument(
+        "-r", "--recursive", action="store_true", help="walk DIR recursively (msaccucmp does not)"
+    )
+    parser.add_argument(
+        "-j", "--jobs", type=int, default=0, help="parallel workers (default: one per core)"
+    )
+    parser.set_defaults(handler=run_convert)
+
+
+# ------------------------------------------------------------------ decode
+def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
+    from aclmon.dump.stats import tensor_stats
+    from aclmon.errors import AclmonError
+
+    entry: dict[str, Any] = {
+        "role": tensor.role,
+        "index": tensor.index,
+        "dtype": tensor.dtype_name,
+        "format": tensor.format_name,
+        "shape": list(tensor.shape),
+        "original_shape": list(tensor.original_shape),
+        "size": tensor.size,
+        "offset": tensor.offset,
+    }
+    if tensor.role in ("buffer", "space"):
+        return entry
+    try:
+        decoded = tensor.decode()
+    except AclmonError as exc:
+        entry["error"] = str(exc)
+        return entry
+    if not decoded.supported:
+        entry["note"] = decoded.label
+    if with_stats:
+        entry["stats"] = tensor_stats(decoded.array, bins=bins)
+    return entry
+
+
+def decode_report(path: str, with_stats: bool = True, bins: int = 16) -> dict[str, Any]:
+    """Everything ``aclmon decode`` prints about one file, as plain values."""
+    from aclmon.dump.reader import read_dump
+    from aclmon.dump.summary import KIND_OVERFLOW, KIND_STATS, summarize
+    from aclmon.errors import AclmonError
+
+    report = summarize(path)
+    if "error" in report or report["kind"] in (KIND_STATS, KIND_OVERFLOW):
+        return report
+    try:
+        dump = read_dump(path)
+        report["tensors"] = [_tensor_report(t, with_stats, bins) for t in dump.tensors]
+        if dump.attrs:
+            report["attrs"] = [{"name": n, "value": v} for n, v in dump.attrs]
+        if dump.dfx_message:
+            report["dfx_message"] = dump.dfx_message
+    except AclmonError as exc:
+        report["error"] = str(exc)
+    return report
+
+
+def _fmt_number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _print_text(report: dict[str, Any], out: Any) -> None:
+    print(f"{report['file']}  ({report.get('kind') or 'unknown'}"
+          + (f", {report['container']}" if "container" in report else "")
+          + (f", {report['file_size']} bytes" if "file_size" in report else "") + ")", file=out)  # fmt: skip
+    ids = [f"{k.replace('_', ' ')} {report[k]}" for k in ("op_type", "op_name", "task_id", "stream_id", "timestamp",
+                                                            "context_id", "thread_id") if report.get(k) is not None]  # fmt: skip
+    if ids:
+        print("  " + "  ".join(ids), file=out)
+    if report.get("error"):
+        print(f"  error: {report['error']}", file=out)
+    for warning in report.get("warnings", []):
+        print(f"  warning: {warning}", file=out)
+    for tensor in report.get("tensors", []):
+        line = (f"  {tensor['role']} {tensor['index']}: {tensor['dtype']} {tensor['format']} "
+                f"shape {tensor['shape']} ({tensor['size']} B)")  # fmt: skip
+        if tensor.get("original_shape"):
+            line += f" original {tensor['original_shape']}"
+        print(line, file=out)
+        if tensor.get("note"):
+            print(f"      {tensor['note']}", file=out)
+        if tensor.get("error"):
+            print(f"      error: {tensor['error']}", file=out)
+        stats = tensor.get("stats")
+        if stats:
+            keys = ("min", "max", "mean", "std", "nan", "pos_inf", "neg_inf", "zeros")
+            print("      " + "  ".join(f"{k} {_fmt_number(stats[k])}" for k in keys), file=out)
+            print("      first " + " ".join(_fmt_number(v) for v in stats["first"]), file=out)
+    for record in report.get("records", []):
+        if "error" in record:
+            print(f"  output {record['output']}: error: {record['error']}", file=out)
+            continue
+        print(f"  output {record['output']}: overflow record", file=out)
+        for line in record["explained"]:
+            print(f"      {line}", file=out)
+        for line in json.dumps(record["record"], indent=2).splitlines():
+            print(f"      {line}", file=out)
+    for row in report.get("rows", []):
+        print("  " + ", ".join(f"{k}={v}" for k, v in row.items()), file=out)
+
+
+def _expand(paths: list[str], recursive: bool) -> tuple[list[str], list[str]]:
+    """Files named directly, plus the dump files inside each directory."""
+    from aclmon.dump.summary import classify
+
+    files: list[str] = []
+    missing: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            if recursive:
+                from aclmon.dump.index import DumpIndex
+
+                files.extend(f.path for f in DumpIndex(path).files)
+            else:
+                for name in sorted(os.listdir(path)):
+                    full = os.path.join(path, name)
+                    if os.path.isfile(full) and classify(full) is not None:
+                        files.append(full)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            missing.append(path)
+    return files, missing
+
+
+def run_decode(args: argparse.Namespace) -> int:
+    files, missing = _expand(args.files, recursive=True)
+    failed = bool(missing)
+    for path in missing:
+        print(f"aclmon decode: {path}: no such file or directory", file=sys.stderr)
+    for path in files:
+        report = decode_report(path, with_stats=not args.no_stats, bins=args.bins)
+        failed = failed or "error" in report
+        if args.json:
+            print(json.dumps(report, sort_keys=False))
+        else:
+            _print_text(report, sys.stdout)
+    return 1 if failed else 0
+
+
+# ------------------------------------------------------------------ convert
+def _convert_one(job: tuple[str, str, int | None, tuple[int, ...] | None, str]) -> Any:
+    from aclmon.dump.convert import convert_file
+
+    path, out_dir, target_format, shape, file_type = job
+    return convert_file(path, out_dir, target_format, shape, file_type)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only on a terminal."""
+
+    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream
+        self.enabled = total > 0 and stream.isatty()
+
+    def step(self) -> None:
+        self.done += 1
+        if self.enabled:
+            width = 30
+            filled = width * self.done // self.total
+            self.stream.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files"
+            )
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    from aclmon.dump import proto_enums as pe
+    from aclmon.errors import AclmonError
+
+    if args.shape and not args.format:
+        raise AclmonError("-s is allowed only together with -f")
+    if args.shape and not _SHAPE.match(args.shape):
+        raise AclmonError(f"-s {args.shape!r}: expected comma-separated integers like 1,3,224,224")
+    target_format = None
+    if args.format:
+        target_format = pe.format_value(args.format)
+        if target_format is None:
+            raise AclmonError(f"-f {args.format!r}: unknown format")
+    shape = tuple(int(d) for d in args.shape.split(",")) if args.shape else None
+    inputs = [p for p in args.dump_path.split(",") if p]
+    files, missing = _expand(inputs, args.recursive)
+    if missing:
+        raise AclmonError(f"no such file or directory: {', '.join(missing)}")
+    if not files:
+        raise AclmonError(f"no dump files in {args.dump_path}")
+    os.makedirs(args.output_path, exist_ok=True)
+    jobs = [(f, args.output_path, target_format, shape, args.file_type) for f in files]
+    workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    workers = max(1, min(workers, len(jobs)))
+    progress = _Progress(len(jobs))
+    results = []
+    if workers == 1:
+        for job in jobs:
+            results.append(_convert_one(job))
+            progress.step()
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for result in pool.map(
+                _convert_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))
+            ):
+                results.append(result)
+                progress.step()
+    progress.close()
+    failed = 0
+    written = 0
+    for result in results:
+        written += len(result.written)
+        for warning in result.warnings:
+            print(f"warning: {os.path.basename(result.source)}: {warning}", file=sys.stderr)
+        if result.error:
+            failed += 1
+            print(f"error: {result.error}", file=sys.stderr)
+    print(
+        f"converted {len(results) - failed} of {len(results)} files, wrote {written} files to {args.output_path}"
+    )
+    return 1 if failed else 0

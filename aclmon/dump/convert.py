@@ -1,0 +1,163 @@
+"""``aclmon convert``: write a dump's tensors as msaccucmp ``convert`` does.
+
+File names (shared/reference/dump_formats.md §3):
+
+* no ``-f``, npy: ``{file}.{input|output}.{i}.npy`` (device layout, header shape)
+* no ``-f``, bin: ``{file}.{input|output}.{i}.{d0_d1_...}.{numpy dtype}.{FORMAT}.bin``
+* ``-f FMT``: ``{file}.{input|output}.{i}.{d0xd1x...}.npy`` (converted and cropped)
+* buffers ``{file}.l1buffer.{i}.bin``, workspaces ``{file}.space.{i}.bin``
+* Opdebug files: ``{file}.output.{i}.json`` (msaccucmp's keys, ``indent=4``)
+
+Names of 255 characters or more become ``uuid3(NAMESPACE_DNS, name).hex +
+suffix`` with ``new,old`` appended to ``mapping.csv``, as msaccucmp does.
+Arrays are written in msaccucmp's host types: bfloat16 and float8 as float32.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aclmon.dump import proto_enums as pe
+from aclmon.dump.dtypes import to_host_array
+from aclmon.dump.formats import FormatError, convert_to_host, host_format
+from aclmon.dump.header import ROLE_INPUT
+from aclmon.dump.naming import is_opdebug_name
+from aclmon.dump.opdebug import decode_opdebug
+from aclmon.dump.reader import Tensor, read_dump
+from aclmon.errors import AclmonError
+
+MAX_FILE_NAME = 255
+MAPPING_FILE = "mapping.csv"
+BUFFER_TYPE_NAMES = {0: "l1"}
+
+
+@dataclass
+class ConvertResult:
+    source: str
+    written: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _output_name(out_dir: str, name: str, suffix: str) -> str:
+    if len(name) >= MAX_FILE_NAME:
+        short = uuid.uuid3(uuid.NAMESPACE_DNS, name).hex + suffix
+        with open(os.path.join(out_dir, MAPPING_FILE), "a", encoding="utf-8") as mapping:
+            mapping.write(f"{short},{name}\n")
+        name = short
+    return os.path.join(out_dir, name)
+
+
+def _wants_conversion(src_format: int, target_format: int) -> bool:
+    host = host_format(src_format)
+    if host is None:
+        return False
+    if host == target_format:
+        return True
+    # msaccucmp also has FRACTAL_NZ -> NCHW, the same index arithmetic as -> ND.
+    return src_format == pe.FORMAT_FRACTAL_NZ and target_format == pe.FORMAT_NCHW
+
+
+def convert_file(
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    target_format: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    file_type: str = "npy",
+) -> ConvertResult:
+    """Convert one dump file into ``out_dir``; per-tensor problems become warnings."""
+    path, out_dir = os.fspath(path), os.fspath(out_dir)
+    base = os.path.basename(path)
+    result = ConvertResult(path)
+    try:
+        dump = read_dump(path)
+        result.warnings.extend(dump.warnings)
+        if is_opdebug_name(base):
+            for tensor in dump.outputs:
+                record = decode_opdebug(bytes(tensor.raw), base, tensor.offset)
+                target = _output_name(out_dir, f"{base}.output.{tensor.index}.json", ".json")
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(record, sort_keys=False, indent=4))
+                result.written.append(target)
+            return result
+        for tensor in [*dump.inputs, *dump.outputs]:
+            _write_tensor(tensor, base, out_dir, target_format, shape, file_type, result)
+        for tensor in dump.buffers:
+            kind = BUFFER_TYPE_NAMES.get(tensor.header.buffer_type, str(tensor.header.buffer_type))
+            _write_bytes(
+                tensor,
+                _output_name(out_dir, f"{base}.{kind}buffer.{tensor.index}.bin", ".bin"),
+                result,
+            )
+        for tensor in dump.workspaces:
+            _write_bytes(
+                tensor, _output_name(out_dir, f"{base}.space.{tensor.index}.bin", ".bin"), result
+            )
+    except AclmonError as exc:
+        result.error = str(exc)
+    except OSError as exc:
+        result.error = f"{base}: cannot write: {exc.strerror or exc}"
+    return result
+
+
+def _write_bytes(tensor: Tensor, target: str, result: ConvertResult) -> None:
+    tensor.raw.tofile(target)
+    result.written.append(target)
+
+
+def _write_tensor(
+    tensor: Tensor,
+    base: str,
+    out_dir: str,
+    target_format: int | None,
+    shape: tuple[int, ...] | None,
+    file_type: str,
+    result: ConvertResult,
+) -> None:
+    role = "input" if tensor.role == ROLE_INPUT else "output"
+    label = f"{role} {tensor.index}"
+    try:
+        decoded = tensor.decode()
+    except AclmonError as exc:
+        result.warnings.append(f"{label}: skipped: {exc}")
+        return
+    if not decoded.supported:
+        # msaccucmp cannot read these either; it warns and goes on.
+        result.warnings.append(f"{label}: skipped: {decoded.label}")
+        return
+    array = to_host_array(decoded.array, tensor.data_type)
+    out_format = tensor.format
+    if target_format is not None:
+        if _wants_conversion(tensor.format, target_format):
+            crop = shape or tensor.original_shape or None
+            try:
+                array = convert_to_host(array, tensor.format, crop)
+                out_format = target_format
+            except FormatError as exc:
+                result.warnings.append(f"{label}: kept {tensor.format_name}: {exc}")
+        elif tensor.format != target_format:
+            result.warnings.append(
+                f"{label}: no conversion from {tensor.format_name} to "
+                f"{pe.format_name(target_format)}; written as is"
+            )
+        dims = "x".join(str(d) for d in array.shape)
+        stem = f"{base}.{role}.{tensor.index}.{dims}"
+    elif file_type == "bin":
+        dims = "_".join(str(d) for d in array.shape)
+        stem = (
+            f"{base}.{role}.{tensor.index}.{dims}.{array.dtype.name}.{pe.format_name(out_format)}"
+        )
+    else:
+        stem = f"{base}.{role}.{tensor.index}"
+    if file_type == "bin":
+        target = _output_name(out_dir, stem + ".bin", ".bin")
+        np.ascontiguousarray(array).tofile(target)
+    else:
+        target = _output_name(out_dir, stem + ".npy", ".npy")
+        np.save(target, array, allow_pickle=False)
+    result.written.append(target)
