@@ -1,0 +1,7 @@
+"""``python -m aclmon``: the same as the ``aclmon`` command."""
+
+import sys
+
+from aclmon.cli import main
+
+sys.exit(main())

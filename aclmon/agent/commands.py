@@ -1,0 +1,64 @@
+"""``aclmon run``: run a script with the agent installed.
+
+Imports nothing heavy at module level: this module is imported to build
+``aclmon --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sim",
+        action="store_true",
+        help="run against the simulated pyACL runtime (`import acl` resolves to aclmon.sim)",
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="ADDR",
+        help="where the agent listens: /path.sock, unix:/path or tcp://host:port"
+        " (default: a socket in the per-user runtime directory)",
+    )
+    parser.add_argument("--record", metavar="FILE", help="also record every event to FILE")
+    parser.add_argument("--token", help="require this token from viewers that send commands")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="device and host sampling interval (default 1 s)",
+    )
+    parser.add_argument(
+        "--profiling-output",
+        metavar="DIR",
+        help="where profiling started from aclmon writes (default ./aclmon-prof-<pid>)",
+    )
+    parser.add_argument("script", help="the Python script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import aclmon.agent
+    from aclmon.agent.runner import ScriptError, run_script
+
+    if args.interval < 0.01:
+        raise ScriptError("--interval must be at least 0.01 s")
+    import os
+
+    if not os.path.isfile(args.script):
+        raise ScriptError(f"no such script: {args.script}")
+    aclmon.agent.start(
+        args.listen,
+        sim=args.sim,
+        record=args.record,
+        token=args.token,
+        sample_interval=args.interval,
+        profiling_output=args.profiling_output,
+    )
+    try:
+        return run_script(args.script, list(args.args))
+    finally:
+        aclmon.agent.stop()

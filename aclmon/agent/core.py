@@ -1,0 +1,405 @@
+"""The agent: one per job process, the only aclmon code that touches ``acl``.
+
+Threads:
+
+* the job's own threads run the hook wrappers (build one event, queue it);
+* the runtime's callback thread runs the exception capture;
+* ``aclmon-agent`` (the control thread) executes commands, samples devices and
+  the host, and polls the dump directory: everything slow happens here;
+* ``aclmon-publisher`` (the bus) does all socket I/O;
+* ``aclmon-op-timings`` reads the model-subscription pipe while live timings run.
+
+The agent's own failures are counted per place and logged once (stderr via
+``logging`` and a LogLine event); they never reach the job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aclmon.acl_constants import (
+    ACL_ERROR_INTERNAL_ERROR,
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_REPEAT_INITIALIZE,
+    ACL_SUCCESS,
+)
+from aclmon.agent.dumps import DumpWatcher, read_acl_json
+from aclmon.agent.exceptions import ExceptionCapture
+from aclmon.agent.hooks import Hooks
+from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
+from aclmon.agent.sampler import DEFAULT_INTERVAL_S, Sampler
+from aclmon.agent.state import RuntimeState
+from aclmon.events import (
+    Clock,
+    Hello,
+    LogLine,
+    ModelLoaded,
+    SetProfilingConfig,
+    StartProfiling,
+    StopProfiling,
+    hello_fields,
+)
+
+log = logging.getLogger("aclmon.agent")
+
+#: commands and internal jobs waiting for the control thread
+TASK_QUEUE_SIZE = 256
+DUMP_POLL_INTERVAL_S = 0.5
+
+
+class Agent:
+    """Observes one job's ``acl`` module and publishes what happens; see the module docstring."""
+
+    def __init__(
+        self,
+        acl: Any,
+        *,
+        address: str | None = None,
+        token: str | None = None,
+        record: str | None = None,
+        sample_interval: float = DEFAULT_INTERVAL_S,
+        queue_size: int | None = None,
+        profiling_output: str | None = None,
+        acl_json: str | None = None,
+        register: bool = True,
+    ) -> None:
+        self.acl = acl
+        self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
+        self._address = address
+        self._token = token
+        self._record_path = record
+        self._queue_size = queue_size
+        self._register = register
+        self._acl_json = acl_json
+        self.state = RuntimeState()
+        self.hooks = Hooks(self)
+        self.exceptions: ExceptionCapture | None = None
+        self.profiling = ProfilingController(
+            self, profiling_output or os.path.abspath(f"aclmon-prof-{os.getpid()}")
+        )
+        self.sampler: Sampler | None = None
+        self.sample_interval = sample_interval
+        self.dump_watcher: DumpWatcher | None = None
+        self.failures: dict[str, int] = {}
+        self.publisher: Any = None
+        self.recorder: Any = None
+        self._clock: Clock = Clock()
+        self._publish: Callable[[Any], bool] = _discard
+        self._tasks: queue.Queue[Callable[[], None]] = queue.Queue(TASK_QUEUE_SIZE)
+        self._stopping = threading.Event()
+        self._control: threading.Thread | None = None
+        self._bound = threading.local()
+        self._closed = False
+        self.started = 0.0
+        # Bound here so hooks can capture them once; replaced in start().
+        self.emit: Callable[..., bool] = self._emit_discard
+
+    # ------------------------------------------------------------ lifecycle
+    @property
+    def address(self) -> str:
+        return str(self.publisher.address) if self.publisher is not None else ""
+
+    def start(self) -> Agent:
+        from aclmon.bus.publisher import Publisher
+
+        kwargs: dict[str, Any] = {"token": self._token}
+        if self._queue_size is not None:
+            kwargs["queue_size"] = self._queue_size
+        publisher = Publisher(
+            self._address, snapshot=self.snapshot, on_command=self._on_command, **kwargs
+        )
+        publisher.start()  # raises AclmonError (bad address, socket in use) before anything else
+        self.publisher = publisher
+        # One sequence for everything this source sends, including the publisher's own
+        # replies and Drops: share its clock.
+        self._clock = getattr(publisher, "clock", None) or publisher._clock
+        self._publish = publisher.publish
+        self.emit = self._make_emit()
+        self.started = time.time()
+        if self._record_path:
+            from aclmon.agent.recorder import Recorder
+
+            self.recorder = Recorder(self, self._record_path)
+        self._send_hello()
+        self.hooks.install()
+        self.exceptions = ExceptionCapture(self)
+        self._register_exception_callback()
+        self.sampler = Sampler(self, self.sample_interval)
+        if self._acl_json:
+            self.on_acl_init(self._acl_json, ACL_SUCCESS)
+        self._control = threading.Thread(
+            target=self._control_loop, name="aclmon-agent", daemon=True
+        )
+        self._control.start()
+        if self._register:
+            try:
+                from aclmon.bus import registry
+
+                registry.register(self.address)
+            except Exception as exc:  # attach by address still works
+                self.fail("registry", exc)
+        atexit.register(self.close)
+        return self
+
+    def close(self, *, restore: bool = False) -> None:
+        """Stop the agent. ``restore`` also removes the hooks (for ``aclmon.agent.stop()``)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping.set()
+        if self._control is not None and self._control is not threading.current_thread():
+            self._control.join(timeout=2.0)
+        try:
+            self.profiling.close()
+        except Exception as exc:
+            self.fail("profiling shutdown", exc)
+        if restore:
+            if self.exceptions is not None:
+                try:
+                    self.exceptions.unregister()
+                except Exception as exc:
+                    self.fail("exception callback shutdown", exc)
+            self.hooks.uninstall()
+        if self._register:
+            try:
+                from aclmon.bus import registry
+
+                registry.unregister()
+            except Exception:
+                pass
+        if self.publisher is not None:
+            self.publisher.close(flush_timeout=0.5)
+        self._publish = _discard
+        if self.recorder is not None:
+            self.recorder.close()
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.close)
+
+    # ------------------------------------------------------------ publishing
+    def _make_emit(self) -> Callable[..., bool]:
+        counter = self._clock._counter  # itertools.count: next() is atomic under the GIL
+        publish = self._publish
+        time_ns = time.time_ns
+
+        def emit(cls: type, *fields: Any) -> bool:
+            return publish(cls(next(counter), time_ns(), *fields))
+
+        return emit
+
+    def _emit_discard(self, cls: type, *fields: Any) -> bool:
+        return False
+
+    def make(self, cls: type, *fields: Any) -> Any:
+        """A new event with this source's next sequence number (not yet published)."""
+        return self._clock.make(cls, *fields)
+
+    def publish(self, event: Any) -> bool:
+        return self._publish(event)
+
+    def reply(self, request_id: int, code: int, message: str, data: dict[str, Any]) -> None:
+        self.publisher.reply(request_id, int(code), message, data)
+
+    def snapshot(self) -> list[Any]:
+        return self.state.snapshot()
+
+    def _send_hello(self) -> None:
+        soc_name = ""
+        device_count = 0
+        with contextlib.suppress(Exception):  # before acl.init some runtimes cannot say
+            soc_name = str(self.acl.get_soc_name() or "")
+        try:
+            count, ret = self.acl.rt.get_device_count()
+            if ret == ACL_SUCCESS:
+                device_count = int(count)
+        except Exception:
+            pass
+        hello = self.make(Hello, *hello_fields(self.runtime, soc_name, device_count))
+        self.state.hello = hello
+        self.publish(hello)
+
+    # ------------------------------------------------------------ failures
+    def fail(self, where: str, exc: BaseException) -> None:
+        """Count one failure of the agent's own code; log the first at each place."""
+        count = self.failures.get(where, 0) + 1
+        self.failures[where] = count
+        if count == 1:
+            log.warning(
+                "aclmon agent: %s failed (%s: %s); further failures here are only counted",
+                where,
+                type(exc).__name__,
+                exc,
+            )
+            with contextlib.suppress(Exception):
+                self.emit(LogLine, "error", f"agent: {where} failed: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------ control thread
+    def submit(self, task: Callable[[], None]) -> bool:
+        """Run ``task`` on the control thread; False if the queue is full."""
+        try:
+            self._tasks.put_nowait(task)
+            return True
+        except queue.Full:
+            return False
+
+    def _control_loop(self) -> None:
+        next_sample = time.monotonic()
+        next_dump_poll = time.monotonic()
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            wait = max(0.0, min(next_sample, next_dump_poll) - now)
+            try:
+                task = self._tasks.get(timeout=min(wait, 0.25))
+            except queue.Empty:
+                task = None
+            if self._stopping.is_set():
+                break
+            if task is not None:
+                try:
+                    task()
+                except Exception as exc:
+                    self.fail("control task", exc)
+            now = time.monotonic()
+            if now >= next_sample and self.sampler is not None:
+                try:
+                    self.sampler.sample()
+                except Exception as exc:
+                    self.fail("sampler", exc)
+                next_sample = now + self.sample_interval
+            if now >= next_dump_poll:
+                watcher = self.dump_watcher
+                if watcher is not None:
+                    try:
+                        watcher.poll()
+                    except Exception as exc:
+                        self.fail("dump watcher", exc)
+                next_dump_poll = now + DUMP_POLL_INTERVAL_S
+
+    def bind_device(self, device: int) -> bool:
+        """Make a live context of ``device`` current on the calling (agent) thread."""
+        context = self.state.context_for_device(device)
+        if not context:
+            return False
+        if getattr(self._bound, "context", None) == context:
+            return True
+        ret = self.hooks.original("rt.set_context")(context)
+        if ret != ACL_SUCCESS:
+            self._bound.context = None
+            return False
+        self._bound.context = context
+        return True
+
+    # ------------------------------------------------------------ commands
+    def _on_command(self, command: Any) -> None:
+        """Runs on the publisher thread: hand the command to the control thread."""
+        if not self.submit(lambda: self._execute_command(command)):
+            self.reply(command.request_id, ACL_ERROR_INTERNAL_ERROR, "agent busy: try again", {})
+
+    def _execute_command(self, command: Any) -> None:
+        try:
+            if isinstance(command, SetProfilingConfig):
+                code, message, data = self._configure(command)
+            elif isinstance(command, StartProfiling):
+                code, message, data = self.profiling.start()
+            elif isinstance(command, StopProfiling):
+                code, message, data = self.profiling.stop()
+            else:
+                code, message, data = (
+                    ACL_ERROR_INVALID_PARAM,
+                    f"the agent does not handle {type(command).__name__}",
+                    {},
+                )
+        except Exception as exc:
+            self.fail(f"command {type(command).__name__}", exc)
+            code, message, data = ACL_ERROR_INTERNAL_ERROR, f"agent error: {exc}", {}
+        self.reply(command.request_id, code, message, data)
+
+    def _configure(self, command: SetProfilingConfig) -> tuple[int, str, dict[str, Any]]:
+        interval_ms = command.sample_interval_ms
+        if interval_ms and interval_ms < MIN_SAMPLE_INTERVAL_MS:
+            return (
+                ACL_ERROR_INVALID_PARAM,
+                f"sampling interval must be at least {MIN_SAMPLE_INTERVAL_MS} ms",
+                {},
+            )
+        hello = self.state.hello
+        device_count = hello.device_count if hello is not None else 0
+        code, message, data = self.profiling.configure(
+            command.flags, command.aicore_metrics, tuple(command.devices), device_count
+        )
+        if code == ACL_SUCCESS and interval_ms:
+            self.sample_interval = interval_ms / 1000.0
+            message += f"; sampling every {interval_ms} ms"
+        data["sample_interval_ms"] = int(self.sample_interval * 1000)
+        return code, message, data
+
+    # ------------------------------------------------------------ observations from hooks
+    def on_acl_init(self, config_path: Any, ret: int) -> None:
+        if ret not in (ACL_SUCCESS, ACL_ERROR_REPEAT_INITIALIZE):
+            return
+        if not self.exceptions or not self.exceptions.registered:
+            self._register_exception_callback()
+        # The SoC name and device count are only certain after init: say hello again.
+        self._send_hello()
+        if not config_path:
+            return
+        config, warning = read_acl_json(str(config_path))
+        if warning:
+            self.emit(LogLine, "warning", warning)
+        if config.profiler_on:
+            self.profiling.acl_json_profiling(config.profiler_output)
+        if config.dump_path:
+            self.dump_watcher = DumpWatcher(self, config.dump_path)
+            self.emit(LogLine, "info", f"watching dump directory {config.dump_path}")
+
+    def on_device_set(self, device: int) -> None:
+        if self.exceptions is not None and not self.exceptions.registered:
+            self._register_exception_callback()
+
+    def on_model_loaded(self, model_id: int, device: int, name: str) -> None:
+        op_count = 0
+        describe = getattr(self.acl, "__aclmon_model_info__", None)
+        if describe is not None:  # sim-only convenience; the real runtime does not say
+            try:
+                op_count = int(describe(model_id).get("op_count", 0))
+            except Exception:
+                op_count = 0
+        event = self.make(ModelLoaded, model_id, device, name, op_count)
+        self.state.models[model_id] = event
+        self.publish(event)
+        self.profiling.model_loaded(model_id, device)
+
+    def op_type_of(self, op_name: str) -> str:
+        return self.state.op_type_of(op_name)
+
+    def _register_exception_callback(self) -> None:
+        if self.exceptions is None:
+            return
+        try:
+            ret = self.exceptions.register()
+        except Exception as exc:
+            self.fail("exception callback registration", exc)
+            return
+        if ret != ACL_SUCCESS:
+            log.debug("exception callback not registered yet (ret %s); retrying after init", ret)
+
+
+def _discard(event: Any) -> bool:
+    return False
+
+
+def print_listening(agent: Agent, stream: Any = None) -> None:
+    """The one line that says where the agent listens."""
+    print(
+        f"aclmon agent: listening on {agent.address} (pid {os.getpid()})",
+        file=stream or sys.stderr,
+        flush=True,
+    )

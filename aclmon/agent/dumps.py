@@ -1,0 +1,227 @@
+"""What the job's acl.json asks for, and the watcher of its dump directory.
+
+``acl.init(config_path)`` is where a job hands CANN its acl.json. The agent
+reads the same file (hostile input: size-capped, any parse problem is one
+warning) to learn whether the profiler is switched on and where dumps go.
+
+The watcher runs on the agent's control thread: it polls the dump tree, waits
+until a new file's size is stable (the runtime may still be writing it),
+classifies and summarises it with :mod:`aclmon.dump`, and publishes one
+:class:`DumpFileSeen` per file. Files older than the watch are not announced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aclmon.events import DumpFileSeen
+
+if TYPE_CHECKING:
+    from aclmon.agent.core import Agent
+
+#: an acl.json larger than this is not a config file
+MAX_ACL_JSON_BYTES = 1 << 20
+#: entries looked at per poll, and files remembered, so a huge tree cannot stall the agent
+MAX_SCAN_ENTRIES = 20000
+MAX_REMEMBERED = 200000
+MAX_DEPTH = 12
+#: how much older than the watch start a file may be and still count as new (clock slack)
+MTIME_SLACK_S = 2.0
+
+_OPDEBUG = re.compile(r"opdebug\.node_opdebug\.", re.IGNORECASE)
+#: {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}[...] (op_name has no dots: they become _)
+_OP_DUMP_NAME = re.compile(r"^([^.]+)\.([^.]+)\.\d+\.(?:\d+\.)?\d+(?:\.\d+)*$")
+
+
+@dataclass(frozen=True)
+class AclJson:
+    """The parts of an acl.json that matter to the agent."""
+
+    path: str
+    dump_path: str = ""
+    dump_debug: bool = False
+    profiler_on: bool = False
+    profiler_output: str = ""
+
+
+def read_acl_json(path: str) -> tuple[AclJson, str]:
+    """Parse acl.json; returns the config and a warning ("" if none)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ACL_JSON_BYTES + 1)
+    except OSError as exc:
+        return AclJson(path), f"cannot read acl.json {path}: {exc.strerror or exc}"
+    if len(data) > MAX_ACL_JSON_BYTES:
+        return AclJson(path), f"acl.json {path} is larger than {MAX_ACL_JSON_BYTES} bytes; ignored"
+    if not data.strip():
+        return AclJson(path), ""  # an empty acl.json is valid for CANN: nothing configured
+    try:
+        root = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return AclJson(path), f"acl.json {path} is not valid JSON: {exc}"
+    if not isinstance(root, dict):
+        return AclJson(path), f"acl.json {path} is not a JSON object"
+    base = os.path.dirname(os.path.abspath(path))
+    dump = root.get("dump")
+    dump_path = ""
+    dump_debug = False
+    if isinstance(dump, dict):
+        raw = dump.get("dump_path")
+        if isinstance(raw, str) and raw.strip():
+            # CANN resolves a relative dump_path against the working directory.
+            dump_path = os.path.abspath(raw.strip())
+        dump_debug = dump.get("dump_debug") == "on"
+    profiler = root.get("profiler")
+    profiler_on = False
+    profiler_output = ""
+    if isinstance(profiler, dict):
+        profiler_on = profiler.get("switch") == "on"
+        output = profiler.get("output")
+        profiler_output = output if isinstance(output, str) and output else base
+    return AclJson(path, dump_path, dump_debug, profiler_on, profiler_output), ""
+
+
+def classify_name(name: str) -> str:
+    """The DumpFileSeen kind from a file name alone (used when aclmon.dump cannot say)."""
+    if _OPDEBUG.search(name):
+        return "overflow"
+    if name.endswith(".csv"):
+        return "stats"
+    return "op-dump"
+
+
+def op_from_dump_name(name: str) -> tuple[str, str] | None:
+    """(op_type, sanitized op_name) from an operator dump file name, or None."""
+    if _OPDEBUG.search(name):
+        return None
+    match = _OP_DUMP_NAME.match(name)
+    if match is None:
+        return None
+    return match.group(1), match.group(2)
+
+
+class DumpWatcher:
+    """Polls one dump directory tree and publishes each new, complete file."""
+
+    def __init__(self, agent: Agent, root: str) -> None:
+        self.agent = agent
+        self.root = root
+        self.started = time.time() - MTIME_SLACK_S
+        #: path -> size at the last poll, for files not yet announced
+        self._pending: dict[str, int] = {}
+        self._announced: set[str] = set()
+        self.announced = 0
+
+    def poll(self) -> int:
+        """One pass over the tree; returns the number of files announced."""
+        if not os.path.isdir(self.root):
+            return 0
+        seen_now: dict[str, int] = {}
+        budget = [MAX_SCAN_ENTRIES]
+        self._scan(self.root, 0, seen_now, budget)
+        count = 0
+        for path, size in seen_now.items():
+            previous = self._pending.get(path)
+            if previous is None or previous != size or size == 0:
+                self._pending[path] = size  # new or still growing: look again next poll
+                continue
+            del self._pending[path]
+            if len(self._announced) < MAX_REMEMBERED:
+                self._announced.add(path)
+            self._announce(path, size)
+            count += 1
+        return count
+
+    def _scan(self, directory: str, depth: int, out: dict[str, int], budget: list[int]) -> None:
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            return
+        with entries:
+            for entry in entries:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth < MAX_DEPTH:
+                            self._scan(entry.path, depth + 1, out, budget)
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    path = entry.path
+                    if path in self._announced or entry.name.endswith(".json"):
+                        continue  # .json: msaccucmp's own output beside the dumps
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_mtime < self.started:
+                    if len(self._announced) < MAX_REMEMBERED:
+                        self._announced.add(path)
+                    continue
+                out[path] = info.st_size
+
+    def _announce(self, path: str, size: int) -> None:
+        name = os.path.basename(path)
+        kind, summary = describe_dump(path, name)
+        op = op_from_dump_name(name)
+        if op is not None:
+            self.agent.state.learn_op_type(op[1], op[0])
+        self.announced += 1
+        self.agent.emit(DumpFileSeen, path, kind, size, summary)
+
+
+def describe_dump(path: str, name: str) -> tuple[str, dict[str, Any]]:
+    """(kind, summary) of one dump file, via aclmon.dump; never raises."""
+    try:
+        from aclmon import dump as dump_package
+
+        classify = getattr(dump_package, "classify", None)
+        summarize = getattr(dump_package, "summarize", None)
+    except Exception:  # the dump package failed to import: still announce the file
+        classify = summarize = None
+    kind = classify_name(name)
+    if classify is not None:
+        with contextlib.suppress(Exception):
+            kind = _kind_of(classify(path), kind)
+    summary: dict[str, Any] = {}
+    if summarize is not None:
+        try:
+            summary = _plain(summarize(path))
+        except Exception as exc:  # AclmonError for a damaged file; anything else is a bug there
+            summary = {"error": str(exc)}
+    return kind, summary
+
+
+def _kind_of(classified: Any, fallback: str) -> str:
+    text = str(getattr(classified, "value", classified) or "")
+    if text in ("op-dump", "overflow", "stats"):
+        return text
+    return {"opdebug": "overflow", "op_dump": "op-dump", "dump": "op-dump"}.get(text, fallback)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A msgpack-safe copy of a summary (str keys; int, float, str, bool, None, lists, dicts)."""
+    if depth > 8:
+        return None
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return value
+    if isinstance(value, int):
+        return value if -(1 << 63) <= value < (1 << 64) else str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in list(value.items())[:256]}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in list(value)[:256]]
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        try:
+            return _plain(item(), depth + 1)
+        except Exception:
+            return str(value)
+    return str(value)

@@ -1,0 +1,172 @@
+"""The agent's exception-info callback, chained in front of the job's own.
+
+pyACL calls the registered callback on a runtime thread with an exception-info
+handle. pyACL silently drops a Python callback that raises, so everything here
+is fenced: the agent's callback never raises, whatever the runtime or the job's
+callback does. Only one callback can be registered (last one wins), so the
+agent keeps its own registered and calls the job's after it (see
+``hooks.Hooks._set_exception_info_callback``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aclmon.acl_constants import ACL_SUCCESS, EXCEPTION_INFO_INVALID
+from aclmon.events import AclException, LogLine, TensorDesc
+
+if TYPE_CHECKING:
+    from aclmon.agent.core import Agent
+
+#: create_and_get_op_desc's op_name_len: the largest pyACL accepts, so a long
+#: scoped op name is never cut short.
+OP_NAME_LEN = 4096
+#: bounds on what the runtime reports, so a damaged descriptor cannot make the
+#: agent loop or allocate without limit inside the runtime's thread.
+MAX_TENSORS = 256
+MAX_DIMS = 64
+
+
+def _id(value: Any) -> int:
+    """An id from an exception-info getter; 0xFFFFFFFF (NULL info) becomes -1."""
+    if type(value) is not int or value == EXCEPTION_INFO_INVALID:
+        return -1
+    return value
+
+
+class ExceptionCapture:
+    """Reads each exception into one :class:`AclException` event and chains the job's callback."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        acl = agent.acl
+        self._rt = acl.rt
+        self._mdl = acl.mdl
+        self._acl = acl
+        #: the callback the job registered (None = none); called after the agent's work
+        self.job_callback: Callable[[int], Any] | None = None
+        self.registered = False
+        self.captured = 0
+
+    # ------------------------------------------------------------ registration
+    def register(self) -> int:
+        """Register the agent's callback with the runtime; returns the ACL code."""
+        ret = self.agent.hooks.original("rt.set_exception_info_callback")(self.callback)
+        self.registered = ret == ACL_SUCCESS
+        return int(ret)
+
+    def reregister(self) -> None:
+        self.register()
+
+    def unregister(self) -> None:
+        """Hand the runtime back the job's callback (or none)."""
+        if self.registered:
+            self.registered = False
+            self.agent.hooks.original("rt.set_exception_info_callback")(self.job_callback)
+
+    # ------------------------------------------------------------ the callback
+    def callback(self, info: int) -> None:
+        """Called by the runtime. Never raises."""
+        try:
+            self._capture(info)
+        except BaseException as exc:  # the runtime thread must never see an exception
+            with contextlib.suppress(BaseException):
+                self.agent.fail("exception callback", exc)
+        job_callback = self.job_callback
+        if job_callback is not None:
+            try:
+                job_callback(info)
+            except BaseException:
+                # pyACL drops a callback that raises; keep that behaviour for the job's
+                # callback (the agent's own stays registered) and say so once.
+                self.job_callback = None
+                try:
+                    text = traceback.format_exc()
+                    print(
+                        "aclmon agent: the job's exception callback raised; pyACL would drop it,"
+                        f" so it is dropped:\n{text}",
+                        file=sys.stderr,
+                    )
+                    self.agent.emit(
+                        LogLine, "error", f"the job's exception callback raised:\n{text}"
+                    )
+                except BaseException:
+                    pass
+
+    def _capture(self, info: int) -> None:
+        rt = self._rt
+        device = _id(rt.get_device_id_from_exception_info(info))
+        stream_id = _id(rt.get_stream_id_from_exception_info(info))
+        task_id = _id(rt.get_task_id_from_exception_info(info))
+        thread_id = _id(rt.get_thread_id_from_exception_info(info))
+        error_code = _id(rt.get_error_code_from_exception_info(info))
+        op_name = ""
+        inputs: tuple[TensorDesc, ...] = ()
+        outputs: tuple[TensorDesc, ...] = ()
+        if device >= 0 and stream_id >= 0 and task_id >= 0:
+            op_name, inputs, outputs = self._op_details(device, stream_id, task_id)
+        op_type = self.agent.op_type_of(op_name) if op_name else ""
+        self.captured += 1
+        self.agent.emit(
+            AclException,
+            device,
+            stream_id,
+            task_id,
+            thread_id,
+            error_code,
+            op_name,
+            op_type,
+            inputs,
+            outputs,
+        )
+
+    def _op_details(
+        self, device: int, stream_id: int, task_id: int
+    ) -> tuple[str, tuple[TensorDesc, ...], tuple[TensorDesc, ...]]:
+        result = self._mdl.create_and_get_op_desc(device, stream_id, task_id, OP_NAME_LEN)
+        op_name, input_desc, num_inputs, output_desc, num_outputs, ret = result
+        if ret != ACL_SUCCESS:
+            # No op for this task (e.g. not a model task): the ids alone still tell a lot.
+            return "", (), ()
+        try:
+            inputs = self._tensors(input_desc, num_inputs)
+            outputs = self._tensors(output_desc, num_outputs)
+        finally:
+            destroy = self._acl.destroy_tensor_desc
+            if input_desc:
+                destroy(input_desc)
+            if output_desc:
+                destroy(output_desc)
+        return str(op_name or ""), inputs, outputs
+
+    def _tensors(self, desc_array: int, count: int) -> tuple[TensorDesc, ...]:
+        if not desc_array or type(count) is not int or count <= 0:
+            return ()
+        acl = self._acl
+        tensors = []
+        for index in range(min(count, MAX_TENSORS)):
+            desc = acl.get_tensor_desc_by_index(desc_array, index)
+            if not desc:
+                continue
+            num_dims = acl.get_tensor_desc_num_dims(desc)
+            dims = []
+            if type(num_dims) is int and num_dims > 0:
+                for dim_index in range(min(num_dims, MAX_DIMS)):
+                    dim, ret = acl.get_tensor_desc_dim_v2(desc, dim_index)
+                    dims.append(int(dim) if ret == ACL_SUCCESS else -1)
+            name = acl.get_tensor_desc_name(desc)
+            tensors.append(
+                TensorDesc(
+                    int(acl.get_tensor_desc_type(desc)),
+                    int(acl.get_tensor_desc_format(desc)),
+                    tuple(dims),
+                    int(acl.get_tensor_desc_address(desc)),
+                    int(acl.get_tensor_desc_size(desc)),
+                    str(name) if name else "",
+                )
+            )
+        return tuple(tensors)

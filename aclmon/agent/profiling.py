@@ -1,0 +1,535 @@
+"""Profiling on command, without fighting the job for it.
+
+Two ways to profile, because CANN allows only one of them per process at a time
+(``ACL_ERROR_PROF_API_CONFLICT``: "cannot interleave subscription APIs between
+aclprofInit and aclprofFinalize"):
+
+* **API mode** (``SetProfilingConfig.flags != 0``): ``prof.init`` ->
+  ``create_config(devices, aicore_metrics, 0, flags)`` -> ``start`` ... ``stop``
+  -> ``destroy_config`` -> ``finalize``. The data goes to files under the
+  output path, for msprof to analyse; nothing streams live.
+* **Live operator timings** (``flags == 0``): every model the job has loaded
+  (and every model it loads later) is subscribed with
+  ``create_subscribe_config(1, aicore_metrics, pipe_fd)``; a reader thread
+  turns the op records from the pipe into :class:`OpTiming` events.
+
+Who owns profiling is tracked in ``ProfilingState.owner``: ``"acl.json"`` (the
+job's acl.json switched the profiler on), ``"job"`` (the job called
+``acl.prof.*`` itself), ``"aclmon"`` (a command started it) or ``""``. When the
+job or acl.json owns it, commands get the ACL code and a reason instead of a
+fight. When the job starts profiling while aclmon owns it, aclmon steps aside
+first so the job's call succeeds exactly as it would without the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from aclmon.acl_constants import (
+    ACL_AICORE_PIPE_UTILIZATION,
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_INVALID_PROFILING_CONFIG,
+    ACL_ERROR_PROF_ALREADY_RUN,
+    ACL_ERROR_PROF_API_CONFLICT,
+    ACL_ERROR_PROF_NOT_RUN,
+    ACL_PROF_ACL_API,
+    ACL_PROF_AICORE_METRICS,
+    ACL_PROF_MAX_OP_NAME_LEN,
+    ACL_PROF_MAX_OP_TYPE_LEN,
+    ACL_PROF_TASK_TIME,
+    ACL_SUCCESS,
+    AICORE_METRICS,
+    PROF_FLAGS_ALL,
+    error_text,
+    prof_flag_names,
+)
+from aclmon.events import LogLine, OpTiming, ProfilingState
+
+if TYPE_CHECKING:
+    from aclmon.agent.core import Agent
+
+DEFAULT_FLAGS = ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS
+DEFAULT_METRICS = ACL_AICORE_PIPE_UTILIZATION
+#: SetProfilingConfig.flags value that asks for live operator timings (model subscription).
+LIVE_TIMINGS = 0
+MIN_SAMPLE_INTERVAL_MS = 10
+#: op records read from the subscription pipe per os.read
+RECORDS_PER_READ = 256
+
+Outcome = tuple[int, str, dict[str, Any]]
+
+
+class ProfilingController:
+    """Executes profiling commands and follows the job's own profiling calls."""
+
+    def __init__(self, agent: Agent, output_path: str) -> None:
+        self.agent = agent
+        # Serialises aclmon's own session changes (control thread) against the job's
+        # profiling calls (job threads), which make aclmon step aside.
+        self._lock = threading.RLock()
+        # requested configuration
+        self.flags = DEFAULT_FLAGS
+        self.aicore_metrics = DEFAULT_METRICS
+        self.devices: tuple[int, ...] = ()
+        self.output_path = output_path
+        # current state
+        self.owner = ""
+        self.initialized = False
+        self.running = False
+        self.subscribed = False
+        self.active_flags = 0
+        self.active_metrics = DEFAULT_METRICS
+        self.active_devices: tuple[int, ...] = ()
+        self.active_output = ""
+        # aclmon's API-mode session
+        self._config = 0
+        # aclmon's live session
+        self._live: LiveTimings | None = None
+        # the job's profiling configs (handle -> devices, metrics, flags) and subscriptions
+        self._job_configs: dict[int, tuple[tuple[int, ...], int, int]] = {}
+        self._job_subscribed: set[int] = set()
+
+    # ------------------------------------------------------------ state
+    def publish_state(self) -> None:
+        event = self.agent.make(
+            ProfilingState,
+            self.initialized,
+            self.running,
+            self.active_flags,
+            self.active_metrics,
+            self.active_devices,
+            self.active_output,
+            self.owner,
+            self.subscribed,
+        )
+        self.agent.state.profiling = event
+        self.agent.publish(event)
+
+    def _original(self, name: str) -> Any:
+        return self.agent.hooks.original(f"prof.{name}")
+
+    def _refusal(self) -> Outcome | None:
+        """The answer to a start/stop when someone else owns profiling, else None."""
+        if self.owner == "acl.json":
+            return (
+                ACL_ERROR_PROF_ALREADY_RUN,
+                "profiling is switched on by the job's acl.json (profiler.switch);"
+                " aclmon leaves it alone: " + error_text(ACL_ERROR_PROF_ALREADY_RUN),
+                {"owner": self.owner},
+            )
+        if self.owner == "job":
+            code = ACL_ERROR_PROF_ALREADY_RUN if self.initialized else ACL_ERROR_PROF_API_CONFLICT
+            return (
+                code,
+                "the job runs profiling itself (acl.prof.*); aclmon leaves it alone: "
+                + error_text(code),
+                {"owner": self.owner},
+            )
+        return None
+
+    # ------------------------------------------------------------ commands
+    def configure(
+        self, flags: int, aicore_metrics: int, devices: tuple[int, ...], device_count: int
+    ) -> Outcome:
+        if flags < 0 or flags & ~PROF_FLAGS_ALL:
+            return (
+                ACL_ERROR_INVALID_PROFILING_CONFIG,
+                f"unknown ACL_PROF_* bits in flags 0x{flags:x}",
+                {},
+            )
+        if aicore_metrics not in AICORE_METRICS:
+            return (
+                ACL_ERROR_INVALID_PROFILING_CONFIG,
+                f"unknown AI Core metrics {aicore_metrics}",
+                {},
+            )
+        bad = [d for d in devices if d < 0 or (device_count > 0 and d >= device_count)]
+        if bad:
+            return (
+                ACL_ERROR_INVALID_PROFILING_CONFIG,
+                f"no such device {bad[0]} (the job sees {device_count})",
+                {},
+            )
+        with self._lock:
+            self.flags = flags
+            self.aicore_metrics = aicore_metrics
+            self.devices = tuple(sorted(set(devices)))
+            active = self.owner == "aclmon"
+        mode = "live operator timings" if flags == LIVE_TIMINGS else "API mode"
+        names = ", ".join(prof_flag_names(flags)) or "none"
+        message = f"profiling config set: {mode}; flags {names}; metrics {AICORE_METRICS[aicore_metrics][1]}"
+        if active:
+            message += " (takes effect at the next start)"
+        return ACL_SUCCESS, message, {"mode": "live" if flags == LIVE_TIMINGS else "api"}
+
+    def start(self) -> Outcome:
+        with self._lock:
+            refusal = self._refusal()
+            if refusal is not None:
+                return refusal
+            if self.owner == "aclmon":
+                return ACL_SUCCESS, "profiling is already running (started by aclmon)", {}
+            outcome = self._start_live() if self.flags == LIVE_TIMINGS else self._start_api()
+        self.publish_state()
+        return outcome
+
+    def stop(self) -> Outcome:
+        with self._lock:
+            if self.owner != "aclmon":
+                refusal = self._refusal()
+                if refusal is not None:
+                    return refusal
+                return (
+                    ACL_ERROR_PROF_NOT_RUN,
+                    "aclmon has no profiling session to stop: "
+                    + error_text(ACL_ERROR_PROF_NOT_RUN),
+                    {},
+                )
+            outcome = self._teardown()
+        self.publish_state()
+        return outcome
+
+    def _devices_to_profile(self) -> list[int]:
+        return list(self.devices) if self.devices else self.agent.state.devices_in_use()
+
+    def _start_api(self) -> Outcome:
+        devices = self._devices_to_profile()
+        if not devices:
+            return (
+                ACL_ERROR_INVALID_PARAM,
+                "the job has not set a device yet; name the devices in the profiling config",
+                {},
+            )
+        self.agent.bind_device(devices[0])
+        ret = self._original("init")(self.output_path)
+        if ret != ACL_SUCCESS:
+            if ret == ACL_ERROR_PROF_ALREADY_RUN:
+                reason = "profiling already runs in this process (acl.json or msprof)"
+            elif ret == ACL_ERROR_PROF_API_CONFLICT:
+                reason = "the job uses model subscription; CANN forbids mixing it with API mode"
+            else:
+                reason = "acl.prof.init failed"
+            return ret, f"{reason}: {error_text(ret)}", {}
+        config = self._original("create_config")(devices, self.aicore_metrics, 0, self.flags)
+        if not config:
+            self._original("finalize")()
+            return (
+                ACL_ERROR_INVALID_PROFILING_CONFIG,
+                "acl.prof.create_config refused the configuration: "
+                + error_text(ACL_ERROR_INVALID_PROFILING_CONFIG),
+                {},
+            )
+        ret = self._original("start")(config)
+        if ret != ACL_SUCCESS:
+            self._original("destroy_config")(config)
+            self._original("finalize")()
+            return ret, f"acl.prof.start failed: {error_text(ret)}", {}
+        self._config = config
+        self.owner = "aclmon"
+        self.initialized = self.running = True
+        self.active_flags = self.flags
+        self.active_metrics = self.aicore_metrics
+        self.active_devices = tuple(devices)
+        self.active_output = self.output_path
+        data: dict[str, Any] = {"mode": "api", "output_path": self.output_path}
+        message = f"profiling started on devices {devices}, writing to {self.output_path}"
+        if self.agent.state.models:
+            message += (
+                "; live operator timings need model subscription, which CANN does not allow"
+                " together with API-mode profiling (ACL_ERROR_PROF_API_CONFLICT):"
+                " set flags 0 for live timings instead"
+            )
+            data["live_timings"] = "unavailable in API mode"
+        return ACL_SUCCESS, message, data
+
+    def _start_live(self) -> Outcome:
+        size, ret = self._original("get_op_desc_size")()
+        if ret != ACL_SUCCESS or type(size) is not int or size <= 0:
+            return ret or ACL_ERROR_INVALID_PARAM, "acl.prof.get_op_desc_size failed", {}
+        live = LiveTimings(self.agent, size, self.aicore_metrics)
+        if not live.open():
+            return (
+                ACL_ERROR_INVALID_PROFILING_CONFIG,
+                "acl.prof.create_subscribe_config refused the configuration",
+                {},
+            )
+        self._live = live
+        self.owner = "aclmon"
+        self.running = self.subscribed = True
+        self.initialized = False
+        self.active_flags = LIVE_TIMINGS
+        self.active_metrics = self.aicore_metrics
+        self.active_devices = tuple(self.agent.state.devices_in_use())
+        self.active_output = ""
+        models = list(self.agent.state.models.values())
+        failures = {}
+        for model in models:
+            code = live.subscribe(model.model_id, model.device_id)
+            if code != ACL_SUCCESS:
+                failures[model.model_id] = code
+        if models and len(failures) == len(models):
+            code = next(iter(failures.values()))
+            self._teardown()
+            reason = (
+                "the job already uses API-mode profiling; CANN forbids model subscription"
+                " alongside it"
+                if code == ACL_ERROR_PROF_API_CONFLICT
+                else "no model could be subscribed"
+            )
+            return code, f"{reason}: {error_text(code)}", {"failed": failures}
+        message = (
+            f"live operator timings on {len(models) - len(failures)} model(s)"
+            if models
+            else "live operator timings armed: models are subscribed as the job loads them"
+        )
+        if failures:
+            message += f"; not subscribed: {failures}"
+        return ACL_SUCCESS, message, {"mode": "live", "failed": failures}
+
+    def _teardown(self) -> Outcome:
+        """End aclmon's session; returns the first failing code of the calls."""
+        first = ACL_SUCCESS
+        if self._config:
+            for ret in (
+                self._original("stop")(self._config),
+                self._original("destroy_config")(self._config),
+                self._original("finalize")(),
+            ):
+                if first == ACL_SUCCESS and ret != ACL_SUCCESS:
+                    first = ret
+            self._config = 0
+        if self._live is not None:
+            ret = self._live.close()
+            if first == ACL_SUCCESS:
+                first = ret
+            self._live = None
+        self.owner = ""
+        self.initialized = self.running = self.subscribed = False
+        if first == ACL_SUCCESS:
+            return ACL_SUCCESS, "profiling stopped", {}
+        return first, f"profiling stopped with an error: {error_text(first)}", {}
+
+    # ------------------------------------------------------------ the job's side
+    def step_aside(self, reason: str) -> None:
+        """End aclmon's session (if any) before the job uses profiling or finalizes."""
+        with self._lock:
+            if self.owner != "aclmon":
+                return
+            self._teardown()
+        self.agent.emit(LogLine, "warning", f"aclmon stopped its profiling session: {reason}")
+        self.publish_state()
+
+    def model_loaded(self, model_id: int, device: int) -> None:
+        if self._live is not None:
+            self.agent.submit(lambda: self._subscribe_later(model_id, device))
+
+    def _subscribe_later(self, model_id: int, device: int) -> None:
+        with self._lock:
+            live = self._live
+            if live is None or model_id not in self.agent.state.models:
+                return
+            code = live.subscribe(model_id, device)
+        if code != ACL_SUCCESS:
+            self.agent.emit(
+                LogLine,
+                "warning",
+                f"live operator timings: model {model_id} not subscribed: {error_text(code)}",
+            )
+
+    def model_unloading(self, model_id: int) -> None:
+        live = self._live
+        if live is not None and model_id in live.models:
+            with self._lock:
+                if self._live is not None:
+                    self._live.unsubscribe(model_id)
+
+    def acl_json_profiling(self, output: str) -> None:
+        with self._lock:
+            self.owner = "acl.json"
+            self.initialized = self.running = True
+            self.active_output = output
+        self.publish_state()
+
+    def job_init(self, path: str, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        with self._lock:
+            self.owner = "job"
+            self.initialized = True
+            self.active_output = path
+        self.publish_state()
+
+    def job_config(self, config: Any, devices: Any, metrics: Any, flags: Any) -> None:
+        if config and len(self._job_configs) < 64:
+            self._job_configs[config] = (tuple(devices or ()), int(metrics), int(flags))
+
+    def job_start(self, config: Any, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        devices, metrics, flags = self._job_configs.get(config, ((), DEFAULT_METRICS, 0))
+        with self._lock:
+            self.running = True
+            self.active_devices, self.active_metrics, self.active_flags = devices, metrics, flags
+        self.publish_state()
+
+    def job_stop(self, config: Any, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        self._job_configs.pop(config, None)
+        with self._lock:
+            self.running = False
+        self.publish_state()
+
+    def job_finalize(self, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        with self._lock:
+            if self.owner == "job" and not self._job_subscribed:
+                self.owner = ""
+            self.initialized = self.running = False
+        self.publish_state()
+
+    def job_subscribe(self, model_id: Any, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        self._job_subscribed.add(model_id)
+        with self._lock:
+            self.owner = "job"
+        self.publish_state()
+
+    def job_unsubscribe(self, model_id: Any, ret: int) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        self._job_subscribed.discard(model_id)
+        with self._lock:
+            if self.owner == "job" and not self._job_subscribed and not self.initialized:
+                self.owner = ""
+        self.publish_state()
+
+    def close(self) -> None:
+        """End aclmon's session at agent shutdown (quietly: the job may be exiting)."""
+        with self._lock:
+            if self.owner == "aclmon":
+                self._teardown()
+
+
+class LiveTimings:
+    """aclmon's model subscription: a pipe, the subscribed models and the reader thread."""
+
+    def __init__(self, agent: Agent, op_desc_size: int, aicore_metrics: int) -> None:
+        self.agent = agent
+        self.op_desc_size = op_desc_size
+        self.aicore_metrics = aicore_metrics
+        self.models: set[int] = set()
+        self._config = 0
+        self._read_fd = -1
+        self._write_fd = -1
+        self._reader: threading.Thread | None = None
+        self.records = 0
+
+    def _original(self, name: str) -> Any:
+        return self.agent.hooks.original(f"prof.{name}")
+
+    def open(self) -> bool:
+        self._read_fd, self._write_fd = os.pipe()
+        config = self._original("create_subscribe_config")(1, self.aicore_metrics, self._write_fd)
+        if not config:
+            os.close(self._read_fd)
+            os.close(self._write_fd)
+            return False
+        self._config = config
+        self._reader = threading.Thread(
+            target=self._read_loop, name="aclmon-op-timings", daemon=True
+        )
+        self._reader.start()
+        return True
+
+    def subscribe(self, model_id: int, device: int) -> int:
+        self.agent.bind_device(device)
+        ret = self._original("model_subscribe")(model_id, self._config)
+        if ret == ACL_SUCCESS:
+            self.models.add(model_id)
+        return int(ret)
+
+    def unsubscribe(self, model_id: int) -> int:
+        self.models.discard(model_id)
+        return int(self._original("model_unsubscribe")(model_id))
+
+    def close(self) -> int:
+        first = ACL_SUCCESS
+        for model_id in list(self.models):
+            ret = self.unsubscribe(model_id)
+            if first == ACL_SUCCESS and ret != ACL_SUCCESS:
+                first = ret
+        if self._config:
+            ret = self._original("destroy_subscribe_config")(self._config)
+            if first == ACL_SUCCESS and ret != ACL_SUCCESS:
+                first = ret
+            self._config = 0
+        if self._write_fd >= 0:
+            # The reader sees end-of-file once the last write end is closed.
+            os.close(self._write_fd)
+            self._write_fd = -1
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout=2.0)
+        return first
+
+    # ------------------------------------------------------------ reader thread
+    def _read_loop(self) -> None:
+        size = self.op_desc_size
+        pending = bytearray()
+        try:
+            while True:
+                data = os.read(self._read_fd, size * RECORDS_PER_READ)
+                if not data:
+                    break
+                pending += data
+                whole = len(pending) - len(pending) % size
+                if whole:
+                    chunk = bytes(pending[:whole])
+                    del pending[:whole]
+                    try:
+                        self._parse(chunk)
+                    except Exception as exc:
+                        self.agent.fail("op timing records", exc)
+        except OSError as exc:
+            self.agent.fail("op timing pipe", exc)
+        finally:
+            os.close(self._read_fd)
+            self._read_fd = -1
+
+    def _pointer(self, chunk: bytes) -> tuple[int, Any]:
+        """A pointer to ``chunk`` for the op getters, and the object that keeps it alive."""
+        util = self.agent.acl.util
+        to_ptr = getattr(util, "bytes_to_ptr", None)
+        if to_ptr is not None:
+            return int(to_ptr(chunk)), chunk
+        import numpy as np  # only needed on CANN versions without bytes_to_ptr
+
+        array = np.frombuffer(chunk, dtype=np.uint8).copy()
+        return int(util.numpy_to_ptr(array)), array
+
+    def _parse(self, chunk: bytes) -> None:
+        prof = self.agent.acl.prof
+        length = len(chunk)
+        pointer, keep_alive = self._pointer(chunk)
+        count, ret = prof.get_op_num(pointer, length)
+        if ret != ACL_SUCCESS:
+            return
+        count = min(int(count), length // self.op_desc_size)
+        agent = self.agent
+        for index in range(count):
+            name, ret_name = prof.get_op_name(pointer, length, index, ACL_PROF_MAX_OP_NAME_LEN)
+            op_type, ret_type = prof.get_op_type(pointer, length, index, ACL_PROF_MAX_OP_TYPE_LEN)
+            name = str(name or "") if ret_name == ACL_SUCCESS else ""
+            op_type = str(op_type or "") if ret_type == ACL_SUCCESS else ""
+            start = int(prof.get_op_start(pointer, length, index))
+            end = int(prof.get_op_end(pointer, length, index))
+            duration = int(prof.get_op_duration(pointer, length, index))
+            model_id = int(prof.get_model_id(pointer, length, index))
+            agent.state.learn_op_type(name, op_type)
+            agent.emit(OpTiming, model_id, name, op_type, start, end, duration)
+            self.records += 1
+        del keep_alive
