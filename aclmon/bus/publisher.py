@@ -1,0 +1,530 @@
+"""The agent's side of the bus: publish events without ever blocking the job.
+
+``publish(event)`` appends to a bounded queue and returns; when the queue is
+full the event is dropped and counted (``False``). One daemon thread owns all
+I/O (``selectors``): it accepts viewers, runs the handshake, packs every
+queued event into one buffer of frames, and fans that buffer out to each
+subscriber's own bounded output buffer. A subscriber that cannot keep up
+loses whole batches (counted per subscriber) instead of slowing the job or
+growing memory; each loss is reported as a :class:`~aclmon.events.Drops`
+event to everyone still listening.
+
+Commands from authorised, non-readonly connections reach ``on_command`` on
+the publisher thread. ``Ping`` and ``RequestSnapshot`` are answered here,
+since they concern the connection rather than the runtime.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgpack
+
+from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
+from aclmon.bus import handshake
+from aclmon.bus.framing import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
+from aclmon.bus.transport import Address, Listener, listen, parse_address
+from aclmon.errors import AclmonError
+from aclmon.events import (
+    COMMAND_KINDS,
+    Clock,
+    Drops,
+    Event,
+    EventDecoder,
+    Ping,
+    Reply,
+    RequestSnapshot,
+)
+
+log = logging.getLogger("aclmon.bus")
+
+#: events the queue holds before ``publish`` starts dropping
+DEFAULT_QUEUE_SIZE = 65536
+#: bytes a subscriber may have waiting before batches are dropped for it
+DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
+#: most events packed into one batch (bounds one write and the pump's latency)
+BATCH_EVENTS = 4096
+HANDSHAKE_TIMEOUT_S = 5.0
+#: at most one Drops event per place per interval, carrying the running total
+DROPS_REPORT_INTERVAL_S = 0.5
+_READ_SIZE = 256 * 1024
+
+_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+_pack_length = HEADER.pack
+
+
+class _Connection:
+    __slots__ = (
+        "commands",
+        "decoder",
+        "dropped",
+        "frames",
+        "name",
+        "nonce",
+        "opened",
+        "out",
+        "ready",
+        "reported_at",
+        "reported_drops",
+        "sock",
+        "want_write",
+    )
+
+    def __init__(self, sock: socket.socket, name: str, max_frame: int) -> None:
+        self.sock = sock
+        self.name = name
+        self.nonce = handshake.make_nonce()
+        self.opened = time.monotonic()
+        self.ready = False
+        self.commands = False
+        self.decoder = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, name)
+        self.frames = FrameDecoder(max_frame, name)
+        self.out = bytearray()
+        self.want_write = False
+        self.dropped = 0
+        self.reported_drops = 0
+        self.reported_at = 0.0
+
+
+class Publisher:
+    """Fan events out to every connected viewer; see the module docstring.
+
+    ``address``: ``None`` (the default Unix socket for this PID), an
+    :class:`Address` or its text. ``token`` enables command authentication
+    (and is required to listen on a non-loopback TCP address).
+    """
+
+    def __init__(
+        self,
+        address: str | Address | None = None,
+        *,
+        token: str | None = None,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        snapshot: Callable[[], Iterable[Event]] | None = None,
+        on_command: Callable[[Event], None] | None = None,
+        subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        if isinstance(address, str):
+            address = parse_address(address)
+        self._requested = address
+        self._token = token or None
+        self._queue_size = queue_size
+        self._snapshot = snapshot
+        self._on_command = on_command
+        self._subscriber_buffer = subscriber_buffer
+        self._max_frame = max_frame
+        self._clock = Clock()
+        self._queue: collections.deque[Event] = collections.deque()
+        self._queue_dropped = 0
+        self._queue_reported = 0
+        self._queue_reported_at = 0.0
+        self._subscriber_dropped = 0
+        self._drop_lock = threading.Lock()
+        self._wake_pending = False
+        self._closing = False
+        self._listener: Listener | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: dict[int, _Connection] = {}
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self._policy: handshake.Policy | None = None
+
+    # ------------------------------------------------------------ public API
+    @property
+    def address(self) -> str:
+        """The address viewers connect to (after ``start``, the bound one)."""
+        if self._listener is not None:
+            return str(self._listener.address)
+        return str(self._requested) if self._requested else ""
+
+    @property
+    def dropped(self) -> int:
+        """Events lost so far: queue overflows plus per-subscriber drops."""
+        return self._queue_dropped + self._subscriber_dropped
+
+    @property
+    def queue_dropped(self) -> int:
+        return self._queue_dropped
+
+    @property
+    def subscriber_count(self) -> int:
+        """Subscribers past the handshake."""
+        return sum(1 for c in list(self._connections.values()) if c.ready)
+
+    def start(self) -> Publisher:
+        if self._thread is not None:
+            raise AclmonError("publisher already started")
+        if self._requested is None:
+            from aclmon.bus.transport import default_address
+
+            self._requested = default_address()
+        address = self._requested
+        if address.scheme == "tcp" and not address.is_loopback and not self._token:
+            raise AclmonError(
+                f"refusing to listen on non-loopback {address} without a token (pass token=...)"
+            )
+        self._listener = listen(address)
+        self._policy = handshake.Policy(
+            token=self._token,
+            loopback=self._listener.address.is_loopback,
+            unix=self._listener.address.scheme == "unix",
+        )
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener.fileno(), selectors.EVENT_READ, "listener")
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._thread = threading.Thread(target=self._run, name="aclmon-publisher", daemon=True)
+        self._thread.start()
+        return self
+
+    def publish(self, event: Event) -> bool:
+        """Queue one event; never blocks. ``False``: dropped (and counted)."""
+        queue = self._queue
+        if len(queue) >= self._queue_size or self._closing:
+            with self._drop_lock:
+                self._queue_dropped += 1
+            return False
+        queue.append(event)
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._wake()
+        return True
+
+    def emit(self, cls: type, *fields: Any) -> bool:
+        """Build ``cls`` with the next seq and now, and publish it."""
+        return self.publish(self._clock.make(cls, *fields))
+
+    def reply(
+        self, request_id: int, code: int, message: str = "", data: dict[str, Any] | None = None
+    ) -> bool:
+        """Answer a command (every viewer sees it; the sender matches the id)."""
+        return self.emit(Reply, request_id, code, message, data or {})
+
+    def close(self, flush_timeout: float = 1.0) -> None:
+        """Stop, after trying for ``flush_timeout`` s to send what is queued."""
+        if self._closing:
+            return
+        self._flush_timeout = flush_timeout
+        self._closing = True
+        if self._thread is not None:
+            self._wake()
+            self._thread.join(flush_timeout + 2.0)
+            self._thread = None
+
+    def __enter__(self) -> Publisher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ the thread
+    def _wake(self) -> None:
+        if self._wake_w is not None:
+            with contextlib.suppress(OSError):  # full pipe: a wake is already pending
+                self._wake_w.send(b"\0")
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # never take the job down; say why the bus stopped
+            log.exception("aclmon publisher stopped by an internal error")
+        finally:
+            self._shutdown()
+
+    def _loop(self) -> None:
+        selector = self._selector
+        assert selector is not None
+        while not self._closing:
+            for key, mask in selector.select(0.25):
+                tag = key.data
+                if tag == "listener":
+                    self._accept()
+                elif tag == "wake":
+                    self._drain_wake()
+                else:
+                    conn: _Connection = tag
+                    if mask & selectors.EVENT_READ:
+                        self._read(conn)
+                    if mask & selectors.EVENT_WRITE and conn.sock.fileno() != -1:
+                        self._flush(conn)
+            self._pump()
+            self._housekeeping()
+        self._drain_wake()
+        self._pump()
+        self._final_flush()
+
+    def _drain_wake(self) -> None:
+        assert self._wake_r is not None
+        # Clear the flag before draining the queue so a publish racing with
+        # this pump always either is drained now or writes a new wake byte.
+        self._wake_pending = False
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while self._wake_r.recv(4096):
+                pass
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            accepted = self._listener.accept()
+            if accepted is None:
+                return
+            sock, name = accepted
+            conn = _Connection(sock, name, self._max_frame)
+            self._connections[sock.fileno()] = conn
+            assert self._selector is not None
+            self._selector.register(sock, selectors.EVENT_READ, conn)
+            hello = handshake.server_hello(conn.nonce, bool(self._token))
+            self._send(conn, encode_frame(_pack(hello)))
+
+    def _read(self, conn: _Connection) -> None:
+        try:
+            data = conn.sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._drop_connection(conn, f"read failed: {exc}")
+            return
+        if not data:
+            self._drop_connection(conn, "closed by peer", quiet=True)
+            return
+        try:
+            if not conn.ready:
+                payloads = conn.decoder.feed(data)
+                if not payloads:
+                    return
+                if not self._admit(conn, payloads[0]):
+                    return
+                # Bytes after the hello belong to the command stream.
+                rest = b"".join(encode_frame(p) for p in payloads[1:]) + bytes(conn.decoder._buffer)
+                payloads = conn.frames.feed(rest)
+            else:
+                payloads = conn.frames.feed(data)
+        except FrameError as exc:
+            self._drop_connection(conn, f"garbage from peer: {exc}")
+            return
+        for payload in payloads:
+            if not self._command(conn, payload):
+                return
+
+    def _admit(self, conn: _Connection, payload: bytes) -> bool:
+        try:
+            hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+        except Exception:
+            hello = None
+        assert self._policy is not None
+        verdict = handshake.judge(self._policy, conn.nonce, hello)
+        self._send(conn, encode_frame(_pack(handshake.welcome(verdict))))
+        if not verdict.ok:
+            self._drop_connection(conn, f"handshake refused: {verdict.why}")
+            return False
+        conn.ready = True
+        conn.commands = verdict.commands
+        log.debug("subscriber %s connected (commands: %s)", conn.name, conn.commands)
+        self._send_snapshot(conn)
+        return True
+
+    def _send_snapshot(self, conn: _Connection) -> None:
+        if self._snapshot is None:
+            return
+        try:
+            events = list(self._snapshot())
+        except Exception:
+            log.exception("snapshot callback failed; subscriber %s starts without it", conn.name)
+            return
+        parts = []
+        for event in events:
+            try:
+                payload = _pack((type(event).KIND, 0, *event[1:]))  # type: ignore[attr-defined]
+            except Exception as exc:
+                log.warning("unencodable snapshot event %r skipped: %s", type(event).__name__, exc)
+                continue
+            parts.append(_pack_length(len(payload)))
+            parts.append(payload)
+        self._send(conn, b"".join(parts))
+
+    def _command(self, conn: _Connection, payload: bytes) -> bool:
+        """Handle one frame from a subscriber; False if the connection was dropped."""
+        decoder = EventDecoder()
+        event = decoder.decode_payload(payload)
+        if event is None:
+            if decoder.unknown:
+                log.info("unknown command kind from %s ignored", conn.name)
+                return True
+            self._drop_connection(conn, "garbage from peer: malformed command frame")
+            return False
+        if type(event) not in COMMAND_KINDS:
+            log.info(
+                "%s sent a %s, which is not a command; ignored", conn.name, type(event).__name__
+            )
+            return True
+        if not conn.commands:
+            log.warning("command %s from receive-only %s ignored", type(event).__name__, conn.name)
+            return True
+        request_id: int = event.request_id  # type: ignore[union-attr]
+        if isinstance(event, Ping):
+            self.reply(request_id, 0, "pong")
+        elif isinstance(event, RequestSnapshot):
+            self._send_snapshot(conn)
+            self.reply(request_id, 0, "snapshot sent")
+        elif self._on_command is None:
+            self.reply(request_id, ACL_ERROR_API_NOT_SUPPORT, "this publisher takes no commands")
+        else:
+            try:
+                self._on_command(event)
+            except Exception as exc:
+                log.exception("command handler failed on %s", type(event).__name__)
+                self.reply(request_id, ACL_ERROR_INTERNAL_ERROR, f"command failed: {exc}")
+        return True
+
+    def _pump(self) -> None:
+        """Pack queued events into one buffer of frames and hand it to everyone."""
+        queue = self._queue
+        while queue:
+            popleft = queue.popleft
+            parts: list[bytes] = []
+            append = parts.append
+            count = 0
+            for _ in range(min(len(queue), BATCH_EVENTS)):
+                event = popleft()
+                try:
+                    payload = _pack((event.KIND, *event))  # type: ignore[union-attr]
+                except Exception as exc:  # an event that msgpack cannot carry
+                    log.warning("unencodable %s dropped: %s", type(event).__name__, exc)
+                    with self._drop_lock:
+                        self._queue_dropped += 1
+                    continue
+                append(_pack_length(len(payload)))
+                append(payload)
+                count += 1
+            if not count:
+                continue
+            data = b"".join(parts)
+            for conn in list(self._connections.values()):
+                if not conn.ready:
+                    continue
+                if len(conn.out) + len(data) > self._subscriber_buffer:
+                    conn.dropped += count
+                    with self._drop_lock:
+                        self._subscriber_dropped += count
+                    continue
+                self._send(conn, data)
+
+    def _send(self, conn: _Connection, data: bytes) -> None:
+        if not data:
+            return
+        if conn.out:
+            conn.out += data
+            return
+        try:
+            sent = conn.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self._drop_connection(conn, f"write failed: {exc}", quiet=True)
+            return
+        if sent < len(data):
+            conn.out += memoryview(data)[sent:]
+            self._want_write(conn, True)
+
+    def _flush(self, conn: _Connection) -> None:
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._drop_connection(conn, f"write failed: {exc}", quiet=True)
+            return
+        del conn.out[:sent]
+        if not conn.out:
+            self._want_write(conn, False)
+
+    def _want_write(self, conn: _Connection, on: bool) -> None:
+        if conn.want_write == on or conn.sock.fileno() == -1:
+            return
+        conn.want_write = on
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if on else 0)
+        assert self._selector is not None
+        self._selector.modify(conn.sock, events, conn)
+
+    def _housekeeping(self) -> None:
+        now = time.monotonic()
+        for conn in list(self._connections.values()):
+            if not conn.ready and now - conn.opened > HANDSHAKE_TIMEOUT_S:
+                self._drop_connection(conn, "no handshake in time")
+            elif (
+                conn.dropped != conn.reported_drops
+                and now - conn.reported_at >= DROPS_REPORT_INTERVAL_S
+            ):
+                conn.reported_drops = conn.dropped
+                conn.reported_at = now
+                log.warning("subscriber %s too slow: %d events dropped", conn.name, conn.dropped)
+                self.emit(
+                    Drops,
+                    conn.dropped,
+                    f"publisher -> {conn.name}",
+                    "subscriber too slow: its buffer was full",
+                )
+        if (
+            self._queue_dropped != self._queue_reported
+            and now - self._queue_reported_at >= DROPS_REPORT_INTERVAL_S
+        ):
+            self._queue_reported = self._queue_dropped
+            self._queue_reported_at = now
+            self.emit(Drops, self._queue_dropped, "publisher queue", "queue full")
+
+    def _drop_connection(self, conn: _Connection, why: str, quiet: bool = False) -> None:
+        if quiet:
+            log.debug("subscriber %s disconnected: %s", conn.name, why)
+        else:
+            log.warning("subscriber %s disconnected: %s", conn.name, why)
+        fd = conn.sock.fileno()
+        if fd != -1:
+            assert self._selector is not None
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(conn.sock)
+            # A refused client should see the welcome saying why: best effort.
+            if conn.out:
+                with contextlib.suppress(OSError):
+                    conn.sock.send(conn.out)
+            conn.sock.close()
+        self._connections.pop(fd, None)
+        # Entries are keyed by fd at accept time; find by identity if the fd is gone.
+        for key, other in list(self._connections.items()):
+            if other is conn:
+                del self._connections[key]
+
+    def _final_flush(self) -> None:
+        deadline = time.monotonic() + getattr(self, "_flush_timeout", 1.0)
+        pending = [c for c in self._connections.values() if c.out]
+        while pending and time.monotonic() < deadline:
+            for conn in pending:
+                self._flush(conn)
+            pending = [c for c in pending if c.out and c.sock.fileno() != -1]
+            if pending:
+                time.sleep(0.005)
+
+    def _shutdown(self) -> None:
+        self._closing = True
+        for conn in list(self._connections.values()):
+            with contextlib.suppress(OSError):
+                conn.sock.close()
+        self._connections.clear()
+        if self._selector is not None:
+            self._selector.close()
+        if self._listener is not None:
+            self._listener.close()
+        for sock in (self._wake_r, self._wake_w):
+            if sock is not None:
+                sock.close()

@@ -1,0 +1,460 @@
+"""Recordings: a header, then the bus's own frames, appended as they come.
+
+File layout (all integers little-endian; docs/events.md "Recording files")::
+
+    offset 0   8 bytes  magic b"ACLMREC\\0"
+           8   u16      format version (1)
+          10   u16      event schema version (events.SCHEMA_VERSION)
+          12   u64      creation time, ns since the UNIX epoch
+          20   u32      length N of the source info (at most 64 KiB)
+          24   N bytes  source info: one msgpack map
+        24+N   frames   u32 length + msgpack event payload, repeated
+
+Crash safety comes from appending whole frames: a file cut at any byte still
+has every frame before the cut intact, and the reader says where it ends.
+
+:class:`RecordingReader` indexes frame offsets and timestamps (numpy int64
+arrays, 16 bytes a frame plus a running maximum for time seeks) on a
+background thread, reading the file in large chunks and walking the length
+prefixes; timestamps are pulled out of all frames of a chunk at once with
+numpy, since every event payload starts ``[kind, seq, ts_ns, ...]`` and
+``ts_ns`` is packed as a msgpack uint64. The index is usable while it grows,
+and :meth:`RecordingReader.refresh` indexes bytes appended since (following a
+file that is still being written).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgpack
+import numpy as np
+
+from aclmon.bus.framing import (
+    DEFAULT_MAX_FRAME,
+    HEADER,
+    HEADER_SIZE,
+    FrameError,
+    StreamDecoder,
+    split_frames,
+)
+from aclmon.errors import DecodeError
+from aclmon.events import SCHEMA_VERSION, Event, EventDecoder, encode
+
+MAGIC = b"ACLMREC\0"
+FORMAT_VERSION = 1
+FILE_HEADER = struct.Struct("<8sHHQI")
+MAX_SOURCE_INFO = 64 * 1024
+#: bytes read per step while indexing or iterating
+CHUNK_SIZE = 16 * 1024 * 1024
+_WRITE_BUFFER = 256 * 1024
+
+_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+_pack_length = HEADER.pack
+
+
+@dataclass(frozen=True)
+class RecordingHeader:
+    format_version: int
+    schema_version: int
+    created_ns: int
+    source_info: dict[str, Any]
+    data_offset: int  # where the first frame starts
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where the readable part of a recording ends, and why."""
+
+    offset: int
+    reason: str
+    damaged: bool = False  # True: bad data, not just a file that ends early
+
+    def __str__(self) -> str:
+        return f"at byte {self.offset}: {self.reason}"
+
+
+# ---------------------------------------------------------------- writing
+class RecordingWriter:
+    """Append events to a new recording file (overwrites ``path``).
+
+    Frames are buffered up to 256 KiB; call :meth:`flush` to make them visible
+    to a reader following the file, and :meth:`close` at the end.
+    """
+
+    def __init__(self, path: str | Path, source_info: dict[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        info = _pack(dict(source_info or {}))
+        if len(info) > MAX_SOURCE_INFO:
+            raise DecodeError(str(self.path), 0, f"source info of {len(info)} bytes is too big")
+        self.created_ns = time.time_ns()
+        self._file: BinaryIO = open(self.path, "wb")  # noqa: SIM115 (lives as long as the writer)
+        self._file.write(
+            FILE_HEADER.pack(MAGIC, FORMAT_VERSION, SCHEMA_VERSION, self.created_ns, len(info))
+            + info
+        )
+        self._file.flush()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self.count = 0
+
+    def write(self, event: Event) -> None:
+        self.write_payload(encode(event))
+
+    def write_many(self, events: list[Event]) -> None:
+        for event in events:
+            self.write_payload(encode(event))
+
+    def write_payload(self, payload: bytes) -> None:
+        """One already-encoded event payload."""
+        self._pending.append(_pack_length(len(payload)))
+        self._pending.append(payload)
+        self._pending_bytes += len(payload) + HEADER_SIZE
+        self.count += 1
+        if self._pending_bytes >= _WRITE_BUFFER:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            self._file.write(b"".join(self._pending))
+            self._pending.clear()
+            self._pending_bytes = 0
+
+    def flush(self) -> None:
+        self._write_pending()
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- reading
+def read_header(fd: int, source: str, file_size: int) -> RecordingHeader:
+    if file_size < FILE_HEADER.size:
+        raise DecodeError(source, 0, f"too short for a recording header ({file_size} bytes)")
+    raw = os.pread(fd, FILE_HEADER.size, 0)
+    magic, version, schema, created, info_size = FILE_HEADER.unpack(raw)
+    if magic != MAGIC:
+        raise DecodeError(source, 0, "not an aclmon recording (bad magic)")
+    if version != FORMAT_VERSION:
+        raise DecodeError(source, 8, f"recording format version {version} is not supported")
+    if info_size > MAX_SOURCE_INFO:
+        raise DecodeError(source, 20, f"source info of {info_size} bytes exceeds the limit")
+    if FILE_HEADER.size + info_size > file_size:
+        raise DecodeError(source, FILE_HEADER.size, "file ends inside the source info")
+    try:
+        info = msgpack.unpackb(
+            os.pread(fd, info_size, FILE_HEADER.size), raw=False, strict_map_key=True
+        )
+    except Exception as exc:  # msgpack raises many types on garbage
+        raise DecodeError(source, FILE_HEADER.size, f"unreadable source info: {exc}") from None
+    if not isinstance(info, dict):
+        raise DecodeError(source, FILE_HEADER.size, "source info is not a map")
+    return RecordingHeader(version, schema, created, info, FILE_HEADER.size + info_size)
+
+
+class _Int64Column:
+    """A growable int64 column. Growth swaps in a bigger array, so a view a
+    reader took earlier stays valid for the rows it covered."""
+
+    __slots__ = ("data", "size")
+
+    def __init__(self) -> None:
+        self.data = np.empty(1024, dtype=np.int64)
+        self.size = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        needed = self.size + len(values)
+        if needed > len(self.data):
+            bigger = np.empty(max(needed, 2 * len(self.data)), dtype=np.int64)
+            bigger[: self.size] = self.data[: self.size]
+            self.data = bigger
+        self.data[self.size : needed] = values
+        self.size = needed
+
+    def view(self) -> np.ndarray:
+        return self.data[: self.size]
+
+
+# msgpack marker byte -> bytes taken by a non-negative integer (0: not one)
+_UINT_WIDTH = np.zeros(256, dtype=np.int64)
+_UINT_WIDTH[:0x80] = 1
+_UINT_WIDTH[0xCC], _UINT_WIDTH[0xCD], _UINT_WIDTH[0xCE], _UINT_WIDTH[0xCF] = 2, 3, 5, 9
+_BE64_WEIGHTS = (np.uint64(1) << np.arange(56, -8, -8, dtype=np.uint64)).astype(np.uint64)
+
+
+def _timestamps(
+    chunk: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``ts_ns`` of each frame (payload ``chunk[starts:ends]``) where it sits
+    in the usual place, and a mask of the frames where it did not."""
+    last = len(chunk) - 1
+    ok = ends - starts >= 12  # array, kind, seq (1 byte at least), 0xcf + 8 bytes
+    array_marker = chunk[np.minimum(starts, last)]
+    ok &= (array_marker >= 0x93) & (array_marker <= 0x9F)
+    ok &= chunk[np.minimum(starts + 1, last)] < 0x80
+    seq_width = _UINT_WIDTH[chunk[np.minimum(starts + 2, last)]]
+    ok &= seq_width > 0
+    ts_at = starts + 2 + seq_width
+    ok &= ts_at + 9 <= ends
+    ok &= chunk[np.minimum(ts_at, last)] == 0xCF
+    gather = np.minimum(ts_at[:, None] + np.arange(1, 9), last)
+    values = (chunk[gather].astype(np.uint64) * _BE64_WEIGHTS).sum(axis=1, dtype=np.uint64)
+    ok &= values < np.uint64(1 << 63)
+    return values.astype(np.int64), ~ok
+
+
+class RecordingReader:
+    """Random access to a recording: index, seek by time or number, iterate.
+
+    Opening reads and checks the header (a bad one raises
+    :class:`~aclmon.errors.DecodeError`). Indexing then runs on a daemon
+    thread unless ``background=False``; ``len(reader)`` is the number of
+    frames indexed so far, ``indexed`` says whether the scan has reached the
+    end, and ``cut`` says where and why the readable part ended (``None``
+    for a clean end).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        background: bool = True,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        self.path = Path(path)
+        self.source = str(self.path)
+        self.max_frame = max_frame
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise DecodeError(self.source, 0, f"cannot open: {exc.strerror}") from None
+        try:
+            size = os.fstat(self._fd).st_size
+            self.header = read_header(self._fd, self.source, size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._offsets = _Int64Column()
+        self._times = _Int64Column()
+        self._times_max = _Int64Column()  # running maximum: what time seeks bisect
+        self._scan_pos = self.header.data_offset
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self.cut: Cut | None = None
+        self.error: str | None = None
+        self.decoder = EventDecoder()
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(
+                target=self._index_in_background, name="aclmon-recording-index", daemon=True
+            )
+            self._thread.start()
+        else:
+            self.refresh()
+
+    # ------------------------------------------------------------ indexing
+    def _index_in_background(self) -> None:
+        try:
+            self.refresh()
+        except Exception as exc:  # reported, never raised on a thread
+            self.error = f"indexing stopped: {exc}"
+            self._done.set()
+
+    def refresh(self) -> int:
+        """Index frames appended since the last scan; returns how many."""
+        with self._lock:
+            before = self._offsets.size
+            if self.cut is not None and self.cut.damaged:
+                return 0  # past damage the frames cannot be found again
+            try:
+                self._scan()
+            finally:
+                self._done.set()
+            return self._offsets.size - before
+
+    def _scan(self) -> None:
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        pos = self._scan_pos
+        # A chunk always holds at least one frame of the largest allowed size.
+        chunk_size = max(CHUNK_SIZE, self.max_frame + HEADER_SIZE)
+        while pos < size:
+            chunk = os.pread(fd, min(chunk_size, size - pos), pos)
+            if not chunk:
+                break
+            try:
+                offsets, stop = split_frames(
+                    chunk, 0, len(chunk), self.max_frame, self.source, base_offset=pos
+                )
+            except FrameError as exc:
+                # Frames before the damage in this chunk are still good.
+                good, stop = self._frames_before(chunk, exc.offset - pos)
+                self._add(chunk, good, stop, pos)
+                pos += stop
+                self._scan_pos = pos
+                self.cut = Cut(pos, exc.reason, damaged=True)
+                return
+            self._add(chunk, offsets, stop, pos)
+            pos += stop
+            self._scan_pos = pos
+            if stop < len(chunk) and len(chunk) < chunk_size:
+                break  # an incomplete frame at the end of the file
+        self.cut = self._describe_end(pos, size)
+
+    def _frames_before(self, chunk: bytes, limit: int) -> tuple[list[int], int]:
+        offsets, stop = split_frames(chunk, 0, limit, self.max_frame, self.source)
+        return offsets, stop
+
+    def _describe_end(self, pos: int, size: int) -> Cut | None:
+        left = size - pos
+        if left <= 0:
+            return None
+        if left < HEADER_SIZE:
+            return Cut(pos, f"file ends inside a frame header ({left} of {HEADER_SIZE} bytes)")
+        (length,) = HEADER.unpack(os.pread(self._fd, HEADER_SIZE, pos))
+        return Cut(pos, f"file ends inside a frame ({left - HEADER_SIZE} of {length} bytes)")
+
+    def _add(self, chunk: bytes, offsets: list[int], stop: int, base: int) -> None:
+        if not offsets:
+            return
+        starts = np.array(offsets, dtype=np.int64)
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:]
+        ends[-1] = stop
+        starts += HEADER_SIZE
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        times, irregular = _timestamps(data, starts, ends)
+        if irregular.any():
+            for i in np.flatnonzero(irregular):
+                times[i] = self._slow_timestamp(chunk[starts[i] : ends[i]])
+        previous_max = self._times_max.data[self._times_max.size - 1] if self._times_max.size else 0
+        running = np.maximum.accumulate(times)
+        np.maximum(running, previous_max, out=running)
+        # Times first, offsets last: len() follows offsets, so readers never
+        # see an offset without its time.
+        self._times.extend(times)
+        self._times_max.extend(running)
+        self._offsets.extend(starts - HEADER_SIZE + base)
+
+    @staticmethod
+    def _slow_timestamp(payload: bytes) -> int:
+        try:
+            obj = msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=True)
+        except Exception:
+            return 0
+        if isinstance(obj, tuple) and len(obj) >= 3 and type(obj[2]) is int and obj[2] >= 0:
+            return min(obj[2], (1 << 63) - 1)
+        return 0
+
+    # ------------------------------------------------------------ state
+    def __len__(self) -> int:
+        return self._offsets.size
+
+    @property
+    def indexed(self) -> bool:
+        """The first scan reached the end (more may be appended later)."""
+        return self._done.is_set()
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """File offset of each indexed frame (a read-only view)."""
+        n = self._offsets.size
+        view = self._offsets.data[:n]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def timestamps(self) -> np.ndarray:
+        """``ts_ns`` of each indexed frame (0 where a frame had none)."""
+        n = self._offsets.size
+        view = self._times.data[:n]
+        view.flags.writeable = False
+        return view
+
+    def timestamp(self, index: int) -> int:
+        return int(self.timestamps[index])
+
+    def seek_time(self, ts_ns: int) -> int:
+        """Number of the first event at or after ``ts_ns`` (``len`` if none).
+
+        Bisects the running maximum of the timestamps, so events slightly out
+        of order (several threads) still give one well-defined answer."""
+        n = self._offsets.size
+        return int(np.searchsorted(self._times_max.data[:n], ts_ns, side="left"))
+
+    # ------------------------------------------------------------ events
+    def _frame_span(self, start: int, stop: int) -> tuple[int, int]:
+        """File bytes from frame ``start`` to the end of frame ``stop - 1``."""
+        offsets = self._offsets.data
+        last = int(offsets[stop - 1])
+        (length,) = HEADER.unpack(os.pread(self._fd, HEADER_SIZE, last))
+        return int(offsets[start]), last + HEADER_SIZE + length
+
+    def event_at(self, index: int) -> Event | None:
+        """The event of frame ``index`` (``None`` if that frame is malformed)."""
+        n = self._offsets.size
+        if not 0 <= index < n:
+            raise IndexError(f"event {index} of {n}")
+        begin, end = self._frame_span(index, index + 1)
+        payload = os.pread(self._fd, end - begin, begin)[HEADER_SIZE:]
+        return self.decoder.decode_payload(payload)
+
+    def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
+        """Decoded events of frames ``start..stop`` (malformed ones skipped and
+        counted in ``decoder``), read in large chunks without touching the
+        frames before ``start``."""
+        n = self._offsets.size
+        stop = n if stop is None else min(stop, n)
+        if start < 0:
+            start = max(0, n + start)
+        if start >= stop:
+            return
+        begin, end = self._frame_span(start, stop)
+        stream = StreamDecoder(self.max_frame, self.source)
+        pos = begin
+        try:
+            while pos < end:
+                chunk = os.pread(self._fd, min(CHUNK_SIZE, end - pos), pos)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                yield from stream.feed(chunk)
+        finally:
+            self.decoder.malformed += stream.malformed
+            self.decoder.unknown += stream.unknown
+
+    def read_events(self, start: int, count: int) -> list[Event]:
+        return list(self.iter_events(start, start + count))
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> RecordingReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

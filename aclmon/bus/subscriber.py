@@ -1,0 +1,367 @@
+"""The viewer's side of the bus: receive decoded events, send commands.
+
+A daemon thread connects (with backoff between attempts), runs the handshake,
+then reads large chunks and decodes them in one pass
+(:class:`~aclmon.bus.framing.StreamDecoder`). Decoded events wait in a
+bounded buffer for ``poll()``; when it is full the thread stops reading, so
+the publisher sees a slow subscriber and drops for it rather than the viewer
+growing without bound.
+
+``state`` is one of ``stopped``, ``connecting``, ``connected``,
+``disconnected``, ``auth-failed``, ``closed``; ``on_state(state)`` is called
+on the subscriber thread at each change and must not block.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from aclmon.bus import handshake
+from aclmon.bus.framing import (
+    DEFAULT_MAX_FRAME,
+    FrameDecoder,
+    FrameError,
+    StreamDecoder,
+    encode_frame,
+)
+from aclmon.bus.transport import Address, connect, parse_address
+from aclmon.errors import AclmonError
+from aclmon.events import COMMAND_KINDS, KIND_NAMES, Event, Hello, Reply, encode
+
+log = logging.getLogger("aclmon.bus")
+
+STOPPED = "stopped"
+CONNECTING = "connecting"
+CONNECTED = "connected"
+DISCONNECTED = "disconnected"
+AUTH_FAILED = "auth-failed"
+CLOSED = "closed"
+
+#: decoded events held for poll() before the reader stops reading
+DEFAULT_BUFFER_EVENTS = 200_000
+_READ_SIZE = 1024 * 1024
+
+
+class CommandTimeout(AclmonError):
+    """A command got no Reply in time."""
+
+
+class CommandRefused(AclmonError):
+    """A command this subscriber may not send (readonly, not connected, not allowed)."""
+
+
+class _Waiter:
+    __slots__ = ("done", "reply")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.reply: Reply | None = None
+
+
+class _HandshakeRefused(Exception):
+    pass
+
+
+class Subscriber:
+    """Connect to a publisher and keep connected; see the module docstring."""
+
+    def __init__(
+        self,
+        address: str | Address,
+        *,
+        token: str | None = None,
+        readonly: bool = False,
+        on_state: Callable[[str], None] | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        buffer_events: int = DEFAULT_BUFFER_EVENTS,
+        connect_timeout: float = 5.0,
+        backoff_initial: float = 0.05,
+        backoff_max: float = 2.0,
+    ) -> None:
+        self.address = parse_address(address) if isinstance(address, str) else address
+        self._token = token or None
+        self.readonly = readonly
+        self._on_state = on_state
+        self._max_frame = max_frame
+        self._buffer_limit = buffer_events
+        self._connect_timeout = connect_timeout
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self.state = STOPPED
+        #: why the last connection ended or failed ("" while fine)
+        self.state_reason = ""
+        #: events the publisher skipped in its sequence (drops, time disconnected)
+        self.gaps = 0
+        #: frames that decoded to no known event, and kinds too new for us
+        self.malformed = 0
+        self.unknown = 0
+        self.received = 0
+        self.connects = 0
+        self.commands_allowed = False
+        self._last_seq = 0
+        self._batches: collections.deque[list[Event]] = collections.deque()
+        self._buffered = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, _Waiter] = {}
+        self._seq = itertools.count(1)
+
+    # ------------------------------------------------------------ public API
+    def start(self) -> Subscriber:
+        if self._thread is not None:
+            raise AclmonError("subscriber already started")
+        self._thread = threading.Thread(target=self._run, name="aclmon-subscriber", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
+        self._set_state(CLOSED, self.state_reason)
+
+    def __enter__(self) -> Subscriber:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def poll(self, max_events: int = 10_000, timeout: float = 0.0) -> list[Event]:
+        """Up to ``max_events`` decoded events, waiting up to ``timeout`` s for the first."""
+        with self._cond:
+            if not self._batches and timeout > 0:
+                self._cond.wait_for(lambda: self._batches or self._closing, timeout)
+            out: list[Event] = []
+            batches = self._batches
+            while batches and len(out) < max_events:
+                batch = batches[0]
+                room = max_events - len(out)
+                if len(batch) <= room:
+                    out += batches.popleft()
+                else:
+                    out += batch[:room]
+                    batches[0] = batch[room:]
+            self._buffered -= len(out)
+            self._cond.notify_all()
+            return out
+
+    def wait_connected(self, timeout: float) -> bool:
+        """True once the handshake has succeeded (for tools and tests)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.state != CONNECTED:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closing:
+                    return False
+                self._cond.wait(min(remaining, 0.05))
+        return True
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 5.0) -> Reply:
+        """Send a command (``fields`` after ``request_id``) and wait for its Reply."""
+        if cls not in COMMAND_KINDS:
+            raise CommandRefused(f"{cls.__name__} is not a command")
+        if self.readonly:
+            raise CommandRefused("this viewer is read-only: commands are disabled")
+        sock = self._sock
+        if self.state != CONNECTED or sock is None:
+            raise CommandRefused(f"not connected to {self.address} ({self.state})")
+        if not self.commands_allowed:
+            raise CommandRefused(
+                f"{self.address} accepts no commands from this connection"
+                " (receive-only: it needs a token, or it listens on TCP without one)"
+            )
+        request_id = secrets.randbits(63)
+        event = cls(next(self._seq), time.time_ns(), request_id, *fields)
+        waiter = _Waiter()
+        self._pending[request_id] = waiter
+        try:
+            try:
+                with self._send_lock:
+                    sock.sendall(encode_frame(encode(event)))
+            except OSError as exc:
+                raise CommandRefused(f"cannot send {KIND_NAMES[cls]}: {exc}") from exc
+            answered = waiter.done.wait(timeout)
+            if answered and waiter.reply is None:
+                raise CommandRefused(
+                    f"connection to {self.address} lost before the reply to {KIND_NAMES[cls]}"
+                )
+            if waiter.reply is None:
+                raise CommandTimeout(
+                    f"no reply to {KIND_NAMES[cls]} (request {request_id:#x}) "
+                    f"from {self.address} within {timeout:g} s"
+                )
+            return waiter.reply
+        finally:
+            self._pending.pop(request_id, None)
+
+    # ------------------------------------------------------------ the thread
+    def _set_state(self, state: str, reason: str = "") -> None:
+        with self._cond:
+            changed = state != self.state
+            self.state = state
+            self.state_reason = reason
+            self._cond.notify_all()
+        if changed and self._on_state is not None:
+            try:
+                self._on_state(state)
+            except Exception:
+                log.exception("on_state callback failed")
+
+    def _sleep(self, seconds: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._closing, seconds)
+
+    def _run(self) -> None:
+        backoff = self._backoff_initial
+        while not self._closing:
+            self._set_state(CONNECTING)
+            try:
+                sock = connect(self.address, self._connect_timeout)
+            except OSError as exc:
+                self._set_state(DISCONNECTED, f"cannot connect: {exc}")
+                self._sleep(backoff)
+                backoff = min(backoff * 2, self._backoff_max)
+                continue
+            self._sock = sock
+            try:
+                leftover = self._handshake(sock)
+            except _HandshakeRefused as exc:
+                self._close_socket(sock)
+                log.warning("%s refused us: %s", self.address, exc)
+                self._set_state(AUTH_FAILED, str(exc))
+                self._sleep(self._backoff_max)
+                continue
+            except (OSError, ValueError, FrameError) as exc:
+                self._close_socket(sock)
+                self._set_state(DISCONNECTED, f"handshake failed: {exc}")
+                self._sleep(backoff)
+                backoff = min(backoff * 2, self._backoff_max)
+                continue
+            backoff = self._backoff_initial
+            self.connects += 1
+            self._set_state(CONNECTED)
+            reason = self._receive(sock, leftover)
+            self._close_socket(sock)
+            self.commands_allowed = False
+            self._fail_pending()
+            if not self._closing:
+                self._set_state(DISCONNECTED, reason)
+                self._sleep(backoff)
+
+    def _close_socket(self, sock: socket.socket) -> None:
+        self._sock = None
+        with contextlib.suppress(OSError):
+            sock.close()
+
+    def _handshake(self, sock: socket.socket) -> bytes:
+        """Run the handshake; returns bytes already received after it."""
+        frames = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, str(self.address))
+        payloads: list[bytes] = []
+
+        def next_message() -> Any:
+            while not payloads:
+                data = sock.recv(65536)
+                if not data:
+                    raise OSError("connection closed during handshake")
+                payloads.extend(frames.feed(data))
+            return msgpack.unpackb(payloads.pop(0), raw=False)
+
+        hello = next_message()
+        answer = handshake.client_hello(hello, self._token, self.readonly)
+        sock.sendall(encode_frame(msgpack.packb(answer, use_bin_type=True)))
+        verdict = next_message()
+        if not isinstance(verdict, dict) or not verdict.get("ok"):
+            why = verdict.get("why") if isinstance(verdict, dict) else None
+            raise _HandshakeRefused(str(why or "refused"))
+        self.commands_allowed = bool(verdict.get("commands")) and not self.readonly
+        # Whatever followed the welcome is already event frames.
+        leftover = b"".join(encode_frame(p) for p in payloads) + bytes(frames._buffer)
+        sock.settimeout(None)
+        return leftover
+
+    def _receive(self, sock: socket.socket, leftover: bytes) -> str:
+        decoder = StreamDecoder(self._max_frame, str(self.address))
+        data = leftover
+        try:
+            while not self._closing:
+                if data:
+                    events = decoder.feed(data)
+                    self.malformed = decoder.malformed
+                    self.unknown = decoder.unknown
+                    if events:
+                        self._deliver(events)
+                with self._cond:
+                    if self._buffered >= self._buffer_limit:
+                        # Stop reading until poll() catches up: the publisher
+                        # then drops for us instead of anything growing.
+                        self._cond.wait_for(
+                            lambda: self._buffered < self._buffer_limit or self._closing
+                        )
+                        continue
+                data = sock.recv(_READ_SIZE)
+                if not data:
+                    return "closed by the publisher"
+        except FrameError as exc:
+            log.warning("dropping connection to %s: %s", self.address, exc)
+            return str(exc)
+        except OSError as exc:
+            return f"connection lost: {exc}"
+        return "closed"
+
+    def _deliver(self, events: list[Event]) -> None:
+        self.received += len(events)
+        self._count_gaps(events)
+        if self._pending:
+            for event in events:
+                if type(event) is Reply:
+                    waiter = self._pending.get(event.request_id)
+                    if waiter is not None:
+                        waiter.reply = event
+                        waiter.done.set()
+        with self._cond:
+            self._batches.append(events)
+            self._buffered += len(events)
+            self._cond.notify_all()
+
+    def _count_gaps(self, events: list[Event]) -> None:
+        first = events[0][0]
+        last = events[-1][0]
+        # The common batch: consecutive numbers continuing the last one.
+        if first == self._last_seq + 1 and last - first == len(events) - 1 and first:
+            self._last_seq = last
+            return
+        previous = self._last_seq
+        for event in events:
+            seq = event[0]
+            if seq == 0:  # snapshot state, outside the sequence
+                continue
+            if seq > previous + 1 and previous and type(event) is not Hello:
+                self.gaps += seq - previous - 1
+            # A Hello or a smaller number: a new or restarted source.
+            previous = seq
+        self._last_seq = previous
+
+    def _fail_pending(self) -> None:
+        for waiter in list(self._pending.values()):
+            waiter.done.set()  # reply stays None: the sender reports the loss
