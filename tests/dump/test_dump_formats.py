@@ -1,0 +1,135 @@
+"""Format conversion against layouts built element by element from the reference tables.
+
+The device buffers here are filled with explicit index loops (the forward
+mapping, written independently of the reshape/transpose code under test).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from dumpfixtures import T, dump_bytes, write
+
+from aclmon.dump import convert_to_host, read_dump
+from aclmon.dump import proto_enums as pe
+from aclmon.dump.formats import FormatError
+
+
+def host(shape, dtype=np.float32):
+    return (np.arange(int(np.prod(shape))) + 1).astype(dtype).reshape(shape)
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def to_nc1hwc0(x, c0):
+    n, c, h, w = x.shape
+    c1 = ceil_div(c, c0)
+    dev = np.zeros((n, c1, h, w, c0), x.dtype)
+    for ni, ci, hi, wi in itertools.product(range(n), range(c), range(h), range(w)):
+        dev[ni, ci // c0, hi, wi, ci % c0] = x[ni, ci, hi, wi]
+    return dev
+
+
+def to_ndc1hwc0(x, c0=16):
+    n, c, d, h, w = x.shape
+    dev = np.zeros((n, d, ceil_div(c, c0), h, w, c0), x.dtype)
+    for ni, ci, di, hi, wi in itertools.product(range(n), range(c), range(d), range(h), range(w)):
+        dev[ni, di, ci // c0, hi, wi, ci % c0] = x[ni, ci, di, hi, wi]
+    return dev
+
+
+def to_fractal_z(x, c0=16, n0=16):
+    n, c, h, w = x.shape
+    c1, n1 = ceil_div(c, c0), ceil_div(n, n0)
+    dev = np.zeros((c1 * h * w, n1, n0, c0), x.dtype)
+    for ni, ci, hi, wi in itertools.product(range(n), range(c), range(h), range(w)):
+        dev[(ci // c0) * h * w + hi * w + wi, ni // n0, ni % n0, ci % c0] = x[ni, ci, hi, wi]
+    return dev
+
+
+def to_c1hwncoc0(x, c0=16):
+    n, c, h, w = x.shape
+    dev = np.zeros((ceil_div(c, c0), h, w, n, c0, c0), x.dtype)
+    for ni, ci, hi, wi in itertools.product(range(n), range(c), range(h), range(w)):
+        dev[ci // c0, hi, wi, ni, ci % c0, ci % c0] = x[ni, ci, hi, wi]
+    return dev
+
+
+def to_fractal_nz(x, c0=16, n0=16):
+    *batch, rows, cols = x.shape
+    b = int(np.prod(batch)) if batch else 1
+    flat = x.reshape(b, rows, cols)
+    dev = np.zeros((b, ceil_div(cols, c0), ceil_div(rows, n0), n0, c0), x.dtype)
+    for bi, r, c in itertools.product(range(b), range(rows), range(cols)):
+        dev[bi, c // c0, r // n0, r % n0, c % c0] = flat[bi, r, c]
+    return dev.reshape(*batch, *dev.shape[1:]) if batch else dev[0]
+
+
+CASES = [
+    ("NC1HWC0", pe.FORMAT_NC1HWC0, (2, 19, 3, 2), lambda x: to_nc1hwc0(x, 16)),
+    ("NC1HWC0_C04", pe.FORMAT_NC1HWC0_C04, (1, 3, 2, 5), lambda x: to_nc1hwc0(x, 4)),
+    ("NDC1HWC0", pe.FORMAT_NDC1HWC0, (1, 18, 2, 2, 3), to_ndc1hwc0),
+    ("FRACTAL_Z", pe.FORMAT_FRACTAL_Z, (17, 20, 3, 2), to_fractal_z),
+    ("C1HWNCoC0", pe.FORMAT_C1HWNCoC0, (3, 17, 2, 2), to_c1hwncoc0),
+    ("FRACTAL_NZ_2d", pe.FORMAT_FRACTAL_NZ, (20, 35), to_fractal_nz),
+    ("FRACTAL_NZ_batched", pe.FORMAT_FRACTAL_NZ, (2, 3, 5, 17), to_fractal_nz),
+]
+
+
+@pytest.mark.parametrize("name,fmt,shape,forward", CASES, ids=[c[0] for c in CASES])
+def test_conversion_inverts_the_device_layout(name, fmt, shape, forward):
+    x = host(shape)
+    device = forward(x)
+    got = convert_to_host(device, fmt, shape)
+    assert got.shape == x.shape
+    np.testing.assert_array_equal(got, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int8])
+def test_conversion_keeps_dtype(dtype):
+    x = host((1, 5, 2, 2), dtype)
+    got = convert_to_host(to_nc1hwc0(x, 16), pe.FORMAT_NC1HWC0, x.shape)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, x)
+
+
+def test_conversion_through_a_dump_file(tmp_path):
+    x = host((1, 20, 2, 3))
+    device = to_nc1hwc0(x, 16)
+    data = dump_bytes(
+        outputs=[
+            T(device.tobytes(), fmt=pe.FORMAT_NC1HWC0, shape=device.shape, original_shape=x.shape)
+        ]
+    )
+    tensor = read_dump(write(tmp_path, "Conv.c.1.1.1700000000000000", data)).outputs[0]
+    np.testing.assert_array_equal(
+        convert_to_host(tensor.array, tensor.format, tensor.original_shape), x
+    )
+
+
+def test_without_target_the_padding_stays():
+    x = host((1, 3, 1, 1))
+    got = convert_to_host(to_nc1hwc0(x, 16), pe.FORMAT_NC1HWC0, None)
+    assert got.shape == (1, 16, 1, 1)
+    np.testing.assert_array_equal(got[:, :3], x)
+
+
+@pytest.mark.parametrize(
+    "fmt,array_shape,target",
+    [
+        (pe.FORMAT_FRACTAL_NZ, (1, 1, 16, 16), None),
+        (pe.FORMAT_FRACTAL_NZ, (1, 1, 16, 16), (17, 3)),
+        (pe.FORMAT_FRACTAL_Z, (5, 1, 16, 16), (16, 16, 2, 2)),
+        (pe.FORMAT_NC1HWC0, (1, 1, 2, 2), (1, 3, 2, 2)),
+        (pe.FORMAT_NC1HWC0, (1, 1, 2, 2, 16), (1, 17, 2, 2)),
+        (pe.FORMAT_C1HWNCoC0, (1, 1, 1, 1, 16, 4), None),
+        (pe.FORMAT_ND, (4,), None),
+    ],
+)
+def test_impossible_conversions_raise_format_error(fmt, array_shape, target):
+    with pytest.raises(FormatError):
+        convert_to_host(np.zeros(array_shape, np.float32), fmt, target)
