@@ -1,0 +1,228 @@
+"""Decoding one dump file for the Dumps view, off the UI thread.
+
+:func:`decode_for_view` runs in a worker thread and returns plain values (a
+:class:`DumpReport`); :func:`render_report` turns them into Rich renderables on
+the UI thread. An overflow file gives its decoded records with the status bits
+explained, then the tensors (with statistics and a histogram) of the operator
+it points at, found by task and stream id among the files in its directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from aclmon.errors import AclmonError
+from aclmon.tui import fmt
+
+#: files scanned in the overflow file's directory to find the operator dump.
+MAX_DIR_SCAN = 20_000
+#: tensors whose statistics are computed (the rest are listed without them).
+MAX_STAT_TENSORS = 16
+HIST_BINS = 24
+
+
+@dataclass
+class TensorReport:
+    role: str
+    index: int
+    dtype: str
+    format: str
+    shape: tuple[int, ...]
+    size: int
+    stats: dict[str, Any] | None = None
+    error: str = ""
+
+
+@dataclass
+class DumpReport:
+    path: str
+    kind: str
+    error: str = ""
+    op_type: str = ""
+    op_name: str = ""
+    records: list[tuple[dict[str, Any], list[str]]] = field(default_factory=list)
+    target: dict[str, Any] | None = None
+    related_path: str = ""
+    related_note: str = ""
+    tensors: list[TensorReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _find_op_dump(directory: str, task_id: int, stream_id: int | None) -> str:
+    """The newest operator dump in ``directory`` with this task (and stream) id."""
+    from aclmon.dump import parse_dump_name
+
+    best: tuple[int, str] | None = None
+    try:
+        with os.scandir(directory) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_DIR_SCAN:
+                    break
+                name = parse_dump_name(entry.name)
+                if name is None or name.is_overflow or name.task_id != task_id:
+                    continue
+                if stream_id is not None and name.stream_id not in (None, stream_id):
+                    continue
+                if best is None or name.timestamp > best[0]:
+                    best = (name.timestamp, entry.path)
+    except OSError:
+        return ""
+    return best[1] if best else ""
+
+
+def _tensor_reports(path: str, report: DumpReport) -> None:
+    from aclmon.dump import read_dump, tensor_stats
+
+    dump = read_dump(path)
+    report.warnings.extend(dump.warnings)
+    if not report.op_name:
+        report.op_name = dump.op_name
+        report.op_type = dump.op_type
+    for n, tensor in enumerate([*dump.inputs, *dump.outputs]):
+        item = TensorReport(
+            tensor.role, tensor.index, tensor.dtype_name, tensor.format_name,
+            tuple(tensor.shape), tensor.size,
+        )  # fmt: skip
+        if n < MAX_STAT_TENSORS:
+            try:
+                item.stats = tensor_stats(tensor.array, bins=HIST_BINS)
+            except AclmonError as exc:
+                item.error = str(exc)
+            except (ValueError, TypeError) as exc:  # an array the statistics cannot take
+                item.error = f"no statistics: {exc}"
+        report.tensors.append(item)
+
+
+def decode_for_view(path: str, kind: str) -> DumpReport:
+    """Everything the detail pane shows for one file. Never raises."""
+    report = DumpReport(path, kind)
+    try:
+        from aclmon.dump import decode_opdebug, explain_status, read_dump
+        from aclmon.dump.opdebug import overflow_target
+
+        if kind == "overflow":
+            dump = read_dump(path)
+            report.warnings.extend(dump.warnings)
+            for tensor in dump.outputs:
+                record = decode_opdebug(bytes(tensor.raw), os.path.basename(path), tensor.offset)
+                report.records.append((record, explain_status(record)))
+            if report.records:
+                target = overflow_target(report.records[0][0])
+                report.target = target
+                task, stream = target.get("task_id"), target.get("stream_id")
+                if task is not None:
+                    report.related_path = _find_op_dump(os.path.dirname(path) or ".", task, stream)
+                if not report.related_path:
+                    report.related_note = (
+                        f"no operator dump for task {task} stream {stream} next to this file"
+                    )
+            if report.related_path:
+                _tensor_reports(report.related_path, report)
+        else:
+            _tensor_reports(path, report)
+    except AclmonError as exc:
+        report.error = str(exc)
+    except ImportError as exc:  # a build without the dump decoder
+        report.error = f"dump decoding is not available: {exc}"
+    return report
+
+
+def _histogram_line(counts: list[int], width: int = HIST_BINS) -> str:
+    top = max(counts) if counts else 0
+    return fmt.sparkline(counts[:width], min(width, len(counts)), top=float(top or 1))
+
+
+def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableType:
+    dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
+    parts: list[RenderableType] = []
+    head = Text(os.path.basename(report.path), style=bold)
+    head.append(f"\n{report.kind} · {report.path}", style=dim)
+    parts.append(head)
+    if report.error:
+        parts.append(Text(f"\n{report.error}", style=bad))
+    for n, (record, explained) in enumerate(report.records):
+        section = Text(f"\nOVERFLOW RECORD {n}\n", style=bold)
+        for line in explained:
+            quiet = line.endswith("no overflow")
+            section.append(f"  {line}\n", style=dim if quiet else bad)
+        for key, value in record.items():
+            if isinstance(value, dict):
+                inner = ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, dict))
+                section.append(f"  {key}: ", style=dim)
+                section.append(f"{inner}\n")
+                data = value.get("data")
+                if isinstance(data, dict):
+                    section.append("    data: ", style=dim)
+                    section.append(", ".join(f"{k}={v}" for k, v in data.items()) + "\n")
+            else:
+                section.append(f"  {key}: ", style=dim)
+                section.append(f"{value}\n")
+        parts.append(section)
+    if report.target is not None:
+        line = Text("\nOPERATOR THAT OVERFLOWED  ", style=bold)
+        line.append(
+            " ".join(f"{k}={v}" for k, v in report.target.items() if v is not None), style=dim
+        )
+        if report.related_path:
+            line.append(f"\n{os.path.basename(report.related_path)}")
+        elif report.related_note:
+            line.append(f"\n{report.related_note}", style=dim)
+        parts.append(line)
+    if report.op_name:
+        parts.append(Text(f"\n{report.op_type} {report.op_name}", style=bold))
+    for t in report.tensors:
+        title = Text(f"\n{t.role} {t.index}  ", style=bold)
+        title.append(f"{t.dtype} {t.format} {fmt.shape(t.shape)} {fmt.size(t.size)}", style=dim)
+        parts.append(title)
+        if t.error:
+            parts.append(Text(f"  {t.error}", style=bad))
+        if not t.stats:
+            continue
+        parts.append(_stats_table(t.stats, dim, bad))
+    for warning in report.warnings:
+        parts.append(Text(f"warning: {warning}", style=dim))
+    return Group(*parts)
+
+
+def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableType:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style=dim, no_wrap=True)
+    table.add_column(no_wrap=True)
+
+    def num(key: str) -> str:
+        value = stats.get(key)
+        if isinstance(value, float):
+            return f"{value:.6g}"
+        return "–" if value is None else str(value)
+
+    table.add_row("min / max", f"{num('min')} / {num('max')}")
+    table.add_row("mean / std", f"{num('mean')} / {num('std')}")
+    counts = Text()
+    for key, label in (("nan", "NaN"), ("pos_inf", "+Inf"), ("neg_inf", "-Inf"), ("zeros", "zero")):
+        value = stats.get(key) or 0
+        style = bad if value and key != "zeros" else Style()
+        counts.append(f"{label} {value}  ", style=style)
+    table.add_row("counts", counts)
+    first = stats.get("first")
+    if first is not None:
+        table.add_row(
+            "first",
+            ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in list(first)[:8]),
+        )
+    hist = stats.get("histogram")
+    if isinstance(hist, dict):
+        counts_list = list(hist.get("counts", []))
+        edges = list(hist.get("edges", []))
+        if counts_list:
+            label = Text(_histogram_line([int(c) for c in counts_list]))
+            if len(edges) >= 2:
+                label.append(f"  [{edges[0]:.4g} … {edges[-1]:.4g}]", style=dim)
+            table.add_row("histogram", label)
+    return table

@@ -1,0 +1,95 @@
+"""Text formatting shared by the views: sizes, durations, times, sparklines, bars.
+
+Times are shown in UTC from event timestamps, or relative to the newest event,
+never relative to "now": the screen then depends only on the events, which
+keeps snapshots and replays stable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+SPARK_CHARS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Iterable[float], width: int, top: float = 100.0) -> str:
+    """The last ``width`` values as block characters scaled to ``top`` (left-padded)."""
+    points = list(values)[-width:] if width > 0 else []
+    out = []
+    steps = len(SPARK_CHARS) - 1
+    for value in points:
+        if value < 0:  # "not supported"
+            out.append("·")
+            continue
+        level = round(min(value, top) / top * steps) if top > 0 else 0
+        # Any activity at all shows at least the lowest block.
+        out.append(SPARK_CHARS[max(level, 1 if value > 0 else 0)])
+    return " " * (width - len(out)) + "".join(out)
+
+
+def bar(fraction: float, width: int) -> tuple[str, str]:
+    """A horizontal bar split into (filled, empty) parts, in eighth-cell steps."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    filled = "█" * full + ("" if part == 0 else "▏▎▍▌▋▊▉"[part - 1])
+    return filled, " " * (width - len(filled))
+
+
+def size(n: int) -> str:
+    """Bytes in binary units: ``512 B``, ``1.5 KiB``, ``31.2 GiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover (loop always returns)
+
+
+def duration_ns(ns: int | None) -> str:
+    if ns is None:
+        return "–"
+    if ns < 1_000:
+        return f"{ns} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.1f} µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1_000_000:.1f} ms"
+    return f"{ns / 1_000_000_000:.2f} s"
+
+
+def duration_us(us: float) -> str:
+    return duration_ns(int(us * 1000))
+
+
+def utc_time(ts_ns: int, with_ms: bool = True) -> str:
+    """``HH:MM:SS.mmm`` in UTC."""
+    secs, rem = divmod(ts_ns, 1_000_000_000)
+    text = time.strftime("%H:%M:%S", time.gmtime(secs))
+    return f"{text}.{rem // 1_000_000:03d}" if with_ms else text
+
+
+def age(ts_ns: int, newest_ns: int) -> str:
+    """How long before the newest event: ``now``, ``4s``, ``3m``, ``2h``."""
+    delta = max(0, newest_ns - ts_ns) // 1_000_000_000
+    if delta == 0:
+        return "now"
+    if delta < 60:
+        return f"{delta}s"
+    if delta < 3600:
+        return f"{delta // 60}m"
+    return f"{delta // 3600}h"
+
+
+def count(n: float) -> str:
+    """Compact counts: ``950``, ``12.3k``, ``4.1M``."""
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def shape(dims: Iterable[int]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"

@@ -1,0 +1,190 @@
+"""Modal screens: an exception's detail, the help screen, the target picker."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+
+from aclmon import events as ev
+from aclmon.acl_constants import error_text
+from aclmon.dump.opdebug import overflow_target
+from aclmon.tui import fmt
+from aclmon.tui.views import tensor_table, theme_style
+
+
+def related_dumps(
+    exception: ev.AclException, dumps: list[ev.DumpFileSeen]
+) -> list[ev.DumpFileSeen]:
+    """Dump and overflow files that belong to this exception's task on its stream.
+
+    Operator dumps carry ``.{task}.{stream}.`` in their name; overflow records
+    say in their summary which task/stream overflowed.
+    """
+    marker = f".{exception.task_id}.{exception.stream_id}."
+    found = []
+    for dump in dumps:
+        summary = dump.summary if isinstance(dump.summary, dict) else {}
+        if dump.kind == "overflow":
+            records = summary.get("records")
+            targets = [
+                overflow_target(r["record"])
+                for r in (records if isinstance(records, list) else [])
+                if isinstance(r, dict) and isinstance(r.get("record"), dict)
+            ]
+            if any(
+                isinstance(t, dict) and t.get("task_id") == exception.task_id
+                and t.get("stream_id") in (None, exception.stream_id)
+                for t in targets
+            ):  # fmt: skip
+                found.append(dump)
+            continue
+        name = os.path.basename(dump.path)
+        same_task = summary.get("task_id") == exception.task_id and summary.get("stream_id") in (
+            None,
+            exception.stream_id,
+        )
+        if same_task or marker in name:
+            found.append(dump)
+    return found
+
+
+class ExceptionDetail(ModalScreen[None]):
+    """Every input and output tensor of the failing operator, and its dump files."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+        Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
+        Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
+    ]
+
+    def __init__(
+        self, exception: ev.AclException, dumps: list[ev.DumpFileSeen], newest_ns: int
+    ) -> None:
+        super().__init__()
+        self.exception = exception
+        self.dumps = dumps
+        self.newest_ns = newest_ns
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="detail-box"):
+            yield Static(id="detail-title", classes="title")
+            with VerticalScroll(id="detail-scroll"):
+                yield Static(id="detail-body")
+
+    def on_mount(self) -> None:
+        e = self.exception
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        title = Text(f"{e.op_type or '?'}  {e.op_name}", style=Style(bold=True))
+        self.query_one("#detail-title", Static).update(title)
+        head = Text()
+        head.append(error_text(e.error_code), style=bad)
+        head.append(
+            f"\n{fmt.utc_time(e.ts_ns)} UTC ({fmt.age(e.ts_ns, self.newest_ns)} before the newest event)"
+            f" · device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}",
+            style=dim,
+        )
+        parts: list[RenderableType] = [
+            head,
+            Text(""),
+            tensor_table(f"INPUTS ({len(e.inputs)})", e.inputs, dim),
+            Text(""),
+            tensor_table(f"OUTPUTS ({len(e.outputs)})", e.outputs, dim),
+            Text(""),
+        ]
+        files = Table(title="DUMP AND OVERFLOW FILES", title_justify="left", box=None,
+                      expand=True, header_style=dim)  # fmt: skip
+        files.add_column("KIND", no_wrap=True)
+        files.add_column("SIZE", justify="right", no_wrap=True)
+        files.add_column("PATH", overflow="fold")
+        for dump in self.dumps:
+            files.add_row(Text(dump.kind, style=bad if dump.kind == "overflow" else Style()),
+                          fmt.size(dump.size), dump.path)  # fmt: skip
+        if not self.dumps:
+            files.add_row("", "", Text("none seen for this task and stream", style=dim))
+        parts.append(files)
+        parts.append(Text("\nEsc closes · the Dumps view (4) decodes a file", style=dim))
+        self.query_one("#detail-body", Static).update(Group(*parts))
+
+    def action_scroll(self, delta: int) -> None:
+        self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, grouped by where it works, with the binding id used to remap it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close")
+    ]
+
+    def __init__(
+        self, sections: list[tuple[str, list[tuple[str, str, str]]]], keymap_path: str
+    ) -> None:
+        super().__init__()
+        self.sections = sections
+        self.keymap_path = keymap_path
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(Text("aclmon keys", style="bold"), classes="title")
+            with VerticalScroll(id="help-scroll"):
+                yield Static(id="help-body")
+
+    def on_mount(self) -> None:
+        dim = theme_style(self, "aclmon-dim")
+        key_style = theme_style(self, "footer-key-foreground", bold=True)
+        parts: list[RenderableType] = []
+        for title, rows in self.sections:
+            table = Table(title=title, title_justify="left", box=None, expand=True,
+                          title_style=Style(bold=True), show_header=False)  # fmt: skip
+            table.add_column(no_wrap=True, min_width=14)
+            table.add_column(ratio=2)
+            table.add_column(ratio=1, style=dim, no_wrap=True)
+            for keys, description, binding_id in rows:
+                table.add_row(Text(keys, style=key_style), description, binding_id)
+            parts.append(table)
+            parts.append(Text(""))
+        parts.append(
+            Text(
+                f"Remap any key by its id in {self.keymap_path}, e.g. "
+                '{"view.exceptions": "2,x"}. Ctrl+P opens the command palette.',
+                style=dim,
+            )
+        )
+        self.query_one("#help-body", Static).update(Group(*parts))
+
+
+class TargetPicker(ModalScreen[Any]):
+    """Choose one of several running agents."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "cancel", "Cancel", id="picker.cancel")
+    ]
+
+    def __init__(self, agents: list[Any], describe: Any) -> None:
+        super().__init__()
+        self.agents = agents
+        self.describe = describe
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker-box"):
+            yield Static(
+                Text("Several agents are running: pick one", style="bold"), classes="title"
+            )
+            yield OptionList(*(self.describe(a) for a in self.agents), id="picker-list")
+
+    def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        self.dismiss(self.agents[message.option_index])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,150 @@
+"""Where the viewer's events come from.
+
+The app talks only to :class:`Source`: it polls batches on its timer (never
+blocking), and sends commands from a worker thread (``send_command`` may wait
+for the agent's reply). A live agent, a fixed list (tests, snapshots) and the
+replay engineer's recording source all fit behind it, so the app never asks
+what kind of source it has.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.errors import AclmonError
+
+#: connection states a source reports (the bus uses the same words).
+CONNECTING = "connecting"
+CONNECTED = "connected"
+DISCONNECTED = "disconnected"
+ENDED = "ended"  # a finite source has delivered everything
+
+
+class CommandRefused(AclmonError):
+    """A command the source will not send (read-only, or a source without an agent)."""
+
+
+class Source(ABC):
+    """A stream of events plus, when there is an agent behind it, a command channel."""
+
+    #: shown in the header: what we are watching.
+    description: str = ""
+    #: never sends commands (``--readonly``, or a source that has no agent).
+    readonly: bool = True
+    #: events are being written to a recording as they arrive.
+    recording: bool = False
+
+    def start(self) -> None:  # noqa: B027 (optional hook: most sources have nothing to start)
+        """Begin connecting or reading in the background; must not block."""
+
+    @property
+    @abstractmethod
+    def state(self) -> str:
+        """``connecting``, ``connected``, ``disconnected``, ``ended``, ``auth-failed``…"""
+
+    @abstractmethod
+    def poll(self, max_events: int) -> list[ev.Event]:
+        """Up to ``max_events`` events that arrived since the last poll; never blocks."""
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        """Send one command and wait for its reply. Call it off the UI thread."""
+        raise CommandRefused("this source has no agent to send commands to")
+
+    def decoder_counts(self) -> tuple[int, int]:
+        """(malformed, unknown) input the source skipped so far."""
+        return (0, 0)
+
+    def close(self) -> None:  # noqa: B027 (optional hook)
+        """Stop background work and release sockets or files."""
+
+
+class ListSource(Source):
+    """A fixed list of events, delivered in order across polls.
+
+    ``agent`` stands in for an agent: it receives each command as an event and
+    returns the reply, so tests can check what the app sends. Without it, the
+    source refuses commands.
+    """
+
+    def __init__(
+        self,
+        events: Sequence[ev.Event],
+        *,
+        description: str = "fixed events",
+        agent: Callable[[Any], ev.Reply] | None = None,
+        readonly: bool = False,
+    ) -> None:
+        self._events = list(events)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._agent = agent
+        self._request_clock = ev.Clock()
+        self.description = description
+        self.readonly = readonly or agent is None
+        self.sent: list[Any] = []
+
+    @property
+    def state(self) -> str:
+        return ENDED if self._next >= len(self._events) else CONNECTED
+
+    def extend(self, events: Sequence[ev.Event]) -> None:
+        with self._lock:
+            self._events.extend(events)
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        with self._lock:
+            start = self._next
+            self._next = min(len(self._events), start + max_events)
+            return self._events[start : self._next]
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        if self.readonly or self._agent is None:
+            raise CommandRefused("read-only: commands are not sent")
+        command = self._request_clock.make(cls, *fields)
+        self.sent.append(command)
+        return self._agent(command)
+
+
+class LiveSource(Source):
+    """A running agent, through the bus :class:`~aclmon.bus.Subscriber`."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        readonly: bool = False,
+        description: str | None = None,
+    ) -> None:
+        from aclmon.bus import Subscriber  # the bus imports sockets and threads: only when used
+
+        self._subscriber = Subscriber(address, token=token, readonly=readonly)
+        self.address = address
+        self.readonly = readonly
+        self.description = description or address
+
+    def start(self) -> None:
+        self._subscriber.start()
+
+    @property
+    def state(self) -> str:
+        return str(self._subscriber.state)
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        return list(self._subscriber.poll(max_events, 0))
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        if self.readonly:
+            raise CommandRefused("read-only: commands are not sent")
+        return self._subscriber.send_command(cls, *fields, timeout=timeout)  # type: ignore[no-any-return]
+
+    def decoder_counts(self) -> tuple[int, int]:
+        sub = self._subscriber
+        return (int(getattr(sub, "malformed", 0)), int(getattr(sub, "unknown", 0)))
+
+    def close(self) -> None:
+        self._subscriber.close()

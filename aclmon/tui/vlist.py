@@ -1,0 +1,176 @@
+"""A virtual list on Textual's Line API: renders only the visible rows.
+
+The owner keeps the data (a bounded ring in the store) and tells the list how
+many rows exist and how many were dropped from its front; rows are numbered
+absolutely (dropped + position), so the cursor stays on the same record while
+the ring rotates. Rendered rows are cached by absolute number, which is safe
+because records never change once appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+#: (absolute row number, width) -> the row's text.
+RowRenderer = Callable[[int, int], Text]
+
+
+class VirtualList(ScrollView, can_focus=True):
+    """Rows from ``renderer``; a cursor; follow mode that sticks to the newest row."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"vlist--cursor"}
+    DEFAULT_CSS = """
+    VirtualList { background: $surface; }
+    VirtualList > .vlist--cursor { background: $aclmon-cursor; }
+    VirtualList:focus > .vlist--cursor { background: $aclmon-cursor; text-style: bold; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="list.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="list.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="list.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="list.page_down"),
+        Binding("home,g", "first", "First", show=False, id="list.first"),
+        Binding("end,G", "last", "Last (follow)", show=False, id="list.last"),
+        Binding("enter", "select", "Open", id="list.open"),
+    ]
+
+    class Selected(Message):
+        """Enter on a row: ``index`` is its absolute number."""
+
+        def __init__(self, vlist: VirtualList, index: int) -> None:
+            super().__init__()
+            self.vlist = vlist
+            self.index = index
+
+        @property
+        def control(self) -> VirtualList:
+            return self.vlist
+
+    class FollowChanged(Message):
+        def __init__(self, vlist: VirtualList, follow: bool) -> None:
+            super().__init__()
+            self.vlist = vlist
+            self.follow = follow
+
+        @property
+        def control(self) -> VirtualList:
+            return self.vlist
+
+    def __init__(self, renderer: RowRenderer, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._renderer = renderer
+        self._offset = 0  # rows dropped from the front so far
+        self._count = 0
+        self.cursor = -1  # absolute; -1 = no rows yet
+        self.follow = True
+        self._cache: LRUCache[tuple[int, int, bool], Strip] = LRUCache(512)
+        self._cache_theme = ""
+
+    # ---------------------------------------------------------------- data
+    @property
+    def row_count(self) -> int:
+        return self._count
+
+    @property
+    def first_index(self) -> int:
+        return self._offset
+
+    def set_rows(self, offset: int, count: int) -> None:
+        """The data now holds rows ``offset .. offset+count-1`` (absolute numbers)."""
+        if offset == self._offset and count == self._count:
+            return
+        self._offset, self._count = offset, count
+        self.virtual_size = Size(self.size.width, count)
+        if count == 0:
+            self.cursor = -1
+        elif self.follow or self.cursor < offset:
+            self.cursor = max(self.cursor, offset) if not self.follow else offset + count - 1
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    # ---------------------------------------------------------------- keys
+    def _set_follow(self, follow: bool) -> None:
+        if follow != self.follow:
+            self.follow = follow
+            self.post_message(self.FollowChanged(self, follow))
+
+    def move_cursor_to(self, index: int) -> None:
+        if self._count == 0:
+            return
+        last = self._offset + self._count - 1
+        index = min(max(index, self._offset), last)
+        self.cursor = index
+        self._set_follow(index == last)
+        row = index - self._offset
+        top = round(self.scroll_y)
+        height = max(1, self.scrollable_content_region.height)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + height:
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor_to(
+            self.cursor + direction * max(1, self.scrollable_content_region.height - 1)
+        )
+
+    def action_first(self) -> None:
+        self.move_cursor_to(self._offset)
+
+    def action_last(self) -> None:
+        self.move_cursor_to(self._offset + self._count - 1)
+
+    def action_select(self) -> None:
+        if self.cursor >= 0:
+            self.post_message(self.Selected(self, self.cursor))
+
+    def on_click(self, event: object) -> None:
+        offset = getattr(event, "y", None)
+        if offset is not None and self._count:
+            self.move_cursor_to(self._offset + round(self.scroll_y) + int(offset))
+
+    # ---------------------------------------------------------------- render
+    def render_line(self, y: int) -> Strip:
+        theme = self.app.theme
+        if theme != self._cache_theme:
+            self._cache.clear()
+            self._cache_theme = theme
+        row = round(self.scroll_y) + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if row >= self._count or width <= 0:
+            return Strip.blank(width, base)
+        index = self._offset + row
+        selected = index == self.cursor
+        key = (index, width, selected)
+        strip = self._cache.get(key)
+        if strip is None:
+            text = self._renderer(index, width)
+            style = base + self.get_component_rich_style("vlist--cursor") if selected else base
+            text.stylize_before(style)
+            segments = list(text.render(self.app.console, end=""))
+            strip = Strip(
+                Segment.adjust_line_length(segments, width, style=style or Style()), width
+            )
+            self._cache[key] = strip
+        return strip
