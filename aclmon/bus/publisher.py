@@ -148,6 +148,11 @@ class Publisher:
         return str(self._requested) if self._requested else ""
 
     @property
+    def clock(self) -> Clock:
+        """The source's sequence: share it to number your own events in line."""
+        return self._clock
+
+    @property
     def dropped(self) -> int:
         """Events lost so far: queue overflows plus per-subscriber drops."""
         return self._queue_dropped + self._subscriber_dropped

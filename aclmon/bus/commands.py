@@ -1,0 +1,224 @@
+"""``aclmon record`` and ``aclmon events``: the bus from the command line.
+
+Imported to build ``aclmon --help``, so everything heavy is imported inside
+the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+TOKEN_ENV = "ACLMON_TOKEN"
+
+
+def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"shared token for a TCP agent (default: ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--count", type=int, default=0, metavar="N", help="stop after N events (0 = no limit)"
+    )
+
+
+def configure_record(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        nargs="?",
+        help="PID, socket path or tcp://host:port (default: the only running agent)",
+    )
+    parser.add_argument("file", help="recording to write (overwritten)")
+    _add_connection_arguments(parser)
+    parser.epilog = "Records until interrupted (Ctrl-C or SIGTERM), then prints the count."
+    parser.set_defaults(handler=run_record)
+
+
+def configure_events(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source",
+        nargs="?",
+        help="a recording file, or a PID, socket path or tcp://host:port "
+        "(default: the only running agent)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line (for jq)")
+    parser.add_argument(
+        "--follow", action="store_true", help="keep reading a recording that is still growing"
+    )
+    _add_connection_arguments(parser)
+    parser.set_defaults(handler=run_events)
+
+
+# ---------------------------------------------------------------- helpers
+class _StopFlag:
+    """Set by SIGINT/SIGTERM; the previous handlers come back on exit."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopFlag:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.event.set()
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
+
+
+def _connect(target: str | None, token: str | None) -> Any:
+    from aclmon.bus.registry import resolve_target
+    from aclmon.bus.subscriber import Subscriber
+
+    address = resolve_target(target)
+    last_state = ""
+
+    def report(state: str) -> None:
+        nonlocal last_state
+        if state != last_state and state in ("disconnected", "auth-failed"):
+            print(f"aclmon: {address}: {state}", file=sys.stderr)
+        last_state = state
+
+    return Subscriber(address, token=token, readonly=True, on_state=report).start()
+
+
+def _is_recording(path: str) -> bool:
+    from aclmon.bus.recording import MAGIC
+
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return repr(value)
+
+
+# ---------------------------------------------------------------- record
+def run_record(args: argparse.Namespace) -> int:
+    import socket
+    import time
+
+    from aclmon.bus.recording import RecordingWriter
+
+    subscriber = _connect(args.target, args.token)
+    written = 0
+    with _StopFlag() as stop:
+        try:
+            writer = RecordingWriter(
+                args.file,
+                {
+                    "tool": "aclmon record",
+                    "target": str(subscriber.address),
+                    "host": socket.gethostname(),
+                    "started_ns": time.time_ns(),
+                },
+            )
+        except OSError as exc:
+            subscriber.close()
+            from aclmon.errors import AclmonError
+
+            raise AclmonError(f"cannot write {args.file}: {exc.strerror}") from None
+        try:
+            while not stop:
+                events = subscriber.poll(50_000, 0.2)
+                if args.count:
+                    events = events[: args.count - written]
+                if events:
+                    writer.write_many(events)
+                    writer.flush()
+                    written += len(events)
+                if args.count and written >= args.count:
+                    break
+        finally:
+            writer.close()
+            subscriber.close()
+    gaps = f", {subscriber.gaps} missed in the sequence" if subscriber.gaps else ""
+    print(f"recorded {written} events to {args.file}{gaps}")
+    return 0
+
+
+# ---------------------------------------------------------------- events
+def _recording_events(path: str, follow: bool, stop: _StopFlag) -> Iterator[Any]:
+    from aclmon.bus.recording import RecordingReader
+
+    with RecordingReader(path, background=False) as reader:
+        done = 0
+        while True:
+            yield from reader.iter_events(done)
+            done = len(reader)
+            if not follow or stop:
+                break
+            if not reader.refresh():
+                stop.event.wait(0.2)
+        if reader.cut is not None and not follow:
+            print(f"aclmon events: {path}: {reader.cut}", file=sys.stderr)
+
+
+def _live_events(target: str | None, token: str | None, stop: _StopFlag) -> Iterator[Any]:
+    subscriber = _connect(target, token)
+    try:
+        while not stop:
+            yield from subscriber.poll(10_000, 0.2)
+    finally:
+        subscriber.close()
+
+
+def run_events(args: argparse.Namespace) -> int:
+    import json
+
+    from aclmon.events import kind_name, to_json
+
+    count = 0
+    with _StopFlag() as stop:
+        if args.source and os.path.isfile(args.source) and _is_recording(args.source):
+            events = _recording_events(args.source, args.follow, stop)
+        elif args.source and os.path.isfile(args.source):
+            from aclmon.errors import AclmonError
+
+            raise AclmonError(f"{args.source} is not an aclmon recording")
+        else:
+            events = _live_events(args.source, args.token, stop)
+        out = sys.stdout
+        try:
+            for event in events:
+                if args.json:
+                    line = json.dumps(to_json(event), separators=(",", ":"), default=_json_default)
+                else:
+                    names = event._fields[2:]
+                    fields = " ".join(f"{n}={v!r}" for n, v in zip(names, event[2:], strict=True))
+                    line = f"{event.seq:>8} {event.ts_ns} {kind_name(event)} {fields}"
+                out.write(line + "\n")
+                count += 1
+                if args.count and count >= args.count:
+                    break
+            out.flush()
+        except BrokenPipeError:
+            # `| head` closed the pipe: not an error; keep Python from complaining at exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+    return 0
