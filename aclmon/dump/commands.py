@@ -214,11 +214,11 @@ def _convert_one(job: tuple[str, str, int | None, tuple[int, ...] | None, str]) 
 class _Progress:
     """A one-line progress bar on stderr, drawn only on a terminal."""
 
-    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+    def __init__(self, total: int, stream: Any = None) -> None:
         self.total = total
         self.done = 0
-        self.stream = stream
-        self.enabled = total > 0 and stream.isatty()
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = total > 0 and self.stream.isatty()
 
     def step(self) -> None:
         self.done += 1

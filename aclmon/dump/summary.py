@@ -45,6 +45,17 @@ def _plausible_tag(byte: int) -> bool:
     return (byte >> 3) in range(1, 16) and (byte & 7) in (0, 1, 2, 5)
 
 
+def _why_not_a_dump(path: str) -> str:
+    """The reader's own complaint about a file ``classify`` rejected (it names the offset)."""
+    from aclmon.dump.reader import read_dump
+
+    try:
+        read_dump(path)
+    except AclmonError as exc:
+        return str(exc)
+    return f"{os.path.basename(path)}: not a recognised dump file"
+
+
 def _tensor_summary(tensor: Any) -> dict[str, Any]:
     return {
         "role": tensor.role,
@@ -82,7 +93,7 @@ def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
         kind = classify(path)
         out["kind"] = kind
         if kind is None:
-            out["error"] = "not a recognised dump file"
+            out["error"] = _why_not_a_dump(path)
         elif kind == KIND_STATS:
             from aclmon.dump.statscsv import read_stats_csv
 

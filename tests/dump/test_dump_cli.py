@@ -1,0 +1,223 @@
+"""``aclmon decode`` and ``aclmon convert`` end to end (msaccucmp file names and content)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+import uuid
+
+import numpy as np
+import pytest
+from dumpfixtures import T, dump_bytes, opdebug_new, opdebug_old, write
+
+from aclmon import cli
+from aclmon.dump import proto_enums as pe
+from aclmon.dump.commands import configure_convert, configure_decode
+from aclmon.errors import AclmonError
+
+
+def main(argv):
+    """cli.main for our two subcommands only, so other packages' work in progress cannot break these tests."""
+    parser = argparse.ArgumentParser(prog="aclmon")
+    sub = parser.add_subparsers(dest="command")
+    configure_decode(sub.add_parser("decode"))
+    configure_convert(sub.add_parser("convert"))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except AclmonError as exc:
+        print(f"aclmon {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def test_commands_are_registered_with_the_dispatcher():
+    registered = {name: module for name, module, _help in cli.COMMANDS}
+    assert registered["decode"] == registered["convert"] == "aclmon.dump.commands"
+
+
+NAME = "Conv2D.conv1.7.2.1700000000000000"
+
+
+def f32(*values):
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def nc1hwc0(x):
+    n, c, h, w = x.shape
+    dev = np.zeros((n, 1, h, w, 16), x.dtype)
+    dev[:, 0, :, :, :c] = x.transpose(0, 2, 3, 1)
+    return dev
+
+
+@pytest.fixture
+def dump_dir(tmp_path):
+    src = tmp_path / "dump"
+    x = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2)
+    dev = nc1hwc0(x)
+    write(
+        src,
+        NAME,
+        dump_bytes(
+            inputs=[T(f32(1, 2), shape=[2])],
+            outputs=[
+                T(dev.tobytes(), fmt=pe.FORMAT_NC1HWC0, shape=dev.shape, original_shape=x.shape)
+            ],
+            buffers=[b"\x01\x02"],
+            spaces=[b"printf\x00"],
+        ),
+    )
+    write(src, "Opdebug.Node_OpDebug.3.2.1700000000000001",
+          dump_bytes(outputs=[T(opdebug_new(1, [0, 2, 7, 0, 0, 0, 0x10, 0, 0, 0, 0x20]), dtype=4)]))  # fmt: skip
+    return src, x
+
+
+def test_decode_text(dump_dir, capsys):
+    src, _ = dump_dir
+    assert (
+        main(["decode", str(src / NAME), str(src / "Opdebug.Node_OpDebug.3.2.1700000000000001")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "Conv2D.conv1.7.2.1700000000000000  (op-dump, 2.0" in out
+    assert "input 0: DT_FLOAT ND shape [2] (8 B)" in out
+    assert "min 1  max 2  mean 1.5" in out
+    assert "output 0: DT_FLOAT NC1HWC0 shape [1, 1, 2, 2, 16]" in out
+    assert "AIV status: floating-point computation overflow (0x020)" in out
+    assert '"pc_start": "0x10"' in out
+
+
+def test_decode_json_and_directory(dump_dir, capsys):
+    src, _ = dump_dir
+    assert main(["decode", "--json", str(src)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["kind"] for r in lines] == ["op-dump", "overflow"]
+    tensors = lines[0]["tensors"]
+    assert tensors[0]["stats"]["max"] == 2.0 and tensors[2]["role"] == "buffer"
+    assert lines[1]["records"][0]["record"]["acc_list"]["acc_type"] == "AIV"
+
+
+def test_decode_bad_file_exits_1(tmp_path, capsys):
+    bad = write(tmp_path, "Add.add.1.2.1700000000000000", struct.pack("<Q", 99) + b"\x0a")
+    assert main(["decode", str(bad), str(tmp_path / "missing")]) == 1
+    captured = capsys.readouterr()
+    assert "error: Add.add.1.2.1700000000000000: at byte 0: header length 99" in captured.out
+    assert "missing: no such file" in captured.err
+
+
+def test_convert_npy_names_and_content(dump_dir, tmp_path, capsys):
+    src, _ = dump_dir
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out), "-j", "1"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([
+        f"{NAME}.input.0.npy",
+        f"{NAME}.output.0.npy",
+        f"{NAME}.l1buffer.0.bin",
+        f"{NAME}.space.0.bin",
+        "Opdebug.Node_OpDebug.3.2.1700000000000001.output.0.json",
+    ])  # fmt: skip
+    assert np.load(out / f"{NAME}.input.0.npy").tolist() == [1.0, 2.0]
+    assert np.load(out / f"{NAME}.output.0.npy").shape == (
+        1,
+        1,
+        2,
+        2,
+        16,
+    )  # device layout without -f
+    assert (out / f"{NAME}.space.0.bin").read_bytes() == b"printf\x00"
+    text = (out / "Opdebug.Node_OpDebug.3.2.1700000000000001.output.0.json").read_text()
+    assert text.startswith('{\n    "magic": "0x5a5a5a5a",\n    "version": 0,\n    "acc_list": {')
+    assert json.loads(text)["acc_list"]["data"]["status"] == 0x20
+
+
+def test_convert_with_format_crops_to_original_shape(dump_dir, tmp_path):
+    src, x = dump_dir
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-f", "NCHW", "-j", "1"]) == 0
+    np.testing.assert_array_equal(np.load(out / f"{NAME}.output.0.1x3x2x2.npy"), x)
+    assert (out / f"{NAME}.input.0.2.npy").exists()
+    # -s overrides original_shape
+    out2 = tmp_path / "out2"
+    assert (
+        main(["convert", "-d", str(src / NAME), "-out", str(out2), "-f", "NCHW", "-s", "1,2,2,2"])
+        == 0
+    )
+    np.testing.assert_array_equal(np.load(out2 / f"{NAME}.output.0.1x2x2x2.npy"), x[:, :2])
+
+
+def test_convert_bin_names(dump_dir, tmp_path):
+    src, _ = dump_dir
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-t", "bin"]) == 0
+    assert (out / f"{NAME}.input.0.2.float32.ND.bin").read_bytes() == f32(1, 2)
+    assert (out / f"{NAME}.output.0.1_1_2_2_16.float32.NC1HWC0.bin").stat().st_size == 64 * 4
+
+
+def test_convert_bf16_is_written_as_float32_like_msaccucmp(tmp_path):
+    bits = (np.array([1.0, -2.5], "<f4").view("<u4") >> 16).astype("<u2").tobytes()
+    src = write(
+        tmp_path / "d",
+        "Cast.c.1.2.1700000000000000",
+        dump_bytes(outputs=[T(bits, dtype=pe.DT_BF16, shape=[2])]),
+    )
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out)]) == 0
+    array = np.load(out / "Cast.c.1.2.1700000000000000.output.0.npy")
+    assert array.dtype == np.float32 and array.tolist() == [1.0, -2.5]
+
+
+def test_convert_long_names_use_uuid3_and_mapping(tmp_path):
+    name = "Add." + "x" * 230 + ".1.2.1700000000000000"
+    src = write(tmp_path / "d", name, dump_bytes(outputs=[T(f32(3), shape=[1])]))
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out)]) == 0
+    long_name = f"{name}.output.0.npy"
+    short = uuid.uuid3(uuid.NAMESPACE_DNS, long_name).hex + ".npy"
+    assert np.load(out / short).tolist() == [3.0]
+    assert (out / "mapping.csv").read_text() == f"{short},{long_name}\n"
+
+
+def test_convert_parallel_and_errors_reported(tmp_path, capsys):
+    src = tmp_path / "d"
+    for i in range(6):
+        write(src, f"Add.a{i}.{i}.2.1700000000000000", dump_bytes(outputs=[T(f32(i), shape=[1])]))
+    write(
+        src,
+        "Opdebug.Node_OpDebug.1.2.1700000000000000",
+        dump_bytes(outputs=[T(b"\x00" * 8, dtype=4)]),
+    )
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out), "-j", "2"]) == 1
+    captured = capsys.readouterr()
+    assert "converted 6 of 7 files" in captured.out and "2048" in captured.err
+    assert np.load(out / "Add.a5.5.2.1700000000000000.output.0.npy").tolist() == [5.0]
+
+
+def test_convert_old_opdebug_json(tmp_path):
+    src = write(tmp_path / "d", "Opdebug.Node_OpDebug.1.2.1700000000000000",
+                dump_bytes(outputs=[T(opdebug_old({1040: 0x20}), dtype=4)]))  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out)]) == 0
+    record = json.loads(
+        (out / "Opdebug.Node_OpDebug.1.2.1700000000000000.output.0.json").read_text()
+    )
+    assert (
+        list(record) == ["DHA Atomic Add", "L2 Atomic Add", "AI Core"]
+        and record["AI Core"]["status"] == 32
+    )
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["-s", "1,2"], "-s is allowed only together with -f"),
+        (["-f", "NCHW", "-s", "1x2"], "expected comma-separated"),
+        (["-f", "BOGUS"], "unknown format"),
+    ],
+)
+def test_convert_argument_errors(dump_dir, tmp_path, capsys, argv, message):
+    src, _ = dump_dir
+    assert main(["convert", "-d", str(src), "-out", str(tmp_path / "o"), *argv]) == 1
+    assert message in capsys.readouterr().err
