@@ -40,12 +40,14 @@ from aclmon.agent.sampler import DEFAULT_INTERVAL_S, Sampler
 from aclmon.agent.state import RuntimeState
 from aclmon.events import (
     Clock,
+    ExecuteBegin,
     Hello,
     LogLine,
     ModelLoaded,
     SetProfilingConfig,
     StartProfiling,
     StopProfiling,
+    StreamSyncBegin,
     hello_fields,
 )
 
@@ -54,6 +56,9 @@ log = logging.getLogger("aclmon.agent")
 #: commands and internal jobs waiting for the control thread
 TASK_QUEUE_SIZE = 256
 DUMP_POLL_INTERVAL_S = 0.5
+#: a synchronize/execute call still running after this long gets its Begin event
+SLOW_CALL_NS = 50_000_000
+SLOW_CALL_CHECK_S = 0.05
 
 
 class Agent:
@@ -98,6 +103,10 @@ class Agent:
         self._stopping = threading.Event()
         self._control: threading.Thread | None = None
         self._bound = threading.local()
+        #: thread id -> (Begin event class, stream or model id, perf_counter_ns start[, stream])
+        #: of the synchronize/execute call the thread is in; see _announce_slow_calls
+        self.in_flight: dict[int, tuple[Any, ...]] = {}
+        self._announced: dict[int, int] = {}
         self._closed = False
         self.started = 0.0
         # Bound here so hooks can capture them once; replaced in start().
@@ -185,13 +194,28 @@ class Agent:
             atexit.unregister(self.close)
 
     # ------------------------------------------------------------ publishing
+    @property
+    def publish_fn(self) -> Callable[[Any], bool]:
+        """The publisher's ``publish`` itself (hooks bind it once)."""
+        return self._publish
+
+    @property
+    def counter(self) -> Any:
+        """The sequence counter shared with the publisher (``next()`` is atomic)."""
+        return self._clock._counter
+
     def _make_emit(self) -> Callable[..., bool]:
-        counter = self._clock._counter  # itertools.count: next() is atomic under the GIL
+        # The hot path of every hook. Same as publish(clock.make(cls, *fields)), minus two
+        # Python frames: the clock's counter is used directly (next() on itertools.count
+        # is atomic under the GIL) and the tuple is built without NamedTuple.__new__
+        # (the field counts are checked by the tests, which decode every kind we send).
+        counter = self._clock._counter
         publish = self._publish
         time_ns = time.time_ns
+        tuple_new = tuple.__new__
 
         def emit(cls: type, *fields: Any) -> bool:
-            return publish(cls(next(counter), time_ns(), *fields))
+            return publish(tuple_new(cls, (next(counter), time_ns(), *fields)))
 
         return emit
 
@@ -257,7 +281,7 @@ class Agent:
             now = time.monotonic()
             wait = max(0.0, min(next_sample, next_dump_poll) - now)
             try:
-                task = self._tasks.get(timeout=min(wait, 0.25))
+                task = self._tasks.get(timeout=min(wait, SLOW_CALL_CHECK_S))
             except queue.Empty:
                 task = None
             if self._stopping.is_set():
@@ -267,6 +291,11 @@ class Agent:
                     task()
                 except Exception as exc:
                     self.fail("control task", exc)
+            if self.in_flight or self._announced:
+                try:
+                    self._announce_slow_calls()
+                except Exception as exc:
+                    self.fail("slow call watch", exc)
             now = time.monotonic()
             if now >= next_sample and self.sampler is not None:
                 try:
@@ -282,6 +311,39 @@ class Agent:
                     except Exception as exc:
                         self.fail("dump watcher", exc)
                 next_dump_poll = now + DUMP_POLL_INTERVAL_S
+
+    def _announce_slow_calls(self) -> None:
+        """Publish the Begin event of each synchronize/execute that has run too long.
+
+        The hooks only note such calls (``in_flight``); announcing them from here keeps
+        one event per call on the job's thread, while a viewer still learns which thread
+        is stuck waiting on which stream or model.
+        """
+        now_perf = time.perf_counter_ns()
+        now_wall = time.time_ns()
+        announced = self._announced
+        in_flight = list(self.in_flight.items())
+        current = {thread: entry[2] for thread, entry in in_flight}
+        for thread in [t for t, start in announced.items() if current.get(t) != start]:
+            del announced[thread]  # that call has ended
+        for thread, entry in in_flight:
+            cls, target, start = entry[0], entry[1], entry[2]
+            if announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
+                continue
+            announced[thread] = start
+            begin_ns = now_wall - (now_perf - start)
+            if cls is StreamSyncBegin:
+                event = StreamSyncBegin(next(self._clock._counter), begin_ns, target, thread)
+            else:
+                model = self.state.models.get(target)
+                event = ExecuteBegin(
+                    next(self._clock._counter),
+                    begin_ns,
+                    target,
+                    entry[3],
+                    model.device_id if model is not None else -1,
+                )
+            self.publish(event)
 
     def bind_device(self, device: int) -> bool:
         """Make a live context of ``device`` current on the calling (agent) thread."""

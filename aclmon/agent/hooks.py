@@ -49,6 +49,7 @@ Wrapper = Callable[..., Any]
 _get_ident = threading.get_ident
 _perf_ns = time.perf_counter_ns
 _time_ns = time.time_ns
+_tuple_new = tuple.__new__
 
 
 def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -388,24 +389,36 @@ class Hooks:
 
     def _synchronize_stream(self, original: Callable[..., Any], *, timed: bool) -> Wrapper:
         agent = self.agent
-        emit = agent.emit
+        publish = agent.publish_fn
+        counter = agent.counter
         fail = agent.fail
+        in_flight = agent.in_flight
 
         def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
             stream = timeout_ms = -1
+            thread = _get_ident()
+            start = _perf_ns()
             try:
                 stream = args[0] if args else kwargs.get("stream", 0)
-                timeout_ms = (
-                    (args[1] if len(args) > 1 else kwargs.get("timeout", -1)) if timed else -1
-                )
-                emit(StreamSyncBegin, stream, _get_ident())
+                if timed:
+                    timeout_ms = args[1] if len(args) > 1 else kwargs.get("timeout", -1)
+                # StreamSyncBegin is published by the control thread only if this call is
+                # still waiting after SLOW_CALL_NS: one dict store here instead of an event.
+                in_flight[thread] = (StreamSyncBegin, stream, start)
             except Exception as exc:
                 fail("hook rt.synchronize_stream", exc)
-            start = _perf_ns()
             result = original(*args, **kwargs)
             duration = _perf_ns() - start
             try:
-                emit(StreamSynchronized, stream, duration, _ret_of(result), timeout_ms)
+                in_flight.pop(thread, None)
+                ret = result if type(result) is int else _ret_of(result)
+                # agent.emit(StreamSynchronized, ...) inlined: this is the hottest path.
+                publish(
+                    _tuple_new(
+                        StreamSynchronized,
+                        (next(counter), _time_ns(), stream, duration, ret, timeout_ms),
+                    )
+                )
             except Exception as exc:
                 fail("hook rt.synchronize_stream", exc)
             return result
@@ -482,26 +495,34 @@ class Hooks:
 
     def _execute(self, original: Callable[..., Any], *, asynchronous: bool) -> Wrapper:
         agent = self.agent
-        emit = agent.emit
+        publish = agent.publish_fn
+        counter = agent.counter
         fail = agent.fail
-        models = agent.state.models
+        in_flight = agent.in_flight
 
         def execute(*args: Any, **kwargs: Any) -> Any:
             model_id = stream = -1
+            thread = _get_ident()
+            start = _perf_ns()
             try:
                 model_id = args[0] if args else kwargs.get("model_id")
-                stream = (
-                    (args[3] if len(args) > 3 else kwargs.get("stream", 0)) if asynchronous else 0
-                )
-                loaded = models.get(model_id)
-                emit(ExecuteBegin, model_id, stream, loaded.device_id if loaded else -1)
+                stream = 0
+                if asynchronous:
+                    stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
+                # ExecuteBegin is deferred like StreamSyncBegin (see synchronize_stream).
+                in_flight[thread] = (ExecuteBegin, model_id, start, stream)
             except Exception as exc:
                 fail("hook mdl.execute", exc)
-            start = _perf_ns()
             result = original(*args, **kwargs)
             duration = _perf_ns() - start
             try:
-                emit(ExecuteEnd, model_id, stream, duration, _ret_of(result))
+                in_flight.pop(thread, None)
+                ret = result if type(result) is int else _ret_of(result)
+                publish(
+                    _tuple_new(
+                        ExecuteEnd, (next(counter), _time_ns(), model_id, stream, duration, ret)
+                    )
+                )
             except Exception as exc:
                 fail("hook mdl.execute", exc)
             return result
