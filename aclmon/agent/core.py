@@ -407,8 +407,8 @@ class Agent:
     def on_acl_init(self, config_path: Any, ret: int) -> None:
         if ret not in (ACL_SUCCESS, ACL_ERROR_REPEAT_INITIALIZE):
             return
-        if not self.exceptions or not self.exceptions.registered:
-            self._register_exception_callback()
+        # A new runtime session has no callback: (re)register the agent's.
+        self._register_exception_callback()
         # The SoC name and device count are only certain after init: say hello again.
         self._send_hello()
         if not config_path:
@@ -421,6 +421,11 @@ class Agent:
         if config.dump_path:
             self.dump_watcher = DumpWatcher(self, config.dump_path)
             self.emit(LogLine, "info", f"watching dump directory {config.dump_path}")
+
+    def on_acl_finalize(self, ret: int) -> None:
+        if ret == ACL_SUCCESS and self.exceptions is not None:
+            # The runtime session and its callback are gone; the next acl.init registers again.
+            self.exceptions.registered = False
 
     def on_device_set(self, device: int) -> None:
         if self.exceptions is not None and not self.exceptions.registered:

@@ -233,7 +233,12 @@ class Hooks:
                 agent.profiling.step_aside("the job is finalizing acl")
             except Exception as exc:
                 agent.fail("hook acl.finalize", exc)
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            try:
+                agent.on_acl_finalize(_ret_of(result))
+            except Exception as exc:
+                agent.fail("hook acl.finalize", exc)
+            return result
 
         return finalize
 
@@ -430,23 +435,29 @@ class Hooks:
         agent = self.agent
 
         def set_exception_info_callback(*args: Any, **kwargs: Any) -> Any:
-            # The agent's callback stays registered; the job's becomes the next link of the
-            # chain. A bad argument still goes to the original so the job sees its exact error.
-            callback = _arg(args, kwargs, 0, "fn")
+            # The agent's callback stays registered and the job's becomes the next link of
+            # the chain. Anything but a plain valid call goes to the original, so the job
+            # sees exactly the error (TypeError, ACL code) it would see without the agent.
             capture = agent.exceptions
+            callback = args[0] if args else None
             if (
-                capture is None
-                or not capture.registered
-                or (callback is not None and not callable(callback))
+                capture is not None
+                and capture.registered
+                and len(args) <= 1
+                and not kwargs
+                and (callback is None or callable(callback))
             ):
-                result = original(*args, **kwargs)
-                if capture is not None and capture.registered:
-                    capture.reregister()  # the original call replaced ours: put it back
-                elif capture is not None and _ret_of(result) == ACL_SUCCESS:
-                    capture.job_callback = callback
-                return result
-            capture.job_callback = callback
-            return ACL_SUCCESS
+                capture.job_callback = callback
+                return ACL_SUCCESS
+            result = original(*args, **kwargs)
+            try:
+                if capture is not None and _ret_of(result) == ACL_SUCCESS:
+                    capture.job_callback = _arg(args, kwargs, 0, "fn")
+                    if capture.registered:
+                        capture.reregister()  # the original call replaced ours: put it back
+            except Exception as exc:
+                agent.fail("hook rt.set_exception_info_callback", exc)
+            return result
 
         return set_exception_info_callback
 
