@@ -43,6 +43,14 @@ VIEW_DTYPES: dict[int, np.dtype] = {
 HOST_CAST_FLOAT32 = {pe.DT_BF16, pe.DT_FLOAT8_E5M2, pe.DT_FLOAT8_E4M3FN, pe.DT_FLOAT8_E8M0}
 
 
+#: decoded into a new array (sub-byte packings) rather than viewed.
+UNPACKED_DTYPES = {pe.DT_UINT1, pe.DT_INT4}
+
+
+def is_decodable(data_type: int) -> bool:
+    return data_type in VIEW_DTYPES or data_type in UNPACKED_DTYPES or data_type == pe.DT_UNDEFINED
+
+
 class Decoded(NamedTuple):
     array: np.ndarray
     supported: bool

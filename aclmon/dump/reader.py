@@ -9,14 +9,12 @@ sliced. Only :class:`aclmon.errors.DecodeError` escapes on bad input.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from aclmon.dump import proto_enums as pe
-from aclmon.dump.dtypes import Decoded, TensorBytesError, decode_bytes
+from aclmon.dump.dtypes import Decoded, TensorBytesError, decode_bytes, is_decodable
 from aclmon.dump.header import (
     PAYLOAD_ORDER,
     ROLE_BUFFER,
@@ -35,6 +33,9 @@ NANO_MAGIC = 0x5A5A5A5A
 MAX_HEADER_LEN = (1 << 31) - 1
 #: below this a plain read beats setting up a memory map.
 _MMAP_THRESHOLD = 1 << 20
+
+#: DfxTensorType.GENERAL: an exception dump's "input buffer" entry.
+INPUT_TYPE_GENERAL = 1
 
 FORMAT_V2 = "2.0"
 FORMAT_V1 = "v1"
@@ -104,16 +105,10 @@ class Tensor:
 
     @property
     def supported(self) -> bool:
-        return self.dtype_label == "" and self.decode_label_supported()
-
-    def decode_label_supported(self) -> bool:
-        from aclmon.dump.dtypes import VIEW_DTYPES
-
-        return (
-            self.role in (ROLE_BUFFER, ROLE_SPACE)
-            or self.header.data_type in VIEW_DTYPES
-            or self.header.data_type in (pe.DT_UNDEFINED, pe.DT_UINT1, pe.DT_INT4)
-        )
+        """Whether the bytes decode to typed values (else they are shown raw, labelled)."""
+        if self.dtype_label:
+            return False
+        return self.role in (ROLE_BUFFER, ROLE_SPACE) or is_decodable(self.header.data_type)
 
 
 @dataclass
@@ -236,25 +231,52 @@ def _read_v2(data: np.ndarray, path: str, source: str) -> DumpFile:
     return dump
 
 
+def _place(dump: DumpFile, th: TensorHeader, data: np.ndarray, pos: int, source: str) -> None:
+    size = int(data.shape[0])
+    begin, end = min(pos, size), min(pos + th.size, size)
+    _role_list(dump, th.role).append(Tensor(th.role, th.index, th, pos, data[begin:end], source))
+    if pos + th.size > size:
+        dump.warnings.append(
+            f"{th.role} {th.index}: declares {th.size} bytes at offset {pos}, the file ends at {size}"
+        )
+
+
 def layout_payload(
     dump: DumpFile, header: DumpHeader, data: np.ndarray, start: int, source: str
 ) -> None:
-    """Slice the payload in the writer's order: inputs, outputs, buffers, workspaces."""
+    """Slice the payload in the writer's order: inputs, outputs, buffers, workspaces.
+
+    Exception dumps (dump_formats.md §1.6) list "input buffers" among the inputs
+    (``input_type`` GENERAL) but write their bytes last, after workspaces and
+    after MC2 context data that has no header entry; those are therefore placed
+    backwards from the end of the file.
+    """
     size = int(data.shape[0])
+    trailing = [th for th in header.inputs if th.input_type == INPUT_TYPE_GENERAL]
     pos = start
     declared = 0
     for role in PAYLOAD_ORDER:
         for th in header.tensors(role):
+            if th.input_type == INPUT_TYPE_GENERAL and role == ROLE_INPUT:
+                continue
             declared += th.size
-            begin = min(pos, size)
-            end = min(pos + th.size, size)
-            _role_list(dump, role).append(Tensor(role, th.index, th, pos, data[begin:end], source))
-            if pos + th.size > size:
-                dump.warnings.append(
-                    f"{role} {th.index}: declares {th.size} bytes at offset {pos}, "
-                    f"the file ends at {size}"
-                )
+            _place(dump, th, data, pos, source)
             pos += th.size
+    if trailing:
+        tail = sum(th.size for th in trailing)
+        declared += tail
+        tail_pos = max(size - tail, pos)
+        if tail_pos > pos:
+            dump.warnings.append(
+                f"exception dump: {tail_pos - pos} bytes without a header entry (MC2 context) "
+                f"before {len(trailing)} input buffer(s)"
+            )
+        for th in trailing:
+            _place(dump, th, data, tail_pos, source)
+            tail_pos += th.size
+        dump.inputs.sort(key=lambda t: t.index)
+        if pos + tail <= size:
+            return
     expected = start + declared
     if expected != size:
         dump.warnings.append(
@@ -279,12 +301,3 @@ def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:
                 Tensor(role, th.index, th, th.data_start, data[th.data_start : th.data_end], source)
             )
     return dump
-
-
-def read_u64(data: bytes, offset: int) -> int:
-    return struct.unpack_from("<Q", data, offset)[0]
-
-
-def file_prefix(path: str | Path, count: int) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(count)

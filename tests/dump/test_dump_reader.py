@@ -300,3 +300,23 @@ def test_protobuf_library_reads_what_our_fixtures_write():
     msg = header_message(outputs=[T(f32(1), shape=[1])])
     again = PB["DumpData"].FromString(msg.SerializeToString())
     assert again.output[0].size == 4
+
+
+def test_exception_dump_input_buffers_are_read_from_the_end(tmp_path):
+    # inputs -> outputs -> workspaces -> MC2 bytes (no header entry) -> input buffers
+    general = T(b"\xaa\xbb", dtype=0, shape=[2], extra={"input_type": 1})
+    normal = T(f32(1), shape=[1], extra={"input_type": 2})
+    header = header_message(
+        inputs=[normal, general], outputs=[T(f32(2), shape=[1])], spaces=[b"ws"]
+    )
+    body = header.SerializeToString()
+    data = struct.pack("<Q", len(body)) + body + f32(1) + f32(2) + b"ws" + b"MC2CTX" + b"\xaa\xbb"
+    dump = read_dump(write(tmp_path, "exception_info.x.1.2.1700000000000000", data))
+    assert [t.index for t in dump.inputs] == [0, 1]
+    assert dump.inputs[0].array.tolist() == [1.0]
+    assert bytes(dump.inputs[1].raw) == b"\xaa\xbb"
+    assert dump.outputs[0].array.tolist() == [2.0]
+    assert bytes(dump.workspaces[0].raw) == b"ws"
+    assert dump.warnings == [
+        "exception dump: 6 bytes without a header entry (MC2 context) before 1 input buffer(s)"
+    ]
