@@ -1,0 +1,309 @@
+"""``acl.mdl.*``: model load/unload, model descs, datasets, execute, op descs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aclmon import acl_constants as C
+from aclmon.sim import model as M
+from aclmon.sim import runtime as R
+from aclmon.sim.runtime import fail
+
+MAX_OP_NAME_LEN = 4096
+
+
+def _uninit() -> int:
+    return fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
+
+
+def _load(loader: Any) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    ctx = rt.current_context()
+    if ctx is None:
+        return 0, fail(C.ACL_ERROR_RT_CONTEXT_NULL, "no current context")
+    try:
+        parsed = loader()
+    except OSError as exc:
+        return 0, fail(C.ACL_ERROR_INVALID_FILE, f"cannot read the model: {exc.strerror}")
+    except M.ModelError as exc:
+        return 0, fail(C.ACL_ERROR_PARSE_FILE, str(exc))
+    with rt.lock:
+        built = M.build_model(rt, parsed, ctx.device)
+        if isinstance(built, int):
+            return 0, built
+        rt.models[built.model_id] = built
+    return built.model_id, C.ACL_SUCCESS
+
+
+def load_from_file(model_path: str) -> tuple[int, int]:
+    return _load(lambda: M.load_description_file(model_path))
+
+
+def load_from_mem(model: int, model_size: int) -> tuple[int, int]:
+    if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
+    return _load(lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
+
+
+def query_size(model_path: str) -> tuple[int, int, int]:
+    try:
+        parsed = M.load_description_file(model_path)
+    except OSError as exc:
+        return 0, 0, fail(C.ACL_ERROR_INVALID_FILE, f"cannot read the model: {exc.strerror}")
+    except M.ModelError as exc:
+        return 0, 0, fail(C.ACL_ERROR_PARSE_FILE, str(exc))
+    weights = sum(s.nbytes for s in parsed["weights"])
+    work = sum(s.nbytes for op in parsed["ops"] for s in op.outputs)
+    return work, weights, C.ACL_SUCCESS
+
+
+def unload(model_id: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    with rt.lock:
+        found = rt.models.pop(model_id, None)
+        if found is None:
+            return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+        M.release_model(rt, found)
+    return C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- model descs
+def create_desc() -> int:
+    handle = R.new_handle()
+    R.MODEL_DESCS[handle] = None
+    return handle
+
+
+def destroy_desc(model_desc: int) -> int:
+    if model_desc not in R.MODEL_DESCS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    del R.MODEL_DESCS[model_desc]
+    return C.ACL_SUCCESS
+
+
+def get_desc(model_desc: int, model_id: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if model_desc not in R.MODEL_DESCS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    found = rt.models.get(model_id)
+    if found is None:
+        return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    R.MODEL_DESCS[model_desc] = found
+    return C.ACL_SUCCESS
+
+
+def _specs(model_desc: int, outputs: bool) -> tuple[M.TensorSpec, ...]:
+    found = R.MODEL_DESCS.get(model_desc)
+    if found is None:
+        return ()
+    return found.outputs if outputs else found.inputs
+
+
+def _spec(model_desc: int, index: int, outputs: bool) -> M.TensorSpec | None:
+    specs = _specs(model_desc, outputs)
+    return specs[index] if 0 <= index < len(specs) else None
+
+
+def get_num_inputs(model_desc: int) -> int:
+    return len(_specs(model_desc, False))
+
+
+def get_num_outputs(model_desc: int) -> int:
+    return len(_specs(model_desc, True))
+
+
+def get_input_size_by_index(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, False)
+    return spec.nbytes if spec is not None else 0
+
+
+def get_output_size_by_index(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, True)
+    return spec.nbytes if spec is not None else 0
+
+
+def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], int]:
+    spec = _spec(model_desc, index, outputs)
+    if spec is None:
+        return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no tensor at that index")
+    dims = list(spec.device_shape)
+    return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
+
+
+def get_input_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
+    return _dims(model_desc, index, False)
+
+
+def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
+    return _dims(model_desc, index, True)
+
+
+def get_input_data_type(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, False)
+    return spec.acl_dtype if spec is not None else C.ACL_DT_UNDEFINED
+
+
+def get_output_data_type(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, True)
+    return spec.acl_dtype if spec is not None else C.ACL_DT_UNDEFINED
+
+
+def get_input_format(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, False)
+    return spec.acl_format if spec is not None else C.ACL_FORMAT_UNDEFINED
+
+
+def get_output_format(model_desc: int, index: int) -> int:
+    spec = _spec(model_desc, index, True)
+    return spec.acl_format if spec is not None else C.ACL_FORMAT_UNDEFINED
+
+
+def get_input_name_by_index(model_desc: int, index: int) -> str:
+    spec = _spec(model_desc, index, False)
+    return spec.name if spec is not None else ""
+
+
+def get_output_name_by_index(model_desc: int, index: int) -> str:
+    spec = _spec(model_desc, index, True)
+    return spec.name if spec is not None else ""
+
+
+def get_input_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
+    for index, spec in enumerate(_specs(model_desc, False)):
+        if spec.name == name:
+            return index, C.ACL_SUCCESS
+    return -1, fail(C.ACL_ERROR_INVALID_PARAM, f"no input named {name!r}")
+
+
+def get_output_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
+    for index, spec in enumerate(_specs(model_desc, True)):
+        if spec.name == name:
+            return index, C.ACL_SUCCESS
+    return -1, fail(C.ACL_ERROR_INVALID_PARAM, f"no output named {name!r}")
+
+
+# ---------------------------------------------------------------- datasets
+def create_dataset() -> int:
+    handle = R.new_handle()
+    R.DATASETS[handle] = []
+    return handle
+
+
+def destroy_dataset(dataset: int) -> int:
+    if R.DATASETS.pop(dataset, None) is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown dataset")
+    return C.ACL_SUCCESS
+
+
+def add_dataset_buffer(dataset: int, data_buffer: int) -> tuple[int, int]:
+    buffers = R.DATASETS.get(dataset)
+    if buffers is None or data_buffer not in R.DATA_BUFFERS:
+        return dataset, fail(C.ACL_ERROR_INVALID_PARAM, "unknown dataset or data buffer")
+    buffers.append(data_buffer)
+    return dataset, C.ACL_SUCCESS
+
+
+def get_dataset_num_buffers(dataset: int) -> int:
+    return len(R.DATASETS.get(dataset, ()))
+
+
+def get_dataset_buffer(dataset: int, index: int) -> int:
+    buffers = R.DATASETS.get(dataset, [])
+    return buffers[index] if 0 <= index < len(buffers) else 0
+
+
+# ---------------------------------------------------------------- execute
+def _launch(model_id: int, input_dataset: int, output_dataset: int, stream: int) -> tuple[Any, int]:
+    rt = R.runtime()
+    if rt is None:
+        return None, _uninit()
+    found = rt.models.get(model_id)
+    if found is None:
+        return None, fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return None, target
+    if stream and target.context is not rt.current_context():
+        return None, fail(C.ACL_ERROR_RT_STREAM_CONTEXT, "the stream is not in the current context")
+    in_bufs = R.DATASETS.get(input_dataset)
+    out_bufs = R.DATASETS.get(output_dataset)
+    if in_bufs is None or out_bufs is None:
+        return None, fail(C.ACL_ERROR_INVALID_PARAM, "unknown input or output dataset")
+    if len(in_bufs) != len(found.inputs) or len(out_bufs) != len(found.outputs):
+        return None, fail(
+            C.ACL_ERROR_INVALID_PARAM,
+            f"model {found.name} takes {len(found.inputs)} inputs and {len(found.outputs)} outputs",
+        )
+    try:
+        in_addresses = [R.DATA_BUFFERS[b][0] for b in in_bufs]
+        out_addresses = [(R.DATA_BUFFERS[b][0], R.DATA_BUFFERS[b][1]) for b in out_bufs]
+    except KeyError:
+        return None, fail(C.ACL_ERROR_INVALID_PARAM, "a dataset holds a destroyed data buffer")
+    code = M.execute(rt, found, target, in_addresses, out_addresses)
+    return target, code
+
+
+def execute(model_id: int, input_dataset: int, output_dataset: int) -> int:
+    stream, code = _launch(model_id, input_dataset, output_dataset, 0)
+    if code:
+        return code
+    rt = R.runtime()
+    assert rt is not None
+    return rt.wait_stream(stream)
+
+
+def execute_async(model_id: int, input_dataset: int, output_dataset: int, stream: int) -> int:
+    return _launch(model_id, input_dataset, output_dataset, stream)[1]
+
+
+# ---------------------------------------------------------------- op descs
+def create_and_get_op_desc(
+    device_id: int, stream_id: int, task_id: int, op_name_len: int
+) -> tuple[str, int, int, int, int, int]:
+    empty = ("", 0, 0, 0, 0)
+    if op_name_len > MAX_OP_NAME_LEN or op_name_len <= 0:
+        return (*empty, fail(C.ACL_ERROR_INVALID_PARAM, "op_name_len must be in [1, 4096]"))
+    rt = R.runtime()
+    if rt is None:
+        return (*empty, _uninit())
+    record = rt.tasks.get((device_id, stream_id, task_id))
+    if record is None:
+        return (*empty, fail(C.ACL_ERROR_OP_NOT_FOUND, "no operator ran as that task"))
+    op = record.op
+    if len(op.name.encode()) >= op_name_len:
+        return (*empty, fail(C.ACL_ERROR_INVALID_PARAM, "op_name_len is too small"))
+    specs = record.model.specs
+
+    def desc_array(names: list[str]) -> int:
+        members = []
+        for name in names:
+            spec = specs[name]
+            handle = R.new_handle()
+            R.TENSOR_DESCS[handle] = R.TensorDesc(
+                spec.acl_dtype,
+                spec.device_shape,
+                spec.acl_format,
+                name,
+                record.addresses.get(name, 0),
+            )
+            members.append(handle)
+        handle = R.new_handle()
+        R.DESC_ARRAYS[handle] = members
+        return handle
+
+    inputs = list(op.inputs)
+    outputs = [s.name for s in op.outputs]
+    return (
+        op.name,
+        desc_array(inputs),
+        len(inputs),
+        desc_array(outputs),
+        len(outputs),
+        C.ACL_SUCCESS,
+    )

@@ -1,0 +1,781 @@
+"""``acl.rt.*``: devices, contexts, streams, events, memory, exception info.
+
+Each function checks its arguments, calls into :mod:`aclmon.sim.runtime`, and
+returns the pyACL shape. None of them calls another public function.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aclmon import acl_constants as C
+from aclmon.sim import runtime as R
+from aclmon.sim.runtime import Runtime, fail, now_ns
+
+MAX_STREAMS_PER_DEVICE = 2048
+VALID_STREAM_FLAGS = (
+    C.ACL_STREAM_FAST_LAUNCH | C.ACL_STREAM_FAST_SYNC | C.ACL_STREAM_PERSISTENT | C.ACL_STREAM_HUGE
+)
+VALID_EVENT_FLAGS = (
+    C.ACL_EVENT_SYNC
+    | C.ACL_EVENT_CAPTURE_STREAM_PROGRESS
+    | C.ACL_EVENT_TIME_LINE
+    | C.ACL_EVENT_EXTERNAL
+    | C.ACL_EVENT_IPC
+)
+HBM_ATTRS = {
+    C.ACL_HBM_MEM,
+    C.ACL_HBM_MEM_HUGE,
+    C.ACL_HBM_MEM_NORMAL,
+    C.ACL_HBM_MEM_P2P_HUGE,
+    C.ACL_HBM_MEM_P2P_NORMAL,
+    C.ACL_HBM_MEM_HUGE1G,
+    C.ACL_HBM_MEM_P2P_HUGE1G,
+}
+DDR_ATTRS = {
+    C.ACL_DDR_MEM,
+    C.ACL_DDR_MEM_HUGE,
+    C.ACL_DDR_MEM_NORMAL,
+    C.ACL_DDR_MEM_P2P_HUGE,
+    C.ACL_DDR_MEM_P2P_NORMAL,
+}
+
+
+def _uninit() -> int:
+    return fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
+
+
+def _current(rt: Runtime) -> R.Context | int:
+    ctx = rt.current_context()
+    if ctx is None:
+        return fail(
+            C.ACL_ERROR_RT_CONTEXT_NULL, "no current context: call set_device or set_context"
+        )
+    return ctx
+
+
+# ---------------------------------------------------------------- devices
+def set_device(device_id: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    device = rt.devices[device_id]
+    with rt.lock:
+        device.refcount += 1
+        if device.default_context is None:
+            device.default_context = rt.new_context(device, is_default=True)
+        rt.set_current_context(device.default_context)
+    return C.ACL_SUCCESS
+
+
+def _reset(device_id: int, force: bool) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    device = rt.devices[device_id]
+    with rt.lock:
+        if device.refcount == 0:
+            return C.ACL_SUCCESS
+        device.refcount = 0 if force else device.refcount - 1
+        if device.refcount == 0 and device.default_context is not None:
+            rt.drop_context(device.default_context)
+            device.default_context = None
+    return C.ACL_SUCCESS
+
+
+def reset_device(device_id: int) -> int:
+    return _reset(device_id, force=False)
+
+
+def reset_device_force(device_id: int) -> int:
+    return _reset(device_id, force=True)
+
+
+def get_device() -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return -1, _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return -1, ctx
+    return ctx.device.device_id, C.ACL_SUCCESS
+
+
+def get_device_count() -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    return len(rt.devices), C.ACL_SUCCESS
+
+
+def get_run_mode() -> tuple[int, int]:
+    # A host with PCIe cards: the program must copy between host and device.
+    return C.ACL_HOST, C.ACL_SUCCESS
+
+
+def query_device_status(device_id: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return C.ACL_DEVICE_STATUS_ABNORMAL, _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return C.ACL_DEVICE_STATUS_ABNORMAL, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, "no such device")
+    return C.ACL_DEVICE_STATUS_NORMAL, C.ACL_SUCCESS
+
+
+def get_device_info(device_id: int, attr: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    cfg = rt.config
+    values = {
+        C.ACL_DEV_ATTR_AICPU_CORE_NUM: cfg.aicpu_core_count,
+        C.ACL_DEV_ATTR_AICORE_CORE_NUM: cfg.ai_core_count,
+        C.ACL_DEV_ATTR_CUBE_CORE_NUM: cfg.ai_core_count,
+        C.ACL_DEV_ATTR_VECTOR_CORE_NUM: cfg.vector_core_count,
+        C.ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: cfg.hbm_bytes,
+        C.ACL_DEV_ATTR_L2_CACHE_SIZE: cfg.l2_cache_bytes,
+        C.ACL_DEV_ATTR_PHY_CHIP_ID: device_id,
+        C.ACL_DEV_ATTR_IS_VIRTUAL: 0,
+    }
+    if attr not in values:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, f"unknown device attribute {attr}")
+    return values[attr], C.ACL_SUCCESS
+
+
+def get_device_utilization_rate(device_id: int) -> tuple[dict[str, int], int]:
+    rt = R.runtime()
+    if rt is None:
+        return {}, _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return {}, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    cube, vector, aicpu = rt.devices[device_id].utilization()
+    if rt.config.soc_name in ("Ascend910", "Ascend910A", "Ascend910ProA", "Ascend910PremiumA"):
+        vector = C.DEVICE_UTILIZATION_NOT_SUPPORT  # Atlas training (910A) has no vector unit
+    return (
+        {
+            "cube_utilization": cube,
+            "vector_utilization": vector,
+            "aicpu_utilization": aicpu,
+            "memory_utilization": C.DEVICE_UTILIZATION_NOT_SUPPORT,
+            "utilization_extend": 0,
+        },
+        C.ACL_SUCCESS,
+    )
+
+
+def _sync_device(timeout_ms: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return ctx
+    device = ctx.device
+    streams = [c.default_stream for c in list(rt.contexts.values()) if c.device is device]
+    streams += [s for s in list(rt.streams.values()) if s.device is device]
+    deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms >= 0 else None
+    first_error = C.ACL_SUCCESS
+    for stream in streams:
+        if stream is None:
+            continue
+        left = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+        code = rt.wait_stream(stream, left)
+        if code == C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT:
+            return code
+        if code and not first_error:
+            first_error = code
+    return first_error
+
+
+def synchronize_device() -> int:
+    return _sync_device(-1)
+
+
+def synchronize_device_with_timeout(timeout: int) -> int:
+    if timeout < -1:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
+    return _sync_device(timeout)
+
+
+def set_op_execute_timeout(timeout: int) -> int:
+    return C.ACL_SUCCESS if R.runtime() is not None else _uninit()
+
+
+def set_op_wait_timeout(timeout: int) -> int:
+    return C.ACL_SUCCESS if R.runtime() is not None else _uninit()
+
+
+def get_last_error(level: int) -> int:
+    return R.last_error_code(clear=True)
+
+
+def peek_at_last_error(level: int) -> int:
+    return R.last_error_code(clear=False)
+
+
+# ---------------------------------------------------------------- contexts
+def create_context(device_id: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    if not 0 <= device_id < len(rt.devices):
+        return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    with rt.lock:
+        ctx = rt.new_context(rt.devices[device_id], is_default=False)
+        rt.set_current_context(ctx)
+    return ctx.handle, C.ACL_SUCCESS
+
+
+def destroy_context(context: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not context:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
+    ctx = rt.contexts.get(context)
+    if ctx is None or ctx.is_default:
+        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"context {context:#x} cannot be destroyed")
+    with rt.lock:
+        rt.drop_context(ctx)
+    return C.ACL_SUCCESS
+
+
+def set_context(context: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not context:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
+    ctx = rt.contexts.get(context)
+    if ctx is None:
+        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"context {context:#x} does not exist")
+    rt.set_current_context(ctx)
+    return C.ACL_SUCCESS
+
+
+def get_context() -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, ctx
+    return ctx.handle, C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- streams
+def _new_stream(priority: int, flags: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, ctx
+    with rt.lock:
+        count = sum(1 for s in rt.streams.values() if s.device is ctx.device)
+        if count >= MAX_STREAMS_PER_DEVICE:
+            return 0, fail(C.ACL_ERROR_RT_NO_STREAM_RESOURCE, "out of streams")
+        stream = rt.new_stream(ctx, priority, flags)
+    return stream.handle, C.ACL_SUCCESS
+
+
+def create_stream() -> tuple[int, int]:
+    return _new_stream(0, 0)
+
+
+def create_stream_with_config(priority: int, flag: int) -> tuple[int, int]:
+    if not 0 <= priority <= 7 or flag & ~VALID_STREAM_FLAGS:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid stream priority or flag")
+    return _new_stream(priority, flag)
+
+
+def _destroy_stream(stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not stream:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "stream is NULL")
+    with rt.lock:
+        found = rt.streams.pop(stream, None)
+        if found is None:
+            return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"stream {stream:#x} does not exist")
+        found.context.streams.pop(stream, None)
+    return C.ACL_SUCCESS
+
+
+def destroy_stream(stream: int) -> int:
+    return _destroy_stream(stream)
+
+
+def destroy_stream_force(stream: int) -> int:
+    return _destroy_stream(stream)
+
+
+def synchronize_stream(stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return found
+    return rt.wait_stream(found)
+
+
+def synchronize_stream_with_timeout(stream: int, timeout: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if timeout < -1:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return found
+    return rt.wait_stream(found, timeout)
+
+
+def stream_query(stream: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return C.ACL_STREAM_STATUS_NOT_READY, _uninit()
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return C.ACL_STREAM_STATUS_NOT_READY, found
+    done = now_ns() >= found.busy_until
+    return (C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY), C.ACL_SUCCESS
+
+
+def stream_get_id(stream: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return -1, _uninit()
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return -1, found
+    return found.stream_id, C.ACL_SUCCESS
+
+
+def get_stream_available_num() -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, ctx
+    used = sum(1 for s in list(rt.streams.values()) if s.device is ctx.device)
+    return MAX_STREAMS_PER_DEVICE - used, C.ACL_SUCCESS
+
+
+def set_stream_overflow_switch(stream: int, flag: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if flag not in (0, 1):
+        return fail(C.ACL_ERROR_INVALID_PARAM, "flag must be 0 or 1")
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return found
+    found.overflow_switch = flag
+    return C.ACL_SUCCESS
+
+
+def get_stream_overflow_switch(stream: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    found = rt.resolve_stream(stream)
+    if isinstance(found, int):
+        return 0, found
+    return found.overflow_switch, C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- events
+def _new_event(flag: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    if flag & ~VALID_EVENT_FLAGS:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, f"invalid event flag {flag:#x}")
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, ctx
+    event = R.Event(R.new_handle(), ctx.device.device_id, flag)
+    rt.events[event.handle] = event
+    return event.handle, C.ACL_SUCCESS
+
+
+def create_event() -> tuple[int, int]:
+    return _new_event(C.ACL_EVENT_SYNC)
+
+
+def create_event_with_flag(flag: int) -> tuple[int, int]:
+    return _new_event(flag)
+
+
+def create_event_ex_with_flag(flag: int) -> tuple[int, int]:
+    return _new_event(flag)
+
+
+def _event(rt: Runtime, event: int) -> R.Event | int:
+    if not event:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "event is NULL")
+    found = rt.events.get(event)
+    if found is None:
+        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"event {event:#x} does not exist")
+    return found
+
+
+def record_event(event: int, stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    found.timestamp = max(now_ns(), target.busy_until)
+    found.recorded = True
+    return C.ACL_SUCCESS
+
+
+def reset_event(event: int, stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    found.recorded = False
+    return C.ACL_SUCCESS
+
+
+def destroy_event(event: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    rt.events.pop(event, None)
+    return C.ACL_SUCCESS
+
+
+def _wait_event(event: int, timeout_ms: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    remaining = found.timestamp - now_ns() if found.recorded else 0
+    if remaining > 0:
+        if timeout_ms >= 0 and remaining > timeout_ms * 1_000_000:
+            time.sleep(timeout_ms / 1000)
+            return fail(C.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, "event synchronize timed out")
+        time.sleep(remaining / 1e9)
+    return C.ACL_SUCCESS
+
+
+def synchronize_event(event: int) -> int:
+    return _wait_event(event, -1)
+
+
+def synchronize_event_with_timeout(event: int, timeout: int) -> int:
+    if timeout < -1:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
+    return _wait_event(event, timeout)
+
+
+def stream_wait_event(stream: int, event: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    if found.recorded:
+        target.busy_until = max(target.busy_until, found.timestamp)
+    return C.ACL_SUCCESS
+
+
+def query_event(event: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return C.ACL_EVENT_STATUS_NOT_READY, _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return C.ACL_EVENT_STATUS_NOT_READY, found
+    done = not found.recorded or now_ns() >= found.timestamp
+    return (C.ACL_EVENT_STATUS_COMPLETE if done else C.ACL_EVENT_STATUS_NOT_READY), C.ACL_SUCCESS
+
+
+def query_event_status(event: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return C.ACL_EVENT_RECORDED_STATUS_NOT_READY, _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return C.ACL_EVENT_RECORDED_STATUS_NOT_READY, found
+    done = found.recorded and now_ns() >= found.timestamp
+    status = C.ACL_EVENT_RECORDED_STATUS_COMPLETE if done else C.ACL_EVENT_RECORDED_STATUS_NOT_READY
+    return status, C.ACL_SUCCESS
+
+
+def event_elapsed_time(start: int, end: int) -> tuple[float, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0.0, _uninit()
+    first, last = _event(rt, start), _event(rt, end)
+    if isinstance(first, int):
+        return 0.0, first
+    if isinstance(last, int):
+        return 0.0, last
+    if not (first.recorded and last.recorded):
+        return 0.0, fail(C.ACL_ERROR_RT_PARAM_INVALID, "both events must be recorded")
+    return (last.timestamp - first.timestamp) / 1e6, C.ACL_SUCCESS
+
+
+def event_get_timestamp(event: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return 0, found
+    if not found.recorded:
+        return 0, fail(C.ACL_ERROR_RT_PARAM_INVALID, "the event was not recorded")
+    return found.timestamp // 1000, C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- memory
+def _malloc(size: int, policy: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    if size <= 0:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, ctx
+    allocation = rt.allocate(ctx.device, size)
+    if allocation is None:
+        device = ctx.device
+        return 0, fail(
+            C.ACL_ERROR_RT_MEMORY_ALLOCATION,
+            f"device {device.device_id}: {size} bytes requested, "
+            f"{device.total_bytes - device.used_bytes} free",
+        )
+    return allocation.address, C.ACL_SUCCESS
+
+
+def malloc(size: int, policy: int) -> tuple[int, int]:
+    return _malloc(size, policy)
+
+
+def malloc_cached(size: int, policy: int) -> tuple[int, int]:
+    return _malloc(size, policy)
+
+
+def malloc_align32(size: int, policy: int) -> tuple[int, int]:
+    return _malloc(size, policy)
+
+
+def free(dev_ptr: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not dev_ptr:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "pointer is NULL")
+    allocation = rt.allocations.get(dev_ptr)
+    if allocation is None:
+        return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"{dev_ptr:#x} is not an allocation")
+    rt.release(allocation)
+    return C.ACL_SUCCESS
+
+
+def malloc_host(size: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, _uninit()
+    if size <= 0:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
+    buffer = np.empty(size, dtype=np.uint8)
+    address = buffer.ctypes.data
+    rt.host_allocations[address] = buffer
+    return address, C.ACL_SUCCESS
+
+
+def free_host(host_ptr: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if rt.host_allocations.pop(host_ptr, None) is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{host_ptr:#x} is not from malloc_host")
+    return C.ACL_SUCCESS
+
+
+def _memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not dev_ptr or count < 0 or count > max_count:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memset arguments")
+    found = rt.find_allocation(dev_ptr, count)
+    if found is not None:
+        allocation, offset = found
+        allocation.buffer[offset : offset + count] = value & 0xFF
+        return C.ACL_SUCCESS
+    if dev_ptr in rt.host_allocations or any(
+        a <= dev_ptr and dev_ptr + count <= a + b.size for a, b in rt.host_allocations.items()
+    ):
+        R.write_host(dev_ptr, bytes([value & 0xFF]) * count)
+        return C.ACL_SUCCESS
+    return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"{dev_ptr:#x} is not allocated memory")
+
+
+def memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
+    return _memset(dev_ptr, max_count, value, count)
+
+
+def memset_async(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> int:
+    return _memset(dev_ptr, max_count, value, count)
+
+
+def _memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not dst or not src or count < 0 or count > dest_max:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy arguments (count > dest_max?)")
+    if count == 0:
+        return C.ACL_SUCCESS
+    dst_dev = rt.find_allocation(dst, count)
+    src_dev = rt.find_allocation(src, count)
+    if kind == C.ACL_MEMCPY_DEFAULT:
+        kind = (
+            C.ACL_MEMCPY_DEVICE_TO_DEVICE
+            if dst_dev and src_dev
+            else C.ACL_MEMCPY_HOST_TO_DEVICE
+            if dst_dev
+            else C.ACL_MEMCPY_DEVICE_TO_HOST
+            if src_dev
+            else C.ACL_MEMCPY_HOST_TO_HOST
+        )
+    device_dst = kind in (
+        C.ACL_MEMCPY_HOST_TO_DEVICE,
+        C.ACL_MEMCPY_DEVICE_TO_DEVICE,
+        C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
+        C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
+        C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
+    )
+    device_src = kind in (
+        C.ACL_MEMCPY_DEVICE_TO_HOST,
+        C.ACL_MEMCPY_DEVICE_TO_DEVICE,
+        C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
+        C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
+    )
+    if kind not in range(8):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
+    if device_dst and dst_dev is None:
+        return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"destination {dst:#x} is not device memory")
+    if device_src and src_dev is None:
+        return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"source {src:#x} is not device memory")
+    if (not device_dst and dst_dev is not None) or (not device_src and src_dev is not None):
+        return fail(C.ACL_ERROR_RT_PARAM_INVALID, "memcpy kind does not match the pointers")
+    if src_dev is not None:
+        allocation, offset = src_dev
+        data = allocation.buffer[offset : offset + count]
+    else:
+        data = np.frombuffer(R.read_host(src, count), dtype=np.uint8)
+    if dst_dev is not None:
+        allocation, offset = dst_dev
+        allocation.buffer[offset : offset + count] = data
+    else:
+        R.write_host(dst, data.tobytes())
+    return C.ACL_SUCCESS
+
+
+def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
+    return _memcpy(dst, dest_max, src, count, kind)
+
+
+def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> int:
+    rt = R.runtime()
+    if rt is not None:
+        target = rt.resolve_stream(stream)
+        if isinstance(target, int):
+            return target
+    return _memcpy(dst, dest_max, src, count, kind)
+
+
+def get_mem_info(attr: int) -> tuple[int, int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, 0, _uninit()
+    ctx = _current(rt)
+    if isinstance(ctx, int):
+        return 0, 0, ctx
+    if attr in HBM_ATTRS:
+        device = ctx.device
+        return device.total_bytes - device.used_bytes, device.total_bytes, C.ACL_SUCCESS
+    if attr in DDR_ATTRS:
+        return 0, 0, C.ACL_SUCCESS  # 910B-class cards have no DDR next to the HBM
+    return 0, 0, fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memory attribute {attr}")
+
+
+# ---------------------------------------------------------------- exception info
+def set_exception_info_callback(*args: Any) -> int:
+    if len(args) > 1:
+        raise TypeError("acl.rt.set_exception_info_callback args parse failed")
+    callback: Callable[[int], Any] | None = args[0] if args else None
+    if callback is not None and not callable(callback):
+        raise TypeError("acl.rt.set_exception_info_callback: the callback is not callable")
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    rt.exception_callback = callback
+    return C.ACL_SUCCESS
+
+
+def _info(info: int) -> R.ExceptionInfo | None:
+    rt = R.runtime()
+    return rt.exception_infos.get(info) if rt is not None else None
+
+
+def get_device_id_from_exception_info(info: int) -> int:
+    found = _info(info)
+    return found.device_id if found is not None else C.EXCEPTION_INFO_INVALID
+
+
+def get_stream_id_from_exception_info(info: int) -> int:
+    found = _info(info)
+    return found.stream_id if found is not None else C.EXCEPTION_INFO_INVALID
+
+
+def get_task_id_from_exception_info(info: int) -> int:
+    found = _info(info)
+    return found.task_id if found is not None else C.EXCEPTION_INFO_INVALID
+
+
+def get_thread_id_from_exception_info(info: int) -> int:
+    found = _info(info)
+    return found.thread_id if found is not None else C.EXCEPTION_INFO_INVALID
+
+
+def get_error_code_from_exception_info(info: int) -> int:
+    found = _info(info)
+    return found.error_code if found is not None else C.EXCEPTION_INFO_INVALID

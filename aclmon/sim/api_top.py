@@ -1,0 +1,227 @@
+"""Top-level ``acl.*`` functions: init/finalize, version, SoC, data buffers, tensor descs.
+
+Return shapes follow pyacl_api.md §1.1: ``ret`` alone, ``(out..., ret)``,
+a bare int handle for ``create_*`` (0 on failure), ``None`` for void calls, and
+a bare value for value getters.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aclmon import acl_constants as C
+from aclmon.sim import runtime as R
+from aclmon.sim.acljson import AclJson, AclJsonError, parse_acl_json
+from aclmon.sim.config import SimConfigError, load_config
+from aclmon.sim.faults import FaultRuleError
+from aclmon.sim.layouts import ACL_TO_NUMPY
+from aclmon.sim.profiling import Profiler
+from aclmon.sim.runtime import fail
+
+
+def init(config_path: str | None = None) -> int:
+    current = R.runtime()
+    if current is not None:
+        current.init_count += 1
+        return fail(C.ACL_ERROR_REPEAT_INITIALIZE, "acl.init was already called")
+    try:
+        config = load_config()
+    except (SimConfigError, FaultRuleError) as exc:
+        print(f"acl (sim): {exc}", file=sys.stderr)
+        return fail(C.ACL_ERROR_INVALID_PARAM, str(exc))
+    acl_json = AclJson()
+    if config_path:
+        try:
+            acl_json = parse_acl_json(config_path)
+        except AclJsonError as exc:
+            return fail(exc.code, str(exc))
+    rt = R.start_session(config, acl_json)
+    profiler = Profiler(config.device_count)
+    rt.extras["prof"] = profiler
+    if acl_json.profiler is not None:
+        try:
+            profiler.start_command_mode(
+                acl_json.profiler.output, acl_json.profiler.switches, acl_json.profiler.aic_metrics
+            )
+        except OSError as exc:
+            R.end_session()
+            return fail(C.ACL_ERROR_INVALID_PROFILING_CONFIG, f"profiler output: {exc}")
+    return C.ACL_SUCCESS
+
+
+def finalize() -> int:
+    rt = R.runtime()
+    if rt is None:
+        return fail(C.ACL_ERROR_REPEAT_FINALIZE, "acl.finalize without acl.init")
+    rt.extras["prof"].shutdown()
+    R.end_session()
+    return C.ACL_SUCCESS
+
+
+def get_version() -> tuple[int, int, int, int]:
+    rt = R.runtime()
+    major, minor, patch = rt.config.version if rt is not None else load_config().version
+    return major, minor, patch, C.ACL_SUCCESS
+
+
+def get_soc_name() -> str:
+    rt = R.runtime()
+    return rt.config.soc_name if rt is not None else load_config().soc_name
+
+
+def get_recent_err_msg() -> str:
+    return R.recent_error()
+
+
+def get_device_capability(device_id: int, info: int) -> tuple[int, int]:
+    rt = R.runtime()
+    if rt is None:
+        return 0, fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
+    if not 0 <= device_id < len(rt.devices):
+        return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
+    values = {
+        C.ACL_DEVICE_INFO_AI_CORE_NUM: rt.config.ai_core_count,
+        C.ACL_DEVICE_INFO_VECTOR_CORE_NUM: rt.config.vector_core_count,
+        C.ACL_DEVICE_INFO_L2_SIZE: rt.config.l2_cache_bytes,
+    }
+    if info not in values:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, f"unknown device info {info}")
+    return values[info], C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- data buffers
+def create_data_buffer(data: int, size: int) -> int:
+    if size < 0 or (size > 0 and not data):
+        fail(C.ACL_ERROR_INVALID_PARAM, "invalid data buffer")
+        return 0
+    handle = R.new_handle()
+    R.DATA_BUFFERS[handle] = [data, size]
+    return handle
+
+
+def destroy_data_buffer(data_buffer: int) -> int:
+    if R.DATA_BUFFERS.pop(data_buffer, None) is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown data buffer")
+    return C.ACL_SUCCESS
+
+
+def update_data_buffer(data_buffer: int, data: int, size: int) -> int:
+    entry = R.DATA_BUFFERS.get(data_buffer)
+    if entry is None or size < 0:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown data buffer")
+    entry[0], entry[1] = data, size
+    return C.ACL_SUCCESS
+
+
+def get_data_buffer_addr(data_buffer: int) -> int:
+    entry = R.DATA_BUFFERS.get(data_buffer)
+    return entry[0] if entry is not None else 0
+
+
+def get_data_buffer_size(data_buffer: int) -> int:
+    entry = R.DATA_BUFFERS.get(data_buffer)
+    return entry[1] if entry is not None else 0
+
+
+def get_data_buffer_size_v2(data_buffer: int) -> int:
+    entry = R.DATA_BUFFERS.get(data_buffer)
+    return entry[1] if entry is not None else 0
+
+
+# ---------------------------------------------------------------- tensor descs
+def create_tensor_desc(data_type: int, dims: list[int], format: int) -> int:
+    if not isinstance(dims, (list, tuple)) or any(not isinstance(d, int) for d in dims):
+        raise TypeError("acl.create_tensor_desc args parse failed")
+    if data_type not in C.DATA_TYPE_NAMES or format not in C.FORMAT_NAMES:
+        fail(C.ACL_ERROR_INVALID_PARAM, "unknown data type or format")
+        return 0
+    handle = R.new_handle()
+    R.TENSOR_DESCS[handle] = R.TensorDesc(data_type, tuple(dims), format)
+    return handle
+
+
+def destroy_tensor_desc(desc: int) -> None:
+    # Also accepts the desc arrays from acl.mdl.create_and_get_op_desc, as the
+    # documented exception sample destroys input_desc/output_desc this way.
+    members = R.DESC_ARRAYS.pop(desc, None)
+    if members is not None:
+        for member in members:
+            R.TENSOR_DESCS.pop(member, None)
+        return
+    R.TENSOR_DESCS.pop(desc, None)
+
+
+def get_tensor_desc_by_index(desc: int, index: int) -> int:
+    members = R.DESC_ARRAYS.get(desc)
+    if members is None or not 0 <= index < len(members):
+        fail(C.ACL_ERROR_INVALID_PARAM, "no tensor desc at that index")
+        return 0
+    return members[index]
+
+
+def _desc(desc: int) -> R.TensorDesc | None:
+    return R.TENSOR_DESCS.get(desc)
+
+
+def get_tensor_desc_type(desc: int) -> int:
+    entry = _desc(desc)
+    return entry.acl_dtype if entry is not None else C.ACL_DT_UNDEFINED
+
+
+def get_tensor_desc_format(desc: int) -> int:
+    entry = _desc(desc)
+    return entry.acl_format if entry is not None else C.ACL_FORMAT_UNDEFINED
+
+
+def get_tensor_desc_num_dims(desc: int) -> int:
+    entry = _desc(desc)
+    return len(entry.dims) if entry is not None else 0
+
+
+def get_tensor_desc_dim_v2(desc: int, index: int) -> tuple[int, int]:
+    entry = _desc(desc)
+    if entry is None or not 0 <= index < len(entry.dims):
+        return -1, fail(C.ACL_ERROR_INVALID_PARAM, "invalid tensor desc or dim index")
+    return entry.dims[index], C.ACL_SUCCESS
+
+
+def get_tensor_desc_dim(desc: int, index: int) -> int:
+    entry = _desc(desc)
+    if entry is None or not 0 <= index < len(entry.dims):
+        return -1
+    return entry.dims[index]
+
+
+def _element_count(entry: R.TensorDesc) -> int:
+    count = 1
+    for dim in entry.dims:
+        count *= max(dim, 0)
+    return count
+
+
+def get_tensor_desc_element_count(desc: int) -> int:
+    entry = _desc(desc)
+    return _element_count(entry) if entry is not None else 0
+
+
+def get_tensor_desc_size(desc: int) -> int:
+    entry = _desc(desc)
+    if entry is None or entry.acl_dtype not in ACL_TO_NUMPY:
+        return 0
+    return _element_count(entry) * ACL_TO_NUMPY[entry.acl_dtype].itemsize
+
+
+def get_tensor_desc_name(desc: int) -> str:
+    entry = _desc(desc)
+    return entry.name if entry is not None else ""
+
+
+def set_tensor_desc_name(desc: int, name: str) -> None:
+    entry = _desc(desc)
+    if entry is not None:
+        entry.name = name
+
+
+def get_tensor_desc_address(desc: int) -> int:
+    entry = _desc(desc)
+    return entry.address if entry is not None else 0

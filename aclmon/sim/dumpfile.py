@@ -1,0 +1,351 @@
+"""Writing operator dump files, statistics CSVs and Opdebug overflow records.
+
+Layout (shared/reference/dump_formats.md §1): ``u64 LE header length``, the
+``toolkit.dumpdata.DumpData`` protobuf header (version "2.0", µs timestamps,
+the *proto* dtype/format enums), then the raw input bytes, then the output
+bytes. The protobuf schema is built in code from descriptor_pb2 (no protoc
+step, no generated files).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool
+
+from aclmon import acl_constants as C
+
+try:  # protobuf >= 4.22
+    from google.protobuf.message_factory import GetMessageClass as _get_message_class
+except ImportError:  # pragma: no cover - older protobuf
+    from google.protobuf.message_factory import MessageFactory
+
+    def _get_message_class(descriptor):  # type: ignore[no-untyped-def]
+        return MessageFactory().GetPrototype(descriptor)
+
+
+# ------------------------------------------------ the dump proto enums (NOT aclDataType)
+#: aclDataType -> dump proto OutputDataType (dump_formats.md §1.3); a separate numbering.
+ACL_TO_PROTO_DTYPE: dict[int, int] = {
+    C.ACL_DT_UNDEFINED: 0,
+    C.ACL_FLOAT: 1,
+    C.ACL_FLOAT16: 2,
+    C.ACL_INT8: 3,
+    C.ACL_UINT8: 4,
+    C.ACL_INT16: 5,
+    C.ACL_UINT16: 6,
+    C.ACL_INT32: 7,
+    C.ACL_INT64: 8,
+    C.ACL_UINT32: 9,
+    C.ACL_UINT64: 10,
+    C.ACL_BOOL: 11,
+    C.ACL_DOUBLE: 12,
+    C.ACL_STRING: 13,
+    C.ACL_COMPLEX64: 16,
+    C.ACL_COMPLEX128: 17,
+    C.ACL_BF16: 27,
+    C.ACL_INT4: 28,
+    C.ACL_UINT1: 29,
+    C.ACL_COMPLEX32: 32,
+    C.ACL_HIFLOAT8: 33,
+    C.ACL_FLOAT8_E5M2: 34,
+    C.ACL_FLOAT8_E4M3FN: 35,
+    C.ACL_FLOAT8_E8M0: 36,
+    C.ACL_FLOAT6_E3M2: 37,
+    C.ACL_FLOAT6_E2M3: 38,
+    C.ACL_FLOAT4_E2M1: 39,
+    C.ACL_FLOAT4_E1M2: 40,
+}
+PROTO_DT_UINT8 = 4
+
+#: proto dtype -> the stats CSV "Data Type" column.
+PROTO_DTYPE_NAMES: dict[int, str] = {
+    0: "DT_UNDEFINED",
+    1: "DT_FLOAT",
+    2: "DT_FLOAT16",
+    3: "DT_INT8",
+    4: "DT_UINT8",
+    5: "DT_INT16",
+    6: "DT_UINT16",
+    7: "DT_INT32",
+    8: "DT_INT64",
+    9: "DT_UINT32",
+    10: "DT_UINT64",
+    11: "DT_BOOL",
+    12: "DT_DOUBLE",
+    27: "DT_BF16",
+}
+
+#: aclFormat -> proto OutputFormat: the shared names have the same numbers.
+_SHARED_FORMATS = (0, 1, 2, 3, 4, 12, 16, 27, 29, 30, 32, 33, 35, 47)
+PROTO_FORMAT_ND = 2
+PROTO_FORMAT_NAMES: dict[int, str] = {
+    0: "NCHW",
+    1: "NHWC",
+    2: "ND",
+    3: "NC1HWC0",
+    4: "FRACTAL_Z",
+    12: "NC1HWC0_C04",
+    16: "HWCN",
+    27: "NDHWC",
+    29: "FRACTAL_NZ",
+    30: "NCDHW",
+    32: "NDC1HWC0",
+    33: "FRACTAL_Z_3D",
+    35: "NC",
+    47: "NCL",
+}
+
+
+def proto_format(acl_format: int) -> int:
+    return acl_format if acl_format in _SHARED_FORMATS else PROTO_FORMAT_ND
+
+
+# ------------------------------------------------ the DumpData schema, built in code
+def _build_schema() -> tuple[type, type, type]:
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="aclmon_sim/dump_data.proto", package="toolkit.dumpdata", syntax="proto3"
+    )
+    F = descriptor_pb2.FieldDescriptorProto
+    opt, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+
+    def message(name: str, fields: list[tuple[str, int, int, int, str]]) -> None:
+        msg = fdp.message_type.add(name=name)
+        for field_name, number, label, kind, type_name in fields:
+            field = msg.field.add(name=field_name, number=number, label=label, type=kind)
+            if type_name:
+                field.type_name = type_name
+
+    u64, _u32, i32, s, b, m = (
+        F.TYPE_UINT64,
+        F.TYPE_UINT32,
+        F.TYPE_INT32,
+        F.TYPE_STRING,
+        F.TYPE_BYTES,
+        F.TYPE_MESSAGE,
+    )
+    # dtype and format are proto enums on the wire (varints); int32 fields encode
+    # identically, and keep the writer free of the long enum tables.
+    message("Shape", [("dim", 1, rep, u64, "")])
+    message(
+        "OpOutput",
+        [
+            ("data_type", 1, opt, i32, ""),
+            ("format", 2, opt, i32, ""),
+            ("shape", 3, opt, m, ".toolkit.dumpdata.Shape"),
+            ("data", 5, opt, b, ""),
+            ("size", 6, opt, u64, ""),
+            ("original_shape", 7, opt, m, ".toolkit.dumpdata.Shape"),
+            ("sub_format", 8, opt, i32, ""),
+            ("address", 9, opt, u64, ""),
+        ],
+    )
+    message(
+        "OpInput",
+        [
+            ("data_type", 1, opt, i32, ""),
+            ("format", 2, opt, i32, ""),
+            ("shape", 3, opt, m, ".toolkit.dumpdata.Shape"),
+            ("data", 4, opt, b, ""),
+            ("size", 5, opt, u64, ""),
+            ("original_shape", 6, opt, m, ".toolkit.dumpdata.Shape"),
+            ("sub_format", 7, opt, i32, ""),
+            ("address", 8, opt, u64, ""),
+        ],
+    )
+    message(
+        "DumpData",
+        [
+            ("version", 1, opt, s, ""),
+            ("dump_time", 2, opt, u64, ""),
+            ("output", 3, rep, m, ".toolkit.dumpdata.OpOutput"),
+            ("input", 4, rep, m, ".toolkit.dumpdata.OpInput"),
+            ("op_name", 6, opt, s, ""),
+        ],
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    get = pool.FindMessageTypeByName
+    return (
+        _get_message_class(get("toolkit.dumpdata.DumpData")),
+        _get_message_class(get("toolkit.dumpdata.OpInput")),
+        _get_message_class(get("toolkit.dumpdata.OpOutput")),
+    )
+
+
+DumpData, OpInput, OpOutput = _build_schema()
+
+
+@dataclass(frozen=True)
+class DumpTensor:
+    """One tensor as it goes into a dump: its stored bytes and how to read them."""
+
+    acl_dtype: int
+    acl_format: int
+    shape: tuple[int, ...]
+    original_shape: tuple[int, ...]
+    data: bytes
+    address: int = 0
+
+
+def sanitize(name: str) -> str:
+    """File-name form of an op type/name: space . / \\ become _ (dump_task.h)."""
+    return name.replace(" ", "_").replace(".", "_").replace("/", "_").replace("\\", "_")
+
+
+def dump_file_name(op_type: str, op_name: str, task_id: int, stream_id: int, ts_us: int) -> str:
+    return f"{sanitize(op_type)}.{sanitize(op_name)}.{task_id}.{stream_id}.{ts_us}"
+
+
+def encode_dump(
+    op_name: str,
+    dump_time_us: int,
+    inputs: list[DumpTensor],
+    outputs: list[DumpTensor],
+) -> bytes:
+    """The complete 2.0 dump file: length, header, input bytes, output bytes."""
+    header = DumpData(version="2.0", dump_time=dump_time_us, op_name=op_name)
+    for tensor, entry in [(t, header.output.add()) for t in outputs] + [
+        (t, header.input.add()) for t in inputs
+    ]:
+        entry.data_type = ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0)
+        entry.format = proto_format(tensor.acl_format)
+        entry.shape.dim.extend(tensor.shape)
+        entry.size = len(tensor.data)
+        if tensor.original_shape != tensor.shape:
+            entry.original_shape.dim.extend(tensor.original_shape)
+        if tensor.address:
+            entry.address = tensor.address
+    body = header.SerializeToString()
+    parts = [struct.pack("<Q", len(body)), body]
+    parts.extend(t.data for t in inputs)
+    parts.extend(t.data for t in outputs)
+    return b"".join(parts)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write via a temporary name so a directory watcher never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+STATS_HEADER = (
+    "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,"
+    "Avg Value,Count,Nan Count,Negative Inf Count,Positive Inf Count"
+)
+
+
+def stats_csv(
+    inputs: list[tuple[DumpTensor, np.ndarray]], outputs: list[tuple[DumpTensor, np.ndarray]]
+) -> str:
+    """The host-side statistics CSV (dump_data = stats) for one operator."""
+    rows = [STATS_HEADER]
+    for label, tensors in (("Input", inputs), ("Output", outputs)):
+        for index, (tensor, values) in enumerate(tensors):
+            wide = values.astype(np.float64).ravel()
+            finite = wide[np.isfinite(wide)]
+            shape = "x".join(str(d) for d in tensor.shape) if tensor.shape else "-"
+            if finite.size:
+                max_v, min_v, avg_v = finite.max(), finite.min(), finite.mean()
+            else:
+                max_v = min_v = avg_v = float("nan")
+            rows.append(
+                ",".join(
+                    [
+                        label,
+                        str(index),
+                        str(len(tensor.data)),
+                        PROTO_DTYPE_NAMES.get(
+                            ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0), "DT_UNDEFINED"
+                        ),
+                        PROTO_FORMAT_NAMES.get(proto_format(tensor.acl_format), "ND"),
+                        shape,
+                        repr(float(max_v)),
+                        repr(float(min_v)),
+                        repr(float(avg_v)),
+                        str(wide.size),
+                        str(int(np.isnan(wide).sum())),
+                        str(int(np.isneginf(wide).sum())),
+                        str(int(np.isposinf(wide).sum())),
+                    ]
+                )
+            )
+    return "\n".join(rows) + "\n"
+
+
+# ------------------------------------------------ Opdebug overflow records (§2)
+OLD_RECORD_SIZE = 2048
+MAGIC = 0x5A5A5A5A
+ACC_TYPE_AIC = 0
+ACC_TYPE_AIV = 1
+TASK_TYPE_AICORE = 0
+
+
+@dataclass(frozen=True)
+class OverflowInfo:
+    model_id: int
+    stream_id: int
+    task_id: int
+    pc_start: int
+    para_base: int
+    block_idx: int
+    core_id: int
+    status: int
+    cube: bool
+
+
+def old_overflow_record(info: OverflowInfo) -> bytes:
+    """The 2048-byte record: DHA / L2 atomic blocks zero, AI Core info + status set."""
+    record = bytearray(OLD_RECORD_SIZE)
+    struct.pack_into(
+        "<6Q",
+        record,
+        256,
+        info.model_id,
+        info.stream_id,
+        info.task_id,
+        TASK_TYPE_AICORE,
+        info.pc_start,
+        info.para_base,
+    )
+    struct.pack_into("<3Q", record, 1024, info.pc_start, info.block_idx, info.status)
+    return bytes(record)
+
+
+def new_overflow_record(info: OverflowInfo) -> bytes:
+    """The magic layout, version 0: 24-byte head + 11 u64 (data_len 88)."""
+    head = struct.pack("<6I", MAGIC, 0, 1, ACC_TYPE_AIC if info.cube else ACC_TYPE_AIV, 0, 88)
+    body = struct.pack(
+        "<11Q",
+        info.model_id,
+        info.stream_id,
+        info.task_id,
+        TASK_TYPE_AICORE,
+        0,  # context_id
+        0,  # thread_id
+        info.pc_start,
+        info.para_base,
+        info.core_id,
+        info.block_idx,
+        info.status,
+    )
+    return head + body
+
+
+def encode_overflow_file(record: bytes, dump_time_us: int) -> bytes:
+    """An Opdebug file: a 2.0 dump container whose single output is the record."""
+    tensor = DumpTensor(
+        acl_dtype=C.ACL_UINT8,
+        acl_format=C.ACL_FORMAT_ND,
+        shape=(len(record),),
+        original_shape=(len(record),),
+        data=record,
+    )
+    return encode_dump("Node_OpDebug", dump_time_us, [], [tensor])

@@ -1,0 +1,554 @@
+"""Simulated models: the JSON model description, loading, and execution.
+
+A model description (docs/sim.md) stands in for an .om file: named inputs,
+weights (generated from the seed), and an ordered list of operators with their
+declared output tensors (dtype, format, logical shape). Executing a model runs
+every operator's numpy kernel on the calling thread, advances the stream's
+device time by each operator's modelled duration, and on the way writes dump
+files, Opdebug overflow records, profiling records and subscription records,
+and fires injected faults.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aclmon import acl_constants as C
+from aclmon.sim import dumpfile, layouts
+from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
+from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
+from aclmon.sim.runtime import (
+    UNIT_CUBE,
+    UNIT_VECTOR,
+    Allocation,
+    Device,
+    Runtime,
+    Stream,
+    fail,
+    now_ns,
+)
+
+MAX_MODEL_BYTES = 16 << 20
+MAX_TENSOR_ELEMENTS = 1 << 26
+TASK_RECORDS_MAX = 65536
+LAUNCH_NS = 2_000
+CUBE_FLOPS_PER_NS = 256_000.0
+VECTOR_FLOPS_PER_NS = 8_000.0
+HBM_BYTES_PER_NS = 1_600.0
+
+
+class ModelError(ValueError):
+    """The model description is invalid (message says where)."""
+
+
+@dataclass
+class TensorSpec:
+    name: str
+    acl_dtype: int
+    acl_format: int
+    shape: tuple[int, ...]  # logical (origin) shape
+    dtype: np.dtype = field(init=False)
+    device_shape: tuple[int, ...] = field(init=False)
+    nbytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dtype = layouts.ACL_TO_NUMPY[self.acl_dtype]
+        self.device_shape = layouts.device_shape(self.shape, self.acl_format, self.acl_dtype)
+        self.nbytes = int(np.prod(self.device_shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+@dataclass
+class OpSpec:
+    index: int
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[TensorSpec, ...]
+    attrs: dict[str, Any]
+    cost_ns: int
+    unit: int
+    faults: tuple[FaultState, ...] = ()
+
+
+@dataclass
+class Model:
+    model_id: int
+    name: str
+    device: Device
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    ops: tuple[OpSpec, ...]
+    specs: dict[str, TensorSpec]
+    weights: dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (stored, logical)
+    addresses: dict[str, int]  # weights and activations
+    allocations: list[Allocation]
+    steps: int = 0
+
+
+# ---------------------------------------------------------------- parsing
+def _tensor(raw: Any, where: str) -> TensorSpec:
+    if not isinstance(raw, dict):
+        raise ModelError(f"{where}: a tensor must be an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"{where}: a tensor needs a name")
+    dtype = layouts.DTYPE_BY_NAME.get(str(raw.get("dtype", "float16")).lower())
+    if dtype is None:
+        raise ModelError(f"{where}: tensor {name}: unknown dtype {raw.get('dtype')!r}")
+    fmt = layouts.FORMAT_BY_NAME.get(str(raw.get("format", "ND")).upper())
+    if fmt is None:
+        raise ModelError(f"{where}: tensor {name}: unknown format {raw.get('format')!r}")
+    shape = raw.get("shape")
+    if (
+        not isinstance(shape, list)
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)
+        or int(np.prod(shape, dtype=np.int64)) > MAX_TENSOR_ELEMENTS
+    ):
+        raise ModelError(f"{where}: tensor {name}: shape must be a list of positive integers")
+    try:
+        return TensorSpec(name, dtype, fmt, tuple(shape))
+    except ValueError as exc:
+        raise ModelError(f"{where}: tensor {name}: {exc}") from None
+
+
+def _op_cost_ns(op_type: str, inputs: list[TensorSpec], outputs: list[TensorSpec]) -> int:
+    """Roofline-style duration: launch + max(compute, memory traffic)."""
+    out_elems = sum(int(np.prod(t.shape)) for t in outputs)
+    moved = sum(t.nbytes for t in inputs) + sum(t.nbytes for t in outputs)
+    if op_type in ("MatMul", "BatchMatMul") and len(inputs) >= 2:
+        flops = 2.0 * out_elems * inputs[0].shape[-1]
+        compute = flops / CUBE_FLOPS_PER_NS
+    elif op_type == "Conv2D" and len(inputs) >= 2:
+        _, ci, kh, kw = inputs[1].shape
+        flops = 2.0 * out_elems * ci * kh * kw
+        compute = flops / CUBE_FLOPS_PER_NS
+    else:
+        compute = 4.0 * out_elems / VECTOR_FLOPS_PER_NS
+    return int(LAUNCH_NS + max(compute, moved / HBM_BYTES_PER_NS))
+
+
+def parse_description(data: Any, source: str) -> dict[str, Any]:
+    """Validate a model description; returns the pieces :func:`build_model` needs."""
+    if not isinstance(data, dict):
+        raise ModelError(f"{source}: the model description must be a JSON object")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"{source}: the model needs a name")
+    for key in ("inputs", "ops", "outputs"):
+        if not isinstance(data.get(key), list) or not data[key]:
+            raise ModelError(f"{source}: {key} must be a non-empty list")
+    inputs = [_tensor(t, f"{source}: inputs[{i}]") for i, t in enumerate(data["inputs"])]
+    weights_raw = data.get("weights", [])
+    if not isinstance(weights_raw, list):
+        raise ModelError(f"{source}: weights must be a list")
+    weights = [_tensor(t, f"{source}: weights[{i}]") for i, t in enumerate(weights_raw)]
+    weight_init = {t["name"]: t for t in weights_raw}
+    specs: dict[str, TensorSpec] = {}
+    for spec in inputs + weights:
+        if spec.name in specs:
+            raise ModelError(f"{source}: tensor {spec.name} is defined twice")
+        specs[spec.name] = spec
+    ops: list[OpSpec] = []
+    for index, raw in enumerate(data["ops"]):
+        where = f"{source}: ops[{index}]"
+        if not isinstance(raw, dict):
+            raise ModelError(f"{where}: an operator must be an object")
+        op_name, op_type = raw.get("name"), raw.get("type")
+        if not isinstance(op_name, str) or not op_name or not isinstance(op_type, str):
+            raise ModelError(f"{where}: an operator needs a name and a type")
+        if op_type not in KERNELS:
+            raise ModelError(f"{where}: unsupported operator type {op_type!r}")
+        in_names = raw.get("inputs")
+        if not isinstance(in_names, list) or not in_names:
+            raise ModelError(f"{where}: inputs must be a non-empty list of tensor names")
+        for in_name in in_names:
+            if in_name not in specs:
+                raise ModelError(f"{where}: input {in_name!r} is not defined before {op_name}")
+        outs_raw = raw.get("outputs")
+        if not isinstance(outs_raw, list) or not outs_raw:
+            raise ModelError(f"{where}: outputs must be a non-empty list of tensors")
+        outs = [_tensor(t, where) for t in outs_raw]
+        for spec in outs:
+            if spec.name in specs:
+                raise ModelError(f"{where}: tensor {spec.name} is defined twice")
+            specs[spec.name] = spec
+        attrs = raw.get("attrs", {})
+        if not isinstance(attrs, dict):
+            raise ModelError(f"{where}: attrs must be an object")
+        cost_us = raw.get("cost_us")
+        if cost_us is not None and (not isinstance(cost_us, (int, float)) or cost_us < 0):
+            raise ModelError(f"{where}: cost_us must be a non-negative number")
+        in_specs = [specs[n] for n in in_names]
+        cost_ns = (
+            int(cost_us * 1000) if cost_us is not None else _op_cost_ns(op_type, in_specs, outs)
+        )
+        unit = UNIT_CUBE if op_type in CUBE_OPS else UNIT_VECTOR
+        ops.append(
+            OpSpec(index, op_name, op_type, tuple(in_names), tuple(outs), attrs, cost_ns, unit)
+        )
+    outputs = []
+    for out in data["outputs"]:
+        out_name = out.get("name") if isinstance(out, dict) else out
+        if out_name not in specs or out_name in weight_init:
+            raise ModelError(f"{source}: model output {out_name!r} is not an operator output")
+        outputs.append(specs[out_name])
+    return {
+        "name": name,
+        "inputs": tuple(inputs),
+        "outputs": tuple(outputs),
+        "ops": tuple(ops),
+        "specs": specs,
+        "weights": weights,
+        "weight_init": weight_init,
+    }
+
+
+def _init_weight(spec: TensorSpec, raw: dict[str, Any], model_name: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng([seed, zlib.crc32(f"{model_name}/{spec.name}".encode())])
+    init = raw.get("init", "normal")
+    if init == "ones":
+        values = np.ones(spec.shape)
+    elif init == "zeros":
+        values = np.zeros(spec.shape)
+    elif init == "constant":
+        values = np.full(spec.shape, float(raw.get("value", 0.0)))
+    elif init == "normal":
+        fan_in = int(np.prod(spec.shape[1:])) if len(spec.shape) > 1 else spec.shape[0]
+        std = float(raw.get("std", 1.0 / np.sqrt(max(fan_in, 1))))
+        values = rng.normal(0.0, std, spec.shape)
+    else:
+        raise ModelError(f"weight {spec.name}: init must be normal, ones, zeros or constant")
+    return values.astype(spec.dtype)
+
+
+def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | int:
+    """Allocate weights and activations on ``device`` and dry-run the graph."""
+    name = parsed["name"]
+    weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for spec in parsed["weights"]:
+        logical = _init_weight(spec, parsed["weight_init"][spec.name], name, rt.config.seed)
+        stored = layouts.to_device(logical, spec.acl_format, spec.acl_dtype)
+        weights[spec.name] = (stored, layouts.from_device(stored, spec.acl_format, spec.shape))
+    allocations: list[Allocation] = []
+    addresses: dict[str, int] = {}
+    resident = list(parsed["weights"]) + [s for op in parsed["ops"] for s in op.outputs]
+    for spec in resident:
+        allocation = rt.allocate(device, spec.nbytes)
+        if allocation is None:
+            for done in allocations:
+                rt.release(done)
+            return fail(C.ACL_ERROR_RT_MEMORY_ALLOCATION, f"model {name}: out of device memory")
+        allocations.append(allocation)
+        addresses[spec.name] = allocation.address
+    for spec_name, (stored, _) in weights.items():
+        rt.write_device(addresses[spec_name], stored)
+    model_id = rt.next_model_id
+    rt.next_model_id += 1
+    ops = []
+    for op in parsed["ops"]:
+        states = tuple(s for s in rt.fault_states if s.rule.matches(name, op.name, op.op_type))
+        ops.append(
+            OpSpec(
+                op.index,
+                op.name,
+                op.op_type,
+                op.inputs,
+                op.outputs,
+                op.attrs,
+                int(op.cost_ns * rt.config.cost_scale),
+                op.unit,
+                states,
+            )
+        )
+    model = Model(
+        model_id,
+        name,
+        device,
+        parsed["inputs"],
+        parsed["outputs"],
+        tuple(ops),
+        parsed["specs"],
+        weights,
+        addresses,
+        allocations,
+    )
+    zeros = {s.name: np.zeros(s.shape, dtype=s.dtype) for s in model.inputs}
+    try:
+        _dry_run(model, zeros)
+    except (KernelError, ValueError, TypeError, KeyError, IndexError) as exc:
+        for done in allocations:
+            rt.release(done)
+        return fail(C.ACL_ERROR_PARSE_FILE, f"model {name}: {exc}")
+    return model
+
+
+def _run_kernel(op: OpSpec, args: list[np.ndarray]) -> list[np.ndarray]:
+    results = KERNELS[op.op_type](args, op.attrs, [s.dtype for s in op.outputs])
+    if len(results) != len(op.outputs):
+        raise KernelError(f"operator {op.name} produced {len(results)} outputs")
+    for spec, value in zip(op.outputs, results, strict=False):
+        if value.shape != spec.shape:
+            raise KernelError(
+                f"operator {op.name} produces shape {value.shape}, {spec.name} declares {spec.shape}"
+            )
+    return results
+
+
+def _dry_run(model: Model, inputs: dict[str, np.ndarray]) -> None:
+    values = {**inputs, **{k: v[1] for k, v in model.weights.items()}}
+    for op in model.ops:
+        for spec, value in zip(
+            op.outputs, _run_kernel(op, [values[n] for n in op.inputs]), strict=False
+        ):
+            values[spec.name] = value
+
+
+def load_description_bytes(raw: bytes, source: str) -> dict[str, Any]:
+    if len(raw) > MAX_MODEL_BYTES:
+        raise ModelError(f"{source}: model description larger than {MAX_MODEL_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{source}: not a JSON model description: {exc}") from None
+    return parse_description(data, source)
+
+
+def load_description_file(path: str) -> dict[str, Any]:
+    with open(Path(path), "rb") as handle:
+        raw = handle.read(MAX_MODEL_BYTES + 1)
+    return load_description_bytes(raw, path)
+
+
+def release_model(rt: Runtime, model: Model) -> None:
+    for allocation in model.allocations:
+        rt.release(allocation)
+    model.allocations.clear()
+
+
+# ---------------------------------------------------------------- execution
+@dataclass(frozen=True)
+class TaskRecord:
+    model: Model
+    op: OpSpec
+    addresses: dict[str, int]
+
+
+def _scale_for_overflow(args: list[np.ndarray], scale: float) -> list[np.ndarray]:
+    """Multiply float inputs by ``scale``, staying finite in their own dtype."""
+    scaled = []
+    for arg in args:
+        if arg.dtype.kind == "f" or arg.dtype.kind == "V":
+            limit = float(np.finfo(arg.dtype).max) if arg.dtype.kind == "f" else 3.0e38
+            wide = np.clip(arg.astype(np.float64) * scale, -limit, limit)
+            scaled.append(wide.astype(arg.dtype))
+        else:
+            scaled.append(arg)
+    return scaled
+
+
+def execute(
+    rt: Runtime,
+    model: Model,
+    stream: Stream,
+    in_addresses: list[int],
+    out_addresses: list[tuple[int, int]],
+) -> int:
+    """Run one model execution on ``stream``; the code is for argument errors only.
+
+    Device-side failures (injected AI Core exceptions) are reported the way the
+    hardware reports them: through the exception callback and the stream's next
+    synchronize.
+    """
+    addresses = dict(model.addresses)
+    values: dict[str, np.ndarray] = {k: v[1] for k, v in model.weights.items()}
+    stored: dict[str, np.ndarray] = {k: v[0] for k, v in model.weights.items()}
+    for spec, address in zip(model.inputs, in_addresses, strict=False):
+        raw = rt.read_device(address, spec.nbytes)
+        if raw is None:
+            return fail(
+                C.ACL_ERROR_INVALID_PARAM,
+                f"model {model.name}: input {spec.name} buffer {address:#x} is not "
+                f"{spec.nbytes} bytes of device memory",
+            )
+        device_array = raw.view(spec.dtype).reshape(spec.device_shape).copy()
+        stored[spec.name] = device_array
+        values[spec.name] = layouts.from_device(device_array, spec.acl_format, spec.shape)
+        addresses[spec.name] = address
+    for spec, (address, size) in zip(model.outputs, out_addresses, strict=False):
+        if size < spec.nbytes or rt.find_allocation(address, spec.nbytes) is None:
+            return fail(
+                C.ACL_ERROR_INVALID_PARAM,
+                f"model {model.name}: output {spec.name} needs {spec.nbytes} bytes of device memory",
+            )
+        addresses[spec.name] = address
+    step = model.steps
+    model.steps += 1
+    device = stream.device
+    device_id = device.device_id
+    dump = rt.acl_json.dump
+    dump_step = dump is not None and dump.step_selected(step)
+    detect_overflow = (dump is not None and dump.debug) or stream.overflow_switch
+    prof = rt.extras.get("prof")
+    prof_hook = prof.op_hook(model, device_id) if prof is not None else None
+    time_scale = rt.config.time_scale
+    tasks = rt.tasks
+    failed = False
+    for op in model.ops:
+        task_id = stream.take_task_id()
+        tasks[(device_id, stream.stream_id, task_id)] = TaskRecord(model, op, addresses)
+        if len(tasks) > TASK_RECORDS_MAX:
+            for key in list(itertools.islice(tasks, TASK_RECORDS_MAX // 2)):
+                del tasks[key]
+        args = [values[n] for n in op.inputs]
+        raise_code = 0
+        overflow_rule = None
+        for state in op.faults:
+            if state.should_fire(device_id):
+                if state.rule.kind == KIND_AICORE_EXCEPTION:
+                    raise_code = state.rule.error_code
+                elif state.rule.kind == KIND_OVERFLOW:
+                    overflow_rule = state.rule
+        if overflow_rule is not None:
+            args = _scale_for_overflow(args, overflow_rule.scale)
+        start = max(now_ns(), stream.busy_until)
+        duration = op.cost_ns
+        stream.busy_until = start + int(duration * time_scale)
+        device.add_busy(start, duration, op.unit)
+        if raise_code:
+            rt.raise_exception(stream, task_id, raise_code)
+            failed = True
+            break
+        results = _run_kernel(op, args)
+        out_stored = [
+            layouts.to_device(v, s.acl_format, s.acl_dtype)
+            for s, v in zip(op.outputs, results, strict=False)
+        ]
+        for spec, value, dev in zip(op.outputs, results, out_stored, strict=False):
+            values[spec.name] = value
+            stored[spec.name] = dev
+        if prof_hook is not None:
+            prof_hook(op, stream.stream_id, task_id, start, duration)
+        status = overflow_status(op.op_type, args, results) if detect_overflow else 0
+        if status and stream.overflow_switch and stream.pending_error is None:
+            done = _set_event()
+            stream.pending_error = (C.ACL_ERROR_RT_AICORE_OVER_FLOW, done)
+        wants_dump = dump_step and dump.wants_op(model.name, op.name)  # type: ignore[union-attr]
+        if dump is not None and (wants_dump or (status and dump.debug)):
+            _write_dumps(
+                rt,
+                model,
+                op,
+                stream,
+                task_id,
+                step,
+                args,
+                results,
+                stored,
+                addresses,
+                status if dump.debug else 0,
+                wants_dump,
+            )
+    if not failed:
+        for spec, (address, _) in zip(model.outputs, out_addresses, strict=False):
+            rt.write_device(address, stored[spec.name])
+    if prof is not None:
+        prof.model_done(model, device_id)
+    return C.ACL_SUCCESS
+
+
+def _set_event() -> threading.Event:
+    """An already-set event: an overflow error has no callback to wait for."""
+    event = threading.Event()
+    event.set()
+    return event
+
+
+def _dump_dir(rt: Runtime, model: Model, device_id: int, step: int, in_model: bool) -> Path:
+    dump = rt.acl_json.dump
+    assert dump is not None
+    base = Path(dump.path) / rt.session_time / str(device_id)
+    if in_model:
+        return base / model.name / str(model.model_id) / str(step)
+    return base
+
+
+def _dump_tensor(spec: TensorSpec, stored: np.ndarray, address: int) -> dumpfile.DumpTensor:
+    return dumpfile.DumpTensor(
+        spec.acl_dtype, spec.acl_format, spec.device_shape, spec.shape, stored.tobytes(), address
+    )
+
+
+def _write_dumps(
+    rt: Runtime,
+    model: Model,
+    op: OpSpec,
+    stream: Stream,
+    task_id: int,
+    step: int,
+    args: list[np.ndarray],
+    results: list[np.ndarray],
+    stored: dict[str, np.ndarray],
+    addresses: dict[str, int],
+    status: int,
+    wanted: bool,
+) -> None:
+    dump = rt.acl_json.dump
+    assert dump is not None
+    in_model = model.name in dump.model_layers or bool(status)
+    directory = _dump_dir(rt, model, stream.device.device_id, step, in_model)
+    ts_us = now_ns() // 1000
+    name = dumpfile.dump_file_name(op.op_type, op.name, task_id, stream.stream_id, ts_us)
+    # An overflow dumps the operator's inputs and outputs whatever dump_mode says.
+    mode = dump.mode if wanted else "all"
+    in_specs = [model.specs[n] for n in op.inputs]
+    inputs = [_dump_tensor(s, stored[s.name], addresses.get(s.name, 0)) for s in in_specs]
+    outputs = [_dump_tensor(s, stored[s.name], addresses.get(s.name, 0)) for s in op.outputs]
+    if mode == "input":
+        outputs = []
+    elif mode == "output":
+        inputs = []
+    if dump.data == "stats" and wanted:
+        in_vals = [(t, stored[s.name]) for t, s in zip(inputs, in_specs, strict=False)]
+        out_vals = [(t, stored[s.name]) for t, s in zip(outputs, op.outputs, strict=False)]
+        dumpfile.write_atomically(
+            directory / f"{name}.csv", dumpfile.stats_csv(in_vals, out_vals).encode()
+        )
+    else:
+        dumpfile.write_atomically(
+            directory / name, dumpfile.encode_dump(op.name, ts_us, inputs, outputs)
+        )
+    if status:
+        rule_layout = "old"
+        for state in op.faults:
+            if state.rule.kind == KIND_OVERFLOW:
+                rule_layout = state.rule.record
+        kernel_base = 0x12C0_4000_0000 + stream.device.device_id * (1 << 44)
+        info = dumpfile.OverflowInfo(
+            model_id=model.model_id,
+            stream_id=stream.stream_id,
+            task_id=task_id,
+            pc_start=kernel_base + op.index * 0x1000,
+            para_base=addresses.get(op.outputs[0].name, 0),
+            block_idx=0,
+            core_id=op.index % rt.config.ai_core_count,
+            status=status,
+            cube=op.op_type in CUBE_OPS,
+        )
+        record = (
+            dumpfile.new_overflow_record(info)
+            if rule_layout == "new"
+            else dumpfile.old_overflow_record(info)
+        )
+        debug_task = stream.take_task_id()
+        debug_name = f"Opdebug.Node_OpDebug.{debug_task}.{stream.stream_id}.{ts_us}"
+        dumpfile.write_atomically(
+            directory / debug_name, dumpfile.encode_overflow_file(record, ts_us)
+        )

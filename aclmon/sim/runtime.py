@@ -1,0 +1,479 @@
+"""The state of the simulated machine: devices, contexts, streams, events, memory.
+
+Everything a handle refers to lives here, keyed by plain ``int`` handles that
+look like the pointer values pyACL returns. The public ``acl.*`` functions (in
+the ``api_*`` modules) are thin: they check arguments and call into this module,
+never into each other, so a wrapper installed on ``acl.rt.*`` sees each user
+call exactly once.
+
+Device time: each stream has a ``busy_until`` instant on a clock that runs with
+the host's monotonic clock. Launching a task computes its result at once (numpy)
+and pushes ``busy_until`` by the task's modelled duration (times
+``time_scale``); query reports NOT_READY until then and synchronize sleeps
+until then. Utilization is the modelled busy time of the last second.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import itertools
+import queue
+import random
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from aclmon import acl_constants as C
+from aclmon.sim.acljson import AclJson
+from aclmon.sim.config import SimConfig
+from aclmon.sim.faults import FaultState
+
+# ---------------------------------------------------------------- clock
+_EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
+
+
+def now_ns() -> int:
+    """Device/host time as epoch nanoseconds, but monotonic (never steps back)."""
+    return time.monotonic_ns() + _EPOCH_OFFSET_NS
+
+
+# ---------------------------------------------------------------- handles
+_handle_counter = itertools.count(1)
+_HANDLE_BASE = 0x5600_0000_0000
+
+
+def new_handle() -> int:
+    """A fresh pointer-like handle (never reused within a process)."""
+    return _HANDLE_BASE + next(_handle_counter) * 0x40
+
+
+# ---------------------------------------------------------------- errors in words
+_thread_state = threading.local()
+
+
+def fail(code: int, message: str) -> int:
+    """Remember why a call failed (acl.get_recent_err_msg) and return its code."""
+    _thread_state.last_error = f"{C.error_name(code)}({code}): {message}"
+    _thread_state.last_code = code
+    return code
+
+
+def last_error_code(*, clear: bool) -> int:
+    code = getattr(_thread_state, "last_code", C.ACL_SUCCESS)
+    if clear:
+        _thread_state.last_code = C.ACL_SUCCESS
+    return code
+
+
+def recent_error() -> str:
+    message = getattr(_thread_state, "last_error", "")
+    _thread_state.last_error = ""
+    return message
+
+
+# ---------------------------------------------------------------- objects
+@dataclass(eq=False)
+class Allocation:
+    address: int
+    size: int
+    device_id: int
+    _buffer: np.ndarray | None = None
+
+    @property
+    def buffer(self) -> np.ndarray:
+        # Backing bytes are created on first touch, so a large malloc that is
+        # only accounted for costs no host memory.
+        if self._buffer is None:
+            self._buffer = np.zeros(self.size, dtype=np.uint8)
+        return self._buffer
+
+
+@dataclass(eq=False)
+class Stream:
+    handle: int
+    stream_id: int
+    context: Context
+    priority: int = 0
+    flags: int = 0
+    busy_until: int = 0
+    next_task: int = 0
+    overflow_switch: int = 0
+    #: (error code, set when the exception callback has run) of a failed task.
+    pending_error: tuple[int, threading.Event] | None = None
+
+    @property
+    def device(self) -> Device:
+        return self.context.device
+
+    def take_task_id(self) -> int:
+        task_id = self.next_task
+        self.next_task = (task_id + 1) & 0xFFFF
+        return task_id
+
+
+@dataclass(eq=False)
+class Context:
+    handle: int
+    device: Device
+    is_default: bool
+    default_stream: Stream | None = None
+    streams: dict[int, Stream] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Event:
+    handle: int
+    device_id: int
+    flag: int
+    timestamp: int = 0
+    recorded: bool = False
+
+
+UTIL_BUCKET_NS = 100_000_000
+UTIL_BUCKETS = 10
+
+
+class Device:
+    """One simulated NPU: refcount, default context, memory, utilization."""
+
+    ADDRESS_SPACING = 1 << 44
+
+    def __init__(self, device_id: int, config: SimConfig) -> None:
+        self.device_id = device_id
+        self.refcount = 0
+        self.default_context: Context | None = None
+        self.total_bytes = config.hbm_bytes
+        self.used_bytes = 0
+        self._next_address = 0x12C0_0000_0000 + device_id * self.ADDRESS_SPACING
+        self._next_stream_id = 0
+        self.lock = threading.Lock()
+        # busy nanoseconds per 100 ms bucket: [bucket index, cube, vector, aicpu]
+        self._buckets = [[0, 0, 0, 0] for _ in range(UTIL_BUCKETS)]
+
+    def take_stream_id(self) -> int:
+        with self.lock:
+            stream_id = self._next_stream_id
+            self._next_stream_id += 1
+            return stream_id
+
+    def reserve(self, size: int) -> int | None:
+        """Account ``size`` bytes the way aclrtMalloc does (32-byte rounding + 32)."""
+        rounded = ((size + 31) // 32) * 32 + 32
+        with self.lock:
+            if self.used_bytes + rounded > self.total_bytes:
+                return None
+            self.used_bytes += rounded
+            address = self._next_address
+            self._next_address += ((rounded + 511) // 512) * 512
+            return address
+
+    def release(self, size: int) -> None:
+        rounded = ((size + 31) // 32) * 32 + 32
+        with self.lock:
+            self.used_bytes = max(0, self.used_bytes - rounded)
+
+    def add_busy(self, start_ns: int, duration_ns: int, unit: int) -> None:
+        index = start_ns // UTIL_BUCKET_NS
+        bucket = self._buckets[index % UTIL_BUCKETS]
+        with self.lock:
+            if bucket[0] != index:
+                bucket[0] = index
+                bucket[1] = bucket[2] = bucket[3] = 0
+            bucket[unit] += duration_ns
+
+    def utilization(self) -> tuple[int, int, int]:
+        """(cube, vector, aicpu) percent busy over the last second of device time."""
+        current = now_ns() // UTIL_BUCKET_NS
+        totals = [0, 0, 0]
+        with self.lock:
+            for bucket in self._buckets:
+                if current - UTIL_BUCKETS < bucket[0] <= current:
+                    totals[0] += bucket[1]
+                    totals[1] += bucket[2]
+                    totals[2] += bucket[3]
+        window = UTIL_BUCKETS * UTIL_BUCKET_NS
+        return tuple(min(100, round(100 * t / window)) for t in totals)  # type: ignore[return-value]
+
+
+UNIT_CUBE = 1
+UNIT_VECTOR = 2
+UNIT_AICPU = 3
+
+
+@dataclass(eq=False)
+class ExceptionInfo:
+    handle: int
+    device_id: int
+    stream_id: int
+    task_id: int
+    thread_id: int
+    error_code: int
+
+
+# ---------------------------------------------------------------- the runtime
+class Runtime:
+    """One acl.init .. acl.finalize session."""
+
+    def __init__(self, config: SimConfig, acl_json: AclJson) -> None:
+        self.config = config
+        self.acl_json = acl_json
+        self.init_count = 1
+        self.lock = threading.RLock()
+        self.devices = [Device(i, config) for i in range(config.device_count)]
+        self.contexts: dict[int, Context] = {}
+        self.streams: dict[int, Stream] = {}
+        self.events: dict[int, Event] = {}
+        self.allocations: dict[int, Allocation] = {}
+        self._alloc_starts: list[int] = []
+        self.host_allocations: dict[int, np.ndarray] = {}
+        self.exception_infos: dict[int, ExceptionInfo] = {}
+        self.exception_callback: Callable[[int], Any] | None = None
+        self._callback_queue: queue.SimpleQueue[tuple[int, threading.Event] | None] = (
+            queue.SimpleQueue()
+        )
+        self._callback_thread: threading.Thread | None = None
+        self._callback_thread_ident = 0
+        self.rng = random.Random(config.seed)
+        self.fault_states = [FaultState(rule, self.rng) for rule in config.faults]
+        #: (device, stream id, task id) -> task record, for create_and_get_op_desc.
+        self.tasks: dict[tuple[int, int, int], Any] = {}
+        self.session_time = time.strftime("%Y%m%d%H%M%S")
+        # filled in by the model and profiling modules
+        self.models: dict[int, Any] = {}
+        self.next_model_id = 1
+        self.extras: dict[str, Any] = {}
+
+    # -------------------------------------------------------------- contexts
+    def current_context(self) -> Context | None:
+        ctx = getattr(_thread_state, "context", None)
+        if ctx is not None and ctx.handle in self.contexts:
+            return ctx
+        return None
+
+    def set_current_context(self, ctx: Context | None) -> None:
+        _thread_state.context = ctx
+
+    def new_context(self, device: Device, *, is_default: bool) -> Context:
+        ctx = Context(new_handle(), device, is_default)
+        ctx.default_stream = Stream(new_handle(), device.take_stream_id(), ctx)
+        self.contexts[ctx.handle] = ctx
+        return ctx
+
+    def drop_context(self, ctx: Context) -> None:
+        for stream in list(ctx.streams.values()):
+            self.streams.pop(stream.handle, None)
+        ctx.streams.clear()
+        self.contexts.pop(ctx.handle, None)
+        if getattr(_thread_state, "context", None) is ctx:
+            _thread_state.context = None
+
+    def new_stream(self, ctx: Context, priority: int = 0, flags: int = 0) -> Stream:
+        stream = Stream(new_handle(), ctx.device.take_stream_id(), ctx, priority, flags)
+        ctx.streams[stream.handle] = stream
+        self.streams[stream.handle] = stream
+        return stream
+
+    def resolve_stream(self, handle: int) -> Stream | int:
+        """A stream handle (0 = the current context's default stream) or an error code."""
+        if handle == 0:
+            ctx = self.current_context()
+            if ctx is None:
+                return fail(C.ACL_ERROR_RT_CONTEXT_NULL, "no current context")
+            assert ctx.default_stream is not None
+            return ctx.default_stream
+        stream = self.streams.get(handle)
+        if stream is None:
+            return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"stream {handle:#x} does not exist")
+        return stream
+
+    # -------------------------------------------------------------- device time
+    def wait_stream(self, stream: Stream, timeout_ms: int = -1) -> int:
+        """Block until the stream's tasks are done; return its pending error, if any."""
+        remaining = stream.busy_until - now_ns()
+        if remaining > 0:
+            if timeout_ms >= 0 and remaining > timeout_ms * 1_000_000:
+                time.sleep(timeout_ms / 1000)
+                return fail(C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "stream synchronize timed out")
+            time.sleep(remaining / 1e9)
+        pending = stream.pending_error
+        if pending is None:
+            return C.ACL_SUCCESS
+        stream.pending_error = None
+        code, delivered = pending
+        if threading.get_ident() != self._callback_thread_ident:
+            delivered.wait(5.0)  # the callback runs before synchronize reports the error
+        return fail(code, f"a task on stream {stream.stream_id} failed")
+
+    # -------------------------------------------------------------- memory
+    def allocate(self, device: Device, size: int) -> Allocation | None:
+        address = device.reserve(size)
+        if address is None:
+            return None
+        allocation = Allocation(address, size, device.device_id)
+        with self.lock:
+            self.allocations[address] = allocation
+            bisect.insort(self._alloc_starts, address)
+        return allocation
+
+    def release(self, allocation: Allocation) -> None:
+        with self.lock:
+            self.allocations.pop(allocation.address, None)
+            index = bisect.bisect_left(self._alloc_starts, allocation.address)
+            if index < len(self._alloc_starts) and self._alloc_starts[index] == allocation.address:
+                del self._alloc_starts[index]
+        self.devices[allocation.device_id].release(allocation.size)
+
+    def find_allocation(self, address: int, count: int) -> tuple[Allocation, int] | None:
+        """The device allocation holding [address, address+count) and the offset in it."""
+        starts = self._alloc_starts
+        index = bisect.bisect_right(starts, address) - 1
+        if index < 0:
+            return None
+        allocation = self.allocations.get(starts[index])
+        if allocation is None:
+            return None
+        offset = address - allocation.address
+        if offset + count > allocation.size:
+            return None
+        return allocation, offset
+
+    def read_device(self, address: int, count: int) -> np.ndarray | None:
+        found = self.find_allocation(address, count)
+        if found is None:
+            return None
+        allocation, offset = found
+        return allocation.buffer[offset : offset + count]
+
+    def write_device(self, address: int, data: bytes | np.ndarray) -> bool:
+        raw = (
+            np.frombuffer(data, dtype=np.uint8)
+            if isinstance(data, bytes)
+            else data.view(np.uint8).ravel()
+        )
+        found = self.find_allocation(address, raw.size)
+        if found is None:
+            return False
+        allocation, offset = found
+        allocation.buffer[offset : offset + raw.size] = raw
+        return True
+
+    # -------------------------------------------------------------- exceptions
+    def raise_exception(self, stream: Stream, task_id: int, code: int) -> None:
+        """Report a failed task: queue the callback and arm the stream's error."""
+        info = ExceptionInfo(
+            new_handle(),
+            stream.device.device_id,
+            stream.stream_id,
+            task_id,
+            threading.get_native_id(),
+            code,
+        )
+        delivered = threading.Event()
+        with self.lock:
+            self.exception_infos[info.handle] = info
+            while len(self.exception_infos) > 256:
+                self.exception_infos.pop(next(iter(self.exception_infos)))
+            if self.exception_callback is None:
+                delivered.set()
+            else:
+                self._ensure_callback_thread()
+                self._callback_queue.put((info.handle, delivered))
+        stream.pending_error = (code, delivered)
+
+    def _ensure_callback_thread(self) -> None:
+        if self._callback_thread is None or not self._callback_thread.is_alive():
+            self._callback_thread = threading.Thread(
+                target=self._deliver_callbacks, name="acl-sim-runtime", daemon=True
+            )
+            self._callback_thread.start()
+
+    def _deliver_callbacks(self) -> None:
+        self._callback_thread_ident = threading.get_ident()
+        while True:
+            item = self._callback_queue.get()
+            if item is None:
+                return
+            handle, delivered = item
+            callback = self.exception_callback
+            try:
+                if callback is not None:
+                    callback(handle)
+            except BaseException:
+                # pyACL drops a callback that raises: it is never called again.
+                self.exception_callback = None
+                print("acl (sim): the exception callback raised and was removed:", file=sys.stderr)
+                traceback.print_exc()
+            finally:
+                delivered.set()
+
+    def shutdown(self) -> None:
+        if self._callback_thread is not None and self._callback_thread.is_alive():
+            self._callback_queue.put(None)
+            if threading.get_ident() != self._callback_thread_ident:
+                self._callback_thread.join(2.0)
+
+
+# ---------------------------------------------------------------- the session
+_session_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def runtime() -> Runtime | None:
+    return _runtime
+
+
+def start_session(config: SimConfig, acl_json: AclJson) -> Runtime:
+    global _runtime
+    with _session_lock:
+        _runtime = Runtime(config, acl_json)
+        return _runtime
+
+
+def end_session() -> None:
+    global _runtime
+    with _session_lock:
+        if _runtime is not None:
+            _runtime.shutdown()
+        _runtime = None
+        _thread_state.context = None
+
+
+# ---------------------------------------------------------------- host memory
+def read_host(address: int, count: int) -> bytes:
+    """Bytes at a real host address (pyACL host pointers are real pointers)."""
+    return ctypes.string_at(address, count)
+
+
+def write_host(address: int, data: bytes | np.ndarray) -> None:
+    raw = data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
+    ctypes.memmove(address, raw, len(raw))
+
+
+# ---------------------------------------------------------------- host-side objects
+# Data buffers, datasets and descriptors are host structures: they exist with or
+# without acl.init, like the C structs pyACL hands out.
+@dataclass(eq=False)
+class TensorDesc:
+    acl_dtype: int
+    dims: tuple[int, ...]
+    acl_format: int
+    name: str = ""
+    address: int = 0
+
+
+#: data buffer handle -> [device address, size]
+DATA_BUFFERS: dict[int, list[int]] = {}
+#: dataset handle -> data buffer handles
+DATASETS: dict[int, list[int]] = {}
+TENSOR_DESCS: dict[int, TensorDesc] = {}
+#: op-desc array handle (create_and_get_op_desc) -> tensor desc handles
+DESC_ARRAYS: dict[int, list[int]] = {}
+#: model desc handle -> model id it describes (0 = not filled yet)
+MODEL_DESCS: dict[int, Any] = {}
