@@ -117,7 +117,8 @@ class AclmonApp(App[int]):
         self._painted_version = -1
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.events_per_s = 0.0
-        self._request_ids = itertools.count(1)
+        self._command_numbers = itertools.count(1)
+        self._last_command = 0
         self._commands = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aclmon-commands")
         self.command_note = ""
         self.prof_flags = 0
@@ -134,13 +135,24 @@ class AclmonApp(App[int]):
         return dict(VARIABLE_DEFAULTS)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
-        yield Static(id="tabs")
-        with ContentSwitcher(initial=self._start_view, id="views"):
-            yield DevicesView(id="devices")
-            yield ExceptionsView(id="exceptions")
-            yield ProfilingView(id="profiling")
-            yield DumpsView(id="dumps")
+        # Kept as attributes: while a modal screen is up, app queries search that screen.
+        self._header = Static(id="header")
+        self._tabs = Static(id="tabs")
+        self._switcher = ContentSwitcher(initial=self._start_view, id="views")
+        self.devices_view = DevicesView(id="devices")
+        self.exceptions_view = ExceptionsView(id="exceptions")
+        self.profiling_view = ProfilingView(id="profiling")
+        self.dumps_view = DumpsView(id="dumps")
+        self.views: dict[str, View] = {
+            "devices": self.devices_view,
+            "exceptions": self.exceptions_view,
+            "profiling": self.profiling_view,
+            "dumps": self.dumps_view,
+        }
+        yield self._header
+        yield self._tabs
+        with self._switcher:
+            yield from self.views.values()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -171,7 +183,7 @@ class AclmonApp(App[int]):
             self.call_after_refresh(self._repaint)
 
     def _repaint(self) -> None:
-        for vlist in self.query(VirtualList):
+        for vlist in (self.exceptions_view.vlist, self.dumps_view.vlist):
             vlist.clear_cache()
         self.refresh_view(force=True)
         self._update_header()
@@ -201,7 +213,7 @@ class AclmonApp(App[int]):
             return
         self._painted_version = version
         with self.batch_update():
-            self.query_one(f"#{self.current_view}", View).update_from(self.store)
+            self.views[self.current_view].update_from(self.store)
             self._update_tabs()
 
     def _sync_profiling(self) -> None:
@@ -255,7 +267,7 @@ class AclmonApp(App[int]):
         plain = text.plain
         if plain != self._header_text:
             self._header_text = plain
-            self.query_one("#header", Static).update(text)
+            self._header.update(text)
 
     def _update_tabs(self) -> None:
         s = self.store.state
@@ -272,25 +284,25 @@ class AclmonApp(App[int]):
             label = f" {n} {VIEW_TITLES[view]}{counts[view]} "
             text.append(label, style=active if view == self.current_view else dim)
             text.append(" ")
-        self.query_one("#tabs", Static).update(text)
+        self._tabs.update(text)
 
     # ---------------------------------------------------------------- views
     def action_show_view(self, view: str) -> None:
         if view not in VIEWS:
             return
         self.current_view = view
-        self.query_one("#views", ContentSwitcher).current = view
+        self._switcher.current = view
         self._focus_view()
         self.refresh_view(force=True)
 
     def _focus_view(self) -> None:
-        widget = self.query_one(f"#{self.current_view}", View)
+        widget = self.views[self.current_view]
         vlists = widget.query(VirtualList)
         (vlists.first() if vlists else widget).focus()
 
     def jump_to_device(self, device_id: int) -> None:
         self.action_show_view("devices")
-        self.call_after_refresh(self.query_one("#devices", DevicesView).jump_to_device, device_id)
+        self.call_after_refresh(self.devices_view.jump_to_device, device_id)
 
     def action_next_theme(self) -> None:
         names = sorted(self.available_themes)
@@ -331,7 +343,7 @@ class AclmonApp(App[int]):
 
     @on(VirtualList.Selected, "#exceptions-list")
     def _open_exception(self, message: VirtualList.Selected) -> None:
-        view = self.query_one("#exceptions", ExceptionsView)
+        view = self.exceptions_view
         exception = view.exception_at(message.index)
         if exception is not None:
             dumps = related_dumps(exception, list(self.store.state.dumps))
@@ -339,7 +351,7 @@ class AclmonApp(App[int]):
 
     @on(VirtualList.Selected, "#dumps-list")
     def _open_dump(self, message: VirtualList.Selected) -> None:
-        view = self.query_one("#dumps", DumpsView)
+        view = self.dumps_view
         dump = view.dump_at(message.index)
         if dump is None:
             return
@@ -359,47 +371,49 @@ class AclmonApp(App[int]):
             "dim": theme_style(self, "aclmon-dim"),
             "bad": theme_style(self, "aclmon-bad", bold=True),
         }
-        self.query_one("#dumps", DumpsView).show_detail(render_report(report, styles))
+        self.dumps_view.show_detail(render_report(report, styles))
 
     # ---------------------------------------------------------------- commands
     def send_command(self, cls: type, *fields: Any) -> int | None:
-        """Send a command to the agent in the background; the reply lands in the store."""
+        """Send a command (fields after ``request_id``) to the agent in the
+        background; the reply lands in the store. Returns the app's own number
+        for it, or None when read-only."""
         if self.source.readonly:
             self.command_note = "read-only: command not sent"
             self.refresh_view(force=True)
             return None
-        request_id = next(self._request_ids)
-        self.command_note = (
-            f"request {request_id}: {ev.KIND_NAMES[cls]} sent, waiting for the agent…"
-        )
-        self._commands.submit(self._send_blocking, cls, request_id, fields)
+        number = self._last_command = next(self._command_numbers)
+        self.command_note = f"{ev.KIND_NAMES[cls]} sent, waiting for the agent…"
+        self._commands.submit(self._send_blocking, cls, number, fields)
         self.refresh_view(force=True)
-        return request_id
+        return number
 
-    def _send_blocking(self, cls: type, request_id: int, fields: tuple[Any, ...]) -> None:
+    def _send_blocking(self, cls: type, number: int, fields: tuple[Any, ...]) -> None:
+        name = ev.KIND_NAMES[cls]
         try:
-            reply = self.source.send_command(cls, request_id, *fields, timeout=COMMAND_TIMEOUT)
+            reply = self.source.send_command(cls, *fields, timeout=COMMAND_TIMEOUT)
         except AclmonError as exc:
-            self._call_ui(self._command_failed, request_id, str(exc))
+            self._call_ui(self._command_failed, number, f"{name}: {exc}")
         except Exception as exc:  # a broken connection must not kill the command thread
-            self._call_ui(self._command_failed, request_id, f"{type(exc).__name__}: {exc}")
+            self._call_ui(self._command_failed, number, f"{name}: {type(exc).__name__}: {exc}")
         else:
-            self._call_ui(self._command_replied, reply)
+            self._call_ui(self._command_replied, number, reply)
 
     def _call_ui(self, fn: Callable[..., None], *args: Any) -> None:
         # RuntimeError: the app already stopped, nobody is left to show it to.
         with contextlib.suppress(RuntimeError):
             self.call_from_thread(fn, *args)
 
-    def _command_replied(self, reply: ev.Reply) -> None:
+    def _command_replied(self, number: int, reply: ev.Reply) -> None:
         self.store.apply(reply)
-        self.command_note = ""
+        if number == self._last_command:
+            self.command_note = ""
         if reply.code != 0:
             self.notify(f"{error_text(reply.code)}\n{reply.message}", severity="error", timeout=6)
         self.refresh_view(force=True)
 
-    def _command_failed(self, request_id: int, message: str) -> None:
-        self.command_note = f"request {request_id}: {message}"
+    def _command_failed(self, number: int, message: str) -> None:
+        self.command_note = message
         self.refresh_view(force=True)
 
     def _send_config(self) -> None:
@@ -429,7 +443,7 @@ class AclmonApp(App[int]):
             choices: list[tuple[int, ...]] = [()]
         else:
             choices = [(), *((i,) for i in ids)]
-        index = choices.index(self.prof_devices) if self.prof_devices in choices else 0
+        index = choices.index(self.prof_devices) if self.prof_devices in choices else -1
         self.prof_devices = choices[(index + 1) % len(choices)]
         self._send_config()
 

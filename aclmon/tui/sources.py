@@ -9,6 +9,7 @@ what kind of source it has.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -51,7 +52,9 @@ class Source(ABC):
         """Up to ``max_events`` events that arrived since the last poll; never blocks."""
 
     def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
-        """Send one command and wait for its reply. Call it off the UI thread."""
+        """Send one command (``fields`` after ``request_id``, which the source
+        assigns) and wait for its reply. Call it off the UI thread; raises an
+        :class:`AclmonError` when the command cannot be sent or gets no reply."""
         raise CommandRefused("this source has no agent to send commands to")
 
     def decoder_counts(self) -> tuple[int, int]:
@@ -83,6 +86,7 @@ class ListSource(Source):
         self._lock = threading.Lock()
         self._agent = agent
         self._request_clock = ev.Clock()
+        self._request_ids = itertools.count(1)
         self.description = description
         self.readonly = readonly or agent is None
         self.sent: list[Any] = []
@@ -104,7 +108,7 @@ class ListSource(Source):
     def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
         if self.readonly or self._agent is None:
             raise CommandRefused("read-only: commands are not sent")
-        command = self._request_clock.make(cls, *fields)
+        command = self._request_clock.make(cls, next(self._request_ids), *fields)
         self.sent.append(command)
         return self._agent(command)
 
@@ -123,6 +127,7 @@ class LiveSource(Source):
         from aclmon.bus import Subscriber  # the bus imports sockets and threads: only when used
 
         self._subscriber = Subscriber(address, token=token, readonly=readonly)
+        self._command_errors: tuple[type[Exception], ...] = (AclmonError,)
         self.address = address
         self.readonly = readonly
         self.description = description or address
@@ -133,6 +138,10 @@ class LiveSource(Source):
     @property
     def state(self) -> str:
         return str(self._subscriber.state)
+
+    @property
+    def state_reason(self) -> str:
+        return str(getattr(self._subscriber, "state_reason", ""))
 
     def poll(self, max_events: int) -> list[ev.Event]:
         return list(self._subscriber.poll(max_events, 0))

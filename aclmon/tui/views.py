@@ -452,7 +452,7 @@ class ProfilingView(View):
         if last is None:
             reply.append("no reply yet", style=dim)
         else:
-            reply.append(f"request {last.request_id}: ")
+            reply.append("last reply: ")
             if last.code == 0:
                 reply.append("ok", style=good)
             else:

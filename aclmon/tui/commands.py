@@ -1,0 +1,226 @@
+"""``aclmon attach`` and ``aclmon demo``.
+
+Imports nothing heavy at module level (this module is imported to build
+``aclmon --help``): Textual, the bus and the app load inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+DEFAULT_INTERVAL = 0.25
+
+
+def _add_view_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="never send commands to the agent (profiling keys are disabled)",
+    )
+    parser.add_argument(
+        "--theme",
+        default=None,
+        help="theme name: aclmon-dark (default), aclmon-light, or any Textual theme",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"screen refresh interval (default {DEFAULT_INTERVAL} s)",
+    )
+    parser.add_argument(
+        "--keymap",
+        metavar="FILE",
+        help='JSON file {"binding id": "keys"} to remap keys'
+        " (default $XDG_CONFIG_HOME/aclmon/keymap.json if it exists)",
+    )
+
+
+def configure_attach(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        nargs="?",
+        help="PID, socket path, unix:/path or tcp://host:port"
+        " (default: the only running agent, or pick one)",
+    )
+    parser.add_argument("--token", help="token for a TCP agent that requires one")
+    _add_view_options(parser)
+    parser.add_argument(
+        "--once", action="store_true", help="print one snapshot of the state and exit"
+    )
+    parser.add_argument("--json", action="store_true", help="with --once: print it as JSON")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="with --once: how long to collect events after connecting (default 1 s)",
+    )
+    parser.set_defaults(handler=attach_command)
+
+
+def configure_demo(parser: argparse.ArgumentParser) -> None:
+    _add_view_options(parser)
+    parser.add_argument("--record", metavar="FILE", help="also record the demo's events to FILE")
+    parser.set_defaults(handler=demo_command)
+
+
+# ------------------------------------------------------------------ helpers
+def _check_view_args(args: argparse.Namespace) -> None:
+    from aclmon.errors import AclmonError
+
+    if args.interval <= 0 or args.interval > 60:
+        raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")
+
+
+def _keymap(args: argparse.Namespace) -> dict[str, str]:
+    from pathlib import Path
+
+    from aclmon.tui.app import keymap_path, load_keymap
+
+    if args.keymap:
+        return load_keymap(Path(args.keymap), required=True)
+    return load_keymap(keymap_path())
+
+
+def _run_app(source: Any, args: argparse.Namespace) -> int:
+    from aclmon.tui.app import AclmonApp
+
+    app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+    try:
+        result = app.run()
+    finally:
+        source.close()
+    return int(result or 0)
+
+
+def _pick_agent() -> str:
+    """The address of the only running agent, or of the one the user picks."""
+    from aclmon.bus import registry
+    from aclmon.errors import AclmonError
+
+    agents = registry.list_agents()
+    if not agents:
+        raise AclmonError(
+            "no running agent found; start a job with `aclmon run script.py`, or try `aclmon demo`"
+        )
+    if len(agents) == 1:
+        return agents[0].address
+    from textual.app import App
+
+    from aclmon.tui.screens import TargetPicker
+
+    def describe(agent: Any) -> str:
+        return f"pid {agent.pid} on {agent.host}  {' '.join(agent.argv)[:60]}  {agent.address}"
+
+    class PickerApp(App[Any]):
+        CSS_PATH = "app.tcss"
+
+        def on_mount(self) -> None:
+            self.push_screen(TargetPicker(agents, describe), self.exit)
+
+    chosen = PickerApp().run()
+    if chosen is None:
+        raise KeyboardInterrupt
+    return str(chosen.address)
+
+
+def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> dict[str, Any]:
+    """Connect, collect events for ``wait`` seconds, return the store as JSON values."""
+    import time
+
+    from aclmon.errors import AclmonError
+    from aclmon.store import Store
+
+    store = Store()
+    source.start()
+    deadline = time.monotonic() + connect_timeout
+    while source.state != "connected":
+        if time.monotonic() > deadline or source.state == "auth-failed":
+            reason = getattr(source, "state_reason", "")
+            raise AclmonError(
+                f"could not connect to {source.description} ({source.state}"
+                + (f": {reason})" if reason else ")")
+            )
+        store.apply_many(source.poll(50_000))
+        time.sleep(0.02)
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        store.apply_many(source.poll(50_000))
+        time.sleep(0.02)
+    store.apply_many(source.poll(1_000_000))
+    store.note_decoder_counts(*source.decoder_counts())
+    return store.to_json()
+
+
+def _print_text_summary(data: dict[str, Any]) -> None:
+    from aclmon.acl_constants import error_name
+
+    target = data.get("target") or {}
+    print(
+        f"target {target.get('host', '?')}:{target.get('pid', '?')}"
+        f" runtime {target.get('runtime', '?')} soc {target.get('soc_name', '?')}"
+    )
+    for device in data["devices"]:
+        sample = device.get("sample") or {}
+        print(
+            f"device {device['device_id']}: health {sample.get('health', '?')}"
+            f" aicore {sample.get('cube_util', '?')}% vector {sample.get('vector_util', '?')}%"
+            f" aicpu {sample.get('aicpu_util', '?')}%"
+            f" hbm {sample.get('hbm_used', 0) // 2**20}/{sample.get('hbm_total', 0) // 2**20} MiB"
+            f" contexts {len(device['contexts'])}"
+            f" streams {sum(len(c['streams']) for c in device['contexts'])}"
+        )
+    exceptions = data["exceptions"]
+    print(f"exceptions {exceptions['total']} (dropped {exceptions['dropped']})")
+    for e in exceptions["recent"][-5:]:
+        print(f"  dev {e['device_id']} stream {e['stream_id']} task {e['task_id']}"
+              f" {error_name(e['error_code'])} {e['op_type']} {e['op_name']}")  # fmt: skip
+    counters = data["counters"]
+    print(
+        f"events {counters['events']} gaps {counters['gaps']} dropped {counters['agent_dropped']}"
+    )
+
+
+# ------------------------------------------------------------------ handlers
+def attach_command(args: argparse.Namespace) -> int:
+    import json
+
+    from aclmon.bus import registry
+    from aclmon.errors import AclmonError
+    from aclmon.tui.sources import LiveSource
+
+    _check_view_args(args)
+    if args.json and not args.once:
+        raise AclmonError("--json goes with --once")
+    if args.once and args.target is None:
+        agents = registry.list_agents()
+        if len(agents) > 1:
+            listing = "; ".join(f"pid {a.pid} ({a.address})" for a in agents)
+            raise AclmonError(f"several agents are running, name one: {listing}")
+    address = registry.resolve_target(args.target) if args.target or args.once else _pick_agent()
+    source = LiveSource(address, token=args.token, readonly=args.readonly or args.once)
+    if args.once:
+        try:
+            data = once_snapshot(source, args.wait)
+        finally:
+            source.close()
+        if args.json:
+            print(json.dumps(data, indent=2))
+        else:
+            _print_text_summary(data)
+        return 0
+    return _run_app(source, args)
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from aclmon.tui.demo import DemoJob
+    from aclmon.tui.sources import LiveSource
+
+    _check_view_args(args)
+    with DemoJob(record=args.record) as job:
+        source = LiveSource(str(job.socket_path), readonly=args.readonly, description="aclmon demo")
+        source.recording = bool(args.record)
+        return _run_app(source, args)

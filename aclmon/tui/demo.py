@@ -1,0 +1,128 @@
+"""The demo job: the simulated runtime running the rich demo workload under the
+agent, in a subprocess, listening on a Unix socket in the runtime directory.
+
+The subprocess gets its own session (so a Ctrl+C meant for the viewer does
+not hit it mid-write) and its output goes to a log file (so it cannot scribble
+over the screen). :class:`DemoJob` always stops it: SIGTERM to its process
+group, then SIGKILL if it has not gone within a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from aclmon.errors import AclmonError
+
+WORKLOAD_MODULE = "aclmon.sim.demo_workload"
+START_TIMEOUT = 20.0
+STOP_GRACE = 3.0
+
+
+class DemoError(AclmonError):
+    """The demo job could not start."""
+
+
+def workload_path() -> str:
+    spec = importlib.util.find_spec(WORKLOAD_MODULE)
+    if spec is None or spec.origin is None:
+        raise DemoError(f"the demo workload ({WORKLOAD_MODULE}) is not part of this installation")
+    return spec.origin
+
+
+class DemoJob:
+    """Start with ``with DemoJob() as job:``; ``job.socket_path`` is where it listens."""
+
+    def __init__(
+        self,
+        *,
+        record: str | None = None,
+        directory: Path | None = None,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        if directory is None:
+            from aclmon.bus import runtime_dir
+
+            directory = runtime_dir()
+        stamp = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
+        self.socket_path = directory / f"demo-{stamp}.sock"
+        self.log_path = directory / f"demo-{stamp}.log"
+        self.record = record
+        self.extra_args = list(extra_args or [])
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        argv = [sys.executable, "-m", "aclmon", "run", "--sim", "--listen", str(self.socket_path)]
+        if self.record:
+            argv += ["--record", self.record]
+        return [*argv, workload_path(), *self.extra_args]
+
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        command = self.command()
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while not self.socket_path.exists():
+            if self.process.poll() is not None:
+                raise DemoError(
+                    f"the demo job exited with code {self.process.returncode}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise DemoError(
+                    f"the demo job did not listen within {timeout:g} s (log: {self.log_path})"
+                )
+            time.sleep(0.05)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.process = None
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+
+    def __enter__(self) -> DemoJob:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,20 @@
+import asyncio
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+# The helpers and the fixed scenario live next to the tests.
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run ``async def`` tests in a fresh event loop (no asyncio plugin needed)."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        names = pyfuncitem._fixtureinfo.argnames
+        kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+        asyncio.run(pyfuncitem.obj(**kwargs))
+        return True
+    return None

@@ -1,0 +1,70 @@
+"""Shared test helpers: the scenario app, a fake agent, real dump files."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from aclmon import events as ev
+from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
+from aclmon.sim import dumpfile
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.sources import ListSource
+from scenario import build_events
+
+SIZE = (140, 42)
+
+
+class FakeAgent:
+    """Answers every command; profiling config is refused as if acl.json owned it."""
+
+    def __init__(self) -> None:
+        self.commands: list[object] = []
+
+    def __call__(self, command: object) -> ev.Reply:
+        self.commands.append(command)
+        if isinstance(command, ev.SetProfilingConfig):
+            return ev.Reply(
+                0, 0, command.request_id, ACL_ERROR_PROF_ALREADY_RUN,
+                "profiling is owned by acl.json", {},
+            )  # fmt: skip
+        return ev.Reply(0, 0, command.request_id, 0, "", {})
+
+
+def make_app(
+    *, theme: str = "aclmon-dark", events=None, agent=None, readonly=False, **kwargs
+) -> AclmonApp:
+    source = ListSource(
+        build_events() if events is None else events,
+        description="scenario",
+        agent=agent if agent is not None else FakeAgent(),
+        readonly=readonly,
+    )
+    return AclmonApp(source, theme=theme, clock=lambda: 0.0, **kwargs)
+
+
+def write_overflow_pair(
+    directory: Path, task_id: int = 2001, stream_id: int = 6
+) -> tuple[Path, Path]:
+    """A real overflow file and the operator dump it points at (with a NaN and an Inf)."""
+    x = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.inf, -1.0, 0.0]], dtype=np.float32)
+    y = np.array([3.0, 65504.0, np.inf, 0.5], dtype=np.float32)
+    inputs = [dumpfile.DumpTensor(ACL_FLOAT, ACL_FORMAT_ND, x.shape, x.shape, x.tobytes())]
+    outputs = [dumpfile.DumpTensor(ACL_FLOAT, ACL_FORMAT_ND, y.shape, y.shape, y.tobytes())]
+    op_path = directory / dumpfile.dump_file_name(
+        "MatMulV2", "resnet50/fc/MatMulV2", task_id, stream_id, 1764669648123456
+    )
+    op_path.write_bytes(
+        dumpfile.encode_dump("resnet50/fc/MatMulV2", 1764669648123456, inputs, outputs)
+    )
+    info = dumpfile.OverflowInfo(
+        model_id=1, stream_id=stream_id, task_id=task_id, pc_start=0x12C000A0,
+        para_base=0x12C001F0, block_idx=3, core_id=5, status=0x20, cube=True,
+    )  # fmt: skip
+    record = dumpfile.old_overflow_record(info)
+    over_path = directory / f"Opdebug.Node_OpDebug.{task_id + 1}.{stream_id}.1764669648123999"
+    over_path.write_bytes(dumpfile.encode_overflow_file(record, 1764669648123999))
+    assert struct.unpack_from("<Q", over_path.read_bytes())[0] > 0
+    return over_path, op_path

@@ -1,0 +1,314 @@
+"""Pilot tests: every view and every key binding, driven like a user would."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import pytest
+from rich.console import Console
+from helpers import SIZE, FakeAgent, make_app, write_overflow_pair
+from scenario import T0, build_events
+
+from aclmon import events as ev
+from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.screens import ExceptionDetail, HelpScreen
+from aclmon.tui.views import FLAG_KEYS
+from aclmon.tui.vlist import VirtualList
+
+
+def static_text(app: AclmonApp, selector: str) -> str:
+    """The plain text of a Static's content, rendered at the widget's width."""
+    widget = app.screen.query_one(selector)
+    console = Console(width=max(widget.size.width, 40), file=io.StringIO(), record=True)
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def wait_for(pilot, predicate, timeout: float = 3.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.02)
+
+
+async def test_number_keys_switch_views_and_show_their_content():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.current_view == "devices"
+        assert "Ascend910B1" in static_text(app, "#device-table")
+        assert "stream 0" in static_text(app, "#device-tree-0")
+        await pilot.press("2")
+        assert app.current_view == "exceptions"
+        assert isinstance(app.focused, VirtualList)
+        assert "8 exception(s)" in static_text(app, "#exceptions-status")
+        await pilot.press("3")
+        assert app.current_view == "profiling"
+        assert "running" in static_text(app, "#prof-state")
+        assert "resnet50/conv1/Conv2D" in static_text(app, "#prof-ops")
+        await pilot.press("4")
+        assert app.current_view == "dumps"
+        assert "3 dump file(s)" in static_text(app, "#dumps-status")
+        await pilot.press("1")
+        assert app.current_view == "devices"
+
+
+async def test_header_shows_target_connection_and_counters():
+    app = make_app()
+    async with app.run_test(size=SIZE):
+        header = static_text(app, "#header")
+        assert "node-a:4242" in header and "sim" in header and "Ascend910B1" in header
+        assert "ended" in header  # the fixed list has been delivered
+        assert "dropped 0" in header and "gaps 0" in header
+        assert "10:01:03 UTC" in header  # newest event time, not the wall clock
+
+
+async def test_devices_view_shows_states_sync_times_and_errors():
+    app = make_app()
+    async with app.run_test(size=SIZE):
+        tree0 = static_text(app, "#device-tree-0")
+        assert "busy" in tree0 and "ACL_ERROR_RT_AICORE_EXCEPTION" in tree0
+        assert "synchronizing" in static_text(app, "#device-tree-1")
+        assert "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT" in static_text(app, "#device-tree-2")
+        assert "2.4 ms" in static_text(app, "#device-tree-3")
+        assert "Alarm" in static_text(app, "#device-table")
+        assert "threads 24" in static_text(app, "#host-line")
+        assert "resnet50_bs32" in static_text(app, "#models")
+
+
+async def test_exception_list_cursor_keys_and_detail():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        vlist = app.query_one("#exceptions-list", VirtualList)
+        last = vlist.cursor
+        assert vlist.follow and last == 7
+        await pilot.press("up")
+        assert vlist.cursor == 6 and not vlist.follow
+        await pilot.press("k")
+        assert vlist.cursor == 5
+        await pilot.press("down", "j")
+        assert vlist.cursor == 7 and vlist.follow  # back on the newest row: following again
+        await pilot.press("home")
+        assert vlist.cursor == 0
+        await pilot.press("pagedown")
+        assert vlist.cursor == 7
+        await pilot.press("pageup", "end")
+        assert vlist.cursor == 7 and vlist.follow
+        await pilot.press("g", "G")
+        assert vlist.cursor == 7
+        await pilot.press("up", "enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        body = static_text(app, "#detail-body")
+        assert "ACL_ERROR_RT_AICORE_OVER_FLOW" in body
+        assert (
+            "x1" in body and "FLOAT" in body and "[2048, 1000]" in body and "0x12c200040000" in body
+        )
+        # the matching op dump and the overflow record that points at task 2001 stream 6
+        assert "MatMulV2.resnet50_fc_MatMulV2.2001.6" in body and "Opdebug.Node_OpDebug" in body
+        await pilot.press("down", "up")  # scrolls the detail
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ExceptionDetail)
+
+
+async def test_follow_mode_and_new_count_when_scrolled_away():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "up")
+        assert "paused" in static_text(app, "#exceptions-status")
+        more = [
+            ev.AclException(
+                10_000 + n, T0 + 10**12 + n, 0, 0, 1, 1, 507015, f"op{n}", "Add", (), ()
+            )
+            for n in range(3)
+        ]
+        app.source.extend(more)
+        app.tick()
+        await pilot.pause()
+        assert "3 new" in static_text(app, "#exceptions-status")
+        vlist = app.query_one("#exceptions-list", VirtualList)
+        assert vlist.cursor == 6  # stayed where the user was
+        await pilot.press("f")
+        assert vlist.follow and vlist.cursor == 10
+        assert "following" in static_text(app, "#exceptions-status")
+        await pilot.press("f")
+        assert not vlist.follow
+
+
+async def test_exception_ring_bound_is_visible():
+    from aclmon.store import Store
+
+    app = make_app(store=Store(exception_limit=5))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        status = static_text(app, "#exceptions-status")
+        assert "8 exception(s)" in status and "3 older dropped" in status
+        vlist = app.query_one("#exceptions-list", VirtualList)
+        assert vlist.row_count == 5 and vlist.first_index == 3
+
+
+@pytest.mark.parametrize("index", range(len(PROF_FLAGS)))
+async def test_each_flag_key_reaches_the_agent_and_the_reply_is_shown(index):
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        before = app.prof_flags
+        await pilot.press(FLAG_KEYS[index])
+        await wait_for(pilot, lambda: app.store.state.last_reply is not None)
+        command = agent.commands[-1]
+        assert isinstance(command, ev.SetProfilingConfig)
+        assert command.flags == before ^ PROF_FLAGS[index][1]
+        assert command.aicore_metrics == app.prof_metric and command.devices == (0, 1)
+        await wait_for(pilot, lambda: "owned by acl.json" in static_text(app, "#prof-reply"))
+        assert "ACL_ERROR_PROF_ALREADY_RUN" in static_text(app, "#prof-reply")
+
+
+async def test_start_stop_metric_and_devices_keys():
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "p")
+        await wait_for(pilot, lambda: len(agent.commands) == 1)
+        assert isinstance(agent.commands[0], ev.StopProfiling)  # the scenario's profiling runs
+        await pilot.press("m")
+        await wait_for(pilot, lambda: len(agent.commands) == 2)
+        metrics = list(AICORE_METRICS)
+        assert agent.commands[1].aicore_metrics == metrics[metrics.index(1) + 1]
+        await pilot.press("v")
+        await wait_for(pilot, lambda: len(agent.commands) == 3)
+        # devices cycle: (0, 1) is not a single-device choice, so it restarts at "all"
+        assert agent.commands[2].devices == ()
+        await pilot.press("v")
+        await wait_for(pilot, lambda: len(agent.commands) == 4)
+        assert agent.commands[3].devices == (0,)
+        await wait_for(pilot, lambda: "devices 0 (v)" in static_text(app, "#prof-state"))
+
+
+async def test_readonly_never_sends():
+    agent = FakeAgent()
+    app = make_app(agent=agent, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "a", "p")
+        await pilot.pause()
+        assert agent.commands == []
+        assert "read-only" in static_text(app, "#prof-state")
+        assert "read-only: command not sent" in static_text(app, "#prof-reply")
+        assert "read-only" in static_text(app, "#header")
+
+
+async def test_command_failure_is_shown_in_words():
+    def broken_agent(command):
+        from aclmon.errors import AclmonError
+
+        raise AclmonError("no reply within 3 s")
+
+    app = make_app(agent=broken_agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "b")
+        await wait_for(pilot, lambda: "no reply within 3 s" in static_text(app, "#prof-reply"))
+
+
+async def test_dump_view_decodes_an_overflow_file_off_the_ui_thread(tmp_path):
+    over_path, op_path = write_overflow_pair(tmp_path)
+    events = [
+        *build_events()[:5],
+        ev.DumpFileSeen(900, T0 + 10**9, str(op_path), "op-dump", op_path.stat().st_size, {}),
+        ev.DumpFileSeen(
+            901, T0 + 10**9 + 1, str(over_path), "overflow", over_path.stat().st_size, {}
+        ),
+    ]
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        vlist = app.query_one("#dumps-list", VirtualList)
+        assert vlist.cursor == 1
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "OVERFLOW RECORD" in static_text(app, "#dump-detail"))
+        detail = static_text(app, "#dump-detail")
+        assert "floating-point computation overflow" in detail
+        assert "task_id=2001" in detail and op_path.name in detail
+        assert "NaN 1" in detail and "+Inf 1" in detail  # the input's statistics
+        assert "histogram" in detail
+        await pilot.press("up", "enter")
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "OVERFLOW RECORD" not in static_text(app, "#dump-detail"))
+        assert "input 0" in static_text(app, "#dump-detail")
+
+
+async def test_dump_view_reports_a_bad_file_in_words(tmp_path):
+    bad = tmp_path / "Add.add1.3.4.1764669648123456"
+    bad.write_bytes(b"\xff" * 20)
+    app = make_app(events=[ev.DumpFileSeen(1, T0, str(bad), "op-dump", 20, {})])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "enter")
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "decoding" not in static_text(app, "#dump-detail"))
+        assert bad.name in static_text(app, "#dump-detail")
+        assert "Traceback" not in static_text(app, "#dump-detail")
+
+
+async def test_help_screen_lists_every_binding_with_its_id():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        body = static_text(app, "#help-body")
+        for binding_id in ("view.devices", "app.theme", "exceptions.follow", "list.open",
+                           "profiling.start_stop", "profiling.flag.task_time", "detail.close"):  # fmt: skip
+            assert binding_id in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_theme_key_cycles_themes():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "aclmon-dark"
+        await pilot.press("ctrl+t")
+        assert app.theme != "aclmon-dark"
+        assert "aclmon-light" in app.available_themes
+
+
+async def test_keymap_remaps_by_binding_id():
+    app = make_app(keymap={"view.exceptions": "x", "exceptions.follow": "F"})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        assert app.current_view == "exceptions"
+        await pilot.press("up", "F")
+        assert app.query_one("#exceptions-list", VirtualList).follow
+
+
+async def test_palette_switches_theme_and_jumps_to_a_device():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"theme aclmon-light")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.theme == "aclmon-light")
+        await pilot.press("2")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"device 3")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.current_view == "devices")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"toggle ACL_PROF_AICPU")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.store.state.last_reply is not None)
+
+
+async def test_quit_key_exits():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 or app.return_code is None
