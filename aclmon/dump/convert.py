@@ -4,7 +4,8 @@ File names (shared/reference/dump_formats.md §3):
 
 * no ``-f``, npy: ``{file}.{input|output}.{i}.npy`` (device layout, header shape)
 * no ``-f``, bin: ``{file}.{input|output}.{i}.{d0_d1_...}.{numpy dtype}.{FORMAT}.bin``
-* ``-f FMT``: ``{file}.{input|output}.{i}.{d0xd1x...}.npy`` (converted and cropped)
+* ``-f FMT``: ``{file}.{input|output}.{i}.{d0xd1x...}.npy`` (converted and cropped;
+  with ``-t bin`` the bin name above with the target format); inputs and outputs only
 * buffers ``{file}.l1buffer.{i}.bin``, workspaces ``{file}.space.{i}.bin``
 * Opdebug files: ``{file}.output.{i}.json`` (msaccucmp's keys, ``indent=4``)
 
@@ -87,6 +88,8 @@ def convert_file(
             return result
         for tensor in [*dump.inputs, *dump.outputs]:
             _write_tensor(tensor, base, out_dir, target_format, shape, file_type, result)
+        if target_format is not None:
+            return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
             kind = BUFFER_TYPE_NAMES.get(tensor.header.buffer_type, str(tensor.header.buffer_type))
             _write_bytes(
@@ -108,6 +111,45 @@ def convert_file(
 def _write_bytes(tensor: Tensor, target: str, result: ConvertResult) -> None:
     tensor.raw.tofile(target)
     result.written.append(target)
+
+
+def _real_format(tensor: Tensor) -> int:
+    """msaccucmp treats a 4-D format tag on a tensor that is not 4-D as ND."""
+    if tensor.format in (pe.FORMAT_NCHW, pe.FORMAT_NHWC, pe.FORMAT_HWCN) and len(tensor.shape) != 4:
+        return pe.FORMAT_ND
+    return tensor.format
+
+
+def _to_target_format(
+    array: np.ndarray,
+    tensor: Tensor,
+    target_format: int,
+    shape: tuple[int, ...] | None,
+    label: str,
+    result: ConvertResult,
+) -> tuple[np.ndarray, int] | None:
+    """(array, format written) as msaccucmp's ``-f`` path produces it; ``None`` = not written."""
+    real = _real_format(tensor)
+    if real == target_format:
+        return array, real  # same format: reshaped only, never sliced
+    if not _wants_conversion(real, target_format):
+        # msaccucmp fails this tensor too (no built-in converter) and writes nothing for it
+        result.warnings.append(
+            f"{label}: not written: no conversion from {pe.format_name(real)} to "
+            f"{pe.format_name(target_format)}"
+        )
+        return None
+    crop = shape or tensor.original_shape or None
+    try:
+        return convert_to_host(array, real, crop), target_format
+    except FormatError as exc:
+        if real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
+            # these need the target shape to be reshaped at all
+            result.warnings.append(f"{label}: not written: {exc}")
+            return None
+        # converted but the slice failed: msaccucmp keeps the padded data and the source format name
+        result.warnings.append(f"{label}: not cropped: {exc}")
+        return convert_to_host(array, real, None), real
 
 
 def _write_tensor(
@@ -133,31 +175,22 @@ def _write_tensor(
     array = to_host_array(decoded.array, tensor.data_type)
     out_format = tensor.format
     if target_format is not None:
-        if _wants_conversion(tensor.format, target_format):
-            crop = shape or tensor.original_shape or None
-            try:
-                array = convert_to_host(array, tensor.format, crop)
-                out_format = target_format
-            except FormatError as exc:
-                result.warnings.append(f"{label}: kept {tensor.format_name}: {exc}")
-        elif tensor.format != target_format:
-            result.warnings.append(
-                f"{label}: no conversion from {tensor.format_name} to "
-                f"{pe.format_name(target_format)}; written as is"
-            )
-        dims = "x".join(str(d) for d in array.shape)
-        stem = f"{base}.{role}.{tensor.index}.{dims}"
-    elif file_type == "bin":
+        converted = _to_target_format(array, tensor, target_format, shape, label, result)
+        if converted is None:
+            return
+        array, out_format = converted
+    if file_type == "bin":
         dims = "_".join(str(d) for d in array.shape)
         stem = (
             f"{base}.{role}.{tensor.index}.{dims}.{array.dtype.name}.{pe.format_name(out_format)}"
         )
-    else:
-        stem = f"{base}.{role}.{tensor.index}"
-    if file_type == "bin":
         target = _output_name(out_dir, stem + ".bin", ".bin")
         np.ascontiguousarray(array).tofile(target)
     else:
+        if target_format is not None:
+            stem = f"{base}.{role}.{tensor.index}.{'x'.join(str(d) for d in array.shape)}"
+        else:
+            stem = f"{base}.{role}.{tensor.index}"
         target = _output_name(out_dir, stem + ".npy", ".npy")
         np.save(target, array, allow_pickle=False)
     result.written.append(target)

@@ -78,7 +78,7 @@ def effective_shape(data_type: int, shape: tuple[int, ...], nbytes: int) -> tupl
     return () if nbytes == dtype.itemsize else (nbytes // dtype.itemsize,)
 
 
-_MAX_DIM = (1 << 62) - 1
+_MAX_ELEMENTS = 1 << 58
 
 
 class TensorBytesError(ValueError):
@@ -94,8 +94,10 @@ def decode_bytes(raw: np.ndarray, data_type: int, shape: tuple[int, ...]) -> Dec
     nbytes = int(raw.shape[0])
     name = pe.dtype_name(data_type)
     shape = effective_shape(data_type, shape, nbytes)
-    if any(d > _MAX_DIM for d in shape):
-        raise TensorBytesError(f"shape {list(shape)} has a dimension numpy cannot index")
+    # numpy refuses shapes whose non-zero dims (times the item size) pass intp, even when
+    # another dim is 0; no real tensor comes near this bound
+    if math.prod(d for d in shape if d) > _MAX_ELEMENTS:
+        raise TensorBytesError(f"shape {list(shape)} is too large for numpy to index")
     count = element_count(shape)
     if data_type == pe.DT_UNDEFINED:
         return Decoded(raw.view(np.int8), True, name)
