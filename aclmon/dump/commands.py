@@ -156,6 +156,9 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
             print(f"  output {record['output']}: error: {record['error']}", file=out)
             continue
         print(f"  output {record['output']}: overflow record", file=out)
+        if "op_dump" in record:
+            target = record["op_dump"] or "no operator dump with this task id and stream id"
+            print(f"      operator dump: {target}", file=out)
         for line in record["explained"]:
             print(f"      {line}", file=out)
         for line in json.dumps(record["record"], indent=2).splitlines():
@@ -164,8 +167,14 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
         print("  " + ", ".join(f"{k}={v}" for k, v in row.items()), file=out)
 
 
-def _expand(paths: list[str], recursive: bool) -> tuple[list[str], list[str]]:
-    """Files named directly, plus the dump files inside each directory."""
+def _expand(
+    paths: list[str], recursive: bool, links: dict[str, dict[int, str | None]] | None = None
+) -> tuple[list[str], list[str]]:
+    """Files named directly, plus the dump files inside each directory.
+
+    With ``recursive``, directories are indexed and ``links`` (if given) maps each
+    overflow file to the operator dumps its records point at.
+    """
     from aclmon.dump.summary import classify
 
     files: list[str] = []
@@ -175,7 +184,12 @@ def _expand(paths: list[str], recursive: bool) -> tuple[list[str], list[str]]:
             if recursive:
                 from aclmon.dump.index import DumpIndex
 
-                files.extend(f.path for f in DumpIndex(path).files)
+                index = DumpIndex(path)
+                files.extend(f.path for f in index.files)
+                if links is not None:
+                    for link in index.links:
+                        target = link.op_dump.path if link.op_dump else None
+                        links.setdefault(link.overflow.path, {})[link.output] = target
             else:
                 for name in sorted(os.listdir(path)):
                     full = os.path.join(path, name)
@@ -189,12 +203,18 @@ def _expand(paths: list[str], recursive: bool) -> tuple[list[str], list[str]]:
 
 
 def run_decode(args: argparse.Namespace) -> int:
-    files, missing = _expand(args.files, recursive=True)
+    links: dict[str, dict[int, str | None]] = {}
+    files, missing = _expand(args.files, recursive=True, links=links)
     failed = bool(missing)
     for path in missing:
         print(f"aclmon decode: {path}: no such file or directory", file=sys.stderr)
     for path in files:
         report = decode_report(path, with_stats=not args.no_stats, bins=args.bins)
+        if path in links:
+            # which operator dump each record points at (by task id and stream id)
+            for record in report.get("records", []):
+                if record["output"] in links[path]:
+                    record["op_dump"] = links[path][record["output"]]
         failed = failed or "error" in report
         if args.json:
             print(json.dumps(report, sort_keys=False))

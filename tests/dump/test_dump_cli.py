@@ -96,6 +96,8 @@ def test_decode_json_and_directory(dump_dir, capsys):
     tensors = lines[0]["tensors"]
     assert tensors[0]["stats"]["max"] == 2.0 and tensors[2]["role"] == "buffer"
     assert lines[1]["records"][0]["record"]["acc_list"]["acc_type"] == "AIV"
+    # the record points at task 7 / stream 2: the Conv2D dump in the same directory
+    assert lines[1]["records"][0]["op_dump"] == str(src / NAME)
 
 
 def test_decode_bad_file_exits_1(tmp_path, capsys):
