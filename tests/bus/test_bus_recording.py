@@ -1,0 +1,275 @@
+"""Recordings: round trip, index, seeks, cut files, following, hostile files."""
+
+from __future__ import annotations
+
+import os
+import struct
+import tracemalloc
+from pathlib import Path
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aclmon import events as ev
+from aclmon.bus.recording import (
+    FILE_HEADER,
+    MAGIC,
+    RecordingReader,
+    RecordingWriter,
+)
+from aclmon.errors import AclmonError, DecodeError
+
+FUZZ = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+T0 = 1_750_000_000_000_000_000
+
+
+def _events(count: int) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    for i in range(count):
+        ts = T0 + i * 1000
+        if i % 7 == 3:
+            tensor = ev.TensorDesc(1, 2, (i, 4), 0x1000 + i, 64, "x")
+            out.append(
+                ev.AclException(i + 1, ts, 0, 1, i, 9, 507015, f"op{i}", "Add", (tensor,), ())
+            )
+        elif i % 2:
+            out.append(ev.HostSample(i + 1, ts, 1.5, i, 3))
+        else:
+            out.append(ev.LogLine(i + 1, ts, "info", f"line {i}"))
+    return out
+
+
+def _write(path: Path, events: list[ev.Event], info: dict | None = None) -> Path:
+    with RecordingWriter(path, info or {"target": "test"}) as writer:
+        writer.write_many(events)
+    return path
+
+
+def test_round_trip_with_header(tmp_path: Path) -> None:
+    events = _events(100)
+    path = _write(tmp_path / "r.aclrec", events, {"target": "unix:/x", "pid": 7})
+    with RecordingReader(path) as reader:
+        assert reader.wait_indexed(10)
+        assert reader.header.source_info == {"target": "unix:/x", "pid": 7}
+        assert reader.header.schema_version == ev.SCHEMA_VERSION
+        assert reader.header.created_ns > 0
+        assert len(reader) == 100
+        assert reader.cut is None
+        assert list(reader.iter_events()) == events
+        assert list(reader.timestamps) == [e.ts_ns for e in events]
+
+
+def test_seek_by_number_and_time(tmp_path: Path) -> None:
+    events = _events(1000)
+    path = _write(tmp_path / "r.aclrec", events)
+    with RecordingReader(path, background=False) as reader:
+        assert reader.read_events(500, 3) == events[500:503]
+        assert reader.event_at(999) == events[999]
+        assert reader.seek_time(T0 + 500 * 1000) == 500
+        assert reader.seek_time(T0 + 500 * 1000 + 1) == 501
+        assert reader.seek_time(0) == 0
+        assert reader.seek_time(T0 * 2) == 1000
+        assert list(reader.iter_events(998)) == events[998:]
+        with pytest.raises(IndexError):
+            reader.event_at(1000)
+
+
+def test_time_seek_with_events_out_of_order(tmp_path: Path) -> None:
+    # Threads stamp events slightly out of order; the seek stays well defined.
+    times = [10, 30, 20, 40, 35, 50]
+    events = [ev.LogLine(i + 1, t, "info", "x") for i, t in enumerate(times)]
+    path = _write(tmp_path / "r.aclrec", events)
+    with RecordingReader(path, background=False) as reader:
+        assert reader.seek_time(25) == 1
+        assert reader.seek_time(36) == 3
+        assert reader.seek_time(45) == 5
+
+
+def test_unusual_timestamps_still_index(tmp_path: Path) -> None:
+    # Small timestamps pack as small msgpack ints: the slow path finds them.
+    events = [ev.LogLine(1, 5, "info", "a"), ev.LogLine(300, 70000, "info", "b")]
+    path = _write(tmp_path / "r.aclrec", events)
+    with RecordingReader(path, background=False) as reader:
+        assert list(reader.timestamps) == [5, 70000]
+
+
+def test_malformed_frames_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "r.aclrec"
+    good = _events(3)
+    with RecordingWriter(path, {}) as writer:
+        writer.write(good[0])
+        writer.write_payload(b"\xc1")
+        writer.write_payload(msgpack.packb([999, 1, 2]))
+        writer.write(good[1])
+        writer.write(good[2])
+    with RecordingReader(path, background=False) as reader:
+        assert len(reader) == 5
+        assert list(reader.iter_events()) == good
+        assert (reader.decoder.malformed, reader.decoder.unknown) == (1, 1)
+        assert reader.event_at(1) is None
+
+
+def test_file_cut_at_every_byte_replays_complete_frames(tmp_path: Path) -> None:
+    events = _events(12)
+    full = _write(tmp_path / "full.aclrec", events).read_bytes()
+    header_size = len(full) - sum(4 + len(ev.encode(e)) for e in events)
+    ends = []
+    position = header_size
+    for event in events:
+        position += 4 + len(ev.encode(event))
+        ends.append(position)
+    cut_path = tmp_path / "cut.aclrec"
+    for cut in range(len(full) + 1):
+        cut_path.write_bytes(full[:cut])
+        if cut < header_size:
+            with pytest.raises(DecodeError):
+                RecordingReader(cut_path, background=False)
+            continue
+        with RecordingReader(cut_path, background=False) as reader:
+            complete = sum(end <= cut for end in ends)
+            assert list(reader.iter_events()) == events[:complete]
+            if cut in ends or cut == header_size:
+                assert reader.cut is None
+            else:
+                last_end = max([header_size] + [e for e in ends if e <= cut])
+                assert reader.cut is not None
+                assert reader.cut.offset == last_end
+                assert not reader.cut.damaged
+                assert "file ends inside a frame" in reader.cut.reason
+
+
+def test_follow_a_growing_file(tmp_path: Path) -> None:
+    events = _events(50)
+    path = tmp_path / "live.aclrec"
+    writer = RecordingWriter(path, {})
+    writer.write_many(events[:20])
+    writer.flush()
+    with RecordingReader(path, background=False) as reader:
+        assert len(reader) == 20
+        # Half a frame written: not indexed, reported as the current end.
+        frame = struct.pack("<I", len(ev.encode(events[20]))) + ev.encode(events[20])
+        with open(path, "ab") as raw:
+            raw.write(frame[:5])
+        assert reader.refresh() == 0
+        assert reader.cut is not None
+        with open(path, "ab") as raw:
+            raw.write(frame[5:])
+        assert reader.refresh() == 1
+        assert reader.cut is None
+        writer._file.seek(0, os.SEEK_END)
+        writer.write_many(events[21:])
+        writer.flush()
+        assert reader.refresh() == 29
+        assert list(reader.iter_events(15)) == events[15:]
+    writer.close()
+
+
+def test_oversized_length_marks_damage_but_keeps_what_came_before(tmp_path: Path) -> None:
+    events = _events(5)
+    path = _write(tmp_path / "r.aclrec", events)
+    with open(path, "ab") as raw:
+        raw.write(struct.pack("<I", 0xFFFFFFF0) + b"rest of a damaged file")
+    with RecordingReader(path, background=False) as reader:
+        assert list(reader.iter_events()) == events
+        assert reader.cut is not None and reader.cut.damaged
+        assert "exceeds" in reader.cut.reason
+        assert str(reader.cut).startswith(f"at byte {reader.cut.offset}")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda b: b"NOTAREC\0" + b[8:], "bad magic"),
+        (lambda b: b[:8] + struct.pack("<H", 99) + b[10:], "version 99"),
+        (lambda b: b[:20] + struct.pack("<I", 1 << 30) + b[24:], "exceeds"),
+        (lambda b: b[:20] + struct.pack("<I", 4000) + b[24:], "inside the source info"),
+        (lambda b: b[:10], "too short"),
+        (lambda b: b[:24] + b"\xc1" + b[25:], "source info"),
+    ],
+)
+def test_bad_headers_are_one_clear_error(tmp_path: Path, mutate, message: str) -> None:
+    data = _write(tmp_path / "good.aclrec", _events(3)).read_bytes()
+    path = tmp_path / "bad.aclrec"
+    path.write_bytes(mutate(data))
+    with pytest.raises(DecodeError, match=message) as info:
+        RecordingReader(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_file_is_an_aclmon_error(tmp_path: Path) -> None:
+    with pytest.raises(DecodeError, match="cannot open"):
+        RecordingReader(tmp_path / "nope.aclrec")
+
+
+def test_huge_claims_allocate_nothing_big(tmp_path: Path) -> None:
+    path = tmp_path / "r.aclrec"
+    path.write_bytes(
+        FILE_HEADER.pack(MAGIC, 1, 1, 0, 1) + b"\x80" + struct.pack("<I", 3_000_000) + b"abc"
+    )
+    tracemalloc.start()
+    try:
+        with RecordingReader(path, background=False) as reader:
+            assert len(reader) == 0
+            assert reader.cut is not None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024
+
+
+SMALL = b""
+
+
+def _small_recording() -> bytes:
+    global SMALL
+    if not SMALL:
+        import io
+
+        buffer = io.BytesIO()
+        info = msgpack.packb({"t": 1})
+        buffer.write(FILE_HEADER.pack(MAGIC, 1, 1, 5, len(info)) + info)
+        for event in _events(8):
+            payload = ev.encode(event)
+            buffer.write(struct.pack("<I", len(payload)) + payload)
+        SMALL = buffer.getvalue()
+    return SMALL
+
+
+def _read_everything(path: Path) -> None:
+    try:
+        with RecordingReader(path, background=False, max_frame=4096) as reader:
+            events = list(reader.iter_events())
+            assert len(events) <= len(reader)
+            for event in events:
+                assert type(event) in ev.KINDS.values()
+            if len(reader):
+                reader.event_at(len(reader) - 1)
+                reader.seek_time(T0)
+    except AclmonError:
+        pass
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_random_files_only_raise_aclmon_errors(tmp_path_factory, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "r.aclrec"
+    path.write_bytes(data)
+    _read_everything(path)
+    path.write_bytes(_small_recording()[:24] + data)  # a valid header, then garbage
+    _read_everything(path)
+
+
+@FUZZ
+@given(st.data())
+def test_bit_flipped_recordings_only_raise_aclmon_errors(tmp_path_factory, data) -> None:
+    original = _small_recording()
+    flipped = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 4))):
+        bit = data.draw(st.integers(0, len(original) * 8 - 1))
+        flipped[bit // 8] ^= 1 << (bit % 8)
+    cut = data.draw(st.integers(0, len(flipped)))
+    path = tmp_path_factory.mktemp("fuzz") / "r.aclrec"
+    path.write_bytes(bytes(flipped[:cut]))
+    _read_everything(path)
