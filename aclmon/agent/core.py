@@ -167,6 +167,12 @@ class Agent:
         self._stopping.set()
         if self._control is not None and self._control is not threading.current_thread():
             self._control.join(timeout=2.0)
+        if self.dump_watcher is not None:
+            try:
+                # The job is done writing: announce what it left, stable or not.
+                self.dump_watcher.poll(final=True)
+            except Exception as exc:
+                self.fail("dump watcher", exc)
         try:
             self.profiling.close()
         except Exception as exc:

@@ -118,8 +118,12 @@ class DumpWatcher:
         self._announced: set[str] = set()
         self.announced = 0
 
-    def poll(self) -> int:
-        """One pass over the tree; returns the number of files announced."""
+    def poll(self, final: bool = False) -> int:
+        """One pass over the tree; returns the number of files announced.
+
+        A file is announced once its size is the same at two polls (the runtime may
+        still be writing it); ``final`` announces every non-empty file at once.
+        """
         if not os.path.isdir(self.root):
             return 0
         seen_now: dict[str, int] = {}
@@ -128,7 +132,7 @@ class DumpWatcher:
         count = 0
         for path, size in seen_now.items():
             previous = self._pending.get(path)
-            if previous is None or previous != size or size == 0:
+            if size == 0 or (not final and previous != size):
                 self._pending[path] = size  # new or still growing: look again next poll
                 continue
             del self._pending[path]

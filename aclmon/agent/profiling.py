@@ -427,6 +427,10 @@ class LiveTimings:
         self._read_fd = -1
         self._write_fd = -1
         self._reader: threading.Thread | None = None
+        # From the first successful model_subscribe on, the runtime owns the pipe's write
+        # end and closes it at the last unsubscribe (which ends the reader with EOF). Closing
+        # it ourselves then could close an unrelated file that reused the number.
+        self._runtime_owns_write_end = False
         self.records = 0
 
     def _original(self, name: str) -> Any:
@@ -451,6 +455,7 @@ class LiveTimings:
         ret = self._original("model_subscribe")(model_id, self._config)
         if ret == ACL_SUCCESS:
             self.models.add(model_id)
+            self._runtime_owns_write_end = True
         return int(ret)
 
     def unsubscribe(self, model_id: int) -> int:
@@ -468,10 +473,10 @@ class LiveTimings:
             if first == ACL_SUCCESS and ret != ACL_SUCCESS:
                 first = ret
             self._config = 0
-        if self._write_fd >= 0:
-            # The reader sees end-of-file once the last write end is closed.
+        if self._write_fd >= 0 and not self._runtime_owns_write_end:
+            # Never handed to the runtime: ours to close, which ends the reader with EOF.
             os.close(self._write_fd)
-            self._write_fd = -1
+        self._write_fd = -1
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=2.0)
         return first

@@ -1,0 +1,239 @@
+"""What the agent costs the job it watches, on the simulated runtime.
+
+Three figures, each measured side by side in one process (alternating rounds,
+median of the per-round results, so drift and noise hit both arms alike):
+
+* ``hook_ns``: added time per hooked call. The workload is the job's hot loop
+  on an idle stream (``synchronize_stream`` + ``set_context``, both hooked),
+  run with the hooks installed and with the original functions; the
+  difference is divided by the number of hooked calls. It includes the
+  publisher thread's share of the GIL (it packs every event).
+* ``exception_us``: time of the agent's exception callback per exception
+  (ids, ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a
+  real sim exception-info handle.
+* ``stalled_viewer_ratio``: the job's model-execution throughput with a
+  connected viewer that never reads, divided by the throughput with no
+  viewer (1.0 = no effect; the target is >= 0.95).
+
+Also reported: the model workload's relative overhead (agent vs none).
+
+usage: python bench/bench_agent.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODEL = {
+    "name": "bench",
+    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 16]}],
+    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [16, 16]}],
+    "ops": [
+        {
+            "name": "mm1",
+            "type": "MatMul",
+            "inputs": ["x", "w"],
+            "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 16]}],
+        },
+        {
+            "name": "relu1",
+            "type": "Relu",
+            "inputs": ["y"],
+            "outputs": [{"name": "out", "dtype": "float16", "format": "ND", "shape": [4, 16]}],
+        },
+    ],
+    "outputs": ["out"],
+}
+
+
+class Job:
+    """The job side: a device, a context, a stream and a loaded model, on the sim."""
+
+    def __init__(self, acl, workdir: Path) -> None:
+        self.acl = acl
+        model_path = workdir / "model.json"
+        model_path.write_text(json.dumps(MODEL))
+        assert acl.init() == 0
+        assert acl.rt.set_device(0) == 0
+        self.context, ret = acl.rt.create_context(0)
+        assert ret == 0
+        self.stream, ret = acl.rt.create_stream()
+        assert ret == 0
+        self.model_id, ret = acl.mdl.load_from_file(str(model_path))
+        assert ret == 0, ret
+        desc = acl.mdl.create_desc()
+        assert acl.mdl.get_desc(desc, self.model_id) == 0
+        self.inputs = self._dataset(
+            desc, acl.mdl.get_num_inputs(desc), acl.mdl.get_input_size_by_index
+        )
+        self.outputs = self._dataset(
+            desc, acl.mdl.get_num_outputs(desc), acl.mdl.get_output_size_by_index
+        )
+
+    def _dataset(self, desc, count, size_of):
+        acl = self.acl
+        dataset = acl.mdl.create_dataset()
+        for index in range(count):
+            size = size_of(desc, index)
+            pointer, ret = acl.rt.malloc(size, 0)
+            assert ret == 0
+            acl.rt.memset(pointer, size, 0, size)
+            _, ret = acl.mdl.add_dataset_buffer(dataset, acl.create_data_buffer(pointer, size))
+            assert ret == 0
+        return dataset
+
+    def hot_loop(self, iterations: int) -> int:
+        """Hooked calls that return at once; returns the number of hooked calls."""
+        rt = self.acl.rt
+        stream, context = self.stream, self.context
+        for _ in range(iterations):
+            rt.synchronize_stream(stream)
+            rt.set_context(context)
+        return 2 * iterations
+
+    def model_loop(self, seconds: float) -> float:
+        """Model executions per second for ``seconds``."""
+        mdl, rt = self.acl.mdl, self.acl.rt
+        args = (self.model_id, self.inputs, self.outputs, self.stream)
+        done = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            for _ in range(20):
+                mdl.execute_async(*args)
+                rt.synchronize_stream(self.stream)
+            done += 20
+        return done / seconds
+
+    def close(self) -> None:
+        acl = self.acl
+        acl.mdl.unload(self.model_id)
+        acl.rt.destroy_stream(self.stream)
+        acl.rt.destroy_context(self.context)
+        acl.rt.reset_device(0)
+        acl.finalize()
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter_ns()
+    fn(*args)
+    return time.perf_counter_ns() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--hot-iterations", type=int, default=20000)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from aclmon.agent.core import Agent
+    from aclmon.bus.subscriber import Subscriber
+    from aclmon.sim import acl, config
+
+    workdir = Path(tempfile.mkdtemp(prefix="aclmon-bench-agent-"))
+    config.configure(time_scale=0.0)  # device time does not make the host wait
+    job = Job(acl, workdir)
+    agent = Agent(
+        acl, address=str(workdir / "agent.sock"), register=False, sample_interval=0.2
+    ).start()
+    hooks = agent.hooks
+
+    # ---- hook_ns: the same hot loop with and without the hooks, alternating
+    job.hot_loop(2000)  # warm up both the sim and the wrappers
+    per_call = []
+    for _ in range(args.rounds):
+        hooks.uninstall()
+        base = timed(job.hot_loop, args.hot_iterations)
+        hooks.install()
+        with_agent = timed(job.hot_loop, args.hot_iterations)
+        per_call.append((with_agent - base) / (2 * args.hot_iterations))
+        print(
+            f"hot loop: {base / (2 * args.hot_iterations):7.0f} ns/call bare,"
+            f" {with_agent / (2 * args.hot_iterations):7.0f} ns/call with the agent"
+        )
+    hook_ns = statistics.median(per_call)
+
+    # ---- model workload overhead (relative)
+    model_ratio = []
+    for _ in range(3):
+        hooks.uninstall()
+        bare = job.model_loop(0.5)
+        hooks.install()
+        watched = job.model_loop(0.5)
+        model_ratio.append(watched / bare)
+        print(f"model loop: {bare:8.0f} exec/s bare, {watched:8.0f} exec/s with the agent")
+
+    # ---- exception_us: the agent's callback on a real exception-info handle
+    job.close()
+    # Fault rules are read at acl.init: re-initialise with one injected AI Core exception.
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "mm1", "nth": 1}])
+    job = Job(acl, workdir)
+    capture = agent.exceptions
+    assert capture is not None
+    handles: list[int] = []
+    capture.job_callback = handles.append  # the chain hands us the info handle
+    acl.mdl.execute_async(job.model_id, job.inputs, job.outputs, job.stream)
+    ret = acl.rt.synchronize_stream(job.stream)
+    assert handles, f"no exception delivered (synchronize returned {ret})"
+    capture.job_callback = None
+    samples = []
+    for _ in range(args.rounds):
+        count = 500
+        start = time.perf_counter_ns()
+        for _ in range(count):
+            capture.callback(handles[0])
+        samples.append((time.perf_counter_ns() - start) / count / 1000)
+    exception_us = statistics.median(samples)
+    print(f"exception callback: {exception_us:.1f} us per exception")
+
+    # ---- stalled viewer: throughput with a viewer that never reads vs none
+    job2 = job
+    # A viewer that stops reading once it holds 1000 events and is never polled.
+    stalled = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
+    assert stalled.wait_connected(5.0)
+    ratios = []
+    try:
+        # Fill the stalled viewer's buffers first so the runs see the steady state.
+        job2.model_loop(0.5)
+        for _ in range(3):
+            # The same agent, the same loop: once with the stalled viewer connected and
+            # once without it (its socket closed and reopened between the arms).
+            with_stall = job2.model_loop(0.7)
+            stalled.close()
+            without = job2.model_loop(0.7)
+            ratios.append(with_stall / without)
+            print(
+                f"stalled viewer: {with_stall:8.0f} exec/s with it, {without:8.0f} exec/s"
+                f" without (dropped so far {agent.publisher.dropped})"
+            )
+            stalled = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
+            stalled.wait_connected(5.0)
+            job2.model_loop(0.3)
+    finally:
+        stalled.close()
+    stalled_ratio = statistics.median(ratios)
+    job2.close()
+    agent.close(restore=True)
+
+    figures = {
+        "hook_ns": round(hook_ns, 1),
+        "exception_us": round(exception_us, 2),
+        "stalled_viewer_ratio": round(stalled_ratio, 4),
+        "model_loop_ratio": round(statistics.median(model_ratio), 4),
+        "rounds": args.rounds,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
