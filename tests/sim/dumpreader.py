@@ -217,5 +217,5 @@ def read_new_overflow(record: bytes) -> dict[str, int]:
         "valid": valid,
         "acc_type": acc_type,
         "data_len": data_len,
-        **dict(zip(names, values)),
+        **dict(zip(names, values, strict=True)),
     }

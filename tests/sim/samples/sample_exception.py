@@ -31,6 +31,7 @@ def exception_callback(exception_info):
             dims = []
             for d in range(acl.get_tensor_desc_num_dims(desc)):
                 dim, dim_ret = acl.get_tensor_desc_dim_v2(desc, d)
+                check(dim_ret, "acl.get_tensor_desc_dim_v2")
                 dims.append(dim)
             tensors.append(
                 {
