@@ -17,6 +17,7 @@ Arrays are written in msaccucmp's host types: bfloat16 and float8 as float32.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -26,10 +27,10 @@ import numpy as np
 from aclmon.dump import proto_enums as pe
 from aclmon.dump.dtypes import to_host_array
 from aclmon.dump.formats import FormatError, convert_to_host, host_format
-from aclmon.dump.header import ROLE_INPUT
+from aclmon.dump.header import ROLE_INPUT, ROLE_OUTPUT
 from aclmon.dump.naming import is_opdebug_name
 from aclmon.dump.opdebug import decode_opdebug
-from aclmon.dump.reader import Tensor, read_dump
+from aclmon.dump.reader import DumpFile, Tensor, read_dump
 from aclmon.errors import AclmonError
 
 MAX_FILE_NAME = 255
@@ -86,8 +87,15 @@ def convert_file(
                     handle.write(json.dumps(record, sort_keys=False, indent=4))
                 result.written.append(target)
             return result
-        for tensor in [*dump.inputs, *dump.outputs]:
-            _write_tensor(tensor, base, out_dir, target_format, shape, file_type, result)
+        for role, tensors in ((ROLE_INPUT, dump.inputs), (ROLE_OUTPUT, dump.outputs)):
+            save_shapes = (
+                None if target_format is not None else _ffts_shapes(dump, role, tensors, result)
+            )
+            for tensor in tensors:
+                save_shape = save_shapes[tensor.index] if save_shapes else None
+                _write_tensor(
+                    tensor, base, out_dir, target_format, shape, file_type, result, save_shape
+                )
         if target_format is not None:
             return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
@@ -106,6 +114,22 @@ def convert_file(
     except OSError as exc:
         result.error = f"{base}: cannot write: {exc.strerror or exc}"
     return result
+
+
+def _ffts_shapes(
+    dump: DumpFile, role: str, tensors: list[Tensor], result: ConvertResult
+) -> list[tuple[int, ...]] | None:
+    """msaccucmp saves an auto-mode FFTS+ thread's tensors in the thread's slice shape."""
+    shapes = dump.ffts_auto_shapes(role)
+    if shapes is None:
+        return None
+    if len(shapes) != len(tensors):
+        result.warnings.append(
+            f"FFTS+ {role}_tensor_slice lists {len(shapes)} tensors, the file has {len(tensors)}; "
+            "header shapes used"
+        )
+        return None
+    return shapes
 
 
 def _write_bytes(tensor: Tensor, target: str, result: ConvertResult) -> None:
@@ -160,6 +184,7 @@ def _write_tensor(
     shape: tuple[int, ...] | None,
     file_type: str,
     result: ConvertResult,
+    save_shape: tuple[int, ...] | None = None,
 ) -> None:
     role = "input" if tensor.role == ROLE_INPUT else "output"
     label = f"{role} {tensor.index}"
@@ -192,5 +217,13 @@ def _write_tensor(
         else:
             stem = f"{base}.{role}.{tensor.index}"
         target = _output_name(out_dir, stem + ".npy", ".npy")
+        if save_shape is not None:
+            if math.prod(save_shape) == array.size:
+                array = array.reshape(save_shape)
+            else:
+                result.warnings.append(
+                    f"{label}: FFTS+ slice shape {list(save_shape)} does not hold "
+                    f"{array.size} elements; header shape used"
+                )
         np.save(target, array, allow_pickle=False)
     result.written.append(target)

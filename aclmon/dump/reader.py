@@ -8,6 +8,7 @@ sliced. Only :class:`aclmon.errors.DecodeError` escapes on bad input.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -138,6 +139,48 @@ class DumpFile:
     @property
     def op_type(self) -> str:
         return self.name.op_type if self.name else ""
+
+    @property
+    def ffts_info(self) -> dict | None:
+        """The FFTS+ JSON msaccucmp reads from ``attr[0].value`` (``threadMode``,
+        ``slice_instance_num``, ``input_tensor_slice`` …); ``None`` if absent or not JSON."""
+        if not self.attrs:
+            return None
+        try:
+            info = json.loads(self.attrs[0][1])
+        except ValueError:
+            return None
+        return info if isinstance(info, dict) else None
+
+    def ffts_auto_shapes(self, role: str) -> list[tuple[int, ...]] | None:
+        """Per-tensor shapes of this FFTS+ thread's slice in auto mode, as msaccucmp computes
+        them (``higher - lower`` of ``{role}_tensor_slice[thread_id]``); ``None`` when the
+        file is not an auto-mode FFTS+ dump or the attribute does not have that shape."""
+        info = self.ffts_info
+        thread = self.name.thread_id if self.name else None
+        if not info or not info.get("threadMode") or thread is None:
+            return None
+        slices = info.get(f"{role}_tensor_slice")
+        if (
+            not isinstance(slices, list)
+            or thread >= len(slices)
+            or not isinstance(slices[thread], list)
+        ):
+            return None
+        shapes = []
+        for tensor_slice in slices[thread]:
+            if not isinstance(tensor_slice, list):
+                return None
+            dims = []
+            for axis in tensor_slice:
+                if not isinstance(axis, dict):
+                    return None
+                low, high = axis.get("lower"), axis.get("higher")
+                if not isinstance(low, int) or not isinstance(high, int) or high < low:
+                    return None
+                dims.append(high - low)
+            shapes.append(tuple(dims))
+        return shapes
 
 
 def _map_file(path: str, size: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import uuid
 
 import numpy as np
 import pytest
-from dumpfixtures import T, dump_bytes, opdebug_new, opdebug_old, write
+from dumpfixtures import T, dump_bytes, header_message, opdebug_new, opdebug_old, write
 
 from aclmon import cli
 from aclmon.dump import proto_enums as pe
@@ -246,3 +246,23 @@ def test_convert_argument_errors(dump_dir, tmp_path, capsys, argv, message):
     src, _ = dump_dir
     assert main(["convert", "-d", str(src), "-out", str(tmp_path / "o"), *argv]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_convert_ffts_plus_auto_mode_uses_the_thread_slice_shape(tmp_path):
+    slices = [
+        [[{"lower": 0, "higher": 2}, {"lower": 0, "higher": 3}]],
+        [[{"lower": 2, "higher": 3}, {"lower": 0, "higher": 3}]],
+    ]
+    attr = json.dumps({"threadMode": 1, "slice_instance_num": 2, "input_tensor_slice": slices,
+                       "output_tensor_slice": slices})  # fmt: skip
+    msg = header_message(inputs=[T(f32(1, 2, 3), shape=[3])], outputs=[T(f32(4, 5, 6), shape=[3])])
+    msg.attr.add(name="_ffts_info", value=attr)
+    body = msg.SerializeToString()
+    name = "MatMul.mm.5.6.1700000000000000.4.3.1.0"  # FFTS+ context 3, thread 1
+    src = write(
+        tmp_path / "d", name, struct.pack("<Q", len(body)) + body + f32(1, 2, 3) + f32(4, 5, 6)
+    )
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out)]) == 0
+    assert np.load(out / f"{name}.input.0.npy").tolist() == [[1.0, 2.0, 3.0]]
+    assert np.load(out / f"{name}.output.0.npy").shape == (1, 3)
