@@ -356,6 +356,7 @@ class AclmonApp(App[int]):
         if dump is None:
             return
         self.dump_detail_shown = True
+        view.vlist.set_follow(False)  # new files must not replace what is being read
         view.show_detail(
             Text(f"decoding {os.path.basename(dump.path)}…", style=theme_style(self, "aclmon-dim"))
         )

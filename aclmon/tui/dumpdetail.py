@@ -226,3 +226,50 @@ def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableTyp
                 label.append(f"  [{edges[0]:.4g} … {edges[-1]:.4g}]", style=dim)
             table.add_row("histogram", label)
     return table
+
+
+def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
+    """What the agent already said about a file (its ``DumpFileSeen.summary``):
+    shown at once when the file is highlighted, before any decoding."""
+    dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
+    summary = dump.summary if isinstance(dump.summary, dict) else {}
+    head = Text(os.path.basename(dump.path), style=bold)
+    head.append(f"\n{dump.kind} · {fmt.size(dump.size)} · {dump.path}", style=dim)
+    parts: list[RenderableType] = [head]
+    if summary.get("error"):
+        parts.append(Text(f"\n{summary['error']}", style=bad))
+    op = " ".join(str(summary.get(k, "")) for k in ("op_type", "op_name")).strip()
+    if op:
+        ids = f"task {summary.get('task_id', '?')} · stream {summary.get('stream_id', '?')}"
+        line = Text(f"\n{op}  ", style=bold)
+        line.append(ids, style=dim)
+        parts.append(line)
+    records = summary.get("records")
+    for n, item in enumerate(records if isinstance(records, list) else []):
+        if not isinstance(item, dict):
+            continue
+        text = Text(f"\nOVERFLOW RECORD {n}\n", style=bold)
+        if item.get("error"):
+            text.append(f"  {item['error']}\n", style=bad)
+        explained = item.get("explained")
+        for line in explained if isinstance(explained, list) else []:
+            text.append(f"  {line}\n", style=dim if str(line).endswith("no overflow") else bad)
+        parts.append(text)
+    tensors = summary.get("tensors")
+    if isinstance(tensors, list) and tensors:
+        table = Table(box=None, header_style=dim, pad_edge=False)
+        for column in ("ROLE", "#", "DTYPE", "FORMAT", "SHAPE", "SIZE"):
+            table.add_column(column, no_wrap=True)
+        for t in tensors:
+            if isinstance(t, dict):
+                shape = t.get("shape")
+                table.add_row(
+                    str(t.get("role", "")), str(t.get("index", "")), str(t.get("dtype", "")),
+                    str(t.get("format", "")),
+                    fmt.shape(shape) if isinstance(shape, list | tuple) else "",
+                    fmt.size(t["size"]) if isinstance(t.get("size"), int) else "",
+                )  # fmt: skip
+        parts.append(Text(""))
+        parts.append(table)
+    parts.append(Text("\nEnter decodes the file: records, tensors, statistics", style=dim))
+    return Group(*parts)

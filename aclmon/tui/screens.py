@@ -58,6 +58,11 @@ def related_dumps(
     return found
 
 
+def _relative(ts_ns: int, newest_ns: int) -> str:
+    age = fmt.age(ts_ns, newest_ns)
+    return "the newest event" if age == "now" else f"{age} before the newest event"
+
+
 class ExceptionDetail(ModalScreen[None]):
     """Every input and output tensor of the failing operator, and its dump files."""
 
@@ -90,7 +95,7 @@ class ExceptionDetail(ModalScreen[None]):
         head = Text()
         head.append(error_text(e.error_code), style=bad)
         head.append(
-            f"\n{fmt.utc_time(e.ts_ns)} UTC ({fmt.age(e.ts_ns, self.newest_ns)} before the newest event)"
+            f"\n{fmt.utc_time(e.ts_ns)} UTC ({_relative(e.ts_ns, self.newest_ns)})"
             f" · device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}",
             style=dim,
         )
@@ -124,7 +129,11 @@ class HelpScreen(ModalScreen[None]):
     """Every key, grouped by where it works, with the binding id used to remap it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close")
+        Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close"),
+        Binding("down,j", "scroll(1)", "Down", show=False, id="help.down"),
+        Binding("up,k", "scroll(-1)", "Up", show=False, id="help.up"),
+        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="help.page_down"),
+        Binding("pageup", "scroll(-10)", "Page up", show=False, id="help.page_up"),
     ]
 
     def __init__(
@@ -162,6 +171,9 @@ class HelpScreen(ModalScreen[None]):
             )
         )
         self.query_one("#help-body", Static).update(Group(*parts))
+
+    def action_scroll(self, delta: int) -> None:
+        self.query_one("#help-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
 
 
 class TargetPicker(ModalScreen[Any]):

@@ -36,6 +36,7 @@ from aclmon.store.state import (
     StoreState,
 )
 from aclmon.tui import fmt
+from aclmon.tui.dumpdetail import render_summary
 from aclmon.tui.vlist import VirtualList
 
 if TYPE_CHECKING:
@@ -360,9 +361,9 @@ class ProfilingView(View):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "app.toggle_profiling", "Start/stop", id="profiling.start_stop"),
         Binding("m", "app.next_metric", "Metric", id="profiling.metric"),
-        Binding("v", "app.next_devices", "Devices", id="profiling.devices"),
+        Binding("v", "app.next_devices", "Prof. devices", id="profiling.devices"),
         *(
-            Binding(key, f"app.toggle_flag({value})", name.removeprefix("ACL_PROF_"),
+            Binding(key, f"app.toggle_flag({value})", f"Toggle {name}",
                     show=False, id=f"profiling.flag.{name.removeprefix('ACL_PROF_').lower()}")
             for key, (name, value) in zip(FLAG_KEYS, PROF_FLAGS, strict=True)
         ),
@@ -532,11 +533,24 @@ class DumpsView(View):
             )
         text.append("  ·  Enter decodes the selected file", style=theme_style(self, "aclmon-dim"))
         self.query_one("#dumps-status", Static).update(text)
-        detail = self.query_one("#dump-detail", Static)
-        if not self.aclmon.dump_detail_shown and self._rows:
-            detail.update(
-                Text("Select a file and press Enter.", style=theme_style(self, "aclmon-dim"))
-            )
+        if not self.aclmon.dump_detail_shown:
+            self._show_summary(self.vlist.cursor)
+
+    def on_virtual_list_highlighted(self, message: VirtualList.Highlighted) -> None:
+        self.aclmon.dump_detail_shown = False
+        self._show_summary(message.index)
+
+    def _show_summary(self, index: int) -> None:
+        dump = self.dump_at(index)
+        styles = {
+            "dim": theme_style(self, "aclmon-dim"),
+            "bad": theme_style(self, "aclmon-bad", bold=True),
+        }
+        if dump is None:
+            renderable: RenderableType = Text("No dump files yet.", style=styles["dim"])
+        else:
+            renderable = render_summary(dump, styles)
+        self.query_one("#dump-detail", Static).update(renderable)
 
     def show_detail(self, renderable: RenderableType) -> None:
         self.query_one("#dump-detail", Static).update(renderable)

@@ -57,6 +57,18 @@ class VirtualList(ScrollView, can_focus=True):
         def control(self) -> VirtualList:
             return self.vlist
 
+    class Highlighted(Message):
+        """The cursor moved to another row (absolute number ``index``)."""
+
+        def __init__(self, vlist: VirtualList, index: int) -> None:
+            super().__init__()
+            self.vlist = vlist
+            self.index = index
+
+        @property
+        def control(self) -> VirtualList:
+            return self.vlist
+
     class FollowChanged(Message):
         def __init__(self, vlist: VirtualList, follow: bool) -> None:
             super().__init__()
@@ -92,10 +104,13 @@ class VirtualList(ScrollView, can_focus=True):
             return
         self._offset, self._count = offset, count
         self.virtual_size = Size(self.size.width, count)
+        before = self.cursor
         if count == 0:
             self.cursor = -1
         elif self.follow or self.cursor < offset:
             self.cursor = max(self.cursor, offset) if not self.follow else offset + count - 1
+        if self.cursor != before and self.cursor >= 0:
+            self.post_message(self.Highlighted(self, self.cursor))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
@@ -105,7 +120,7 @@ class VirtualList(ScrollView, can_focus=True):
         self.refresh()
 
     # ---------------------------------------------------------------- keys
-    def _set_follow(self, follow: bool) -> None:
+    def set_follow(self, follow: bool) -> None:
         if follow != self.follow:
             self.follow = follow
             self.post_message(self.FollowChanged(self, follow))
@@ -115,8 +130,10 @@ class VirtualList(ScrollView, can_focus=True):
             return
         last = self._offset + self._count - 1
         index = min(max(index, self._offset), last)
+        if index != self.cursor:
+            self.post_message(self.Highlighted(self, index))
         self.cursor = index
-        self._set_follow(index == last)
+        self.set_follow(index == last)
         row = index - self._offset
         top = round(self.scroll_y)
         height = max(1, self.scrollable_content_region.height)

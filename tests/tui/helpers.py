@@ -6,13 +6,13 @@ import struct
 from pathlib import Path
 
 import numpy as np
+from scenario import build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
 from aclmon.sim import dumpfile
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.sources import ListSource
-from scenario import build_events
 
 SIZE = (140, 42)
 

@@ -6,8 +6,8 @@ import asyncio
 import io
 
 import pytest
-from rich.console import Console
 from helpers import SIZE, FakeAgent, make_app, write_overflow_pair
+from rich.console import Console
 from scenario import T0, build_events
 
 from aclmon import events as ev
