@@ -42,9 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aclmon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name, help_text in available_commands():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
         module = importlib.import_module(module_name)
-        getattr(module, f"configure_{name}")(command_parser)
+        configure = getattr(module, f"configure_{name}", None)
+        if configure is None:  # its owner's module exists but does not offer it yet
+            continue
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        configure(command_parser)
     return parser
 
 
