@@ -30,8 +30,16 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 
 def available_commands() -> list[tuple[str, str, str]]:
-    """The subcommands whose module is part of this installation."""
-    return [c for c in COMMANDS if importlib.util.find_spec(c[1]) is not None]
+    """The subcommands whose module is part of this installation and defines them.
+
+    Command modules import nothing heavy (see above), so importing them is cheap.
+    """
+    return [
+        c
+        for c in COMMANDS
+        if importlib.util.find_spec(c[1]) is not None
+        and hasattr(importlib.import_module(c[1]), f"configure_{c[0]}")
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,12 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aclmon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name, help_text in available_commands():
-        module = importlib.import_module(module_name)
-        configure = getattr(module, f"configure_{name}", None)
-        if configure is None:  # its owner's module exists but does not offer it yet
-            continue
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
-        configure(command_parser)
+        module = importlib.import_module(module_name)
+        getattr(module, f"configure_{name}")(command_parser)
     return parser
 
 
