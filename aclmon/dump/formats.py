@@ -117,22 +117,27 @@ def _c1hwncoc0_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.
 
 
 def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+    """msaccucmp's shape: (N, C) for a 1-D/2-D target (N = 1 for 1-D), else (B, N, C)
+    with B = prod(target[:-2]); the batch axes are not split back out."""
     if target is None or len(target) < 1:
         raise FormatError("FRACTAL_NZ needs a target shape (original_shape or -s)")
     if array.ndim < 4:
         raise FormatError(f"FRACTAL_NZ data must be at least 4-D, got shape {list(array.shape)}")
     c1, no, ni, c0 = array.shape[-4:]
-    batch = math.prod(target[:-2]) if len(target) > 2 else 1
+    if len(target) == 1:
+        batch, rows, cols = 1, 1, target[0]
+    else:
+        batch, rows, cols = math.prod(target[:-2]), target[-2], target[-1]
     if batch * c1 * no * ni * c0 != array.size:
         raise FormatError(
             f"FRACTAL_NZ: shape {list(array.shape)} does not hold target {list(target)}"
         )
+    if rows > no * ni or cols > c1 * c0:
+        raise FormatError(f"FRACTAL_NZ: target {list(target)} does not fit {[no * ni, c1 * c0]}")
     merged = (
         array.reshape(batch, c1, no, ni, c0)
         .transpose(0, 2, 3, 1, 4)
         .reshape(batch, no * ni, c1 * c0)
     )
-    rows, cols = (target[-2], target[-1]) if len(target) >= 2 else (1, target[-1])
-    if rows > no * ni or cols > c1 * c0:
-        raise FormatError(f"FRACTAL_NZ: target {list(target)} does not fit {list(merged.shape)}")
-    return merged[:, :rows, :cols].reshape(target)
+    cropped = merged[:, :rows, :cols]
+    return cropped[0] if len(target) <= 2 else cropped

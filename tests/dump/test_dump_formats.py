@@ -85,7 +85,17 @@ def test_conversion_inverts_the_device_layout(name, fmt, shape, forward):
     x = host(shape)
     device = forward(x)
     got = convert_to_host(device, fmt, shape)
+    if fmt == pe.FORMAT_FRACTAL_NZ and len(shape) > 2:
+        # msaccucmp keeps the batch axes merged: (prod(batch), N, C)
+        x = x.reshape(-1, *shape[-2:])
     assert got.shape == x.shape
+    np.testing.assert_array_equal(got, x)
+
+
+def test_fractal_nz_with_a_1d_target_is_one_row():
+    x = host((1, 20))
+    got = convert_to_host(to_fractal_nz(x), pe.FORMAT_FRACTAL_NZ, (20,))
+    assert got.shape == (1, 20)
     np.testing.assert_array_equal(got, x)
 
 
