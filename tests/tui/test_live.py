@@ -1,0 +1,116 @@
+"""End to end: the real agent (``aclmon run --sim``) in a subprocess, the app
+attached through the bus, a profiling toggle that reaches the agent and its reply."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import SIZE
+from test_app import static_text, wait_for
+
+from aclmon import cli
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.sources import LiveSource
+
+JOB = """
+import os, sys, time
+import acl
+
+stop = sys.argv[1]
+assert acl.init() == 0
+assert acl.rt.set_device(0) == 0
+context, ret = acl.rt.create_context(0)
+stream, ret = acl.rt.create_stream()
+deadline = time.monotonic() + 60
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    acl.rt.synchronize_stream(stream)
+    time.sleep(0.02)
+acl.rt.destroy_stream(stream)
+acl.rt.destroy_context(context)
+acl.rt.reset_device(0)
+acl.finalize()
+"""
+
+
+@pytest.fixture
+def sim_job(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    stop = tmp_path / "stop"
+    sock = Path(f"/tmp/aclmon-test-{os.getpid()}-{time.monotonic_ns() % 10**9}.sock")
+    log = open(tmp_path / "job.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.1",
+         "--listen", str(sock), str(script), str(stop)],
+        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert process.poll() is None, (tmp_path / "job.log").read_text()
+            assert time.monotonic() < deadline, "the agent did not listen"
+            time.sleep(0.05)
+        yield str(sock)
+    finally:
+        stop.touch()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        with contextlib.suppress(FileNotFoundError):
+            sock.unlink()
+
+
+async def test_profiling_toggle_reaches_the_agent_and_the_reply_is_shown(sim_job):
+    app = AclmonApp(LiveSource(sim_job), interval=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: 0 in app.store.state.devices, timeout=15)
+        assert "connected" in static_text(app, "#header")
+        assert "sim" in static_text(app, "#header")
+        await wait_for(pilot, lambda: "stream" in static_text(app, "#device-tree-0"), timeout=10)
+        await pilot.press("3", "d")  # toggle ACL_PROF_AICPU: a SetProfilingConfig to the agent
+        await wait_for(pilot, lambda: app.store.state.last_reply is not None, timeout=10)
+        reply = static_text(app, "#prof-reply")
+        assert "last reply" in reply
+        assert app.store.state.last_reply.code == 0, reply
+        await pilot.press("p")  # start profiling with that configuration
+        await wait_for(
+            pilot,
+            lambda: app.store.state.profiling is not None and app.store.state.profiling.running,
+            timeout=10,
+        )
+        await wait_for(pilot, lambda: "running" in static_text(app, "#prof-state"), timeout=5)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not app.store.state.profiling.running, timeout=10)
+
+
+def test_attach_once_json_prints_the_store(sim_job, capsys):
+    assert cli.main(["attach", sim_job, "--once", "--json", "--wait", "0.5"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["target"]["runtime"] == "sim"
+    assert data["devices"][0]["device_id"] == 0
+    assert data["devices"][0]["contexts"], data["devices"]
+    assert data["counters"]["events"] > 0
+
+
+def test_attach_once_text_summary(sim_job, capsys):
+    assert cli.main(["attach", sim_job, "--once", "--wait", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "device 0:" in out and "runtime sim" in out
+
+
+def test_attach_to_nothing_is_one_clear_error(tmp_path, capsys):
+    missing = tmp_path / "none.sock"
+    code = cli.main(["attach", str(missing), "--once", "--json", "--wait", "0.1"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "aclmon attach:" in err and "Traceback" not in err
