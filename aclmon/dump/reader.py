@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -196,7 +197,10 @@ def read_dump(path: str | os.PathLike[str], container: str | None = None) -> Dum
     path = os.fspath(path)
     source = os.path.basename(path) or path
     try:
-        size = os.path.getsize(path)
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise DecodeError(source, 0, "not a regular file")
+        size = info.st_size
         data = _map_file(path, size)
     except OSError as exc:
         raise DecodeError(source, 0, f"cannot read: {exc.strerror or exc}") from None

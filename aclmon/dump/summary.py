@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from aclmon.dump.naming import is_opdebug_name, parse_dump_name
@@ -21,6 +22,9 @@ def classify(path: str | os.PathLike[str]) -> str | None:
     """Kind of a file from its name and first bytes; ``None`` if it is not a dump file."""
     name = os.path.basename(os.fspath(path))
     try:
+        # never open FIFOs or devices: reading one could block the caller forever
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as handle:
             head = handle.read(16)
     except OSError:

@@ -195,3 +195,41 @@ def test_dump_index_records_broken_overflow_files(tmp_path):
     )
     index = DumpIndex(tmp_path)
     assert index.links == [] and len(index.errors) == 1 and "2048" in index.errors[0]
+
+
+def test_fifos_are_not_opened(tmp_path):
+    import os
+
+    fifo = tmp_path / "Add.add.1.2.1700000000000000"
+    os.mkfifo(fifo)
+    assert classify(fifo) is None
+    assert "not a regular file" in summarize(fifo)["error"]
+    assert DumpIndex(tmp_path).files == []
+
+
+def test_concurrent_readers_agree(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = []
+    for i in range(8):
+        values = np.arange(1000, dtype=np.float32) * (i + 1)
+        paths.append(
+            write(
+                tmp_path,
+                f"Mul.m{i}.{i}.2.1700000000000000",
+                dump_bytes(outputs=[T(values.tobytes(), shape=[1000])]),
+            )
+        )
+
+    def work(path):
+        from aclmon.dump import read_dump
+
+        dump = read_dump(path)
+        return summarize(path)["tensors"][0]["size"], tensor_stats(dump.outputs[0].array, bins=4)[
+            "max"
+        ]
+
+    expected = [work(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(3):
+            assert list(pool.map(work, paths)) == expected
