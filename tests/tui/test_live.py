@@ -45,12 +45,12 @@ def sim_job(tmp_path):
     script.write_text(JOB)
     stop = tmp_path / "stop"
     sock = Path(f"/tmp/aclmon-test-{os.getpid()}-{time.monotonic_ns() % 10**9}.sock")
-    log = open(tmp_path / "job.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.1",
-         "--listen", str(sock), str(script), str(stop)],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    with open(tmp_path / "job.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.1",
+             "--listen", str(sock), str(script), str(stop)],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while not sock.exists():
@@ -65,7 +65,6 @@ def sim_job(tmp_path):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        log.close()
         with contextlib.suppress(FileNotFoundError):
             sock.unlink()
 
