@@ -442,6 +442,14 @@ def execute(
             stream.pending_error = (C.ACL_ERROR_RT_AICORE_OVER_FLOW, done)
         wants_dump = dump_step and dump.wants_op(model.name, op.name)  # type: ignore[union-attr]
         if dump is not None and (wants_dump or (status and dump.debug)):
+            in_specs = [model.specs[n] for n in op.inputs]
+            if overflow_rule is None:
+                in_stored = [stored[n] for n in op.inputs]
+            else:  # the operator consumed the scaled inputs: dump those
+                in_stored = [
+                    layouts.to_device(a, s.acl_format, s.acl_dtype)
+                    for a, s in zip(args, in_specs, strict=True)
+                ]
             _write_dumps(
                 rt,
                 model,
@@ -449,9 +457,8 @@ def execute(
                 stream,
                 task_id,
                 step,
-                args,
-                results,
-                stored,
+                in_stored,
+                out_stored,
                 addresses,
                 status if dump.debug else 0,
                 wants_dump,
@@ -493,9 +500,8 @@ def _write_dumps(
     stream: Stream,
     task_id: int,
     step: int,
-    args: list[np.ndarray],
-    results: list[np.ndarray],
-    stored: dict[str, np.ndarray],
+    in_stored: list[np.ndarray],
+    out_stored: list[np.ndarray],
     addresses: dict[str, int],
     status: int,
     wanted: bool,
@@ -509,15 +515,21 @@ def _write_dumps(
     # An overflow dumps the operator's inputs and outputs whatever dump_mode says.
     mode = dump.mode if wanted else "all"
     in_specs = [model.specs[n] for n in op.inputs]
-    inputs = [_dump_tensor(s, stored[s.name], addresses.get(s.name, 0)) for s in in_specs]
-    outputs = [_dump_tensor(s, stored[s.name], addresses.get(s.name, 0)) for s in op.outputs]
+    in_vals = [
+        (_dump_tensor(s, a, addresses.get(s.name, 0)), a)
+        for s, a in zip(in_specs, in_stored, strict=True)
+    ]
+    out_vals = [
+        (_dump_tensor(s, a, addresses.get(s.name, 0)), a)
+        for s, a in zip(op.outputs, out_stored, strict=True)
+    ]
     if mode == "input":
-        outputs = []
+        out_vals = []
     elif mode == "output":
-        inputs = []
+        in_vals = []
+    inputs = [t for t, _ in in_vals]
+    outputs = [t for t, _ in out_vals]
     if dump.data == "stats" and wanted:
-        in_vals = [(t, stored[s.name]) for t, s in zip(inputs, in_specs, strict=False)]
-        out_vals = [(t, stored[s.name]) for t, s in zip(outputs, op.outputs, strict=False)]
         dumpfile.write_atomically(
             directory / f"{name}.csv", dumpfile.stats_csv(in_vals, out_vals).encode()
         )

@@ -172,7 +172,7 @@ def test_model_dump_layout_and_kernels(acl, tmp_path, model_path):
     files = dump_files(dump_dir)
     assert len(files) == 12 + 8 + 12
     for name in files:
-        op_type, op_name, task_id, stream_id, ts = name.split(".")
+        _op_type, op_name, task_id, stream_id, ts = name.split(".")
         assert "/" not in op_name and len(ts) == 16 and task_id.isdigit() and stream_id.isdigit()
     # Conv2D output in NC1HWC0 and the Relu/Add after it compute what they claim
     conv = by_op(files, "conv1")
