@@ -26,7 +26,7 @@ import numpy as np
 
 from aclmon.dump import proto_enums as pe
 from aclmon.dump.dtypes import to_host_array
-from aclmon.dump.formats import FormatError, convert_to_host, host_format
+from aclmon.dump.formats import FormatError, can_convert, convert_to_host
 from aclmon.dump.header import ROLE_INPUT, ROLE_OUTPUT
 from aclmon.dump.naming import is_opdebug_name
 from aclmon.dump.opdebug import decode_opdebug
@@ -53,16 +53,6 @@ def _output_name(out_dir: str, name: str, suffix: str) -> str:
             mapping.write(f"{short},{name}\n")
         name = short
     return os.path.join(out_dir, name)
-
-
-def _wants_conversion(src_format: int, target_format: int) -> bool:
-    host = host_format(src_format)
-    if host is None:
-        return False
-    if host == target_format:
-        return True
-    # msaccucmp also has FRACTAL_NZ -> NCHW, the same index arithmetic as -> ND.
-    return src_format == pe.FORMAT_FRACTAL_NZ and target_format == pe.FORMAT_NCHW
 
 
 def convert_file(
@@ -156,7 +146,7 @@ def _to_target_format(
     real = _real_format(tensor)
     if real == target_format:
         return array, real  # same format: reshaped only, never sliced
-    if not _wants_conversion(real, target_format):
+    if not can_convert(real, target_format):
         # msaccucmp fails this tensor too (no built-in converter) and writes nothing for it
         result.warnings.append(
             f"{label}: not written: no conversion from {pe.format_name(real)} to "
@@ -165,7 +155,7 @@ def _to_target_format(
         return None
     crop = shape or tensor.original_shape or None
     try:
-        return convert_to_host(array, real, crop), target_format
+        return convert_to_host(array, real, crop, target_format), target_format
     except FormatError as exc:
         if real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
             # these need the target shape to be reshaped at all
@@ -173,7 +163,7 @@ def _to_target_format(
             return None
         # converted but the slice failed: msaccucmp keeps the padded data and the source format name
         result.warnings.append(f"{label}: not cropped: {exc}")
-        return convert_to_host(array, real, None), real
+        return convert_to_host(array, real, None, target_format), real
 
 
 def _write_tensor(

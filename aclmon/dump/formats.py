@@ -3,7 +3,9 @@
 Each conversion reshapes the device buffer, transposes it and merges the
 padded axes, exactly as msaccucmp's built-in converters (and MindSpore's
 ``trans.cc`` for C1HWNCoC0 and NC1HWC0_C04), then slices away the C0/N padding.
-Results are numpy arrays in the tensor's own dtype.
+4-D device formats go through padded NCHW and are then transposed to the
+requested host layout (NCHW, NHWC or HWCN); the target shape is given in that
+layout, as msaccucmp expects. Results keep the tensor's dtype.
 """
 
 from __future__ import annotations
@@ -16,15 +18,27 @@ import numpy as np
 from aclmon.dump import proto_enums as pe
 from aclmon.errors import AclmonError
 
-#: (source format, host format) pairs we convert.
-CONVERSIONS: dict[int, int] = {
-    pe.FORMAT_NC1HWC0: pe.FORMAT_NCHW,
-    pe.FORMAT_NC1HWC0_C04: pe.FORMAT_NCHW,
-    pe.FORMAT_NDC1HWC0: pe.FORMAT_NCDHW,
-    pe.FORMAT_FRACTAL_Z: pe.FORMAT_NCHW,
-    pe.FORMAT_C1HWNCoC0: pe.FORMAT_NCHW,
-    pe.FORMAT_FRACTAL_NZ: pe.FORMAT_ND,
+#: source format -> the formats it converts to; the first is its default host format.
+CONVERSIONS: dict[int, tuple[int, ...]] = {
+    pe.FORMAT_NC1HWC0: (pe.FORMAT_NCHW, pe.FORMAT_NHWC, pe.FORMAT_HWCN),
+    pe.FORMAT_NC1HWC0_C04: (pe.FORMAT_NCHW, pe.FORMAT_NHWC, pe.FORMAT_HWCN),
+    pe.FORMAT_FRACTAL_Z: (pe.FORMAT_NCHW, pe.FORMAT_HWCN),
+    pe.FORMAT_C1HWNCoC0: (pe.FORMAT_NCHW,),
+    pe.FORMAT_NDC1HWC0: (pe.FORMAT_NCDHW,),
+    pe.FORMAT_FRACTAL_NZ: (pe.FORMAT_ND, pe.FORMAT_NCHW),
+    # host layouts: plain transposes (msaccucmp's NCHW/NHWC/HWCN built-ins)
+    pe.FORMAT_NCHW: (pe.FORMAT_NHWC,),
+    pe.FORMAT_NHWC: (pe.FORMAT_NCHW, pe.FORMAT_HWCN),
+    pe.FORMAT_HWCN: (pe.FORMAT_NCHW, pe.FORMAT_NHWC),
 }
+
+#: axis order of each 4-D host layout, taken from NCHW: ``layout = nchw.transpose(p)``.
+_FROM_NCHW: dict[int, tuple[int, int, int, int]] = {
+    pe.FORMAT_NCHW: (0, 1, 2, 3),
+    pe.FORMAT_NHWC: (0, 2, 3, 1),
+    pe.FORMAT_HWCN: (2, 3, 1, 0),
+}
+_DEVICE_4D = (pe.FORMAT_NC1HWC0, pe.FORMAT_NC1HWC0_C04, pe.FORMAT_FRACTAL_Z, pe.FORMAT_C1HWNCoC0)
 
 
 class FormatError(AclmonError):
@@ -32,33 +46,69 @@ class FormatError(AclmonError):
 
 
 def host_format(src_format: int) -> int | None:
-    return CONVERSIONS.get(src_format)
+    """The default host format a device format converts to (``None``: no conversion)."""
+    targets = CONVERSIONS.get(src_format)
+    return targets[0] if targets else None
+
+
+def can_convert(src_format: int, dst_format: int) -> bool:
+    return dst_format in CONVERSIONS.get(src_format, ())
+
+
+def _to_nchw_order(shape: tuple[int, ...], layout: int) -> tuple[int, ...]:
+    perm = _FROM_NCHW[layout]
+    nchw = [0, 0, 0, 0]
+    for axis, source in enumerate(perm):
+        nchw[source] = shape[axis]
+    return tuple(nchw)
 
 
 def convert_to_host(
-    array: np.ndarray, src_format: int, target_shape: Sequence[int] | None
+    array: np.ndarray,
+    src_format: int,
+    target_shape: Sequence[int] | None,
+    dst_format: int | None = None,
 ) -> np.ndarray:
-    """Convert ``array`` (device layout, header shape) to its host format.
+    """Convert ``array`` (device layout, header shape) to ``dst_format`` (default: its host format).
 
-    ``target_shape`` is the original shape (or the user's ``-s``); FRACTAL_Z and
-    FRACTAL_NZ need it, the 5-D/6-D formats use it to crop C (and N).
-    Raises :class:`FormatError` if the shapes do not fit.
+    ``target_shape`` is the original shape (or the user's ``-s``) in the
+    destination layout; FRACTAL_Z and FRACTAL_NZ need it, the 5-D/6-D formats
+    use it to crop C (and N). Raises :class:`FormatError` if the shapes do not fit.
     """
     target = tuple(int(d) for d in target_shape) if target_shape else None
+    dst = host_format(src_format) if dst_format is None else dst_format
+    if dst is None or not can_convert(src_format, dst):
+        raise FormatError(
+            f"no conversion from {pe.format_name(src_format)}"
+            + (f" to {pe.format_name(dst)}" if dst is not None else "")
+        )
+    name = f"{pe.format_name(src_format)} -> {pe.format_name(dst)}"
     try:
-        if src_format == pe.FORMAT_NC1HWC0 or src_format == pe.FORMAT_NC1HWC0_C04:
-            return _nc1hwc0_to_nchw(array, target)
+        if src_format in _DEVICE_4D:
+            if target is not None and len(target) != 4:
+                raise FormatError(f"{name}: target shape {list(target)} is not 4-D")
+            target_nchw = _to_nchw_order(target, dst) if target is not None else None
+            nchw = _device_to_padded_nchw(array, src_format, target_nchw)
+            return _crop(nchw.transpose(_FROM_NCHW[dst]), target, name)
+        if src_format in _FROM_NCHW:
+            _need_ndim(array, 4, pe.format_name(src_format))
+            back = np.argsort(_FROM_NCHW[src_format])  # src layout -> NCHW
+            return _crop(array.transpose(back).transpose(_FROM_NCHW[dst]), target, name)
         if src_format == pe.FORMAT_NDC1HWC0:
             return _ndc1hwc0_to_ncdhw(array, target)
-        if src_format == pe.FORMAT_FRACTAL_Z:
-            return _fractal_z_to_nchw(array, target)
-        if src_format == pe.FORMAT_C1HWNCoC0:
-            return _c1hwncoc0_to_nchw(array, target)
-        if src_format == pe.FORMAT_FRACTAL_NZ:
-            return _fractal_nz_to_nd(array, target)
+        return _fractal_nz_to_nd(array, target)
     except ValueError as exc:  # a reshape that cannot work
-        raise FormatError(f"{pe.format_name(src_format)}: {exc}") from None
-    raise FormatError(f"no conversion from {pe.format_name(src_format)}")
+        raise FormatError(f"{name}: {exc}") from None
+
+
+def _device_to_padded_nchw(
+    array: np.ndarray, src_format: int, target_nchw: tuple[int, ...] | None
+) -> np.ndarray:
+    if src_format == pe.FORMAT_FRACTAL_Z:
+        return _fractal_z_to_nchw(array, target_nchw)
+    if src_format == pe.FORMAT_C1HWNCoC0:
+        return _c1hwncoc0_to_nchw(array)
+    return _nc1hwc0_to_nchw(array)
 
 
 def _need_ndim(array: np.ndarray, ndim: int, name: str) -> None:
@@ -74,11 +124,10 @@ def _crop(merged: np.ndarray, target: tuple[int, ...] | None, name: str) -> np.n
     return merged[tuple(slice(0, t) for t in target)]
 
 
-def _nc1hwc0_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+def _nc1hwc0_to_nchw(array: np.ndarray) -> np.ndarray:
     _need_ndim(array, 5, "NC1HWC0")
     n, c1, h, w, c0 = array.shape
-    merged = array.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
-    return _crop(merged, target, "NC1HWC0")
+    return array.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
 
 
 def _ndc1hwc0_to_ncdhw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
@@ -97,23 +146,21 @@ def _fractal_z_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.
     if h * w == 0 or c1hw % (h * w):
         raise FormatError(f"FRACTAL_Z: first axis {c1hw} is not a multiple of H*W = {h * w}")
     c1 = c1hw // (h * w)
-    merged = (
+    return (
         array.reshape(c1, h, w, no, ni, c0)
         .transpose(3, 4, 0, 5, 1, 2)
         .reshape(no * ni, c1 * c0, h, w)
     )
-    return _crop(merged, target, "FRACTAL_Z")
 
 
-def _c1hwncoc0_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
+def _c1hwncoc0_to_nchw(array: np.ndarray) -> np.ndarray:
     _need_ndim(array, 6, "C1HWNCoC0")
     c1, h, w, n, co, c0 = array.shape
     if co != c0:
         raise FormatError(f"C1HWNCoC0: Co ({co}) must equal C0 ({c0})")
     # element (n, c, h, w) sits at [c // C0, h, w, n, c % C0, c % C0]: the Co/C0 diagonal.
     diagonal = np.diagonal(array, axis1=4, axis2=5)  # (c1, h, w, n, c0)
-    merged = diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)
-    return _crop(merged, target, "C1HWNCoC0")
+    return diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)
 
 
 def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:

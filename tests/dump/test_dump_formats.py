@@ -14,7 +14,7 @@ from dumpfixtures import T, dump_bytes, write
 
 from aclmon.dump import convert_to_host, read_dump
 from aclmon.dump import proto_enums as pe
-from aclmon.dump.formats import FormatError
+from aclmon.dump.formats import FormatError, can_convert
 
 
 def host(shape, dtype=np.float32):
@@ -143,3 +143,54 @@ def test_without_target_the_padding_stays():
 def test_impossible_conversions_raise_format_error(fmt, array_shape, target):
     with pytest.raises(FormatError):
         convert_to_host(np.zeros(array_shape, np.float32), fmt, target)
+
+
+NHWC_FROM_NCHW = (0, 2, 3, 1)
+HWCN_FROM_NCHW = (2, 3, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "fmt,forward",
+    [
+        (pe.FORMAT_NC1HWC0, lambda x: to_nc1hwc0(x, 16)),
+        (pe.FORMAT_NC1HWC0_C04, lambda x: to_nc1hwc0(x, 4)),
+    ],
+)
+@pytest.mark.parametrize(
+    "dst,perm", [(pe.FORMAT_NHWC, NHWC_FROM_NCHW), (pe.FORMAT_HWCN, HWCN_FROM_NCHW)]
+)
+def test_nc1hwc0_to_other_host_layouts(fmt, forward, dst, perm):
+    x = host((2, 5, 3, 2))
+    expected = x.transpose(perm)
+    got = convert_to_host(forward(x), fmt, expected.shape, dst)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_fractal_z_to_hwcn_takes_the_target_in_hwcn_order():
+    x = host((17, 20, 3, 2))
+    expected = x.transpose(HWCN_FROM_NCHW)
+    got = convert_to_host(to_fractal_z(x), pe.FORMAT_FRACTAL_Z, expected.shape, pe.FORMAT_HWCN)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "src,src_perm,dst,dst_perm",
+    [
+        (pe.FORMAT_NCHW, (0, 1, 2, 3), pe.FORMAT_NHWC, NHWC_FROM_NCHW),
+        (pe.FORMAT_NHWC, NHWC_FROM_NCHW, pe.FORMAT_NCHW, (0, 1, 2, 3)),
+        (pe.FORMAT_NHWC, NHWC_FROM_NCHW, pe.FORMAT_HWCN, HWCN_FROM_NCHW),
+        (pe.FORMAT_HWCN, HWCN_FROM_NCHW, pe.FORMAT_NCHW, (0, 1, 2, 3)),
+        (pe.FORMAT_HWCN, HWCN_FROM_NCHW, pe.FORMAT_NHWC, NHWC_FROM_NCHW),
+    ],
+)
+def test_host_layout_transposes(src, src_perm, dst, dst_perm):
+    x = host((2, 3, 4, 5))
+    got = convert_to_host(x.transpose(src_perm), src, None, dst)
+    np.testing.assert_array_equal(got, x.transpose(dst_perm))
+
+
+def test_pairs_without_a_converter():
+    assert not can_convert(pe.FORMAT_ND, pe.FORMAT_NCHW)
+    assert not can_convert(pe.FORMAT_C1HWNCoC0, pe.FORMAT_NHWC)
+    with pytest.raises(FormatError, match="no conversion from ND to NCHW"):
+        convert_to_host(np.zeros(4), pe.FORMAT_ND, None, pe.FORMAT_NCHW)
