@@ -3,11 +3,12 @@
 Three figures, each measured side by side in one process (alternating rounds,
 median of the per-round results, so drift and noise hit both arms alike):
 
-* ``hook_ns``: added time per hooked call. The workload is the job's hot loop
-  on an idle stream (``synchronize_stream`` + ``set_context``, both hooked),
-  run with the hooks installed and with the original functions; the
-  difference is divided by the number of hooked calls. It includes the
-  publisher thread's share of the GIL (it packs every event).
+* ``hook_ns``: added time per hooked call that publishes an event: the job's
+  ``synchronize_stream`` on an idle stream (the sim returns at once), run with
+  the hooks installed and with the original functions, difference per call.
+  It includes the publisher thread's share of the GIL (it packs every event).
+  ``hook_no_event_ns`` is the same for ``set_context`` with an unchanged
+  context (the hook runs but publishes nothing).
 * ``exception_us``: time of the agent's exception callback per exception
   (ids, ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a
   real sim exception-info handle.
@@ -89,14 +90,19 @@ class Job:
             assert ret == 0
         return dataset
 
-    def hot_loop(self, iterations: int) -> int:
-        """Hooked calls that return at once; returns the number of hooked calls."""
-        rt = self.acl.rt
-        stream, context = self.stream, self.context
+    def sync_loop(self, iterations: int) -> None:
+        """A hooked call that returns at once and always yields an event."""
+        synchronize_stream = self.acl.rt.synchronize_stream
+        stream = self.stream
         for _ in range(iterations):
-            rt.synchronize_stream(stream)
-            rt.set_context(context)
-        return 2 * iterations
+            synchronize_stream(stream)
+
+    def set_context_loop(self, iterations: int) -> None:
+        """A hooked call that yields no event when the context does not change."""
+        set_context = self.acl.rt.set_context
+        context = self.context
+        for _ in range(iterations):
+            set_context(context)
 
     def model_loop(self, seconds: float) -> float:
         """Model executions per second for ``seconds``."""
@@ -129,7 +135,7 @@ def timed(fn, *args) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--hot-iterations", type=int, default=20000)
+    parser.add_argument("--hot-iterations", type=int, default=30000)
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -145,20 +151,27 @@ def main() -> int:
     ).start()
     hooks = agent.hooks
 
-    # ---- hook_ns: the same hot loop with and without the hooks, alternating
-    job.hot_loop(2000)  # warm up both the sim and the wrappers
-    per_call = []
+    # ---- hook_ns: the same loops with and without the hooks, alternating rounds
+    job.sync_loop(2000)  # warm up both the sim and the wrappers
+    n = args.hot_iterations
+    per_call: list[float] = []
+    per_quiet_call: list[float] = []
     for _ in range(args.rounds):
         hooks.uninstall()
-        base = timed(job.hot_loop, args.hot_iterations)
+        bare = timed(job.sync_loop, n)
+        bare_quiet = timed(job.set_context_loop, n)
         hooks.install()
-        with_agent = timed(job.hot_loop, args.hot_iterations)
-        per_call.append((with_agent - base) / (2 * args.hot_iterations))
+        watched = timed(job.sync_loop, n)
+        watched_quiet = timed(job.set_context_loop, n)
+        per_call.append((watched - bare) / n)
+        per_quiet_call.append((watched_quiet - bare_quiet) / n)
         print(
-            f"hot loop: {base / (2 * args.hot_iterations):7.0f} ns/call bare,"
-            f" {with_agent / (2 * args.hot_iterations):7.0f} ns/call with the agent"
+            f"synchronize_stream: {bare / n:6.0f} ns bare, {watched / n:6.0f} ns with the agent;"
+            f" set_context (same context): {bare_quiet / n:5.0f} ns bare,"
+            f" {watched_quiet / n:5.0f} ns with the agent"
         )
     hook_ns = statistics.median(per_call)
+    quiet_hook_ns = statistics.median(per_quiet_call)
 
     # ---- model workload overhead (relative)
     model_ratio = []
@@ -193,33 +206,32 @@ def main() -> int:
     exception_us = statistics.median(samples)
     print(f"exception callback: {exception_us:.1f} us per exception")
 
-    # ---- stalled viewer: throughput with a viewer that never reads vs none
-    job2 = job
-    # A viewer that stops reading once it holds 1000 events and is never polled.
-    stalled = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
-    assert stalled.wait_connected(5.0)
+    # ---- stalled viewer: throughput with a viewer that never reads vs no viewer
+    def connect_stalled() -> Subscriber:
+        """A viewer that stops reading once it holds 1000 events (never polled), run
+        until the publisher drops for it: from then on it is the steady stalled state."""
+        viewer = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
+        assert viewer.wait_connected(5.0)
+        before = agent.publisher.dropped
+        deadline = time.monotonic() + 15
+        while agent.publisher.dropped == before and time.monotonic() < deadline:
+            job.model_loop(0.2)
+        return viewer
+
     ratios = []
-    try:
-        # Fill the stalled viewer's buffers first so the runs see the steady state.
-        job2.model_loop(0.5)
-        for _ in range(3):
-            # The same agent, the same loop: once with the stalled viewer connected and
-            # once without it (its socket closed and reopened between the arms).
-            with_stall = job2.model_loop(0.7)
-            stalled.close()
-            without = job2.model_loop(0.7)
-            ratios.append(with_stall / without)
-            print(
-                f"stalled viewer: {with_stall:8.0f} exec/s with it, {without:8.0f} exec/s"
-                f" without (dropped so far {agent.publisher.dropped})"
-            )
-            stalled = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
-            stalled.wait_connected(5.0)
-            job2.model_loop(0.3)
-    finally:
+    for _ in range(3):
+        without = job.model_loop(0.7)
+        stalled = connect_stalled()
+        dropped = agent.publisher.dropped
+        with_stall = job.model_loop(0.7)
+        ratios.append(with_stall / without)
+        print(
+            f"stalled viewer: {with_stall:8.0f} exec/s with it, {without:8.0f} exec/s without"
+            f" ({agent.publisher.dropped - dropped} events dropped for it meanwhile)"
+        )
         stalled.close()
     stalled_ratio = statistics.median(ratios)
-    job2.close()
+    job.close()
     agent.close(restore=True)
 
     figures = {
@@ -227,6 +239,7 @@ def main() -> int:
         "exception_us": round(exception_us, 2),
         "stalled_viewer_ratio": round(stalled_ratio, 4),
         "model_loop_ratio": round(statistics.median(model_ratio), 4),
+        "hook_no_event_ns": round(quiet_hook_ns, 1),
         "rounds": args.rounds,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),

@@ -44,6 +44,7 @@ from aclmon.events import (
     Hello,
     LogLine,
     ModelLoaded,
+    Reply,
     SetProfilingConfig,
     StartProfiling,
     StopProfiling,
@@ -59,6 +60,8 @@ DUMP_POLL_INTERVAL_S = 0.5
 #: a synchronize/execute call still running after this long gets its Begin event
 SLOW_CALL_NS = 50_000_000
 SLOW_CALL_CHECK_S = 0.05
+#: frames searched per thread for a synchronize/execute wrapper
+MAX_STACK_DEPTH = 64
 
 
 class Agent:
@@ -103,9 +106,7 @@ class Agent:
         self._stopping = threading.Event()
         self._control: threading.Thread | None = None
         self._bound = threading.local()
-        #: thread id -> (Begin event class, stream or model id, perf_counter_ns start[, stream])
-        #: of the synchronize/execute call the thread is in; see _announce_slow_calls
-        self.in_flight: dict[int, tuple[Any, ...]] = {}
+        #: thread id -> start (perf_counter_ns) of the slow call last announced on it
         self._announced: dict[int, int] = {}
         self._closed = False
         self.started = 0.0
@@ -236,7 +237,8 @@ class Agent:
         return self._publish(event)
 
     def reply(self, request_id: int, code: int, message: str, data: dict[str, Any]) -> None:
-        self.publisher.reply(request_id, int(code), message, data)
+        # Through the buffer, so a reply never overtakes the state events it follows.
+        self.emit(Reply, request_id, int(code), message, data)
 
     def snapshot(self) -> list[Any]:
         return self.state.snapshot()
@@ -297,7 +299,7 @@ class Agent:
                     task()
                 except Exception as exc:
                     self.fail("control task", exc)
-            if self.in_flight or self._announced:
+            if self.hooks.slow_call_codes:
                 try:
                     self._announce_slow_calls()
                 except Exception as exc:
@@ -321,35 +323,46 @@ class Agent:
     def _announce_slow_calls(self) -> None:
         """Publish the Begin event of each synchronize/execute that has run too long.
 
-        The hooks only note such calls (``in_flight``); announcing them from here keeps
-        one event per call on the job's thread, while a viewer still learns which thread
-        is stuck waiting on which stream or model.
+        Nothing is recorded on the job's thread for this: the threads' stacks are
+        searched for a synchronize/execute wrapper frame whose original call has not
+        returned (``start`` set, ``duration`` not yet). A viewer thus still learns which
+        thread is stuck waiting on which stream or model, while a hooked call costs one
+        event.
         """
+        codes = self.hooks.slow_call_codes
         now_perf = time.perf_counter_ns()
         now_wall = time.time_ns()
-        announced = self._announced
-        in_flight = list(self.in_flight.items())
-        current = {thread: entry[2] for thread, entry in in_flight}
-        for thread in [t for t, start in announced.items() if current.get(t) != start]:
-            del announced[thread]  # that call has ended
-        for thread, entry in in_flight:
-            cls, target, start = entry[0], entry[1], entry[2]
-            if announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
+        seen: dict[int, int] = {}
+        for thread, frame in sys._current_frames().items():
+            depth = 0
+            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
+                frame = frame.f_back
+                depth += 1
+            if frame is None or depth >= MAX_STACK_DEPTH:
                 continue
-            announced[thread] = start
+            local = frame.f_locals
+            start = local.get("start")
+            if type(start) is not int or "duration" in local:
+                continue
+            seen[thread] = start
+            if self._announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
+                continue
             begin_ns = now_wall - (now_perf - start)
-            if cls is StreamSyncBegin:
-                event = StreamSyncBegin(next(self._clock._counter), begin_ns, target, thread)
+            if codes[frame.f_code] is StreamSyncBegin:
+                event = self.make(StreamSyncBegin, local.get("stream", -1), thread)
             else:
-                model = self.state.models.get(target)
-                event = ExecuteBegin(
-                    next(self._clock._counter),
-                    begin_ns,
-                    target,
-                    entry[3],
+                model_id = local.get("model_id", -1)
+                model = self.state.models.get(model_id)
+                event = self.make(
+                    ExecuteBegin,
+                    model_id,
+                    local.get("stream", 0),
                     model.device_id if model is not None else -1,
                 )
-            self.publish(event)
+            self.publish(event._replace(ts_ns=begin_ns))
+            seen[thread] = start
+            self._announced[thread] = start
+        self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
 
     def bind_device(self, device: int) -> bool:
         """Make a live context of ``device`` current on the calling (agent) thread."""
@@ -369,7 +382,9 @@ class Agent:
     def _on_command(self, command: Any) -> None:
         """Runs on the publisher thread: hand the command to the control thread."""
         if not self.submit(lambda: self._execute_command(command)):
-            self.reply(command.request_id, ACL_ERROR_INTERNAL_ERROR, "agent busy: try again", {})
+            self.publisher.reply(
+                command.request_id, ACL_ERROR_INTERNAL_ERROR, "agent busy: try again", {}
+            )
 
     def _execute_command(self, command: Any) -> None:
         try:

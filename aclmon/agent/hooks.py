@@ -76,6 +76,8 @@ class Hooks:
         self.acl = agent.acl
         #: "rt.set_device" -> the original function (the agent calls these, never wrappers)
         self.originals: dict[str, Callable[..., Any]] = {}
+        #: code object of a wrapper -> the Begin event a long call of it deserves
+        self.slow_call_codes: dict[Any, type] = {}
         self._installed: list[tuple[Any, str, Any, Any]] = []
         #: prof stamp handle -> message (msproftx), and open push ranges per thread
         self._stamp_messages: dict[int, str] = {}
@@ -106,6 +108,10 @@ class Hooks:
             wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]
             setattr(module, name, wrapper)
             self.originals[qualified] = original
+            if qualified.startswith("rt.synchronize_stream"):
+                self.slow_call_codes[wrapper.__code__] = StreamSyncBegin
+            elif qualified.startswith("mdl.execute"):
+                self.slow_call_codes[wrapper.__code__] = ExecuteBegin
             self._installed.append((module, name, original, wrapper))
 
     def uninstall(self) -> None:
@@ -327,15 +333,24 @@ class Hooks:
 
     def _set_context(self, original: Callable[..., Any]) -> Wrapper:
         agent = self.agent
+        publish = agent.publish_fn
+        counter = agent.counter
+        current = agent.state.current
 
         def set_context(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
             try:
-                if _ret_of(result) == ACL_SUCCESS:
-                    context = _arg(args, kwargs, 0, "context")
-                    current = agent.make(ContextCurrent, context, _get_ident())
-                    agent.state.current[current.thread_id] = current
-                    agent.publish(current)
+                if result == ACL_SUCCESS:
+                    context = args[0] if args else kwargs.get("context")
+                    thread = _get_ident()
+                    previous = current.get(thread)
+                    # Jobs often set the same context in every step: only a change is news.
+                    if previous is None or previous[2] != context:
+                        event = _tuple_new(
+                            ContextCurrent, (next(counter), _time_ns(), context, thread)
+                        )
+                        current[thread] = event
+                        publish(event)
             except Exception as exc:
                 agent.fail("hook rt.set_context", exc)
             return result
@@ -397,25 +412,22 @@ class Hooks:
         publish = agent.publish_fn
         counter = agent.counter
         fail = agent.fail
-        in_flight = agent.in_flight
 
+        # StreamSyncBegin is not published from here: the control thread finds calls
+        # still waiting after SLOW_CALL_NS on the threads' stacks (this code object,
+        # with `start` and `stream` set and no `duration` yet) and announces them.
         def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
             stream = timeout_ms = -1
-            thread = _get_ident()
-            start = _perf_ns()
             try:
                 stream = args[0] if args else kwargs.get("stream", 0)
                 if timed:
                     timeout_ms = args[1] if len(args) > 1 else kwargs.get("timeout", -1)
-                # StreamSyncBegin is published by the control thread only if this call is
-                # still waiting after SLOW_CALL_NS: one dict store here instead of an event.
-                in_flight[thread] = (StreamSyncBegin, stream, start)
             except Exception as exc:
                 fail("hook rt.synchronize_stream", exc)
+            start = _perf_ns()
             result = original(*args, **kwargs)
             duration = _perf_ns() - start
             try:
-                in_flight.pop(thread, None)
                 ret = result if type(result) is int else _ret_of(result)
                 # agent.emit(StreamSynchronized, ...) inlined: this is the hottest path.
                 publish(
@@ -509,25 +521,21 @@ class Hooks:
         publish = agent.publish_fn
         counter = agent.counter
         fail = agent.fail
-        in_flight = agent.in_flight
 
+        # ExecuteBegin is deferred like StreamSyncBegin (see synchronize_stream).
         def execute(*args: Any, **kwargs: Any) -> Any:
             model_id = stream = -1
-            thread = _get_ident()
-            start = _perf_ns()
             try:
                 model_id = args[0] if args else kwargs.get("model_id")
                 stream = 0
                 if asynchronous:
                     stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
-                # ExecuteBegin is deferred like StreamSyncBegin (see synchronize_stream).
-                in_flight[thread] = (ExecuteBegin, model_id, start, stream)
             except Exception as exc:
                 fail("hook mdl.execute", exc)
+            start = _perf_ns()
             result = original(*args, **kwargs)
             duration = _perf_ns() - start
             try:
-                in_flight.pop(thread, None)
                 ret = result if type(result) is int else _ret_of(result)
                 publish(
                     _tuple_new(
