@@ -1,0 +1,294 @@
+"""TUI benchmark: recorded events into the app through its real source path.
+
+A child process replays a recording through a real bus ``Publisher`` at rising
+rates; this process runs the real app (headless Textual, 140x42) attached with
+a ``LiveSource`` (the bus ``Subscriber``), exactly as ``aclmon attach`` does.
+
+Measured, side by side in one run:
+- ingest: events per second the store actually folded in each phase, against
+  the offered rate; the sustained rate is the highest phase the app kept up
+  with (>= 95 % of offered, no gaps),
+- key-to-screen latency while 50,000 events/s arrive: from a view-switch key
+  to the first frame that shows the new view (median and p95),
+- idle CPU of this process at the default refresh interval (the publisher is
+  connected but quiet), over 5 s,
+- peak RSS of this process.
+
+usage: python bench/bench_tui.py [--quick]
+The last line of output is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+RATES = (10_000, 25_000, 50_000, 100_000, 150_000)
+PHASE_SECONDS = 3.0
+LATENCY_RATE = 50_000
+LATENCY_PRESSES = 24
+IDLE_SECONDS = 5.0
+
+
+# ------------------------------------------------------------------ the recording
+def make_recording(path: Path, count: int) -> None:
+    """A mixed event stream like a busy job: samples, syncs, op timings, exceptions."""
+    from aclmon import events as ev
+    from aclmon.bus import RecordingWriter
+
+    clock = ev.Clock()
+    tensor = ev.TensorDesc(1, 2, (32, 1024), 0x1000, 65536, "x")
+    streams = [0x7000 + i for i in range(16)]
+    events = [clock.make(ev.Hello, *ev.hello_fields("sim", "Ascend910B1", 8))]
+    for device in range(8):
+        events.append(clock.make(ev.ContextCreated, device, 0x5000 + device, True))
+        for n in range(2):
+            s = streams[device * 2 + n]
+            events.append(
+                clock.make(ev.StreamCreated, device, 0x5000 + device, s, device * 2 + n, 0, 0)
+            )
+    i = 0
+    while len(events) < count:
+        i += 1
+        r = i % 100
+        s = streams[i % 16]
+        if r < 40:
+            events.append(
+                clock.make(
+                    ev.OpTiming, 1, f"layer{i % 300}/MatMul", "MatMulV2", i, i + 40, 40 + i % 7
+                )
+            )
+        elif r < 60:
+            events.append(clock.make(ev.StreamSyncBegin, s, 1))
+        elif r < 80:
+            events.append(clock.make(ev.StreamSynchronized, s, 20_000 + i % 999, 0, -1))
+        elif r < 88:
+            events.append(clock.make(ev.ExecuteBegin, 1, s, 0))
+        elif r < 96:
+            events.append(clock.make(ev.ExecuteEnd, 1, s, 1_000_000, 0))
+        elif r < 98:
+            d = i % 8
+            events.append(
+                clock.make(
+                    ev.DeviceSample, d, i % 100, i % 50, i % 10, 2**33, 2**36, "OK", 40.0, 200.0
+                )
+            )
+        else:
+            events.append(clock.make(ev.AclException, i % 8, i % 16, i, 1, 507015, f"op{i}", "Add",
+                                     (tensor,), (tensor,)))  # fmt: skip
+    with RecordingWriter(path, {"bench": "tui"}) as writer:
+        writer.write_many(events)
+
+
+# ------------------------------------------------------------------ the publisher (child)
+def publisher_main(address: str, recording: str, schedule: str) -> int:
+    from aclmon.bus import Publisher, RecordingReader
+
+    reader = RecordingReader(recording, background=False)
+    events = list(reader.iter_events())
+    reader.close()
+    publisher = Publisher(address, queue_size=200_000).start()
+    print("ready", flush=True)
+    sys.stdin.readline()  # the viewer is attached
+    n = 0
+    for part in schedule.split(","):
+        rate, seconds = part.split(":")
+        rate_i, seconds_f = int(rate), float(seconds)
+        print(f"phase {rate_i}", flush=True)
+        start = time.perf_counter()
+        sent = 0
+        while (elapsed := time.perf_counter() - start) < seconds_f:
+            due = int(rate_i * elapsed) - sent
+            for _ in range(due):
+                publisher.publish(events[n])
+                n = n + 1 if n + 1 < len(events) else 0
+            sent += max(due, 0)
+            time.sleep(0.002)
+    print(f"done dropped={publisher.dropped}", flush=True)
+    sys.stdin.readline()
+    publisher.close()
+    return 0
+
+
+# ------------------------------------------------------------------ the viewer (this process)
+async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) -> dict[str, object]:
+    from textual.events import Key
+
+    from aclmon.tui.app import DEFAULT_INTERVAL, AclmonApp
+    from aclmon.tui.sources import LiveSource
+
+    phases: list[tuple[int, float]] = []
+    done = threading.Event()
+
+    def read_child() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line.startswith("phase "):
+                phases.append((int(line.split()[1]), time.perf_counter()))
+            elif line.startswith("done"):
+                done.set()
+
+    app = AclmonApp(LiveSource(address), interval=DEFAULT_INTERVAL)
+    frames: list[float] = []
+    original_display = app._display
+
+    def display_hook(screen, renderable):  # type: ignore[no-untyped-def]
+        frames.append(time.perf_counter())
+        return original_display(screen, renderable)
+
+    app._display = display_hook  # type: ignore[method-assign]
+    switched: list[float] = []  # when the view-switch action ran
+    original_show = app.action_show_view
+
+    def show_hook(view: str) -> None:
+        switched.append(time.perf_counter())
+        original_show(view)
+
+    app.action_show_view = show_hook  # type: ignore[method-assign]
+    latencies: list[float] = []
+    applied: list[tuple[float, int]] = []
+    async with app.run_test(size=(140, 42), headless=True) as pilot:
+        loop_start = time.perf_counter()
+        while app.source.state != "connected":
+            await asyncio.sleep(0.05)
+            if time.perf_counter() - loop_start > 20:
+                raise SystemExit("viewer could not connect")
+        await pilot.press("2")  # the exceptions tail: the busiest view
+        threading.Thread(target=read_child, daemon=True).start()
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+
+        async def sample_counter() -> None:
+            while True:
+                applied.append((time.perf_counter(), app.store.state.counters.events))
+                await asyncio.sleep(0.05)
+
+        sampler = asyncio.create_task(sample_counter())
+        keys = ["1", "3", "4", "2"]
+        k = 0
+        while not done.is_set():
+            if phases and phases[-1][0] == LATENCY_RATE and len(latencies) < LATENCY_PRESSES:
+                if time.perf_counter() - phases[-1][1] > 0.5:
+                    key = keys[k % len(keys)]
+                    k += 1
+                    switched.clear()
+                    t0 = time.perf_counter()
+                    # Straight into the app's queue, as the terminal driver does.
+                    app.post_message(Key(key, key))
+                    while True:
+                        if switched:
+                            later = [t for t in frames if t >= switched[0]]
+                            if later:
+                                latencies.append((later[0] - t0) * 1000)
+                                break
+                        await asyncio.sleep(0.001)
+                        if time.perf_counter() - t0 > 2:
+                            latencies.append(2000.0)
+                            break
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(0.02)
+        sampler.cancel()
+        applied.append((time.perf_counter(), app.store.state.counters.events))
+        end_time = time.perf_counter()
+        gaps = app.store.state.counters.gaps
+        # Let the backlog drain, then measure idle CPU with the publisher connected but quiet.
+        await asyncio.sleep(2.0)
+        # process_time: CPU of every thread of this process (UI loop + subscriber), ns resolution.
+        cpu0 = time.process_time()
+        t0 = time.perf_counter()
+        await asyncio.sleep(IDLE_SECONDS if not quick else 2.0)
+        idle_cpu = (time.process_time() - cpu0) / (time.perf_counter() - t0) * 100
+        child.stdin.write("bye\n")
+        child.stdin.flush()
+
+    # Folded events per phase, from the sampled counter.
+    rows = []
+    bounds = [*phases, (0, end_time)]
+    for (rate, start), (_, stop) in zip(bounds, bounds[1:], strict=False):
+        inside = [(t, n) for t, n in applied if start <= t <= stop]
+        if len(inside) < 2:
+            continue
+        (ta, na), (tb, nb) = inside[0], inside[-1]
+        rows.append({"offered": rate, "applied_per_s": round((nb - na) / (tb - ta))})
+    sustained = max(
+        [r["applied_per_s"] for r in rows if r["applied_per_s"] >= 0.95 * r["offered"]] or [0]
+    )
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "phases": rows,
+        "gaps": gaps,
+        "sustained": sustained,
+        "latencies": latencies,
+        "idle_cpu": idle_cpu,
+        "peak_rss_mb": peak_rss_mb,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="shorter phases (smoke run)")
+    parser.add_argument("--publish", nargs=3, metavar=("ADDR", "RECORDING", "SCHEDULE"))
+    args = parser.parse_args()
+    if args.publish:
+        return publisher_main(*args.publish)
+
+    seconds = 1.5 if args.quick else PHASE_SECONDS
+    schedule = ",".join(
+        f"{rate}:{seconds if rate != LATENCY_RATE else seconds * 2}" for rate in RATES
+    )
+    with tempfile.TemporaryDirectory(prefix="aclmon-bench-") as tmp:
+        recording = Path(tmp) / "bench.aclrec"
+        make_recording(recording, 200_000)
+        address = str(Path(tmp) / "pub.sock")
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--publish", address, str(recording), schedule],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert child.stdout is not None
+            if child.stdout.readline().strip() != "ready":
+                raise SystemExit("publisher did not start")
+            result = asyncio.run(run_viewer(address, child, args.quick))
+        finally:
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+    lat = sorted(result["latencies"])  # type: ignore[arg-type]
+    median = statistics.median(lat) if lat else float("nan")
+    p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else float("nan")
+    print(f"cpu cores: {os.cpu_count()}  (publisher in a child process, app headless 140x42)")
+    for row in result["phases"]:  # type: ignore[union-attr]
+        print(f"offered {row['offered']:>7}/s  folded {row['applied_per_s']:>7}/s")
+    print(f"sequence gaps seen by the viewer: {result['gaps']}")
+    print(f"sustained ingest: {result['sustained']} events/s")
+    print(
+        f"key-to-screen at {LATENCY_RATE}/s: median {median:.1f} ms, p95 {p95:.1f} ms over {len(lat)} keys"
+    )
+    print(f"idle CPU at the default interval: {result['idle_cpu']:.2f} % of a core")
+    print(f"peak RSS: {result['peak_rss_mb']:.1f} MB")
+    print(json.dumps({
+        "ingest_events_per_s": result["sustained"],
+        "key_latency_ms": round(median, 1),
+        "key_latency_p95_ms": round(p95, 1),
+        "idle_cpu_percent": round(result["idle_cpu"], 2),  # type: ignore[arg-type]
+        "peak_rss_mb": round(result["peak_rss_mb"], 1),  # type: ignore[arg-type]
+        "phases": result["phases"],
+    }))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
