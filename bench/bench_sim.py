@@ -1,0 +1,119 @@
+"""Benchmark of the simulated pyACL runtime (aclmon.sim).
+
+Measures, in one run:
+* ops_per_s: operator executions per second over a 10,000-operator workload
+  (mlp_head, 8 operators, executed 1,250 times with execute_async on one stream,
+  then synchronized), with the device clock not waited for (time_scale 0), so
+  the figure is the simulator's own cost (numpy kernels, layouts, bookkeeping);
+* stamps_per_s: msproftx stamps per second (acl.prof.mark while a profiling
+  session with ACL_PROF_MSPROFTX runs; records go to the session's files);
+* rt_call_ns: cost of one cheap runtime call (acl.rt.stream_query), the base
+  the agent's hook overhead is compared with.
+
+Prints what it measured and ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import aclmon.sim
+from aclmon.sim import config as sim_config
+
+ACL_PROF_MSPROFTX = 0x0080
+ACL_AICORE_NONE = 0xFF
+OPS = 10_000
+STAMPS = 100_000
+CALLS = 200_000
+
+
+def check(ret: int, what: str) -> None:
+    if ret != 0:
+        sys.exit(f"{what} failed: {ret}")
+
+
+def main() -> None:
+    sim_config.configure(time_scale=0.0)
+    acl = aclmon.sim.install()
+    check(acl.init(), "acl.init")
+    check(acl.rt.set_device(0), "set_device")
+    stream, ret = acl.rt.create_stream()
+    check(ret, "create_stream")
+    model_path = Path(aclmon.sim.__file__).parent / "models" / "mlp_head.json"
+    model_id, ret = acl.mdl.load_from_file(os.fspath(model_path))
+    check(ret, "load")
+    desc = acl.mdl.create_desc()
+    check(acl.mdl.get_desc(desc, model_id), "get_desc")
+    datasets = []
+    for count, size_of in (
+        (acl.mdl.get_num_inputs(desc), acl.mdl.get_input_size_by_index),
+        (acl.mdl.get_num_outputs(desc), acl.mdl.get_output_size_by_index),
+    ):
+        ds = acl.mdl.create_dataset()
+        for i in range(count):
+            size = size_of(desc, i)
+            ptr, _ = acl.rt.malloc(size, 0)
+            host = np.random.default_rng(i).normal(0, 1, size // 2).astype(np.float16)
+            acl.rt.memcpy(ptr, size, acl.util.numpy_to_ptr(host), size, 1)
+            acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
+        datasets.append(ds)
+    ops_per_model = 8
+    runs = OPS // ops_per_model
+    acl.mdl.execute_async(model_id, datasets[0], datasets[1], stream)  # warm-up
+    check(acl.rt.synchronize_stream(stream), "sync")
+    start = time.perf_counter()
+    for _ in range(runs):
+        acl.mdl.execute_async(model_id, datasets[0], datasets[1], stream)
+    check(acl.rt.synchronize_stream(stream), "sync")
+    ops_seconds = time.perf_counter() - start
+    ops_per_s = runs * ops_per_model / ops_seconds
+    print(
+        f"{runs * ops_per_model} operator executions in {ops_seconds:.3f} s: {ops_per_s:,.0f} ops/s"
+    )
+
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        acl.rt.stream_query(stream)
+    rt_call_ns = (time.perf_counter() - start) / CALLS * 1e9
+    print(f"acl.rt.stream_query: {rt_call_ns:.0f} ns per call")
+
+    with tempfile.TemporaryDirectory() as prof_dir:
+        check(acl.prof.init(prof_dir), "prof.init")
+        cfg = acl.prof.create_config([0], ACL_AICORE_NONE, 0, ACL_PROF_MSPROFTX)
+        check(acl.prof.start(cfg), "prof.start")
+        stamp = acl.prof.create_stamp()
+        check(acl.prof.set_stamp_trace_message(stamp, "bench", 5), "set message")
+        start = time.perf_counter()
+        for _ in range(STAMPS):
+            acl.prof.mark(stamp)
+        check(acl.prof.stop(cfg), "prof.stop")  # includes flushing the records to disk
+        stamp_seconds = time.perf_counter() - start
+        acl.prof.destroy_stamp(stamp)
+        acl.prof.destroy_config(cfg)
+        acl.prof.finalize()
+    stamps_per_s = STAMPS / stamp_seconds
+    print(
+        f"{STAMPS} msproftx marks (recorded and flushed) in {stamp_seconds:.3f} s: "
+        f"{stamps_per_s:,.0f} stamps/s"
+    )
+    check(acl.finalize(), "finalize")
+    print(
+        json.dumps(
+            {
+                "ops_per_s": round(ops_per_s),
+                "stamps_per_s": round(stamps_per_s),
+                "rt_call_ns": round(rt_call_ns),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
