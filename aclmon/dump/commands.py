@@ -44,7 +44,7 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
         "-f",
         dest="format",
         metavar="FORMAT",
-        help="convert device formats to this host format (NCHW, ND, NCDHW)",
+        help="convert to this format (NCHW, NHWC, HWCN, ND, NCDHW)",
     )
     parser.add_argument(
         "-s",
@@ -55,9 +55,15 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-t",
         dest="file_type",
-        choices=("npy", "bin"),
+        choices=("npy", "bin", "msnpy"),
         default="npy",
         help="output file type (default npy)",
+    )
+    parser.add_argument(
+        "-o", dest="output_index", type=int, metavar="IDX", help="only output IDX (only with -f)"
+    )
+    parser.add_argument(
+        "-i", dest="input_index", type=int, metavar="IDX", help="only input IDX (only with -f)"
     )
     parser.add_argument(
         "-r", "--recursive", action="store_true", help="walk DIR recursively (msaccucmp does not)"
@@ -224,11 +230,11 @@ def run_decode(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ convert
-def _convert_one(job: tuple[str, str, int | None, tuple[int, ...] | None, str]) -> Any:
+def _convert_one(job: tuple[str, str, Any]) -> Any:
     from aclmon.dump.convert import convert_file
 
-    path, out_dir, target_format, shape, file_type = job
-    return convert_file(path, out_dir, target_format, shape, file_type)
+    path, out_dir, options = job
+    return convert_file(path, out_dir, options)
 
 
 class _Progress:
@@ -257,10 +263,20 @@ class _Progress:
 
 def run_convert(args: argparse.Namespace) -> int:
     from aclmon.dump import proto_enums as pe
+    from aclmon.dump.convert import ConvertOptions
     from aclmon.errors import AclmonError
 
-    if args.shape and not args.format:
-        raise AclmonError("-s is allowed only together with -f")
+    for flag, value in (("-s", args.shape), ("-o", args.output_index), ("-i", args.input_index)):
+        if value is not None and not args.format:
+            raise AclmonError(f"{flag} is allowed only together with -f")
+    if args.output_index is not None and args.input_index is not None:
+        raise AclmonError("give -o or -i, not both")
+    only = None
+    for role, index in (("output", args.output_index), ("input", args.input_index)):
+        if index is not None:
+            if index < 0:
+                raise AclmonError(f"tensor index {index} must not be negative")
+            only = (role, index)
     if args.shape and not _SHAPE.match(args.shape):
         raise AclmonError(f"-s {args.shape!r}: expected comma-separated integers like 1,3,224,224")
     target_format = None
@@ -269,6 +285,9 @@ def run_convert(args: argparse.Namespace) -> int:
         if target_format is None:
             raise AclmonError(f"-f {args.format!r}: unknown format")
     shape = tuple(int(d) for d in args.shape.split(",")) if args.shape else None
+    if shape is not None and 0 in shape:
+        raise AclmonError(f"-s {args.shape!r}: each dimension must be greater than 0")
+    options = ConvertOptions(target_format, shape, args.file_type, only)
     inputs = [p for p in args.dump_path.split(",") if p]
     files, missing = _expand(inputs, args.recursive)
     if missing:
@@ -276,7 +295,7 @@ def run_convert(args: argparse.Namespace) -> int:
     if not files:
         raise AclmonError(f"no dump files in {args.dump_path}")
     os.makedirs(args.output_path, exist_ok=True)
-    jobs = [(f, args.output_path, target_format, shape, args.file_type) for f in files]
+    jobs = [(f, args.output_path, options) for f in files]
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     workers = max(1, min(workers, len(jobs)))
     progress = _Progress(len(jobs))

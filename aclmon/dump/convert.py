@@ -4,6 +4,8 @@ File names (shared/reference/dump_formats.md §3):
 
 * no ``-f``, npy: ``{file}.{input|output}.{i}.npy`` (device layout, header shape)
 * no ``-f``, bin: ``{file}.{input|output}.{i}.{d0_d1_...}.{numpy dtype}.{FORMAT}.bin``
+* msnpy: ``{op_type}.{last '/' part of the header op_name}.{task}.{stream}.{ts}
+  .{input|output}.{i}.{FORMAT}.npy`` (the op name is replaced only in 5-field names)
 * ``-f FMT``: ``{file}.{input|output}.{i}.{d0xd1x...}.npy`` (converted and cropped;
   with ``-t bin`` the bin name above with the target format); inputs and outputs only
 * buffers ``{file}.l1buffer.{i}.bin``, workspaces ``{file}.space.{i}.bin``
@@ -36,6 +38,18 @@ from aclmon.errors import AclmonError
 MAX_FILE_NAME = 255
 MAPPING_FILE = "mapping.csv"
 BUFFER_TYPE_NAMES = {0: "l1"}
+FILE_TYPES = ("npy", "bin", "msnpy")
+_MSNPY_NAME_FIELDS = 5
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """What ``aclmon convert`` was asked for (``-f``, ``-s``, ``-t``, ``-i``/``-o``)."""
+
+    target_format: int | None = None
+    shape: tuple[int, ...] | None = None
+    file_type: str = "npy"
+    only: tuple[str, int] | None = None  # ("input"|"output", index): convert just that tensor
 
 
 @dataclass
@@ -55,14 +69,21 @@ def _output_name(out_dir: str, name: str, suffix: str) -> str:
     return os.path.join(out_dir, name)
 
 
+def _msnpy_base(base: str, op_name: str) -> str:
+    parts = base.split(".")
+    if len(parts) == _MSNPY_NAME_FIELDS and op_name:
+        parts[1] = op_name.split("/")[-1]
+        return ".".join(parts)
+    return base
+
+
 def convert_file(
     path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
-    target_format: int | None = None,
-    shape: tuple[int, ...] | None = None,
-    file_type: str = "npy",
+    options: ConvertOptions | None = None,
 ) -> ConvertResult:
     """Convert one dump file into ``out_dir``; per-tensor problems become warnings."""
+    options = options or ConvertOptions()
     path, out_dir = os.fspath(path), os.fspath(out_dir)
     base = os.path.basename(path)
     result = ConvertResult(path)
@@ -70,23 +91,28 @@ def convert_file(
         dump = read_dump(path)
         result.warnings.extend(dump.warnings)
         if is_opdebug_name(base):
-            for tensor in dump.outputs:
-                record = decode_opdebug(bytes(tensor.raw), base, tensor.offset)
-                target = _output_name(out_dir, f"{base}.output.{tensor.index}.json", ".json")
-                with open(target, "w", encoding="utf-8") as handle:
-                    handle.write(json.dumps(record, sort_keys=False, indent=4))
-                result.written.append(target)
+            _write_opdebug(dump, base, out_dir, result)
+            return result
+        stem_base = _msnpy_base(base, dump.op_name) if options.file_type == "msnpy" else base
+        if options.only is not None:
+            role, index = options.only
+            tensors = dump.inputs if role == ROLE_INPUT else dump.outputs
+            if index >= len(tensors):
+                raise AclmonError(
+                    f"{base}: {role} index {index} is out of range [0, {len(tensors)})"
+                )
+            _write_tensor(tensors[index], stem_base, out_dir, options, result, None)
             return result
         for role, tensors in ((ROLE_INPUT, dump.inputs), (ROLE_OUTPUT, dump.outputs)):
-            save_shapes = (
-                None if target_format is not None else _ffts_shapes(dump, role, tensors, result)
+            shapes = (
+                None
+                if options.target_format is not None
+                else _ffts_shapes(dump, role, tensors, result)
             )
             for tensor in tensors:
-                save_shape = save_shapes[tensor.index] if save_shapes else None
-                _write_tensor(
-                    tensor, base, out_dir, target_format, shape, file_type, result, save_shape
-                )
-        if target_format is not None:
+                save_shape = shapes[tensor.index] if shapes else None
+                _write_tensor(tensor, stem_base, out_dir, options, result, save_shape)
+        if options.target_format is not None:
             return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
             kind = BUFFER_TYPE_NAMES.get(tensor.header.buffer_type, str(tensor.header.buffer_type))
@@ -104,6 +130,15 @@ def convert_file(
     except OSError as exc:
         result.error = f"{base}: cannot write: {exc.strerror or exc}"
     return result
+
+
+def _write_opdebug(dump: DumpFile, base: str, out_dir: str, result: ConvertResult) -> None:
+    for tensor in dump.outputs:
+        record = decode_opdebug(bytes(tensor.raw), base, tensor.offset)
+        target = _output_name(out_dir, f"{base}.output.{tensor.index}.json", ".json")
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, sort_keys=False, indent=4))
+        result.written.append(target)
 
 
 def _ffts_shapes(
@@ -142,15 +177,13 @@ def _to_target_format(
     label: str,
     result: ConvertResult,
 ) -> tuple[np.ndarray, int] | None:
-    """(array, format written) as msaccucmp's ``-f`` path produces it; ``None`` = not written."""
+    """(array, format written) as msaccucmp's ``-f`` path produces it; ``None`` = conversion failed."""
     real = _real_format(tensor)
     if real == target_format:
         return array, real  # same format: reshaped only, never sliced
     if not can_convert(real, target_format):
-        # msaccucmp fails this tensor too (no built-in converter) and writes nothing for it
         result.warnings.append(
-            f"{label}: not written: no conversion from {pe.format_name(real)} to "
-            f"{pe.format_name(target_format)}"
+            f"{label}: no conversion from {pe.format_name(real)} to {pe.format_name(target_format)}"
         )
         return None
     crop = shape or tensor.original_shape or None
@@ -159,7 +192,7 @@ def _to_target_format(
     except FormatError as exc:
         if real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
             # these need the target shape to be reshaped at all
-            result.warnings.append(f"{label}: not written: {exc}")
+            result.warnings.append(f"{label}: {exc}")
             return None
         # converted but the slice failed: msaccucmp keeps the padded data and the source format name
         result.warnings.append(f"{label}: not cropped: {exc}")
@@ -170,11 +203,9 @@ def _write_tensor(
     tensor: Tensor,
     base: str,
     out_dir: str,
-    target_format: int | None,
-    shape: tuple[int, ...] | None,
-    file_type: str,
+    options: ConvertOptions,
     result: ConvertResult,
-    save_shape: tuple[int, ...] | None = None,
+    save_shape: tuple[int, ...] | None,
 ) -> None:
     role = "input" if tensor.role == ROLE_INPUT else "output"
     label = f"{role} {tensor.index}"
@@ -189,12 +220,26 @@ def _write_tensor(
         return
     array = to_host_array(decoded.array, tensor.data_type)
     out_format = tensor.format
-    if target_format is not None:
-        converted = _to_target_format(array, tensor, target_format, shape, label, result)
+    if options.target_format is not None:
+        converted = _to_target_format(
+            array, tensor, options.target_format, options.shape, label, result
+        )
         if converted is None:
-            return
-        array, out_format = converted
-    if file_type == "bin":
+            if options.file_type != "msnpy":
+                result.warnings.append(f"{label}: not written")
+                return
+            # msaccucmp's msnpy mode saves a tensor it could not convert as it is
+        else:
+            array, out_format = converted
+    if save_shape is not None:
+        if math.prod(save_shape) == array.size:
+            array = array.reshape(save_shape)
+        else:
+            result.warnings.append(
+                f"{label}: FFTS+ slice shape {list(save_shape)} does not hold {array.size} elements; "
+                "header shape used"
+            )
+    if options.file_type == "bin":
         dims = "_".join(str(d) for d in array.shape)
         stem = (
             f"{base}.{role}.{tensor.index}.{dims}.{array.dtype.name}.{pe.format_name(out_format)}"
@@ -202,18 +247,12 @@ def _write_tensor(
         target = _output_name(out_dir, stem + ".bin", ".bin")
         np.ascontiguousarray(array).tofile(target)
     else:
-        if target_format is not None:
+        if options.file_type == "msnpy":
+            stem = f"{base}.{role}.{tensor.index}.{pe.format_name(out_format)}"
+        elif options.target_format is not None:
             stem = f"{base}.{role}.{tensor.index}.{'x'.join(str(d) for d in array.shape)}"
         else:
             stem = f"{base}.{role}.{tensor.index}"
         target = _output_name(out_dir, stem + ".npy", ".npy")
-        if save_shape is not None:
-            if math.prod(save_shape) == array.size:
-                array = array.reshape(save_shape)
-            else:
-                result.warnings.append(
-                    f"{label}: FFTS+ slice shape {list(save_shape)} does not hold "
-                    f"{array.size} elements; header shape used"
-                )
         np.save(target, array, allow_pickle=False)
     result.written.append(target)

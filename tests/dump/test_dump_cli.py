@@ -240,6 +240,9 @@ def test_convert_old_opdebug_json(tmp_path):
         (["-s", "1,2"], "-s is allowed only together with -f"),
         (["-f", "NCHW", "-s", "1x2"], "expected comma-separated"),
         (["-f", "BOGUS"], "unknown format"),
+        (["-o", "0"], "-o is allowed only together with -f"),
+        (["-f", "NCHW", "-o", "0", "-i", "0"], "not both"),
+        (["-f", "NCHW", "-s", "1,0"], "greater than 0"),
     ],
 )
 def test_convert_argument_errors(dump_dir, tmp_path, capsys, argv, message):
@@ -266,3 +269,43 @@ def test_convert_ffts_plus_auto_mode_uses_the_thread_slice_shape(tmp_path):
     assert main(["convert", "-d", str(src), "-out", str(out)]) == 0
     assert np.load(out / f"{name}.input.0.npy").tolist() == [[1.0, 2.0, 3.0]]
     assert np.load(out / f"{name}.output.0.npy").shape == (1, 3)
+
+
+def test_convert_msnpy_names(dump_dir, tmp_path):
+    src, x = dump_dir
+    data = (src / NAME).read_bytes()
+    # header op_name "op" (fixture default) replaces field 2 of a 5-field name
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-t", "msnpy"]) == 0
+    names = sorted(p.name for p in out.iterdir() if p.suffix == ".npy")
+    assert names == [
+        "Conv2D.op.7.2.1700000000000000.input.0.ND.npy",
+        "Conv2D.op.7.2.1700000000000000.output.0.NC1HWC0.npy",
+    ]
+    out2 = tmp_path / "out2"
+    assert (
+        main(["convert", "-d", str(src / NAME), "-out", str(out2), "-t", "msnpy", "-f", "NCHW"])
+        == 0
+    )
+    # msnpy keeps a tensor it cannot convert, under its own format
+    assert sorted(p.name for p in out2.iterdir()) == [
+        "Conv2D.op.7.2.1700000000000000.input.0.ND.npy",
+        "Conv2D.op.7.2.1700000000000000.output.0.NCHW.npy",
+    ]
+    np.testing.assert_array_equal(
+        np.load(out2 / "Conv2D.op.7.2.1700000000000000.output.0.NCHW.npy"), x
+    )
+    assert data == (src / NAME).read_bytes()
+
+
+def test_convert_single_tensor_selection(dump_dir, tmp_path, capsys):
+    src, x = dump_dir
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-f", "NHWC", "-o", "0",
+                 "-s", "1,2,2,3"]) == 0  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == [f"{NAME}.output.0.1x2x2x3.npy"]
+    np.testing.assert_array_equal(
+        np.load(out / f"{NAME}.output.0.1x2x2x3.npy"), x.transpose(0, 2, 3, 1)
+    )
+    assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-f", "NCHW", "-o", "3"]) == 1
+    assert "output index 3 is out of range [0, 1)" in capsys.readouterr().err
