@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aclmon import acl_constants as C
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
+from aclmon.sim.acljson import AclJsonError, parse_acl_json
 from aclmon.sim.runtime import fail
 
 MAX_OP_NAME_LEN = 4096
@@ -307,3 +309,39 @@ def create_and_get_op_desc(
         len(outputs),
         C.ACL_SUCCESS,
     )
+
+
+# ---------------------------------------------------------------- dump API
+def init_dump() -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if rt.acl_json.dump is not None or rt.extras.get("dump_api"):
+        return fail(C.ACL_ERROR_DUMP_ALREADY_RUN, "dump is already configured")
+    rt.extras["dump_api"] = True
+    return C.ACL_SUCCESS
+
+
+def set_dump(dump_cfg_path: str) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not rt.extras.get("dump_api"):
+        return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")
+    try:
+        parsed = parse_acl_json(dump_cfg_path)
+    except AclJsonError as exc:
+        return fail(exc.code, str(exc))
+    # Applies to the executions that follow (CANN applies it to models loaded after).
+    rt.acl_json = replace(rt.acl_json, dump=parsed.dump)
+    return C.ACL_SUCCESS
+
+
+def finalize_dump() -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if not rt.extras.pop("dump_api", False):
+        return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")
+    rt.acl_json = replace(rt.acl_json, dump=None)
+    return C.ACL_SUCCESS

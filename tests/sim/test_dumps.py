@@ -283,3 +283,39 @@ def test_file_name_character_replacement(name):
     file_name = dumpfile.dump_file_name("My Op", name, 1, 2, 1_700_000_000_000_000)
     assert file_name.count(".") == 4 and "/" not in file_name and "\\" not in file_name
     assert file_name.startswith("My_Op.")
+
+
+def test_dump_api_init_set_finalize(acl, tmp_path, model_path):
+    acl.init()
+    assert acl.mdl.set_dump(os.fspath(tmp_path / "x.json")) == C.ACL_ERROR_DUMP_NOT_RUN
+    assert acl.mdl.init_dump() == 0
+    assert acl.mdl.init_dump() == C.ACL_ERROR_DUMP_ALREADY_RUN
+    cfg = tmp_path / "dump.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "dump": {
+                    "dump_path": os.fspath(tmp_path / "d"),
+                    "dump_list": [{"model_name": "mlp_head", "layer": ["softmax"]}],
+                }
+            }
+        )
+    )
+    assert acl.mdl.set_dump(os.fspath(cfg)) == 0
+    acl.rt.set_device(0)
+    model_id, _ = acl.mdl.load_from_file(model_path["mlp_head"])
+    desc = acl.mdl.create_desc()
+    acl.mdl.get_desc(desc, model_id)
+    ins, outs = acl.mdl.create_dataset(), acl.mdl.create_dataset()
+    for ds, size in (
+        (ins, acl.mdl.get_input_size_by_index(desc, 0)),
+        (outs, acl.mdl.get_output_size_by_index(desc, 0)),
+    ):
+        ptr, _ = acl.rt.malloc(size, 0)
+        acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
+    assert acl.mdl.execute(model_id, ins, outs) == 0
+    assert [p.name.split(".")[0] for p in (tmp_path / "d").rglob("*") if p.is_file()] == ["Softmax"]
+    assert acl.mdl.finalize_dump() == 0
+    assert acl.mdl.finalize_dump() == C.ACL_ERROR_DUMP_NOT_RUN
+    assert acl.mdl.execute(model_id, ins, outs) == 0
+    assert len([p for p in (tmp_path / "d").rglob("*") if p.is_file()]) == 1
