@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import resource
@@ -178,25 +179,29 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
         keys = ["1", "3", "4", "2"]
         k = 0
         while not done.is_set():
-            if phases and phases[-1][0] == LATENCY_RATE and len(latencies) < LATENCY_PRESSES:
-                if time.perf_counter() - phases[-1][1] > 0.5:
-                    key = keys[k % len(keys)]
-                    k += 1
-                    switched.clear()
-                    t0 = time.perf_counter()
-                    # Straight into the app's queue, as the terminal driver does.
-                    app.post_message(Key(key, key))
-                    while True:
-                        if switched:
-                            later = [t for t in frames if t >= switched[0]]
-                            if later:
-                                latencies.append((later[0] - t0) * 1000)
-                                break
-                        await asyncio.sleep(0.001)
-                        if time.perf_counter() - t0 > 2:
-                            latencies.append(2000.0)
+            in_latency_phase = bool(phases) and phases[-1][0] == LATENCY_RATE
+            if (
+                in_latency_phase
+                and len(latencies) < LATENCY_PRESSES
+                and time.perf_counter() - phases[-1][1] > 0.5
+            ):
+                key = keys[k % len(keys)]
+                k += 1
+                switched.clear()
+                t0 = time.perf_counter()
+                # Straight into the app's queue, as the terminal driver does.
+                app.post_message(Key(key, key))
+                while True:
+                    if switched:
+                        later = [t for t in frames if t >= switched[0]]
+                        if later:
+                            latencies.append((later[0] - t0) * 1000)
                             break
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.001)
+                    if time.perf_counter() - t0 > 2:
+                        latencies.append(2000.0)
+                        break
+                await asyncio.sleep(0.05)
             await asyncio.sleep(0.02)
         sampler.cancel()
         applied.append((time.perf_counter(), app.store.state.counters.events))
@@ -215,7 +220,7 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
     # Folded events per phase, from the sampled counter.
     rows = []
     bounds = [*phases, (0, end_time)]
-    for (rate, start), (_, stop) in zip(bounds, bounds[1:], strict=False):
+    for (rate, start), (_, stop) in itertools.pairwise(bounds):
         inside = [(t, n) for t, n in applied if start <= t <= stop]
         if len(inside) < 2:
             continue
