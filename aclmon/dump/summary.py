@@ -108,8 +108,8 @@ def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
             _summarize_dump(path, kind, out)
     except AclmonError as exc:
         out["error"] = str(exc)
-    except (OSError, ValueError, MemoryError) as exc:  # belt and braces: never raise
-        out["error"] = f"{name}: {exc}"
+    except Exception as exc:
+        out["error"] = f"{name}: internal error: {type(exc).__name__}: {exc}"
     return out
 
 
