@@ -1,0 +1,357 @@
+"""The agent inside the test process, on the simulated runtime, with a real bus subscriber."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+
+import pytest
+from agenthelpers import (
+    MODEL,
+    Collector,
+    SimJob,
+    agent_factory,
+    model_path,
+    sim_acl,
+    write_acl_json,
+)
+
+from aclmon.acl_constants import (
+    ACL_AICORE_PIPE_UTILIZATION,
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_INVALID_PROFILING_CONFIG,
+    ACL_ERROR_PROF_ALREADY_RUN,
+    ACL_ERROR_PROF_NOT_RUN,
+    ACL_ERROR_RT_AICORE_EXCEPTION,
+    ACL_ERROR_UNINITIALIZE,
+    ACL_PROF_ACL_API,
+    ACL_PROF_TASK_TIME,
+    ACL_SUCCESS,
+)
+from aclmon.bus import registry
+from aclmon.bus.subscriber import Subscriber
+from aclmon.events import (
+    AclException,
+    ContextCreated,
+    ContextCurrent,
+    ContextDestroyed,
+    DeviceReset,
+    DeviceSet,
+    ExecuteBegin,
+    ExecuteEnd,
+    Hello,
+    LogLine,
+    ModelLoaded,
+    ProfilingState,
+    SetProfilingConfig,
+    StartProfiling,
+    StopProfiling,
+    StreamCreated,
+    StreamSyncBegin,
+    StreamSynchronized,
+)
+from aclmon.sim import config
+from aclmon.sim import runtime as sim_runtime
+
+__all__ = ["agent_factory", "model_path", "sim_acl"]  # fixtures, imported for pytest
+
+
+def send(events: Collector, cls: type, *fields):
+    return events.subscriber.send_command(cls, *fields, timeout=15)
+
+
+# ---------------------------------------------------------------- transparency
+def test_wrappers_keep_name_signature_results_and_errors(agent_factory, sim_acl):
+    agent, _ = agent_factory()
+    for qualified, original in agent.hooks.originals.items():
+        module_name, _, name = qualified.rpartition(".")
+        wrapper = getattr(getattr(sim_acl, module_name) if module_name else sim_acl, name)
+        assert wrapper.__wrapped__ is original
+        assert wrapper.__name__ == original.__name__ and wrapper.__doc__ == original.__doc__
+        assert inspect.signature(wrapper) == inspect.signature(original)
+    # the same return value as the original, for success and for an ACL error
+    assert sim_acl.rt.set_device(0) == ACL_ERROR_UNINITIALIZE  # before init
+    assert sim_acl.rt.set_device(0) == agent.hooks.originals["rt.set_device"](0)
+    assert sim_acl.init() == ACL_SUCCESS
+    assert sim_acl.rt.set_device(10_000) == agent.hooks.originals["rt.set_device"](10_000)
+    assert sim_acl.rt.create_context(10_000) == agent.hooks.originals["rt.create_context"](10_000)
+    # the same exception as the original, argument errors included
+    for call in (
+        lambda f: f(),
+        lambda f: f(1, 2, 3),
+    ):
+        with pytest.raises(TypeError) as wrapped_error:
+            call(sim_acl.rt.set_device)
+        with pytest.raises(TypeError) as original_error:
+            call(agent.hooks.originals["rt.set_device"])
+        assert str(wrapped_error.value) == str(original_error.value)
+    with pytest.raises(TypeError, match="args parse failed"):
+        sim_acl.rt.set_exception_info_callback(print, print)
+    with pytest.raises(TypeError, match="not callable"):
+        sim_acl.rt.set_exception_info_callback(5)
+    assert not agent.failures
+
+
+def test_stop_restores_the_originals_and_the_jobs_callback(agent_factory, sim_acl):
+    agent, _ = agent_factory()
+    originals = dict(agent.hooks.originals)
+    assert sim_acl.init() == 0
+    seen = []
+    assert sim_acl.rt.set_exception_info_callback(seen.append) == 0
+    assert sim_runtime.runtime().exception_callback == agent.exceptions.callback
+    agent.close(restore=True)
+    assert sim_acl.rt.set_device is originals["rt.set_device"]
+    assert sim_acl.mdl.execute_async is originals["mdl.execute_async"]
+    assert sim_runtime.runtime().exception_callback == seen.append
+
+
+# ---------------------------------------------------------------- runtime objects
+def test_devices_contexts_streams_and_snapshot(agent_factory, sim_acl, model_path):
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    assert sim_acl.rt.set_device(0) == 0  # refcount 2
+    hello = events.wait_kind(Hello, lambda e: e.device_count == 8)
+    assert hello.runtime == "sim" and hello.soc_name == "Ascend910B2"
+    explicit = events.wait_kind(ContextCreated, lambda e: not e.is_default)
+    assert explicit.context == job.context
+    stream = events.wait_kind(StreamCreated, lambda e: e.stream == job.stream)
+    assert stream.context == job.context
+    assert stream.stream_id == sim_acl.rt.stream_get_id(job.stream)[0]
+    events.wait_kind(ContextCurrent, lambda e: e.context == job.context)
+    events.wait_kind(ModelLoaded, lambda e: e.model_id == job.model_id)
+
+    # A late subscriber first gets the state (seq 0), then the live stream.
+    late = Subscriber(agent.address).start()
+    try:
+        assert late.wait_connected(10)
+        late_events = Collector(late)
+        late_events.wait_kind(ModelLoaded)
+        snapshot = [e for e in late_events.events if e.seq == 0]
+        kinds = {type(e) for e in snapshot}
+        assert {
+            Hello,
+            DeviceSet,
+            ContextCreated,
+            ContextCurrent,
+            StreamCreated,
+            ModelLoaded,
+        } <= kinds
+        assert {e.context for e in snapshot if type(e) is ContextCreated} == {
+            explicit.context,
+            events.wait_kind(ContextCreated, lambda e: e.is_default).context,
+        }
+    finally:
+        late.close()
+
+    # set_device is refcounted: the default context goes with the last reset only.
+    default = events.wait_kind(ContextCreated, lambda e: e.is_default)
+    assert sim_acl.mdl.unload(job.model_id) == 0
+    assert sim_acl.rt.destroy_stream(job.stream) == 0
+    assert sim_acl.rt.destroy_context(job.context) == 0
+    assert sim_acl.rt.reset_device(0) == 0
+    events.wait_kind(DeviceReset)
+    assert not any(
+        type(e) is ContextDestroyed and e.context == default.context for e in events.events
+    )
+    assert sim_acl.rt.reset_device(0) == 0
+    events.wait_kind(ContextDestroyed, lambda e: e.context == default.context)
+    assert agent.state.devices_in_use() == [] and not agent.state.contexts
+    assert not agent.failures
+
+
+def test_slow_calls_get_their_begin_event(agent_factory, sim_acl, tmp_path):
+    # One operator that keeps the device busy for 0.3 s of (scaled) device time.
+    slow = json.loads(json.dumps(MODEL))
+    slow["ops"] = [dict(MODEL["ops"][2], inputs=["x"], cost_us=300_000)]
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(slow))
+    config.configure(time_scale=1.0)
+    _, events = agent_factory()
+    job = SimJob(sim_acl, path)
+    assert job.run() == 0  # execute_async returns at once, synchronize waits for the device
+    begin = events.wait_kind(StreamSyncBegin, lambda e: e.stream == job.stream)
+    done = events.wait_kind(StreamSynchronized, lambda e: e.stream == job.stream)
+    assert begin.seq < done.seq and begin.ts_ns <= done.ts_ns
+    assert sim_acl.mdl.execute(job.model_id, job.inputs, job.outputs) == 0  # synchronous
+    begin = events.wait_kind(ExecuteBegin, lambda e: e.model_id == job.model_id)
+    end = events.wait_kind(ExecuteEnd, lambda e: e.model_id == job.model_id and e.stream == 0)
+    assert begin.device_id == 0 and begin.seq < end.seq
+    # fast calls get none
+    fast = sum(1 for e in events.events if type(e) is StreamSyncBegin)
+    assert fast == 1
+
+
+# ---------------------------------------------------------------- exceptions
+def test_job_callback_and_agent_callback_both_fire(agent_factory, sim_acl, model_path):
+    config.configure(
+        time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "add1", "every": 1}]
+    )
+    agent, events = agent_factory()
+    job_seen: list[int] = []
+
+    def job_callback(info: int) -> None:
+        job_seen.append(sim_acl.rt.get_task_id_from_exception_info(info))
+
+    job = SimJob(sim_acl, model_path)
+    assert sim_acl.rt.set_exception_info_callback(job_callback) == 0
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    exception = events.wait_kind(AclException)
+    assert exception.op_name == "add1" and exception.task_id == job_seen[0]
+    assert [t.name for t in exception.inputs] == ["y", "y"]
+    assert [t.name for t in exception.outputs] == ["z"]
+    assert exception.thread_id > 0
+
+    # None clears the job's callback only: the agent still captures.
+    assert sim_acl.rt.set_exception_info_callback(None) == 0
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    events.wait_for(lambda evs: len([e for e in evs if type(e) is AclException]) == 2)
+    assert len(job_seen) == 1
+
+    # A job callback that raises is dropped, as pyACL does; the agent's stays.
+    def bad_callback(info: int) -> None:
+        raise RuntimeError("job bug")
+
+    assert sim_acl.rt.set_exception_info_callback(bad_callback) == 0
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    events.wait_for(lambda evs: len([e for e in evs if type(e) is AclException]) == 4)
+    assert agent.exceptions.job_callback is None
+    assert sim_runtime.runtime().exception_callback == agent.exceptions.callback
+    events.wait_kind(LogLine, lambda e: "exception callback raised" in e.text)
+
+
+def test_exception_capture_never_raises(agent_factory, sim_acl, model_path, monkeypatch, caplog):
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "mm1", "every": 1}])
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    job_seen: list[int] = []
+    assert sim_acl.rt.set_exception_info_callback(job_seen.append) == 0
+
+    def broken(*args):
+        raise RuntimeError("runtime trouble")
+
+    monkeypatch.setattr(sim_acl.mdl, "create_and_get_op_desc", broken)
+    with caplog.at_level(logging.WARNING, logger="aclmon.agent"):
+        assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+        assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    assert len(job_seen) == 2  # the chain went on
+    assert sim_runtime.runtime().exception_callback == agent.exceptions.callback  # not dropped
+    assert agent.failures["exception callback"] == 2
+    assert sum("exception callback failed" in r.getMessage() for r in caplog.records) == 1
+    events.wait_kind(LogLine, lambda e: "runtime trouble" in e.text)
+
+
+def test_agent_failures_never_reach_the_job(agent_factory, sim_acl, monkeypatch):
+    agent, events = agent_factory()
+
+    def broken(event):
+        raise KeyError("state bug")
+
+    monkeypatch.setattr(agent.state, "device_set", broken)
+    assert sim_acl.init() == 0
+    assert sim_acl.rt.set_device(0) == 0
+    assert sim_acl.rt.set_device(1) == 0
+    assert agent.failures == {"hook rt.set_device": 2}
+    events.wait_kind(LogLine, lambda e: "hook rt.set_device failed" in e.text)
+
+
+def test_absent_viewer_never_blocks_and_drops_are_counted(tmp_path, sim_acl, model_path):
+    from aclmon.agent.core import Agent
+
+    agent = Agent(sim_acl, address=str(tmp_path / "a.sock"), register=False, queue_size=16).start()
+    try:
+        job = SimJob(sim_acl, model_path)
+        for _ in range(2000):
+            assert sim_acl.rt.synchronize_stream(job.stream) == 0
+        assert agent.publisher.dropped > 0
+        assert not agent.failures
+    finally:
+        agent.close(restore=True)
+
+
+def test_registry_entry_lives_with_the_agent(tmp_path, sim_acl):
+    from aclmon.agent.core import Agent
+
+    agent = Agent(sim_acl, address=str(tmp_path / "a.sock")).start()
+    try:
+        assert any(a.address == agent.address for a in registry.list_agents())
+    finally:
+        agent.close(restore=True)
+    assert not any(a.address == agent.address for a in registry.list_agents())
+
+
+# ---------------------------------------------------------------- profiling commands
+def test_profiling_commands_validate(agent_factory, sim_acl):
+    _, events = agent_factory()
+    pipe = ACL_AICORE_PIPE_UTILIZATION
+    reply = send(events, SetProfilingConfig, 1 << 60, pipe, (), 0)
+    assert reply.code == ACL_ERROR_INVALID_PROFILING_CONFIG and "ACL_PROF" in reply.message
+    reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, 77, (), 0)
+    assert reply.code == ACL_ERROR_INVALID_PROFILING_CONFIG
+    reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, pipe, (), 5)
+    assert reply.code == ACL_ERROR_INVALID_PARAM and "10 ms" in reply.message
+    assert sim_acl.init() == 0
+    events.wait_kind(Hello, lambda e: e.device_count == 8)
+    reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, pipe, (8,), 0)
+    assert reply.code == ACL_ERROR_INVALID_PROFILING_CONFIG and "no such device 8" in reply.message
+    reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME, pipe, (), 500)
+    assert reply.code == 0 and reply.data["sample_interval_ms"] == 500
+    reply = send(events, StartProfiling)
+    assert reply.code == ACL_ERROR_INVALID_PARAM and "set a device" in reply.message
+    reply = send(events, StopProfiling)
+    assert reply.code == ACL_ERROR_PROF_NOT_RUN
+
+
+def test_acl_json_profiling_is_left_alone(agent_factory, sim_acl, tmp_path):
+    acl_json = write_acl_json(
+        tmp_path / "acl.json", profiler={"switch": "on", "output": str(tmp_path / "jsonprof")}
+    )
+    _, events = agent_factory()
+    assert sim_acl.init(str(acl_json)) == 0
+    assert sim_acl.rt.set_device(0) == 0
+    state = events.wait_kind(ProfilingState, lambda e: e.owner == "acl.json")
+    assert state.running and state.output_path == str(tmp_path / "jsonprof")
+    for command in (StartProfiling, StopProfiling):
+        reply = send(events, command)
+        assert reply.code == ACL_ERROR_PROF_ALREADY_RUN and "acl.json" in reply.message
+
+
+def test_job_profiling_wins_and_aclmon_steps_aside(agent_factory, sim_acl, model_path, tmp_path):
+    _, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, ACL_AICORE_PIPE_UTILIZATION, (), 0)
+    assert reply.code == 0
+    reply = send(events, StartProfiling)
+    assert reply.code == 0, reply.message
+    assert "live operator timings need model subscription" in reply.message
+    events.wait_kind(ProfilingState, lambda e: e.owner == "aclmon" and e.running)
+    # The job starts profiling itself: its call succeeds as if aclmon were not there.
+    assert sim_acl.prof.init(str(tmp_path / "jobprof")) == 0
+    events.wait_kind(LogLine, lambda e: "aclmon stopped its profiling session" in e.text)
+    events.wait_kind(ProfilingState, lambda e: e.owner == "job" and e.initialized)
+    config_handle = sim_acl.prof.create_config(
+        [0], ACL_AICORE_PIPE_UTILIZATION, 0, ACL_PROF_ACL_API
+    )
+    assert config_handle and sim_acl.prof.start(config_handle) == 0
+    events.wait_kind(ProfilingState, lambda e: e.owner == "job" and e.running)
+    for command in (StartProfiling, StopProfiling):
+        reply = send(events, command)
+        assert (
+            reply.code == ACL_ERROR_PROF_ALREADY_RUN and "the job runs profiling" in reply.message
+        )
+    # Live timings are refused too while the job's API-mode session runs.
+    assert send(events, SetProfilingConfig, 0, ACL_AICORE_PIPE_UTILIZATION, (), 0).code == 0
+    assert send(events, StartProfiling).code == ACL_ERROR_PROF_ALREADY_RUN
+    assert sim_acl.prof.stop(config_handle) == 0
+    assert sim_acl.prof.destroy_config(config_handle) == 0
+    assert sim_acl.prof.finalize() == 0
+    events.wait_kind(ProfilingState, lambda e: e.owner == "" and not e.initialized)
+    # Free again: live timings start, and the job finalizing acl ends them cleanly.
+    reply = send(events, StartProfiling)
+    assert reply.code == 0, reply.message
+    events.wait_kind(ProfilingState, lambda e: e.subscribed)
+    assert job.run() == 0
+    assert sim_acl.mdl.unload(job.model_id) == 0  # unsubscribed first, by the agent
+    assert sim_acl.finalize() == 0
+    events.wait_kind(LogLine, lambda e: "finalizing acl" in e.text)
