@@ -28,7 +28,7 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import msgpack
@@ -445,6 +445,9 @@ KIND_NAMES: dict[type, str] = {
 
 for _kind, _cls in KINDS.items():
     _cls.KIND = _kind  # type: ignore[attr-defined]
+    # ``(kind,) + event`` is the wire array; encoders batch it with C-level
+    # map() calls (operator.attrgetter("KIND_TUPLE")) instead of a Python loop.
+    _cls.KIND_TUPLE = (_kind,)  # type: ignore[attr-defined]
 del _kind, _cls
 
 
@@ -522,6 +525,11 @@ class _KindSpec:
 
 _tuple_new = tuple.__new__
 _SPECS: dict[int, _KindSpec] = {kind: _KindSpec(cls) for kind, cls in KINDS.items()}
+# kind -> (type of every array element, kind included; class) for kinds without
+# nested fields: one whole-array type comparison validates the common event.
+_FLAT: dict[int, tuple[tuple[type, ...], type]] = {
+    kind: ((int, *spec.exact), spec.cls) for kind, spec in _SPECS.items() if spec.plain
+}
 _TENSOR_SPEC = _KindSpec(TensorDesc)
 
 
@@ -603,12 +611,32 @@ class EventDecoder:
             return None
         return self.decode(obj)
 
-    def decode_many(self, objs: Iterator[Any]) -> list[Event]:
-        out = []
+    def decode_many(self, objs: Iterable[Any]) -> list[Event]:
+        """Decode a batch, skipping (and counting) what is not an event.
+
+        The hot path of every subscriber and replay: flat kinds whose values
+        all have their usual types are recognised by one comparison of the
+        array's element types, without a method call per event; anything
+        else goes through :meth:`decode`.
+        """
+        flat = _FLAT
+        tuple_new = _tuple_new
+        decode = self.decode
+        out: list[Event] = []
+        append = out.append
         for obj in objs:
-            event = self.decode(obj)
+            if type(obj) is tuple:
+                try:
+                    types, cls = flat[obj[0]]
+                except (KeyError, IndexError, TypeError):  # not flat, empty, unhashable
+                    pass
+                else:
+                    if tuple(map(type, obj)) == types:
+                        append(tuple_new(cls, obj[1:]))
+                        continue
+            event = decode(obj)
             if event is not None:
-                out.append(event)
+                append(event)
         return out
 
 

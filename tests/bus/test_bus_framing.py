@@ -131,7 +131,7 @@ def test_random_bytes_never_escape_as_anything_but_aclmon_error(data: bytes, ste
     except AclmonError:
         pass
     # Never holds more than it was given.
-    assert decoder._framer.pending <= len(data)
+    assert decoder.pending <= len(data)
     assert total <= len(data) // 5
 
 

@@ -1,0 +1,167 @@
+"""Events through the whole bus vs the msgpack ceiling, side by side.
+
+Path measured: a Publisher in a child process (as in the job) packs and
+writes a realistic event mix -> Unix socket -> a Subscriber in this process
+(as in the viewer) reads, frames, unpacks and validates -> decoded events
+returned by ``poll()``. Throughput is events decoded per second at the
+subscriber, from the first event to the last.
+
+Ceiling: ``msgpack`` pack + unpack of the same events in one process, no
+framing, sockets or validation.
+
+Also measured: the same path with publisher and subscriber threads in one
+process (they then share one GIL), and the payload bytes of each kind.
+
+    /work/venv/bin/python bench/bench_bus.py
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_events import MIX, SMALL_KINDS, event_mix
+
+from aclmon import events as ev
+from aclmon.bus.publisher import Publisher
+from aclmon.bus.subscriber import Subscriber
+
+COUNT = 300_000
+
+
+def ceiling(events: list[Any]) -> float:
+    """Events per second for msgpack pack + unpack alone (best of 3)."""
+    packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+    unpackb = msgpack.unpackb
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for event in events:
+            unpackb(packb((event.KIND, *event)), use_list=False, raw=False)
+        best = min(best, time.perf_counter() - start)
+    return len(events) / best
+
+
+def _produce(publisher: Publisher, events: list[Any]) -> None:
+    queue = publisher._queue
+    publish = publisher.publish
+    for event in events:
+        # Keep below the queue bound: this measures throughput, not drops.
+        while len(queue) > 200_000:
+            time.sleep(0.0005)
+        publish(event)
+
+
+def _publisher_process(address: str, mix: str, count: int, ready: Any, go: Any) -> None:
+    kinds = MIX if mix == "mix" else tuple((cls, 1) for cls in SMALL_KINDS)
+    events = event_mix(count, kinds)
+    with Publisher(address, queue_size=1 << 20, subscriber_buffer=256 << 20) as publisher:
+        ready.set()
+        go.wait(30)
+        _produce(publisher, events)
+        while publisher._queue:
+            time.sleep(0.01)
+        time.sleep(1.0)
+
+
+def _consume(subscriber: Subscriber, count: int) -> tuple[float, int]:
+    received = 0
+    first = 0.0
+    while received < count:
+        batch = subscriber.poll(1_000_000, 5.0)
+        if not batch:
+            raise RuntimeError(f"stalled after {received} events ({subscriber.state})")
+        if not first:
+            first = time.perf_counter()
+        received += len(batch)
+    return time.perf_counter() - first, subscriber.gaps
+
+
+def through_processes(mix: str, count: int) -> float:
+    address = os.path.join(tempfile.mkdtemp(prefix="aclmon-bench-"), "bus.sock")
+    ctx = multiprocessing.get_context("fork")
+    ready, go = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_publisher_process, args=(address, mix, count, ready, go))
+    child.start()
+    try:
+        ready.wait(30)
+        with Subscriber(address, readonly=True) as subscriber:
+            subscriber.wait_connected(10)
+            go.set()
+            elapsed, gaps = _consume(subscriber, count)
+            assert gaps == 0 and subscriber.malformed == 0, (gaps, subscriber.malformed)
+    finally:
+        child.join(30)
+    return count / elapsed
+
+
+def through_threads(events: list[Any]) -> float:
+    address = os.path.join(tempfile.mkdtemp(prefix="aclmon-bench-"), "bus.sock")
+    with (
+        Publisher(address, queue_size=1 << 20, subscriber_buffer=256 << 20) as publisher,
+        Subscriber(address, readonly=True) as subscriber,
+    ):
+        subscriber.wait_connected(10)
+        import threading
+
+        producer = threading.Thread(target=_produce, args=(publisher, events))
+        producer.start()
+        elapsed, gaps = _consume(subscriber, len(events))
+        producer.join()
+    return len(events) / elapsed
+
+
+def main() -> None:
+    mix = event_mix(COUNT)
+    small = event_mix(COUNT, tuple((cls, 1) for cls in SMALL_KINDS))
+    packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+    print("bytes per event (payload + 4-byte length):")
+    sizes: dict[str, float] = {}
+    for cls, _ in MIX:
+        sample = [e for e in mix if type(e) is cls][:200]
+        sizes[ev.KIND_NAMES[cls]] = round(
+            sum(len(packb((e.KIND, *e))) + 4 for e in sample) / len(sample), 1
+        )
+        print(f"  {ev.KIND_NAMES[cls]:<22}{sizes[ev.KIND_NAMES[cls]]:>7.1f}")
+
+    ceiling_mix = ceiling(mix)
+    ceiling_small = ceiling(small)
+    mix_rate = through_processes("mix", COUNT)
+    small_rate = through_processes("small", COUNT)
+    threads_rate = through_threads(mix)
+    print(
+        f"mix:    bus {mix_rate:,.0f} ev/s   ceiling {ceiling_mix:,.0f} ev/s   ratio {mix_rate / ceiling_mix:.2f}"
+    )
+    print(
+        f"small:  bus {small_rate:,.0f} ev/s   ceiling {ceiling_small:,.0f} ev/s   "
+        f"ratio {small_rate / ceiling_small:.2f}"
+    )
+    print(f"mix, publisher and subscriber in one process: {threads_rate:,.0f} ev/s")
+    print(
+        json.dumps(
+            {
+                "events_per_s": round(mix_rate),
+                "ceiling_events_per_s": round(ceiling_mix),
+                "ratio": round(mix_rate / ceiling_mix, 3),
+                "small_kinds_events_per_s": round(small_rate),
+                "small_kinds_ceiling_events_per_s": round(ceiling_small),
+                "small_kinds_ratio": round(small_rate / ceiling_small, 3),
+                "one_process_events_per_s": round(threads_rate),
+                "bytes_per_event": sizes,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Realistic event instances shared by the bus benchmarks (not a benchmark)."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from aclmon import events as ev
+
+#: kinds the agent sends at high rates, a few fields each
+SMALL_KINDS = (
+    ev.DeviceSample,
+    ev.HostSample,
+    ev.StreamSyncBegin,
+    ev.StreamSynchronized,
+    ev.ExecuteBegin,
+    ev.ExecuteEnd,
+    ev.OpTiming,
+)
+
+
+def _tensor(rng: random.Random, name: str) -> ev.TensorDesc:
+    dims = (
+        32,
+        rng.choice((3, 64, 128, 256)),
+        rng.choice((56, 112, 224)),
+        rng.choice((56, 112, 224)),
+    )
+    size = 2
+    for d in dims:
+        size *= d
+    return ev.TensorDesc(
+        1, rng.choice((0, 2, 29)), dims, 0x12C000000 + rng.randrange(1 << 30), size, name
+    )
+
+
+def make_event(cls: type, seq: int, rng: random.Random) -> Any:
+    """One event of ``cls`` with field values like the agent's."""
+    ts = time.time_ns()
+    stream = 0xFFFF8000_1234_0000 + rng.randrange(64) * 0x100
+    model = rng.randrange(1, 8)
+    if cls is ev.DeviceSample:
+        fields: tuple[Any, ...] = (
+            rng.randrange(8),
+            rng.randrange(101),
+            rng.randrange(101),
+            -1,
+            rng.randrange(1 << 34),
+            64 * (1 << 30),
+            "OK",
+            40.0 + rng.random() * 30,
+            250.5,
+        )
+    elif cls is ev.HostSample:
+        fields = (rng.random() * 800, rng.randrange(1 << 33), rng.randrange(10, 200))
+    elif cls is ev.StreamSyncBegin:
+        fields = (stream, 140_000_000_000_000 + rng.randrange(1 << 16))
+    elif cls is ev.StreamSynchronized:
+        fields = (stream, rng.randrange(10**7), 0, -1)
+    elif cls is ev.ExecuteBegin:
+        fields = (model, stream, rng.randrange(8))
+    elif cls is ev.ExecuteEnd:
+        fields = (model, stream, rng.randrange(10**8), 0)
+    elif cls is ev.OpTiming:
+        start = rng.randrange(1 << 40)
+        fields = (
+            model,
+            f"resnet50/layer{rng.randrange(4)}/conv{rng.randrange(30)}/Conv2D",
+            "Conv2D",
+            start,
+            start + 850,
+            850,
+        )
+    elif cls is ev.AclException:
+        fields = (
+            rng.randrange(8),
+            rng.randrange(64),
+            rng.randrange(1 << 16),
+            140_000_000_000_000,
+            507015,
+            "resnet50/layer3/conv12/Conv2D",
+            "Conv2D",
+            (_tensor(rng, "x"), _tensor(rng, "filter")),
+            (_tensor(rng, "y"),),
+        )
+    elif cls is ev.Hello:
+        fields = ev.hello_fields("sim", "Ascend910B1", 8)
+    elif cls in (ev.DeviceSet, ev.DeviceReset):
+        fields = (rng.randrange(8), 0)
+    elif cls is ev.ContextCreated:
+        fields = (0, 0xFFFF9000_0000_0000 + rng.randrange(1 << 20), True)
+    elif cls is ev.ContextDestroyed:
+        fields = (0xFFFF9000_0000_0000 + rng.randrange(1 << 20), 0)
+    elif cls is ev.ContextCurrent:
+        fields = (0xFFFF9000_0000_0000 + rng.randrange(1 << 20), 140_000_000_000_000)
+    elif cls is ev.StreamCreated:
+        fields = (0, 0xFFFF9000_0000_0000, stream, rng.randrange(64), 0, 0)
+    elif cls is ev.StreamDestroyed:
+        fields = (stream, 0)
+    elif cls is ev.ModelLoaded:
+        fields = (model, 0, "/models/resnet50_bs32.om", 312)
+    elif cls is ev.ModelUnloaded:
+        fields = (model, 0)
+    elif cls is ev.ProfilingState:
+        fields = (True, True, 0x7D, 1, (0, 1), "/tmp/prof", "aclmon", True)
+    elif cls is ev.TxMark:
+        fields = ("epoch 3 step 120",)
+    elif cls is ev.TxRange:
+        fields = ("forward", ts - 5_000_000, ts)
+    elif cls is ev.DumpFileSeen:
+        fields = (
+            "/var/dump/20260101/0/resnet50/1/0/Conv2D.resnet50_layer3_conv12_Conv2D.5.1005.1767225600000000",
+            "op-dump",
+            25_690_112,
+            {
+                "op_type": "Conv2D",
+                "op_name": "resnet50/layer3/conv12/Conv2D",
+                "inputs": 2,
+                "outputs": 1,
+            },
+        )
+    elif cls is ev.LogLine:
+        fields = ("warning", "aclmon: stream 5 synchronize took 1204 ms")
+    elif cls is ev.Drops:
+        fields = (1024, "publisher queue", "queue full")
+    elif cls is ev.SetProfilingConfig:
+        fields = (rng.getrandbits(63), 0x7D, 1, (0, 1), 100)
+    elif cls in (ev.StartProfiling, ev.StopProfiling, ev.RequestSnapshot, ev.Ping):
+        fields = (rng.getrandbits(63),)
+    elif cls is ev.Reply:
+        fields = (rng.getrandbits(63), 0, "ok", {"flags": 0x7D})
+    else:
+        raise AssertionError(f"no sample for {cls.__name__}")
+    return cls(seq, ts, *fields)
+
+
+def realistic_events() -> list[Any]:
+    """One event of every kind."""
+    rng = random.Random(7)
+    return [make_event(cls, i + 1, rng) for i, cls in enumerate(ev.KINDS.values())]
+
+
+#: (kind, weight): what a busy inference job's agent sends
+MIX = (
+    (ev.ExecuteBegin, 20),
+    (ev.ExecuteEnd, 20),
+    (ev.StreamSyncBegin, 15),
+    (ev.StreamSynchronized, 15),
+    (ev.OpTiming, 20),
+    (ev.DeviceSample, 4),
+    (ev.HostSample, 2),
+    (ev.LogLine, 2),
+    (ev.TxRange, 1),
+    (ev.AclException, 1),
+)
+
+
+def event_mix(count: int, kinds: tuple[tuple[type, int], ...] = MIX, seed: int = 1) -> list[Any]:
+    rng = random.Random(seed)
+    classes = [cls for cls, _ in kinds]
+    weights = [w for _, w in kinds]
+    return [
+        make_event(cls, i + 1, rng) for i, cls in enumerate(rng.choices(classes, weights, k=count))
+    ]
