@@ -28,6 +28,9 @@ Public API (import from ``aclmon.dump``; submodules load lazily so that
     names and order.
 ``explain_status(record) -> list[str]``
     The status words of a decoded record in words (bit table of the reference).
+``overflow_target(record) -> dict``
+    ``task_id``, ``stream_id``, ``context_id``, ``thread_id`` of the operator
+    that overflowed (what links an Opdebug record to its operator dump).
 ``tensor_stats(array, bins=32, first=8) -> dict``
     Shape, dtype, min/max/mean/std, NaN/+Inf/-Inf/zero counts, first values and
     a histogram, computed in chunks (bounded extra memory).
@@ -36,8 +39,10 @@ Public API (import from ``aclmon.dump``; submodules load lazily so that
     the operator dump it points at (task id, stream id): ``files``,
     ``op_dumps``, ``overflows``, ``links``, ``find(task_id, stream_id)``.
 ``parse_dump_name(name) -> DumpName | None`` and ``read_stats_csv(path)``.
-``convert_file(path, out_dir, ...)`` and ``convert_to_host(array, src_format,
-target_shape)`` implement ``aclmon convert``.
+``convert_file(path, out_dir, ConvertOptions(...))``, ``convert_to_host(array,
+src_format, target_shape, dst_format=None)`` and ``can_convert(src, dst)``
+implement ``aclmon convert``. Dtype/format numbers are the dump *proto* enums
+(``aclmon.dump.proto_enums``), never ``aclDataType``/``aclFormat``.
 """
 
 from __future__ import annotations
@@ -54,13 +59,16 @@ _EXPORTS: dict[str, str] = {
     "Tensor": "aclmon.dump.reader",
     "decode_opdebug": "aclmon.dump.opdebug",
     "explain_status": "aclmon.dump.opdebug",
+    "overflow_target": "aclmon.dump.opdebug",
     "tensor_stats": "aclmon.dump.stats",
     "DumpIndex": "aclmon.dump.index",
     "parse_dump_name": "aclmon.dump.naming",
     "DumpName": "aclmon.dump.naming",
     "read_stats_csv": "aclmon.dump.statscsv",
     "convert_file": "aclmon.dump.convert",
+    "ConvertOptions": "aclmon.dump.convert",
     "convert_to_host": "aclmon.dump.formats",
+    "can_convert": "aclmon.dump.formats",
 }
 
 __all__ = sorted(_EXPORTS)
