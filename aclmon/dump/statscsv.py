@@ -11,8 +11,11 @@ from aclmon.errors import DecodeError
 
 #: a stats CSV has one row per tensor; anything far larger is not one.
 MAX_CSV_BYTES = 64 << 20
-_INT_COLUMNS = {"Index", "Slot", "Data Size", "Count", "Nan Count", "Negative Inf Count",
-                "Positive Inf Count", "Task ID", "Stream ID", "Timestamp"}  # fmt: skip
+# host-side columns, then the device-side names (dump_stats: Nan, Negative Inf, ...)
+_INT_COLUMNS = {
+    "Index", "Slot", "Data Size", "Count", "Nan Count", "Negative Inf Count",
+    "Positive Inf Count", "Task ID", "Stream ID", "Timestamp", "Nan", "Negative Inf", "Positive Inf",
+}  # fmt: skip
 _FLOAT_COLUMNS = {"Max Value", "Min Value", "Avg Value", "Max", "Min", "Avg", "L2norm"}
 _REQUIRED = ("Input/Output", "Data Type")
 

@@ -309,3 +309,25 @@ def test_convert_single_tensor_selection(dump_dir, tmp_path, capsys):
     )
     assert main(["convert", "-d", str(src / NAME), "-out", str(out), "-f", "NCHW", "-o", "3"]) == 1
     assert "output index 3 is out of range [0, 1)" in capsys.readouterr().err
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from aclmon.dump.commands import _Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    bar = _Progress(4, tty)
+    for _ in range(4):
+        bar.step()
+    bar.close()
+    assert tty.getvalue().endswith("] 4/4 files\n") and "\r[" in tty.getvalue()
+    plain = io.StringIO()
+    quiet = _Progress(4, plain)
+    quiet.step()
+    quiet.close()
+    assert plain.getvalue() == ""

@@ -233,3 +233,16 @@ def test_concurrent_readers_agree(tmp_path):
     with ThreadPoolExecutor(max_workers=4) as pool:
         for _ in range(3):
             assert list(pool.map(work, paths)) == expected
+
+
+def test_device_side_stats_csv_columns(tmp_path):
+    text = "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max,Min,Nan,L2norm\n" \
+           "Output,0,8,DT_FLOAT16,ND,2x2,4,1.5,-1,0,2.5\n"  # fmt: skip
+    (row,) = read_stats_csv(write(tmp_path, "x.csv", text.encode()))
+    assert (row["Max"], row["Min"], row["Nan"], row["L2norm"], row["Shape"]) == (
+        1.5,
+        -1.0,
+        0,
+        2.5,
+        [2, 2],
+    )
