@@ -158,7 +158,20 @@ class Agent:
             except Exception as exc:  # attach by address still works
                 self.fail("registry", exc)
         atexit.register(self.close)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork_in_child)
         return self
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child has none of the agent's threads: let it run unobserved."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.hooks.uninstall()
+            atexit.unregister(self.close)
+        except Exception:  # nothing may disturb the child either
+            pass
 
     def close(self, *, restore: bool = False) -> None:
         """Stop the agent. ``restore`` also removes the hooks (for ``aclmon.agent.stop()``)."""
@@ -453,14 +466,8 @@ class Agent:
             self._register_exception_callback()
 
     def on_model_loaded(self, model_id: int, device: int, name: str) -> None:
-        op_count = 0
-        describe = getattr(self.acl, "__aclmon_model_info__", None)
-        if describe is not None:  # sim-only convenience; the real runtime does not say
-            try:
-                op_count = int(describe(model_id).get("op_count", 0))
-            except Exception:
-                op_count = 0
-        event = self.make(ModelLoaded, model_id, device, name, op_count)
+        # op_count 0 = unknown: pyACL's model description does not list the operators.
+        event = self.make(ModelLoaded, model_id, device, name, 0)
         self.state.models[model_id] = event
         self.publish(event)
         self.profiling.model_loaded(model_id, device)

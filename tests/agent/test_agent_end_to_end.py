@@ -24,16 +24,20 @@ from aclmon.acl_constants import (
     ACL_PROF_TASK_TIME,
 )
 from aclmon.bus import registry
+from aclmon.bus.recording import RecordingReader
 from aclmon.bus.subscriber import Subscriber
 from aclmon.events import (
     AclException,
     ContextCreated,
+    DeviceReset,
     DeviceSample,
     DeviceSet,
     DumpFileSeen,
+    ExecuteEnd,
     Hello,
     HostSample,
     ModelLoaded,
+    ModelUnloaded,
     OpTiming,
     ProfilingState,
     SetProfilingConfig,
@@ -236,6 +240,7 @@ def test_aclmon_run_command(tmp_path, model_path):
     """`python -m aclmon run` (the CLI dispatcher) runs the script and passes its exit status."""
     acl_json = write_acl_json(tmp_path / "acl.json")
     address = tmp_path / "run.sock"
+    recording = tmp_path / "job.aclmon"
     result = subprocess.run(
         [
             sys.executable,
@@ -245,6 +250,8 @@ def test_aclmon_run_command(tmp_path, model_path):
             "--sim",
             "--listen",
             str(address),
+            "--record",
+            str(recording),
             SIM_JOB,
             str(model_path),
             str(acl_json),
@@ -264,6 +271,12 @@ def test_aclmon_run_command(tmp_path, model_path):
         f"aclmon agent: listening on unix:{address} (pid {result.stderr.split('(pid ')[1].split(')')[0]})"
     )
     assert "iterations 3" in result.stdout
+    with RecordingReader(recording) as reader:
+        assert reader.wait_indexed(10)
+        recorded = list(reader.iter_events())
+    kinds = [type(e) for e in recorded]
+    assert kinds.count(ExecuteEnd) == 3 and kinds.count(StreamSynchronized) == 3
+    assert Hello in kinds and ModelUnloaded in kinds and DeviceReset in kinds
     assert not address.exists()  # the socket is gone with the agent
     failing = subprocess.run(
         [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 
 import pytest
 from agenthelpers import (
@@ -43,6 +44,7 @@ from aclmon.events import (
     Hello,
     LogLine,
     ModelLoaded,
+    OpTiming,
     ProfilingState,
     SetProfilingConfig,
     StartProfiling,
@@ -355,3 +357,33 @@ def test_job_profiling_wins_and_aclmon_steps_aside(agent_factory, sim_acl, model
     assert sim_acl.mdl.unload(job.model_id) == 0  # unsubscribed first, by the agent
     assert sim_acl.finalize() == 0
     events.wait_kind(LogLine, lambda e: "finalizing acl" in e.text)
+
+
+def test_live_timings_follow_models_loaded_later(agent_factory, sim_acl, model_path):
+    _, events = agent_factory()
+    assert sim_acl.init() == 0
+    assert send(events, SetProfilingConfig, 0, ACL_AICORE_PIPE_UTILIZATION, (), 0).code == 0
+    reply = send(events, StartProfiling)
+    assert reply.code == 0 and "armed" in reply.message
+    job = SimJob(sim_acl, model_path)  # loads the model after the start
+    timing = events.wait_for(
+        lambda evs: (
+            [e for e in evs if type(e) is OpTiming]
+            if job.run() == 0 and any(type(e) is OpTiming for e in evs)
+            else None
+        ),
+        what="op timings of a model loaded after the start",
+    )[0]
+    assert timing.model_id == job.model_id and timing.op_type in ("MatMul", "Add", "Relu")
+    assert send(events, StopProfiling).code == 0
+
+
+def test_forked_child_runs_unobserved(agent_factory, sim_acl):
+    agent, _ = agent_factory()
+    original = agent.hooks.originals["rt.set_device"]
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if the originals are back
+        os._exit(0 if sim_acl.rt.set_device is original else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert sim_acl.rt.set_device is not original  # the parent is still observed
