@@ -204,9 +204,22 @@ def read_dump(path: str | os.PathLike[str], container: str | None = None) -> Dum
         data = _map_file(path, size)
     except OSError as exc:
         raise DecodeError(source, 0, f"cannot read: {exc.strerror or exc}") from None
+    detected = container is None
     if container is None:
         container = detect_container(data, source)
-    if container == FORMAT_NANO:
+    if container == FORMAT_V1 and detected:
+        try:
+            dump = _read_v1(data, path, source)
+        except DecodeError as exc:
+            # most often a 2.0 file with a damaged length, not a legacy file: say both
+            header_len = int.from_bytes(bytes(data[:8]), "little")
+            raise DecodeError(
+                source,
+                exc.offset,
+                f"header length {header_len} exceeds the {int(data.shape[0]) - 8} bytes after it, "
+                f"and the file is not a legacy v1 dump either ({exc.reason})",
+            ) from None
+    elif container == FORMAT_NANO:
         from aclmon.dump.nano import read_nano
 
         dump = read_nano(data, path, source)

@@ -328,3 +328,10 @@ def test_exception_dump_input_buffers_are_read_from_the_end(tmp_path):
     assert dump.warnings == [
         "exception dump: 6 bytes without a header entry (MC2 context) before 1 input buffer(s)"
     ]
+
+
+def test_damaged_length_that_looks_like_v1_names_both_readings(tmp_path):
+    data = bytes([0x0A, 0, 0, 0, 0, 0, 0, 0x40]) + b"\x0a\x032.0" + b"\x00" * 8
+    with pytest.raises(DecodeError, match="not a legacy v1 dump either") as info:
+        read_dump(write(tmp_path, "dmg", data))
+    assert "header length" in str(info.value)
