@@ -66,7 +66,13 @@ def tensor_stats(
     mean = m2 = 0.0
     # integers and bools cannot hold NaN/Inf; ml_dtypes types (kind "V") are checked like floats
     floating = array.dtype.kind not in "iub"
+    exact_lo: int | None = None  # integers keep exact extremes (float64 rounds past 2**53)
+    exact_hi: int | None = None
     for chunk in _chunks(flat, chunk_elements):
+        if array.dtype.kind in "iu" and chunk.size:
+            chunk_lo, chunk_hi = int(chunk.min()), int(chunk.max())
+            exact_lo = chunk_lo if exact_lo is None else min(exact_lo, chunk_lo)
+            exact_hi = chunk_hi if exact_hi is None else max(exact_hi, chunk_hi)
         values = _as_float_chunk(chunk)
         zeros += int(np.count_nonzero(values == 0))
         if floating:
@@ -93,8 +99,8 @@ def tensor_stats(
         neg_inf=neg_inf,
         zeros=zeros,
         finite=finite,
-        min=lo if finite else None,
-        max=hi if finite else None,
+        min=(exact_lo if exact_lo is not None else lo) if finite else None,
+        max=(exact_hi if exact_hi is not None else hi) if finite else None,
         mean=mean if finite else None,
         std=math.sqrt(m2 / finite) if finite else None,
     )

@@ -47,7 +47,9 @@ def test_stats_match_numpy_and_do_not_depend_on_chunking():
 
 def test_stats_of_integers_bools_bf16_and_empty():
     ints = tensor_stats(np.array([[-3, 0], [5, 0]], dtype=np.int8), bins=2)
-    assert (ints["min"], ints["max"], ints["zeros"], ints["nan"]) == (-3.0, 5.0, 2, 0)
+    assert (ints["min"], ints["max"], ints["zeros"], ints["nan"]) == (-3, 5, 2, 0)
+    big = tensor_stats(np.array([2**63 - 1, -(2**63)], dtype=np.int64))
+    assert (big["min"], big["max"]) == (-(2**63), 2**63 - 1)
     assert ints["shape"] == [2, 2] and ints["first"] == [-3, 0, 5, 0]
     assert sum(ints["histogram"]["counts"]) == 4
     bools = tensor_stats(np.array([True, False, True]))
