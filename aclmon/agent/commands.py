@@ -50,6 +50,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     if not os.path.isfile(args.script):
         raise ScriptError(f"no such script: {args.script}")
+    _stop_agent_on_sigterm()
     aclmon.agent.start(
         args.listen,
         sim=args.sim,
@@ -62,3 +63,29 @@ def run_command(args: argparse.Namespace) -> int:
         return run_script(args.script, list(args.args))
     finally:
         aclmon.agent.stop()
+
+
+def _stop_agent_on_sigterm() -> None:
+    """On SIGTERM, stop the agent cleanly, then die by SIGTERM as before.
+
+    The default action skips atexit, so without this a terminated job would leave
+    viewers without the last events and a recording without its tail. Only when
+    SIGTERM still has its default action; a script that installs its own handler
+    replaces this one.
+    """
+    import os
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        import aclmon.agent
+
+        try:
+            aclmon.agent.stop()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)

@@ -308,3 +308,48 @@ def test_aclmon_run_command(tmp_path, model_path):
     )
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"aclmon run: no such script: {tmp_path / 'nope.py'}"
+
+
+def test_sigterm_stops_the_agent_cleanly(tmp_path, model_path):
+    """SIGTERM (how `aclmon demo` stops its job) still ends the job by SIGTERM, but the
+    agent first flushes the recording, removes its socket and its registry entry."""
+    acl_json = write_acl_json(tmp_path / "acl.json")
+    address = tmp_path / "term.sock"
+    recording = tmp_path / "term.aclmon"
+    stderr_path = tmp_path / "stderr.txt"
+    command = [
+        sys.executable,
+        "-m",
+        "aclmon.agent",
+        "--sim",
+        "--listen",
+        str(address),
+        "--record",
+        str(recording),
+        SIM_JOB,
+        str(model_path),
+        str(acl_json),
+        "--max-seconds",
+        "60",
+    ]
+    with open(stderr_path, "w") as stderr:
+        proc = subprocess.Popen(command, cwd=tmp_path, env=sim_env(), stderr=stderr)
+    try:
+        subscriber = Subscriber(str(address)).start()
+        try:
+            events = Collector(subscriber)
+            events.wait_kind(StreamSynchronized, timeout=30)
+        finally:
+            subscriber.close()
+        proc.terminate()
+        assert proc.wait(timeout=30) == -15
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not address.exists()
+    assert all(a.pid != proc.pid for a in registry.list_agents())
+    with RecordingReader(recording) as reader:
+        assert reader.wait_indexed(10)
+        kinds = {type(e) for e in reader.iter_events()}
+    assert {Hello, DeviceSet, ModelLoaded, StreamSynchronized} <= kinds
