@@ -73,12 +73,16 @@ def effective_shape(data_type: int, shape: tuple[int, ...], nbytes: int) -> tupl
     dtype = VIEW_DTYPES.get(data_type)
     if shape:
         return shape
+    if data_type in _PER_BYTE:
+        return (nbytes * _PER_BYTE[data_type],)
     if dtype is None:
         return (nbytes,)
     return () if nbytes == dtype.itemsize else (nbytes // dtype.itemsize,)
 
 
 _MAX_ELEMENTS = 1 << 58
+#: elements packed in one byte by the sub-byte types.
+_PER_BYTE = {pe.DT_INT4: 2, pe.DT_UINT1: 8}
 
 
 class TensorBytesError(ValueError):

@@ -335,3 +335,12 @@ def test_damaged_length_that_looks_like_v1_names_both_readings(tmp_path):
     with pytest.raises(DecodeError, match="not a legacy v1 dump either") as info:
         read_dump(write(tmp_path, "dmg", data))
     assert "header length" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "dtype,raw,expected",
+    [(28, bytes([0x21, 0xF7]), [1, 2, 7, -1]), (29, bytes([0x81]), [1, 0, 0, 0, 0, 0, 0, 1])],
+)
+def test_packed_types_without_a_shape_read_every_element(tmp_path, dtype, raw, expected):
+    dump = read_dump(write(tmp_path, "p", dump_bytes(outputs=[T(raw, dtype=dtype)])))
+    assert dump.outputs[0].array.astype(int).tolist() == expected
