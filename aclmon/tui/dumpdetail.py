@@ -245,18 +245,18 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
         line.append(ids, style=dim)
         parts.append(line)
     records = summary.get("records")
-    for n, item in enumerate(records if isinstance(records, list) else []):
+    for n, item in enumerate(records if isinstance(records, (list, tuple)) else []):
         if not isinstance(item, dict):
             continue
         text = Text(f"\nOVERFLOW RECORD {n}\n", style=bold)
         if item.get("error"):
             text.append(f"  {item['error']}\n", style=bad)
         explained = item.get("explained")
-        for line in explained if isinstance(explained, list) else []:
+        for line in explained if isinstance(explained, (list, tuple)) else []:
             text.append(f"  {line}\n", style=dim if str(line).endswith("no overflow") else bad)
         parts.append(text)
     tensors = summary.get("tensors")
-    if isinstance(tensors, list) and tensors:
+    if isinstance(tensors, (list, tuple)) and tensors:
         table = Table(box=None, header_style=dim, pad_edge=False)
         for column in ("ROLE", "#", "DTYPE", "FORMAT", "SHAPE", "SIZE"):
             table.add_column(column, no_wrap=True)

@@ -38,7 +38,7 @@ def related_dumps(
             records = summary.get("records")
             targets = [
                 overflow_target(r["record"])
-                for r in (records if isinstance(records, list) else [])
+                for r in (records if isinstance(records, (list, tuple)) else [])
                 if isinstance(r, dict) and isinstance(r.get("record"), dict)
             ]
             if any(

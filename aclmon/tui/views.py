@@ -195,18 +195,17 @@ class DevicesView(View):
         loaded = [m for m in s.models.values() if m.loaded]
         if not loaded:
             text.append("none loaded", style=dim)
-        for i, m in enumerate(loaded):
-            if i:
-                text.append("   ")
-            text.append(m.name, style=Style(bold=True))
-            text.append(
-                f" #{m.model_id} dev {m.device_id} · {m.op_count} ops · {m.executions} runs"
-            )
-            if m.running:
-                text.append(" · running", style=theme_style(self, "aclmon-busy"))
-            if m.failures:
-                text.append(f" · {m.failures} failed", style=theme_style(self, "aclmon-bad"))
-            text.append(f" · last {fmt.duration_ns(m.last_duration_ns)}", style=dim)
+            return text
+        running = sum(1 for m in loaded if m.running)
+        runs = sum(m.executions for m in loaded)
+        failed = sum(m.failures for m in loaded)
+        text.append(f"{len(loaded)} loaded · ")
+        text.append(
+            f"{running} running", style=theme_style(self, "aclmon-busy") if running else dim
+        )
+        text.append(f" · {runs} runs · ")
+        text.append(f"{failed} failed", style=theme_style(self, "aclmon-bad") if failed else dim)
+        text.append("   (per device below)", style=dim)
         return text
 
     def _tree(self, s: StoreState, device_id: int) -> RenderableType:
@@ -252,6 +251,22 @@ class DevicesView(View):
                         f"  {stream.errors} error(s), last {error_name(stream.last_error)}",
                         style=bad,
                     )
+                branch.add(line)
+        models = [m for m in s.models.values() if m.loaded and m.device_id == device_id]
+        if models:
+            branch = tree.add(Text(f"models ({len(models)})", style=dim))
+            for m in models:
+                line = Text(m.name, style=Style(bold=True))
+                line.append(f" #{m.model_id}", style=dim)
+                line.append(
+                    f"  {m.executions} runs  last {fmt.duration_ns(m.last_duration_ns)}", style=dim
+                )
+                if m.op_count:
+                    line.append(f"  {m.op_count} ops", style=dim)
+                if m.running:
+                    line.append("  running", style=state_styles[STREAM_BUSY])
+                if m.failures:
+                    line.append(f"  {m.failures} failed", style=bad)
                 branch.add(line)
         return tree
 

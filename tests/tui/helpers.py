@@ -33,11 +33,20 @@ class FakeAgent:
         return ev.Reply(0, 0, command.request_id, 0, "", {})
 
 
+def over_the_wire(events: list[ev.Event]) -> list[ev.Event]:
+    """The events as a subscriber sees them: encoded, unpacked and decoded
+    (sequences inside summaries become tuples, as on the real bus)."""
+    decoder = ev.EventDecoder()
+    out = [decoder.decode(ev.unpack_payload(ev.encode(e))) for e in events]
+    assert decoder.malformed == 0 and None not in out
+    return out  # type: ignore[return-value]
+
+
 def make_app(
     *, theme: str = "aclmon-dark", events=None, agent=None, readonly=False, **kwargs
 ) -> AclmonApp:
     source = ListSource(
-        build_events() if events is None else events,
+        over_the_wire(build_events() if events is None else events),
         description="scenario",
         agent=agent if agent is not None else FakeAgent(),
         readonly=readonly,

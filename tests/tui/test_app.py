@@ -76,7 +76,8 @@ async def test_devices_view_shows_states_sync_times_and_errors():
         assert "2.4 ms" in static_text(app, "#device-tree-3")
         assert "Alarm" in static_text(app, "#device-table")
         assert "threads 24" in static_text(app, "#host-line")
-        assert "resnet50_bs32" in static_text(app, "#models")
+        assert "2 loaded" in static_text(app, "#models")
+        assert "resnet50_bs32" in tree0 and "running" in tree0
 
 
 async def test_exception_list_cursor_keys_and_detail():
