@@ -129,9 +129,26 @@ class Agent:
         )
         publisher.start()  # raises AclmonError (bad address, socket in use) before anything else
         self.publisher = publisher
+        try:
+            self._start_observing()
+        except BaseException as exc:
+            # Leave the job as it was: no hooks, no socket, no half-started threads.
+            self._closed = True
+            self._stopping.set()
+            self.hooks.uninstall()
+            publisher.close(flush_timeout=0.0)
+            if isinstance(exc, OSError):
+                from aclmon.agent import AgentError
+
+                raise AgentError(f"the agent cannot start: {exc}") from exc
+            raise
+        return self
+
+    def _start_observing(self) -> None:
+        publisher = self.publisher
         # One sequence for everything this source sends, including the publisher's own
         # replies and Drops: share its clock.
-        self._clock = getattr(publisher, "clock", None) or publisher._clock
+        self._clock = publisher.clock
         self._publish = publisher.publish
         self.emit = self._make_emit()
         self.started = time.time()
@@ -160,7 +177,6 @@ class Agent:
         atexit.register(self.close)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork_in_child)
-        return self
 
     def _after_fork_in_child(self) -> None:
         """A forked child has none of the agent's threads: let it run unobserved."""
@@ -250,7 +266,6 @@ class Agent:
         return self._publish(event)
 
     def reply(self, request_id: int, code: int, message: str, data: dict[str, Any]) -> None:
-        # Through the buffer, so a reply never overtakes the state events it follows.
         self.emit(Reply, request_id, int(code), message, data)
 
     def snapshot(self) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -298,6 +299,17 @@ def test_aclmon_run_command(tmp_path, model_path):
         timeout=60,
     )
     assert failing.returncode == 1 and "load_from_file failed" in failing.stderr
+    no_pyacl = subprocess.run(
+        [sys.executable, "-m", "aclmon.agent", SIM_JOB, str(model_path), str(acl_json)],
+        cwd=tmp_path,
+        env=sim_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if importlib.util.find_spec("acl") is None:  # no CANN here: one clear error
+        assert no_pyacl.returncode == 1
+        assert no_pyacl.stderr.startswith("aclmon run: pyACL is not importable")
     missing = subprocess.run(
         [sys.executable, "-m", "aclmon.agent", "--sim", str(tmp_path / "nope.py")],
         cwd=tmp_path,

@@ -387,3 +387,19 @@ def test_forked_child_runs_unobserved(agent_factory, sim_acl):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert sim_acl.rt.set_device is not original  # the parent is still observed
+
+
+def test_start_failures_are_one_clear_error(tmp_path, sim_acl):
+    from aclmon.agent import AgentError
+    from aclmon.agent.core import Agent
+    from aclmon.errors import AclmonError
+
+    original = sim_acl.rt.set_device
+    bad_record = tmp_path / "no-such-dir" / "x.aclmon"
+    agent = Agent(sim_acl, address=str(tmp_path / "a.sock"), register=False, record=str(bad_record))
+    with pytest.raises(AgentError, match="cannot start"):
+        agent.start()
+    assert sim_acl.rt.set_device is original  # nothing left behind
+    assert not (tmp_path / "a.sock").exists()
+    with pytest.raises(AclmonError):
+        Agent(sim_acl, address="not an address", register=False).start()
