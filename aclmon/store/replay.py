@@ -1,0 +1,424 @@
+"""The replay engine: a cursor over a recording whose state is always a fold.
+
+``state at position p`` is the :class:`~aclmon.store.Store` fold of the events
+in frames ``0..p-1`` (a *position* counts frames, so a malformed frame is
+skipped but still has its place, and a time maps to a position through the
+recording's index: everything strictly before ``T``). That is exactly what a
+live viewer showed once it had received those events, because the live viewer
+feeds the same store the same events in the same order.
+
+Seeking is fast in both directions: a builder thread folds the whole recording
+once in the background, keeping a store snapshot every ``snapshot_every``
+frames and noting where the exceptions and overflow dumps are. A seek restores
+the nearest snapshot at or before the target (or carries on from the current
+position, when that is closer) and folds at most ``snapshot_every`` frames.
+
+This module imports neither Textual nor the bus: it needs only a frame index
+(:class:`FrameIndex`, which :class:`aclmon.bus.RecordingReader` satisfies) and
+the file to read the frames from, so it is testable on its own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+import msgpack
+import numpy as np
+
+from aclmon import events as ev
+from aclmon.errors import AclmonError
+from aclmon.store.state import Store, StoreState
+
+#: frames between two snapshots: bounds the fold work of any seek.
+DEFAULT_SNAPSHOT_EVERY = 20_000
+#: frames folded per read while folding long ranges (bounds the bytes held at once).
+FOLD_BATCH = 20_000
+#: a restore costs about as much as folding this many frames (copying the state).
+RESTORE_COST = 2_000
+
+_LENGTH = struct.Struct("<I")
+_KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
+_KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
+OVERFLOW = "overflow"
+EXCEPTION = "exception"
+
+
+class FrameIndex(Protocol):
+    """What the engine needs of a recording's index (``RecordingReader`` has it)."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def offsets(self) -> np.ndarray: ...
+
+    @property
+    def timestamps(self) -> np.ndarray: ...
+
+    @property
+    def indexed(self) -> bool: ...
+
+    def seek_time(self, ts_ns: int) -> int: ...
+
+
+class FrameFile:
+    """Reads and decodes runs of frames, given their offsets (thread-safe: pread only)."""
+
+    def __init__(self, path: str | Path, index: FrameIndex) -> None:
+        self.path = str(path)
+        self.index = index
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise AclmonError(f"{self.path}: cannot open: {exc.strerror}") from None
+
+    def span(self, start: int, stop: int) -> tuple[int, bytes, np.ndarray]:
+        """(file offset, bytes, frame offsets) of frames ``start..stop-1``."""
+        offsets = self.index.offsets[start:stop]
+        last = int(offsets[-1])
+        (length,) = _LENGTH.unpack(os.pread(self._fd, 4, last))
+        begin = int(offsets[0])
+        end = last + 4 + length
+        data = os.pread(self._fd, end - begin, begin)
+        if len(data) != end - begin:  # the file shrank under us
+            raise AclmonError(f"{self.path}: frames at byte {begin} are no longer readable")
+        return begin, data, offsets
+
+    def decode(self, start: int, stop: int, decoder: ev.EventDecoder) -> list[ev.Event]:
+        """The events of frames ``start..stop-1``; bad frames are skipped and
+        counted by ``decoder``."""
+        if start >= stop:
+            return []
+        begin, data, offsets = self.span(start, stop)
+        view = memoryview(data)
+        rel = (offsets - begin).tolist()
+        ends = [*rel[1:], len(data)]
+        payloads = [view[a + 4 : b] for a, b in zip(rel, ends, strict=True)]
+        # The unpacked batch holds no cycles: keep the cyclic GC from rescanning it.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            unpacker = msgpack.Unpacker(
+                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 1
+            )
+            try:
+                unpacker.feed(b"".join(payloads))
+                objs = list(unpacker)
+            except Exception:  # garbage: msgpack raises many types
+                objs = None
+            if objs is not None and len(objs) == len(payloads):
+                return decoder.decode_many(objs)
+            # Some payload is not exactly one object: frame by frame, so only bad frames are lost.
+            events = (decoder.decode_payload(bytes(p)) for p in payloads)
+            return [e for e in events if e is not None]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def kinds(self, start: int, stop: int) -> tuple[np.ndarray, bytes, int, np.ndarray]:
+        """The wire kind of each frame from its second payload byte (-1 when the
+        payload does not start like an event), plus the span it was read from."""
+        begin, data, offsets = self.span(start, stop)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        at = offsets - begin + 4
+        last = len(raw) - 1
+        marker = raw[np.minimum(at, last)]
+        kind = raw[np.minimum(at + 1, last)].astype(np.int64)
+        # Every event is a msgpack fixarray (at most 15 elements) led by a fixint kind.
+        ok = (marker >= 0x91) & (marker <= 0x9F) & (kind < 0x80)
+        return np.where(ok, kind, -1), data, begin, offsets
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class ReplayEngine:
+    """A cursor over a recording; ``store`` always holds the fold up to ``position``.
+
+    Call :meth:`start_background` to build the snapshots and marker lists on a
+    daemon thread (seeks work without it, just slower for far targets), and
+    :meth:`close` at the end. All cursor methods belong to one thread (the UI);
+    :meth:`state_at` may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        index: FrameIndex,
+        path: str | Path,
+        *,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        store_factory: Callable[[], Store] = Store,
+    ) -> None:
+        if snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be at least 1, not {snapshot_every}")
+        self.index = index
+        self.frames = FrameFile(path, index)
+        self.snapshot_every = snapshot_every
+        self._store_factory = store_factory
+        self.store = store_factory()
+        self.position = 0
+        self._lock = threading.Lock()
+        # Sorted snapshot positions and their states; position 0 is the empty store.
+        self._snapshot_at: list[int] = [0]
+        self._snapshots: dict[int, StoreState] = {0: self.store.snapshot()}
+        self._markers: dict[str, list[int]] = {EXCEPTION: [], OVERFLOW: []}
+        self._scanned = 0  # frames the builder has folded (snapshots and markers cover them)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.builder_error: str | None = None
+
+    # ------------------------------------------------------------ facts
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def scanned(self) -> int:
+        """Frames the background builder has covered so far."""
+        return self._scanned
+
+    @property
+    def ready(self) -> bool:
+        """Snapshots and markers cover the whole (fully indexed) recording."""
+        return self.index.indexed and self._scanned >= len(self.index)
+
+    def time_at(self, position: int) -> int | None:
+        """The time of the state at ``position``: that of the newest applied frame."""
+        if position <= 0 or len(self.index) == 0:
+            return None
+        return int(self.index.timestamps[min(position, len(self.index)) - 1])
+
+    @property
+    def first_ts(self) -> int | None:
+        return int(self.index.timestamps[0]) if len(self.index) else None
+
+    @property
+    def last_ts(self) -> int | None:
+        n = len(self.index)
+        return int(self.index.timestamps[:n].max()) if n else None
+
+    # ------------------------------------------------------------ folding
+    def _fold(self, store: Store, start: int, stop: int) -> None:
+        """Apply frames ``start..stop-1`` to ``store`` and count what was skipped."""
+        decoder = ev.EventDecoder()
+        for a in range(start, stop, FOLD_BATCH):
+            b = min(stop, a + FOLD_BATCH)
+            before = (decoder.malformed, decoder.unknown)
+            store.apply_many(self.frames.decode(a, b, decoder))
+            bad = decoder.malformed - before[0], decoder.unknown - before[1]
+            if bad != (0, 0):
+                c = store.state.counters
+                store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
+
+    def _nearest_snapshot(self, position: int) -> tuple[int, StoreState]:
+        with self._lock:
+            i = bisect.bisect_right(self._snapshot_at, position) - 1
+            at = self._snapshot_at[i]
+            return at, self._snapshots[at]
+
+    def state_at(self, position: int) -> StoreState:
+        """The fold of frames ``0..position-1`` as a new state (any thread)."""
+        position = self._clamp(position)
+        at, snapshot = self._nearest_snapshot(position)
+        store = self._store_factory()
+        store.restore(snapshot)
+        self._fold(store, at, position)
+        return store.state
+
+    def cost(self, position: int) -> int:
+        """About how many frames a seek to ``position`` folds (to decide on a thread)."""
+        position = self._clamp(position)
+        at, _ = self._nearest_snapshot(position)
+        from_snapshot = position - at + RESTORE_COST
+        if self.position <= position:
+            return min(position - self.position, from_snapshot)
+        return from_snapshot
+
+    def _clamp(self, position: int) -> int:
+        return max(0, min(int(position), len(self.index)))
+
+    # ------------------------------------------------------------ cursor
+    def seek(self, position: int) -> int:
+        """Make ``store`` the fold of frames before ``position``; returns it."""
+        position = self._clamp(position)
+        at, snapshot = self._nearest_snapshot(position)
+        forward = position - self.position
+        if 0 <= forward <= position - at + RESTORE_COST:
+            self._fold(self.store, self.position, position)
+        else:
+            self.store.restore(snapshot)
+            self._fold(self.store, at, position)
+        self.position = position
+        return position
+
+    def install(self, position: int, state: StoreState) -> None:
+        """Adopt a state computed by :meth:`state_at` on another thread."""
+        self.store.state = state
+        self.store.version += 1
+        self.position = self._clamp(position)
+
+    def seek_time(self, ts_ns: int) -> int:
+        """State at time ``ts_ns``: the fold of every event before it."""
+        return self.seek(self.index.seek_time(ts_ns))
+
+    def position_of_time(self, ts_ns: int) -> int:
+        return self._clamp(self.index.seek_time(ts_ns))
+
+    def step(self, count: int = 1) -> int:
+        """Apply the next ``count`` events (skipping bad frames); returns how many."""
+        applied = 0
+        n = len(self.index)
+        while applied < count and self.position < n:
+            before = self.store.state.counters.events
+            self._fold(self.store, self.position, self.position + 1)
+            self.position += 1
+            applied += self.store.state.counters.events - before
+        return applied
+
+    def step_back(self, count: int = 1) -> int:
+        """Go back ``count`` frames (one event each in a sound recording)."""
+        return self.seek(self.position - count)
+
+    def play_to(self, ts_ns: int, max_frames: int) -> bool:
+        """Fold forward through events before ``ts_ns``, at most ``max_frames``.
+        Returns True when it stopped at the limit (more is due)."""
+        target = self._clamp(self.index.seek_time(ts_ns))
+        if target <= self.position:
+            return False
+        limited = target - self.position > max_frames
+        stop = self.position + max_frames if limited else target
+        self._fold(self.store, self.position, stop)
+        self.position = stop
+        return limited
+
+    # ------------------------------------------------------------ markers
+    def markers(self, kind: str) -> list[int]:
+        """Frame numbers of the exceptions or overflow dumps found so far."""
+        with self._lock:
+            return list(self._markers[kind])
+
+    def next_marker(self, kinds: tuple[str, ...], after: int) -> int | None:
+        """The first marker frame at or after ``after``; scans ahead of the
+        builder when it has not got that far."""
+        best: int | None = None
+        with self._lock:
+            for kind in kinds:
+                found = self._markers[kind]
+                i = bisect.bisect_left(found, after)
+                if i < len(found) and (best is None or found[i] < best):
+                    best = found[i]
+            scanned = self._scanned
+        if best is not None:
+            return best
+        n = len(self.index)
+        for a in range(max(after, scanned), n, FOLD_BATCH):
+            found_here = self._scan_markers(a, min(n, a + FOLD_BATCH))
+            hits = [i for kind in kinds for i in found_here[kind]]
+            if hits:
+                return min(hits)
+        return None
+
+    def previous_marker(self, kinds: tuple[str, ...], before: int) -> int | None:
+        """The last marker frame before ``before`` (among those found so far)."""
+        best: int | None = None
+        with self._lock:
+            for kind in kinds:
+                found = self._markers[kind]
+                i = bisect.bisect_left(found, before) - 1
+                if i >= 0 and (best is None or found[i] > best):
+                    best = found[i]
+        if best is None and self._scanned < before:
+            for a in range(0, before, FOLD_BATCH):
+                found_here = self._scan_markers(a, min(before, a + FOLD_BATCH))
+                hits = [i for kind in kinds for i in found_here[kind]]
+                if hits:
+                    best = max(hits) if best is None else max(best, *hits)
+        return best
+
+    def _scan_markers(self, start: int, stop: int) -> dict[str, list[int]]:
+        """Exception and overflow-dump frames among ``start..stop-1``."""
+        if start >= stop:
+            return {EXCEPTION: [], OVERFLOW: []}
+        kinds, _, _, _ = self.frames.kinds(start, stop)
+        exceptions = (np.flatnonzero(kinds == _KIND_EXCEPTION) + start).tolist()
+        overflows = []
+        decoder = ev.EventDecoder()
+        # Few frames are dump files: decode just those to see which are overflows.
+        for i in (np.flatnonzero(kinds == _KIND_DUMP_FILE) + start).tolist():
+            events = self.frames.decode(i, i + 1, decoder)
+            if events and getattr(events[0], "kind", None) == OVERFLOW:
+                overflows.append(i)
+        return {EXCEPTION: exceptions, OVERFLOW: overflows}
+
+    # ------------------------------------------------------------ builder
+    def start_background(self) -> None:
+        """Build snapshots and markers on a daemon thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._build, name="aclmon-replay-snapshots", daemon=True
+            )
+            self._thread.start()
+
+    def build(self) -> None:
+        """Build snapshots and markers on this thread, up to the end of the index."""
+        self._build()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.ready
+
+    def _build(self) -> None:
+        try:
+            store = self._store_factory()
+            decoder = ev.EventDecoder()
+            every = self.snapshot_every
+            while not self._stop.is_set():
+                indexed = self.index.indexed  # read before len: no frames missed at the end
+                n = len(self.index)
+                pos = self._scanned
+                if pos >= n:
+                    if indexed:
+                        return
+                    self._stop.wait(0.05)
+                    continue
+                stop = min(n, (pos // every + 1) * every, pos + FOLD_BATCH)
+                found = self._scan_markers(pos, stop)
+                before = (decoder.malformed, decoder.unknown)
+                store.apply_many(self.frames.decode(pos, stop, decoder))
+                bad = decoder.malformed - before[0], decoder.unknown - before[1]
+                if bad != (0, 0):
+                    c = store.state.counters
+                    store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
+                snapshot = store.snapshot() if stop % every == 0 else None
+                with self._lock:
+                    for kind, frames in found.items():
+                        self._markers[kind].extend(frames)
+                    if snapshot is not None:
+                        self._snapshot_at.append(stop)
+                        self._snapshots[stop] = snapshot
+                    self._scanned = stop
+        except Exception as exc:  # reported in the timeline, never raised on a thread
+            self.builder_error = f"snapshot builder stopped: {exc}"
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.frames.close()
+
+
+def iter_recording_events(engine: ReplayEngine, start: int = 0) -> Iterator[ev.Event]:
+    """Every decodable event from frame ``start`` on, in batches (for summaries)."""
+    decoder = ev.EventDecoder()
+    n = len(engine.index)
+    for a in range(start, n, FOLD_BATCH):
+        yield from engine.frames.decode(a, min(n, a + FOLD_BATCH), decoder)

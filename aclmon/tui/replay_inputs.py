@@ -1,0 +1,231 @@
+"""What ``aclmon replay PATH`` opens: finding recordings and dump files, and
+turning a dump directory into the events a live agent would have sent.
+
+A recording is recognised by its header (the magic bytes), never by its name;
+dump files by their names and first bytes (:func:`aclmon.dump.classify`). A
+directory is searched recursively, so ``PATH`` may be a recording, a dump
+directory, or a directory that holds both.
+
+Nothing here imports Textual: ``aclmon replay --json`` uses it without a screen.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.errors import AclmonError
+
+#: recordings start with these bytes (aclmon.bus.recording.MAGIC; read here
+#: without importing the bus so that discovery stays cheap).
+RECORDING_MAGIC = b"ACLMREC\0"
+#: directories deeper than this below PATH are not searched (symlink loops, huge trees).
+MAX_DEPTH = 16
+#: files looked at, at most: a typo'd PATH of "/" must not scan the machine.
+MAX_FILES = 500_000
+
+
+class ReplayInputError(AclmonError):
+    """PATH holds nothing replayable, or cannot be read."""
+
+
+@dataclass
+class ReplayInputs:
+    """What was found under ``root``."""
+
+    root: Path
+    recordings: list[Path] = field(default_factory=list)
+    dump_files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def recording(self) -> Path | None:
+        """The recording to replay: the only one, or the newest of several."""
+        if not self.recordings:
+            return None
+        return max(self.recordings, key=_created_ns)
+
+
+def is_recording(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(RECORDING_MAGIC)) == RECORDING_MAGIC
+    except OSError:
+        return False
+
+
+def _created_ns(path: Path) -> tuple[int, str]:
+    """A recording's creation time from its header (mtime if unreadable), then its name."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(20)
+        return int.from_bytes(head[12:20], "little"), str(path)
+    except OSError:
+        return 0, str(path)
+
+
+def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
+    """Recordings and dump files at or below ``path``; one clear error if none."""
+    from aclmon.dump import classify
+
+    root = Path(path)
+    try:
+        mode = os.stat(root).st_mode
+    except OSError as exc:
+        raise ReplayInputError(f"{root}: {exc.strerror or exc}") from None
+    found = ReplayInputs(root)
+    if stat.S_ISREG(mode):
+        if is_recording(root):
+            found.recordings.append(root)
+        elif classify(root) is not None:
+            found.dump_files.append(root)
+        else:
+            raise ReplayInputError(f"{root}: neither an aclmon recording nor a dump file")
+        return found
+    if not stat.S_ISDIR(mode):
+        raise ReplayInputError(f"{root}: not a file or directory")
+    seen = 0
+    base_depth = len(root.parts)
+
+    def note(error: OSError) -> None:
+        found.problems.append(f"{error.filename}: {error.strerror or error}")
+
+    for current, dirs, names in os.walk(root, onerror=note):
+        dirs.sort()
+        if len(Path(current).parts) - base_depth >= MAX_DEPTH:
+            dirs.clear()
+        for name in sorted(names):
+            seen += 1
+            if seen > MAX_FILES:
+                found.problems.append(f"stopped after {MAX_FILES} files")
+                return _checked(found)
+            file = Path(current, name)
+            try:
+                if not stat.S_ISREG(os.stat(file).st_mode):
+                    continue  # never open FIFOs or devices
+            except OSError:
+                continue
+            if is_recording(file):
+                found.recordings.append(file)
+            elif classify(file) is not None:
+                found.dump_files.append(file)
+    return _checked(found)
+
+
+def _checked(found: ReplayInputs) -> ReplayInputs:
+    if not found.recordings and not found.dump_files:
+        raise ReplayInputError(f"{found.root}: no aclmon recording or dump files found")
+    return found
+
+
+# ---------------------------------------------------------------- dump directories
+@dataclass(frozen=True)
+class DumpGroup:
+    """Where an operator dump sits in the documented tree
+    ``{dump_path}/{time}/{device}/{model_name}/{model_id}/{step}/``."""
+
+    device: int | None
+    model: str
+    model_id: int | None
+    step: int | None
+
+    def label(self) -> str:
+        if self.device is None and self.step is None:
+            return "outside the time/device/model/step tree"
+        model = self.model + (f" ({self.model_id})" if self.model_id is not None else "")
+        return f"device {self.device} · model {model} · step {self.step}"
+
+    def sort_key(self) -> tuple[int, str, int, int]:
+        return (
+            -1 if self.device is None else self.device,
+            self.model,
+            -1 if self.model_id is None else self.model_id,
+            -1 if self.step is None else self.step,
+        )
+
+
+UNGROUPED = DumpGroup(None, "", None, None)
+
+
+def dump_group(path: Path) -> DumpGroup:
+    """The group of one file, read from its last five directory names."""
+    parts = path.parent.parts
+    if len(parts) < 5:
+        return UNGROUPED
+    time_dir, device, model, model_id, step = parts[-5:]
+    if not (time_dir.isdigit() and device.isdigit() and model_id.isdigit() and step.isdigit()):
+        return UNGROUPED
+    return DumpGroup(int(device), model, int(model_id), int(step))
+
+
+def _file_time_ns(path: Path, summary: dict[str, Any]) -> int:
+    """When the file was written: the name's microsecond stamp, else its mtime."""
+    stamp = summary.get("timestamp")
+    if isinstance(stamp, int) and 0 < stamp < (1 << 63) // 1000:
+        return stamp * 1000
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def dump_events(files: list[Path]) -> list[ev.DumpFileSeen]:
+    """One ``DumpFileSeen`` per file, as the agent would publish it, in the
+    order the dumps view shows them: overflow records first (by time), then
+    operator dumps by device, model, step and time.
+
+    Each summary also says where the file sits (``group``) and, for an
+    overflow, which operator dump it points at (``op_dump``, ``operator``),
+    found with :class:`aclmon.dump.DumpIndex` (same task and stream id,
+    preferring the overflow's own directory). Slow (it reads every file's
+    header): call it off the UI thread.
+    """
+    from aclmon.dump import summarize
+    from aclmon.dump.index import DumpIndex
+
+    linked: dict[str, tuple[str, str]] = {}
+    directories = sorted({str(f.parent) for f in files if "opdebug" in f.name.lower()})
+    for directory in directories:
+        index = DumpIndex(directory)
+        for link in index.links:
+            if link.op_dump is not None and link.overflow.path not in linked:
+                name = link.op_dump.name
+                operator = f"{name.op_type} {name.op_name}" if name is not None else ""
+                linked[link.overflow.path] = (link.op_dump.path, operator)
+    rows: list[tuple[tuple[Any, ...], ev.DumpFileSeen]] = []
+    for file in files:
+        summary = summarize(file)
+        group = dump_group(file)
+        summary["group"] = group.label()
+        kind = summary.get("kind") or "unknown"
+        link = linked.get(str(file))
+        if link is not None:
+            summary["op_dump"], summary["operator"] = link
+        try:
+            size = os.stat(file).st_size
+        except OSError:
+            size = 0
+        ts_ns = _file_time_ns(file, summary)
+        event = ev.DumpFileSeen(0, ts_ns, str(file), kind, size, summary)
+        first = 0 if kind == "overflow" else 1
+        key = (first, ts_ns) if first == 0 else (first, *group.sort_key(), ts_ns, file.name)
+        rows.append((key, event))
+    rows.sort(key=lambda row: row[0])
+    # seq numbers in display order, as if one agent had announced them so.
+    return [event._replace(seq=n) for n, (_, event) in enumerate(rows, start=1)]
+
+
+def resolve_dump_path(path: str, inputs: ReplayInputs) -> str:
+    """A dump path from a recording, moved along with its directory: if it no
+    longer exists, the file of the same name found under PATH."""
+    if os.path.exists(path):
+        return path
+    name = os.path.basename(path)
+    for file in inputs.dump_files:
+        if file.name == name:
+            return str(file)
+    return path

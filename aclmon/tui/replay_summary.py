@@ -1,0 +1,172 @@
+"""``aclmon replay --json PATH``: what a recording and a dump directory hold,
+as one JSON object, without a screen (for scripts and CI).
+
+Counts by kind, every exception with its operator and error code, every
+overflow with what its status bits mean, and the time span. A recording is
+read once from start to end with the replay engine's batch decoder, so a
+million-event file takes seconds and little memory; listed items are capped
+(``*_total`` says how many there were).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.acl_constants import error_name, error_text
+from aclmon.tui.replay_inputs import ReplayInputs, dump_events
+
+#: items listed per section at most; totals are always exact.
+LIST_LIMIT = 1_000
+
+
+def _utc(ts_ns: int | None) -> str | None:
+    if not ts_ns:
+        return None
+    import datetime as dt
+
+    when = dt.datetime.fromtimestamp(ts_ns / 1e9, tz=dt.timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _span(first: int | None, last: int | None) -> dict[str, Any]:
+    return {
+        "first_ns": first,
+        "last_ns": last,
+        "first_utc": _utc(first),
+        "last_utc": _utc(last),
+        "seconds": round((last - first) / 1e9, 3) if first and last else 0.0,
+    }
+
+
+def exception_json(e: ev.AclException) -> dict[str, Any]:
+    return {
+        "ts_ns": e.ts_ns,
+        "utc": _utc(e.ts_ns),
+        "device_id": e.device_id,
+        "stream_id": e.stream_id,
+        "task_id": e.task_id,
+        "error_code": e.error_code,
+        "error_name": error_name(e.error_code),
+        "meaning": error_text(e.error_code),
+        "op_name": e.op_name,
+        "op_type": e.op_type,
+    }
+
+
+def overflow_json(d: ev.DumpFileSeen) -> dict[str, Any]:
+    """An overflow file: the status meanings of each record and the operator."""
+    summary = d.summary if isinstance(d.summary, dict) else {}
+    records = []
+    for item in summary.get("records") or ():
+        if not isinstance(item, dict):
+            continue
+        explained = item.get("explained") or []
+        records.append(
+            {
+                "output": item.get("output"),
+                "status": [str(x) for x in explained],
+                "overflowed": [str(x) for x in explained if not str(x).endswith("no overflow")],
+                "error": item.get("error"),
+            }
+        )
+    return {
+        "ts_ns": d.ts_ns,
+        "utc": _utc(d.ts_ns),
+        "path": d.path,
+        "task_id": summary.get("task_id"),
+        "stream_id": summary.get("stream_id"),
+        "operator": summary.get("operator"),
+        "op_dump": summary.get("op_dump"),
+        "group": summary.get("group"),
+        "records": records,
+        "error": summary.get("error"),
+    }
+
+
+def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
+    from aclmon.bus.recording import RecordingReader
+    from aclmon.store.replay import ReplayEngine, iter_recording_events
+
+    with RecordingReader(path, background=False) as reader:
+        engine = ReplayEngine(reader, reader.path)
+        try:
+            counts: Counter[str] = Counter()
+            exceptions: list[dict[str, Any]] = []
+            overflows: list[dict[str, Any]] = []
+            exceptions_total = overflows_total = 0
+            first = last = None
+            decoded = 0
+            for event in iter_recording_events(engine):
+                decoded += 1
+                counts[ev.KIND_NAMES[type(event)]] += 1
+                ts = event.ts_ns
+                if ts:  # seq-0 snapshot events may carry real times; 0 means none
+                    first = ts if first is None or ts < first else first
+                    last = ts if last is None or ts > last else last
+                if type(event) is ev.AclException:
+                    exceptions_total += 1
+                    if len(exceptions) < LIST_LIMIT:
+                        exceptions.append(exception_json(event))
+                elif type(event) is ev.DumpFileSeen and event.kind == "overflow":
+                    overflows_total += 1
+                    if len(overflows) < LIST_LIMIT:
+                        overflows.append(overflow_json(event))
+        finally:
+            engine.frames.close()
+        cut = reader.cut
+        return {
+            "path": str(path),
+            "source_info": reader.header.source_info,
+            "created_utc": _utc(reader.header.created_ns),
+            "frames": len(reader),
+            "events": decoded,
+            "skipped_frames": len(reader) - decoded,
+            "truncated": None
+            if cut is None
+            else {"offset": cut.offset, "reason": cut.reason, "damaged": cut.damaged},
+            "time_span": _span(first, last),
+            "counts": dict(sorted(counts.items())),
+            "exceptions_total": exceptions_total,
+            "exceptions": exceptions,
+            "overflows_total": overflows_total,
+            "overflows": overflows,
+        }
+
+
+def dumps_summary(inputs: ReplayInputs) -> dict[str, Any]:
+    events = dump_events(inputs.dump_files)
+    counts: Counter[str] = Counter(d.kind for d in events)
+    groups: Counter[str] = Counter()
+    errors = []
+    for d in events:
+        summary = d.summary if isinstance(d.summary, dict) else {}
+        if d.kind != "overflow":
+            groups[str(summary.get("group", ""))] += 1
+        if summary.get("error"):
+            errors.append({"path": d.path, "error": summary["error"]})
+    times = [d.ts_ns for d in events if d.ts_ns]
+    overflows = [overflow_json(d) for d in events if d.kind == "overflow"]
+    return {
+        "files": len(events),
+        "counts": dict(sorted(counts.items())),
+        "time_span": _span(min(times) if times else None, max(times) if times else None),
+        "overflows_total": len(overflows),
+        "overflows": overflows[:LIST_LIMIT],
+        "op_dumps_by_group": dict(groups),
+        "errors": errors[:LIST_LIMIT],
+    }
+
+
+def replay_summary(inputs: ReplayInputs) -> dict[str, Any]:
+    """The whole ``--json`` object for what ``find_inputs`` found."""
+    chosen = inputs.recording
+    return {
+        "path": str(inputs.root),
+        "recording": recording_summary(chosen) if chosen is not None else None,
+        "other_recordings": [str(p) for p in inputs.recordings if p != chosen],
+        "dumps": dumps_summary(inputs) if inputs.dump_files else None,
+        "problems": inputs.problems,
+    }
