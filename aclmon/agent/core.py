@@ -40,14 +40,18 @@ from aclmon.agent.sampler import DEFAULT_INTERVAL_S, Sampler
 from aclmon.agent.state import RuntimeState
 from aclmon.events import (
     Clock,
+    ContextDestroyed,
+    DeviceReset,
     ExecuteBegin,
     Hello,
     LogLine,
     ModelLoaded,
+    ModelUnloaded,
     Reply,
     SetProfilingConfig,
     StartProfiling,
     StopProfiling,
+    StreamDestroyed,
     StreamSyncBegin,
     hello_fields,
 )
@@ -472,9 +476,25 @@ class Agent:
             self.emit(LogLine, "info", f"watching dump directory {config.dump_path}")
 
     def on_acl_finalize(self, ret: int) -> None:
-        if ret == ACL_SUCCESS and self.exceptions is not None:
+        if ret != ACL_SUCCESS:
+            return
+        if self.exceptions is not None:
             # The runtime session and its callback are gone; the next acl.init registers again.
             self.exceptions.registered = False
+        # Finalize releases whatever the job did not: say so, so no viewer keeps stale state.
+        state = self.state
+        for model_id in list(state.models):
+            state.models.pop(model_id, None)
+            self.emit(ModelUnloaded, model_id, ACL_SUCCESS)
+        for context in list(state.contexts):
+            for key in state.context_destroyed(context):
+                if isinstance(key, int):
+                    self.emit(StreamDestroyed, key, ACL_SUCCESS)
+            self.emit(ContextDestroyed, context, ACL_SUCCESS)
+        for device in list(state.device_refs):
+            state.device_reset(device, force=True)
+            self.emit(DeviceReset, device, ACL_SUCCESS)
+        state.current.clear()
 
     def on_device_set(self, device: int) -> None:
         if self.exceptions is not None and not self.exceptions.registered:

@@ -44,12 +44,14 @@ from aclmon.events import (
     Hello,
     LogLine,
     ModelLoaded,
+    ModelUnloaded,
     OpTiming,
     ProfilingState,
     SetProfilingConfig,
     StartProfiling,
     StopProfiling,
     StreamCreated,
+    StreamDestroyed,
     StreamSyncBegin,
     StreamSynchronized,
 )
@@ -403,3 +405,18 @@ def test_start_failures_are_one_clear_error(tmp_path, sim_acl):
     assert not (tmp_path / "a.sock").exists()
     with pytest.raises(AclmonError):
         Agent(sim_acl, address="not an address", register=False).start()
+
+
+def test_finalize_releases_what_the_job_left(agent_factory, sim_acl, model_path):
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    events.wait_kind(ModelLoaded)
+    assert sim_acl.finalize() == 0  # without unload, destroy or reset
+    events.wait_kind(DeviceReset, lambda e: e.device_id == 0)
+    events.wait_kind(ModelUnloaded, lambda e: e.model_id == job.model_id)
+    events.wait_kind(ContextDestroyed, lambda e: e.context == job.context)
+    events.wait_kind(StreamDestroyed, lambda e: e.stream == job.stream)
+    assert agent.snapshot() == [agent.state.hello._replace(seq=0)]
+    # and a new session is observed again from scratch
+    job = SimJob(sim_acl, model_path)
+    assert len(agent.state.models) == 1 and agent.state.devices_in_use() == [0]
