@@ -86,12 +86,23 @@ def _keymap(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _run_app(source: Any, args: argparse.Namespace) -> int:
+    import signal
+
     from aclmon.tui.app import AclmonApp
 
     app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+
+    def leave(signum: int, frame: Any) -> None:
+        # SIGTERM/SIGHUP: leave like a quit key, so the terminal is restored and
+        # the caller's cleanup (stopping the demo job) runs.
+        app.exit(128 + signum)
+
+    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         result = app.run()
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         source.close()
     return int(result or 0)
 

@@ -26,6 +26,19 @@ START_TIMEOUT = 20.0
 STOP_GRACE = 3.0
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM when the viewer dies,
+    even if it is killed outright and cannot clean up."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the viewer's own cleanup still applies
+        pass
+
+
 class DemoError(AclmonError):
     """The demo job could not start."""
 
@@ -64,7 +77,22 @@ class DemoJob:
             argv += ["--record", self.record]
         return [*argv, workload_path(), *self.extra_args]
 
+    def _remove_stale_logs(self) -> None:
+        """Logs of earlier demos whose viewer has gone (its pid is in the name)."""
+        for path in self.log_path.parent.glob("demo-*.log"):
+            pid_text = path.name.removeprefix("demo-").split("-", 1)[0]
+            if not pid_text.isdigit() or int(pid_text) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid_text), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            except PermissionError:  # alive, someone else's
+                pass
+
     def start(self, timeout: float = START_TIMEOUT) -> None:
+        self._remove_stale_logs()
         command = self.command()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
@@ -73,6 +101,7 @@ class DemoJob:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
         deadline = time.monotonic() + timeout
         while not self.socket_path.exists():
