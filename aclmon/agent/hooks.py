@@ -156,6 +156,8 @@ class Hooks:
             "prof.model_unsubscribe": self._prof_model_unsubscribe,
             "prof.set_stamp_trace_message": self._tx_set_message,
             "prof.mark": self._tx_mark,
+            "prof.mark_ex": self._tx_mark_ex,
+            "prof.destroy_stamp": self._tx_destroy_stamp,
             "prof.push": self._tx_push,
             "prof.pop": self._tx_pop,
             "prof.range_start": self._tx_range_start,
@@ -663,7 +665,11 @@ class Hooks:
             try:
                 if _ret_of(result) == ACL_SUCCESS and len(messages) < 4096:
                     stamp = _arg(args, kwargs, 0, "stamp")
-                    messages[stamp] = str(_arg(args, kwargs, 1, "msg"))
+                    message = str(_arg(args, kwargs, 1, "msg"))
+                    length = _arg(args, kwargs, 2, "msg_len")
+                    if isinstance(length, int):  # the runtime keeps msg_len bytes
+                        message = message.encode()[: max(length, 0)].decode("utf-8", "replace")
+                    messages[stamp] = message
             except Exception as exc:
                 agent.fail("hook prof.set_stamp_trace_message", exc)
             return result
@@ -684,6 +690,31 @@ class Hooks:
             return result
 
         return mark
+
+    def _tx_mark_ex(self, original: Callable[..., Any]) -> Wrapper:
+        agent = self.agent
+
+        def mark_ex(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            try:
+                if _ret_of(result) == ACL_SUCCESS:
+                    agent.emit(TxMark, str(_arg(args, kwargs, 0, "msg")))
+            except Exception as exc:
+                agent.fail("hook prof.mark_ex", exc)
+            return result
+
+        return mark_ex
+
+    def _tx_destroy_stamp(self, original: Callable[..., Any]) -> Wrapper:
+        messages = self._stamp_messages
+
+        def destroy_stamp(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            with contextlib.suppress(Exception):
+                messages.pop(_arg(args, kwargs, 0, "stamp"), None)
+            return result
+
+        return destroy_stamp
 
     def _tx_push(self, original: Callable[..., Any]) -> Wrapper:
         agent = self.agent

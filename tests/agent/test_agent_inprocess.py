@@ -27,6 +27,7 @@ from aclmon.acl_constants import (
     ACL_ERROR_RT_AICORE_EXCEPTION,
     ACL_ERROR_UNINITIALIZE,
     ACL_PROF_ACL_API,
+    ACL_PROF_MSPROFTX,
     ACL_PROF_TASK_TIME,
     ACL_SUCCESS,
 )
@@ -54,6 +55,8 @@ from aclmon.events import (
     StreamDestroyed,
     StreamSyncBegin,
     StreamSynchronized,
+    TxMark,
+    TxRange,
 )
 from aclmon.sim import config
 from aclmon.sim import runtime as sim_runtime
@@ -420,3 +423,38 @@ def test_finalize_releases_what_the_job_left(agent_factory, sim_acl, model_path)
     # and a new session is observed again from scratch
     job = SimJob(sim_acl, model_path)
     assert len(agent.state.models) == 1 and agent.state.devices_in_use() == [0]
+
+
+def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
+    _, events = agent_factory()
+    prof = sim_acl.prof
+    assert sim_acl.init() == 0 and sim_acl.rt.set_device(0) == 0
+    assert prof.init(str(tmp_path / "txprof")) == 0
+    handle = prof.create_config([0], ACL_AICORE_PIPE_UTILIZATION, 0, ACL_PROF_MSPROFTX)
+    assert handle and prof.start(handle) == 0
+    stamp = prof.create_stamp()
+    assert prof.set_stamp_trace_message(stamp, "step 1 and more", 6) == 0
+    assert prof.mark(stamp) == 0
+    assert prof.mark_ex("direct", 0) == 0
+    assert prof.push(stamp) == 0 and prof.pop() == 0
+    range_id, ret = prof.range_start(stamp)
+    assert ret == 0 and prof.range_stop(range_id) == 0
+    assert prof.pop() != 0  # nothing pushed: the runtime's error, and no event
+    prof.destroy_stamp(stamp)
+    marks = events.wait_for(
+        lambda evs: [e.message for e in evs if type(e) is TxMark] == ["step 1", "direct"] or None,
+        what="two marks",
+    )
+    assert marks
+    ranges = events.wait_for(
+        lambda evs: (
+            [e for e in evs if type(e) is TxRange]
+            if len([e for e in evs if type(e) is TxRange]) == 2
+            else None
+        ),
+        what="two ranges",
+    )
+    assert all(r.message == "step 1" and r.start_ns <= r.end_ns for r in ranges)
+    events.drain(0.2)
+    assert len([e for e in events.events if type(e) is TxRange]) == 2
+    assert prof.stop(handle) == 0 and prof.destroy_config(handle) == 0 and prof.finalize() == 0
