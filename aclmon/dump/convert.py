@@ -190,13 +190,19 @@ def _to_target_format(
     try:
         return convert_to_host(array, real, crop, target_format), target_format
     except FormatError as exc:
-        if real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
-            # these need the target shape to be reshaped at all
+        if crop is None or real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
+            # the data itself does not fit (or these formats need the shape to reshape at all)
             result.warnings.append(f"{label}: {exc}")
             return None
-        # converted but the slice failed: msaccucmp keeps the padded data and the source format name
-        result.warnings.append(f"{label}: not cropped: {exc}")
-        return convert_to_host(array, real, None, target_format), real
+        crop_error = exc
+    try:
+        padded = convert_to_host(array, real, None, target_format)
+    except FormatError as exc:
+        result.warnings.append(f"{label}: {exc}")
+        return None
+    # converted but the slice failed: msaccucmp keeps the padded data and the source format name
+    result.warnings.append(f"{label}: not cropped: {crop_error}")
+    return padded, real
 
 
 def _write_tensor(

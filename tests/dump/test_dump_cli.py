@@ -331,3 +331,13 @@ def test_progress_bar_only_on_a_terminal():
     quiet.step()
     quiet.close()
     assert plain.getvalue() == ""
+
+
+def test_convert_tensor_whose_data_does_not_fit_its_format_is_a_warning(tmp_path, capsys):
+    # found by fuzzing: an NC1HWC0 tag on 1-D data used to fail the whole file
+    src = write(tmp_path / "d", NAME,
+                dump_bytes(outputs=[T(f32(1, 2), fmt=pe.FORMAT_NC1HWC0, shape=[2], original_shape=[1, 2, 1, 1])]))  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["convert", "-d", str(src), "-out", str(out), "-f", "NCHW"]) == 0
+    assert "output 0: NC1HWC0 data must be 5-D" in capsys.readouterr().err
+    assert list(out.iterdir()) == []

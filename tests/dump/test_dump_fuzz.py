@@ -11,7 +11,17 @@ from dumpfixtures import T, dump_bytes, header_message, nano_bytes, opdebug_new,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclmon.dump import classify, decode_opdebug, read_dump, read_stats_csv, summarize, tensor_stats
+from aclmon.dump import (
+    ConvertOptions,
+    classify,
+    convert_file,
+    decode_opdebug,
+    read_dump,
+    read_stats_csv,
+    summarize,
+    tensor_stats,
+)
+from aclmon.dump import proto_enums as pe
 from aclmon.errors import AclmonError, DecodeError
 
 FUZZ = settings(
@@ -80,6 +90,12 @@ def exercise(path, size: int) -> None:
         summary = summarize(path)
         assert isinstance(summary, dict)
         classify(path)
+        out = path.parent / "converted"
+        out.mkdir(exist_ok=True)
+        for options in (ConvertOptions(), ConvertOptions(pe.FORMAT_NCHW, file_type="bin")):
+            result = convert_file(path, out, options)  # never raises: errors are in the result
+            if result.error:
+                assert NAME in result.error
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
