@@ -12,7 +12,7 @@ import sys
 from aclmon import acl_constants as C
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJson, AclJsonError, parse_acl_json
-from aclmon.sim.config import SimConfigError, load_config
+from aclmon.sim.config import SimConfig, SimConfigError, load_config
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.layouts import ACL_TO_NUMPY
 from aclmon.sim.profiling import Profiler
@@ -58,15 +58,23 @@ def finalize() -> int:
     return C.ACL_SUCCESS
 
 
-def get_version() -> tuple[int, int, int, int]:
+def _config() -> SimConfig:
     rt = R.runtime()
-    major, minor, patch = rt.config.version if rt is not None else load_config().version
+    if rt is not None:
+        return rt.config
+    try:
+        return load_config()
+    except (SimConfigError, FaultRuleError):
+        return SimConfig()  # acl.init reports the bad configuration
+
+
+def get_version() -> tuple[int, int, int, int]:
+    major, minor, patch = _config().version
     return major, minor, patch, C.ACL_SUCCESS
 
 
 def get_soc_name() -> str:
-    rt = R.runtime()
-    return rt.config.soc_name if rt is not None else load_config().soc_name
+    return _config().soc_name
 
 
 def get_recent_err_msg() -> str:

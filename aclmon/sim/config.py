@@ -16,6 +16,7 @@ takes effect at the next init. See docs/sim.md for every key.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -87,8 +88,16 @@ def _apply(config: SimConfig, data: dict[str, Any], source: str) -> SimConfig:
                 raise SimConfigError(f"{source}: {key} must be a non-empty string")
             changes[attr] = value
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SimConfigError(f"{source}: {key} must be a number")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise SimConfigError(f"{source}: {key} must be a finite number")
+        if key in ("hbm_gib", "hbm_bytes") and not 0 < value <= (
+            4096 if key == "hbm_gib" else 4096 * GIB
+        ):
+            raise SimConfigError(f"{source}: {key} must be positive and at most 4 TiB")
         if key == "hbm_gib":
             changes[attr] = int(value * GIB)
         elif kind is int:

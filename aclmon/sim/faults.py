@@ -18,6 +18,7 @@ A rule is a JSON object (see docs/sim.md):
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -77,8 +78,8 @@ def _number(rule: dict[str, Any], key: str, source: str, *, integer: bool) -> An
     value = rule.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise FaultRuleError(f"{source}: {key} must be a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FaultRuleError(f"{source}: {key} must be a finite number")
     if integer and int(value) != value:
         raise FaultRuleError(f"{source}: {key} must be an integer")
     if value < 0 or (integer and key in ("nth", "every") and value < 1):

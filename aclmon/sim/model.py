@@ -405,8 +405,7 @@ def execute(
         task_id = stream.take_task_id()
         tasks[(device_id, stream.stream_id, task_id)] = TaskRecord(model, op, addresses)
         if len(tasks) > TASK_RECORDS_MAX:
-            for key in list(itertools.islice(tasks, TASK_RECORDS_MAX // 2)):
-                del tasks[key]
+            _prune_tasks(rt)
         args = [values[n] for n in op.inputs]
         raise_code = 0
         overflow_rule = None
@@ -469,6 +468,17 @@ def execute(
     if prof is not None:
         prof.model_done(model, device_id)
     return C.ACL_SUCCESS
+
+
+def _prune_tasks(rt: Runtime) -> None:
+    """Forget the older half of the task records (other threads keep inserting)."""
+    with rt.lock:
+        try:
+            oldest = list(itertools.islice(rt.tasks, TASK_RECORDS_MAX // 2))
+        except RuntimeError:  # resized by another thread mid-iteration: next time
+            return
+        for key in oldest:
+            rt.tasks.pop(key, None)
 
 
 def _set_event() -> threading.Event:

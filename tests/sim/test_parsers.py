@@ -158,3 +158,31 @@ def test_subscription_record_decoder(raw):
         assert isinstance(result, list) and len(result) == len(raw) // profiling.OP_RECORD_SIZE
     else:
         assert result == C.ACL_ERROR_INVALID_PARAM
+
+
+config_like = st.dictionaries(
+    st.sampled_from(
+        ["devices", "soc_name", "hbm_gib", "time_scale", "cost_scale", "seed", "faults", "x"]
+    ),
+    json_values,
+    max_size=4,
+)
+
+
+@settings(deadline=None, max_examples=100)
+@given(config_like | json_values)
+def test_sim_config_parser_never_crashes(data):
+    import aclmon.sim.config as sim_config
+
+    env = os.environ.get(sim_config.CONFIG_ENV)
+    os.environ[sim_config.CONFIG_ENV] = json.dumps(data) if isinstance(data, dict) else "[1]"
+    try:
+        config = sim_config.load_config()
+        assert 1 <= config.device_count <= 64
+    except (sim_config.SimConfigError, faults.FaultRuleError):
+        pass
+    finally:
+        if env is None:
+            del os.environ[sim_config.CONFIG_ENV]
+        else:
+            os.environ[sim_config.CONFIG_ENV] = env
