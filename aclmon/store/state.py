@@ -416,9 +416,10 @@ class Store:
         # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
         if seq:
             last = s.last_seq
-            if seq > last + 1 and last:
+            # A Hello starts (or restarts) a source; a smaller seq means the source
+            # restarted its clock (a new agent): neither is a gap.
+            if seq > last + 1 and last and type(event) is not ev.Hello:
                 counters.gaps += seq - last - 1
-            # A smaller seq means the source restarted its clock (a new agent): no gap.
             s.last_seq = seq
         if event.ts_ns > s.newest_ts_ns:
             s.newest_ts_ns = event.ts_ns

@@ -406,7 +406,9 @@ class AclmonApp(App[int]):
             self.call_from_thread(fn, *args)
 
     def _command_replied(self, number: int, reply: ev.Reply) -> None:
-        self.store.apply(reply)
+        # The same reply also arrives in the event stream, in sequence; this copy
+        # is applied out of band, so it must not take part in gap counting.
+        self.store.apply(reply._replace(seq=0))
         if number == self._last_command:
             self.command_note = ""
         if reply.code != 0:

@@ -325,3 +325,14 @@ def test_fold_is_deterministic_and_snapshot_restore_matches(events, cut):
     resumed.apply_many(events[cut:])
     assert resumed.to_json() == first.to_json()
     assert len(resumed.state.exceptions) <= 3 and len(resumed.state.ops) <= 2
+
+
+def test_out_of_band_reply_with_seq_zero_does_not_disturb_gap_counting():
+    store = Store()
+    store.apply_many([ev.HostSample(n, T0, 1.0, 1, 1) for n in (1, 2)])
+    store.apply(ev.Reply(3, T0, 9, 0, "ok", {}))  # in the stream
+    store.apply(ev.HostSample(4, T0, 1.0, 1, 1))
+    store.apply(ev.Reply(0, T0, 9, 0, "ok", {}))  # the same reply, from send_command
+    store.apply(ev.HostSample(5, T0, 1.0, 1, 1))
+    assert store.state.counters.gaps == 0
+    assert store.state.last_reply.request_id == 9

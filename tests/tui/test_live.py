@@ -90,6 +90,8 @@ async def test_profiling_toggle_reaches_the_agent_and_the_reply_is_shown(sim_job
         await wait_for(pilot, lambda: "running" in static_text(app, "#prof-state"), timeout=5)
         await pilot.press("p")
         await wait_for(pilot, lambda: not app.store.state.profiling.running, timeout=10)
+        # replies come both in the stream and from send_command: no false gaps
+        assert app.store.state.counters.gaps == 0
 
 
 def test_attach_once_json_prints_the_store(sim_job, capsys):
