@@ -238,3 +238,24 @@ def test_hello_fields_describe_this_process() -> None:
     assert hello.schema_version == ev.SCHEMA_VERSION
     assert hello.runtime == "sim"
     assert ev.EventDecoder().decode_payload(ev.encode(hello)) == hello
+
+
+def test_docs_describe_every_kind_and_field() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "events.md").read_text()
+    for kind, cls in ev.KINDS.items():
+        name = ev.KIND_NAMES[cls]
+        if cls in ev.COMMAND_KINDS:
+            row = next(line for line in docs.splitlines() if line.startswith(f"| {kind} `{name}`"))
+            for field in cls._fields[2:]:
+                assert f"`{field}`" in row, (name, field)
+            continue
+        heading = f"#### `{name}` ({kind}) — `{cls.__name__}`"
+        assert heading in docs, heading
+        section = docs.split(heading, 1)[1].split("####", 1)[0]
+        for field in cls._fields[2:]:
+            assert f"| `{field}` |" in section, (name, field)
+    tensor = docs.split("`TensorDesc` (not an event", 1)[1].split("###", 1)[0]
+    for field in ev.TensorDesc._fields:
+        assert f"| `{field}` |" in tensor, field
