@@ -68,6 +68,19 @@ def _config() -> SimConfig:
         return SimConfig()  # acl.init reports the bad configuration
 
 
+def finalize_reference() -> tuple[int, int]:
+    """Drop one acl.init reference; the session ends when none are left."""
+    rt = R.runtime()
+    if rt is None:
+        return 0, fail(C.ACL_ERROR_REPEAT_FINALIZE, "acl.finalize without acl.init")
+    rt.init_count -= 1
+    if rt.init_count > 0:
+        return rt.init_count, C.ACL_SUCCESS
+    rt.extras["prof"].shutdown()
+    R.end_session()
+    return 0, C.ACL_SUCCESS
+
+
 def get_version() -> tuple[int, int, int, int]:
     major, minor, patch = _config().version
     return major, minor, patch, C.ACL_SUCCESS
