@@ -61,15 +61,39 @@ def tensor_stats(
     }
     if array.dtype.kind == "c":
         result["of"] = "magnitude"
+    # integers and bools cannot hold NaN/Inf; ml_dtypes types (kind "V") are checked like floats
+    floating = array.dtype.kind not in "iub"
+    # huge values may overflow float64 sums; the result then says "inf"/"nan" instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo, hi, mean, m2, counts = _first_pass(flat, chunk_elements, floating, array.dtype.kind)
+    nan, pos_inf, neg_inf, zeros, finite, exact_lo, exact_hi = counts
+    result.update(
+        nan=nan,
+        pos_inf=pos_inf,
+        neg_inf=neg_inf,
+        zeros=zeros,
+        finite=finite,
+        min=(exact_lo if exact_lo is not None else lo) if finite else None,
+        max=(exact_hi if exact_hi is not None else hi) if finite else None,
+        mean=_plain(mean) if finite else None,
+        std=_plain(math.sqrt(m2 / finite)) if finite else None,
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        result["histogram"] = _histogram(flat, bins, lo, hi, finite, chunk_elements, floating)
+    return result
+
+
+def _first_pass(
+    flat: np.ndarray, chunk_elements: int, floating: bool, kind: str
+) -> tuple[float, float, float, float, tuple[int, int, int, int, int, int | None, int | None]]:
+    """min, max, mean, M2 (sum of squared deviations) and the counts, merged chunk by chunk."""
     nan = pos_inf = neg_inf = zeros = finite = 0
     lo, hi = math.inf, -math.inf
     mean = m2 = 0.0
-    # integers and bools cannot hold NaN/Inf; ml_dtypes types (kind "V") are checked like floats
-    floating = array.dtype.kind not in "iub"
     exact_lo: int | None = None  # integers keep exact extremes (float64 rounds past 2**53)
     exact_hi: int | None = None
     for chunk in _chunks(flat, chunk_elements):
-        if array.dtype.kind in "iu" and chunk.size:
+        if kind in "iu" and chunk.size:
             chunk_lo, chunk_hi = int(chunk.min()), int(chunk.max())
             exact_lo = chunk_lo if exact_lo is None else min(exact_lo, chunk_lo)
             exact_hi = chunk_hi if exact_hi is None else max(exact_hi, chunk_hi)
@@ -93,19 +117,7 @@ def tensor_stats(
         mean += delta * n / merged
         m2 += chunk_m2 + delta * delta * finite * n / merged
         finite = merged
-    result.update(
-        nan=nan,
-        pos_inf=pos_inf,
-        neg_inf=neg_inf,
-        zeros=zeros,
-        finite=finite,
-        min=(exact_lo if exact_lo is not None else lo) if finite else None,
-        max=(exact_hi if exact_hi is not None else hi) if finite else None,
-        mean=mean if finite else None,
-        std=math.sqrt(m2 / finite) if finite else None,
-    )
-    result["histogram"] = _histogram(flat, bins, lo, hi, finite, chunk_elements, floating)
-    return result
+    return lo, hi, mean, max(m2, 0.0), (nan, pos_inf, neg_inf, zeros, finite, exact_lo, exact_hi)
 
 
 def _histogram(
@@ -120,14 +132,14 @@ def _histogram(
     if not finite or bins <= 0:
         return {"edges": [], "counts": []}
     if lo == hi:
-        edges = (
-            np.array([lo - 0.5, hi + 0.5])
-            if bins == 1
-            else np.linspace(lo - 0.5, hi + 0.5, bins + 1)
-        )
-    else:
+        # one value: one bin holding everything (lo +- 0.5 is no wider than lo for huge values)
+        return {"edges": [lo, hi], "counts": [finite]}
+    if math.isfinite(hi - lo):
         edges = np.linspace(lo, hi, bins + 1)
-    counts = np.zeros(bins, dtype=np.int64)
+    else:  # the range overflows float64 (e.g. -1e308..1e308): build the edges at half scale
+        edges = np.linspace(lo / 2, hi / 2, bins + 1) * 2
+    edges = np.unique(edges)  # tiny ranges can collapse neighbouring edges
+    counts = np.zeros(edges.shape[0] - 1, dtype=np.int64)
     for chunk in _chunks(flat, chunk_elements):
         values = _as_float_chunk(chunk)
         if floating:

@@ -59,7 +59,7 @@ def test_stats_of_integers_bools_bf16_and_empty():
     empty = tensor_stats(np.zeros((0, 3), np.float32))
     assert empty["min"] is None and empty["histogram"] == {"edges": [], "counts": []}
     constant = tensor_stats(np.full(4, 2.5, np.float32), bins=3)
-    assert constant["histogram"]["counts"] == [0, 4, 0]
+    assert constant["histogram"] == {"edges": [2.5, 2.5], "counts": [4]}
     complex_stats = tensor_stats(np.array([3 + 4j], np.complex64))
     assert complex_stats["of"] == "magnitude" and complex_stats["max"] == 5.0
 
@@ -248,3 +248,19 @@ def test_device_side_stats_csv_columns(tmp_path):
         2.5,
         [2, 2],
     )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1e300, 1e300, 1e300],
+        [1e308, -1e308],
+        [np.finfo(np.float64).max, -np.finfo(np.float64).max, 0.0],
+        [1.0, np.nextafter(1.0, 2.0)],
+        [np.finfo(np.float64).tiny, 0.0],
+    ],
+)
+def test_stats_of_extreme_values_stay_valid_json(values):
+    stats = tensor_stats(np.array(values), bins=4)
+    json.loads(json.dumps(stats, allow_nan=False))
+    assert sum(stats["histogram"]["counts"]) == len(values)
