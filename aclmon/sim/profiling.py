@@ -70,6 +70,7 @@ class Session:
         self.config = config
         self.lock = threading.Lock()
         self.lines: dict[Path, list[str]] = {}
+        self.closed = False
         self.task_time = bool(config.flags & TASK_TIME_FLAGS)
         self.aicore = bool(config.flags & C.ACL_PROF_AICORE_METRICS)
         self.msproftx = bool(config.flags & C.ACL_PROF_MSPROFTX)
@@ -95,6 +96,8 @@ class Session:
     def append(self, relative: str, record: dict[str, Any]) -> None:
         path = self.directory / relative
         with self.lock:
+            if self.closed:  # an execution that started before stop finishes after it
+                return
             lines = self.lines.setdefault(path, [])
             lines.append(json.dumps(record))
             if len(lines) >= FLUSH_LINES:
@@ -108,6 +111,7 @@ class Session:
 
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             for path, lines in self.lines.items():
                 if lines:
                     self._flush(path, lines)

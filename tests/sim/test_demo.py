@@ -58,3 +58,56 @@ def test_demo_runs_recovers_and_writes_dumps(acl, tmp_path, monkeypatch, capsys)
     assert list(tmp_path.rglob("MatMul.dense1_matmul.*"))
     assert any(s["cube_utilization"] > 0 or s["vector_utilization"] > 0 for s in samples)
     assert sim_runtime.runtime() is None  # the demo finalized
+
+
+def test_profiling_the_demo_from_another_thread(acl, tmp_path):
+    """What the agent does: toggle API-mode profiling while the job's threads run."""
+    sim_config.reset_configuration()
+    sim_config.configure(faults=[])
+    errors: list[BaseException] = []
+
+    def run_demo() -> None:
+        try:
+            aclmon.sim.run_script(
+                demo_workload.__file__,
+                [
+                    "--seconds",
+                    "2.5",
+                    "--devices",
+                    "2",
+                    "--quiet",
+                    "--dump-path",
+                    str(tmp_path / "d"),
+                ],
+            )
+        except SystemExit as exc:
+            if exc.code:
+                errors.append(exc)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    job = threading.Thread(target=run_demo)
+    job.start()
+    try:
+        pause = threading.Event()
+        for _ in range(200):  # the job loads its models within a fraction of a second
+            rt = sim_runtime.runtime()
+            if (rt is not None and rt.models) or not job.is_alive():
+                break
+            pause.wait(0.05)
+        prof_dir = tmp_path / "prof"
+        assert acl.prof.init(str(prof_dir)) == 0
+        cfg = acl.prof.create_config([0, 1], 1, 0, 0x0002 | 0x0080)
+        assert acl.prof.start(cfg) == 0
+        threading.Event().wait(0.8)
+        assert acl.prof.stop(cfg) == 0
+        assert acl.prof.destroy_config(cfg) == 0
+        assert acl.prof.finalize() == 0
+    finally:
+        job.join()
+    assert not errors
+    (session,) = prof_dir.glob("PROF_*")
+    for device in (0, 1):
+        rows = (session / f"device_{device}/data/task_time.jsonl").read_text().splitlines()
+        models = {json.loads(r)["model_name"] for r in rows}
+        assert models == {"resnet_tiny", "mlp_head", "attention_tiny"}
