@@ -200,3 +200,36 @@ def test_stats_csv(tmp_path, text):
     except AclmonError as exc:
         assert isinstance(exc, DecodeError) and "fuzz.csv: at byte" in str(exc)
     assert isinstance(summarize(path), dict)
+
+
+@FUZZ
+@given(
+    values=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), max_size=200),
+    chunk=st.integers(1, 64),
+    bins=st.integers(0, 20),
+)
+def test_tensor_stats_of_any_floats(values, chunk, bins):
+    import json
+    import math
+
+    array = np.array(values, dtype=np.float64)
+    stats = tensor_stats(array, bins=bins, chunk_elements=chunk)
+    json.dumps(stats, allow_nan=False)
+    finite = [v for v in values if math.isfinite(v)]
+    assert stats["finite"] == len(finite)
+    assert stats["nan"] + stats["pos_inf"] + stats["neg_inf"] + stats["finite"] == len(values)
+    if finite:
+        assert stats["min"] == min(finite) and stats["max"] == max(finite)
+        if bins:
+            assert sum(stats["histogram"]["counts"]) == len(finite)
+
+
+@FUZZ
+@given(
+    values=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=100),
+    chunk=st.integers(1, 16),
+)
+def test_tensor_stats_of_any_int64(values, chunk):
+    stats = tensor_stats(np.array(values, dtype=np.int64), bins=5, chunk_elements=chunk)
+    assert (stats["min"], stats["max"]) == (min(values), max(values))
+    assert sum(stats["histogram"]["counts"]) == len(values)
