@@ -319,3 +319,72 @@ def test_dump_api_init_set_finalize(acl, tmp_path, model_path):
     assert acl.mdl.finalize_dump() == C.ACL_ERROR_DUMP_NOT_RUN
     assert acl.mdl.execute(model_id, ins, outs) == 0
     assert len([p for p in (tmp_path / "d").rglob("*") if p.is_file()]) == 1
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes | int) -> bytes:
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def test_runtime_written_file_matches_hand_encoding(acl, tmp_path):
+    """A file the runtime writes, rebuilt byte for byte by hand from the layout table."""
+    description = {
+        "name": "tiny",
+        "inputs": [{"name": "x", "dtype": "float", "format": "ND", "shape": [2]}],
+        "ops": [
+            {
+                "name": "my op/relu",
+                "type": "Relu",
+                "inputs": ["x"],
+                "outputs": [{"name": "y", "dtype": "float", "format": "ND", "shape": [2]}],
+            }
+        ],
+        "outputs": ["y"],
+    }
+    model_file = tmp_path / "tiny.json"
+    model_file.write_text(json.dumps(description))
+    dump_dir = run_models(
+        acl,
+        tmp_path,
+        {"tiny": os.fspath(model_file)},
+        {"dump_list": [{"model_name": "tiny"}], "dump_mode": "all"},
+        names=("tiny",),
+    )
+    (path,) = dump_files(dump_dir).values()
+    op_type, op_name, _task, _stream, ts = path.name.split(".")
+    assert (op_type, op_name) == ("Relu", "my_op_relu")
+    raw = path.read_bytes()
+    parsed = dumpreader.read_dump(raw)
+    x = np.frombuffer(parsed.inputs[0].data, np.float32)
+    y = np.maximum(x, 0).astype(np.float32).tobytes()
+
+    def tensor(size_field: int, address_field: int, address: int) -> bytes:
+        return (
+            _field(1, 1)
+            + _field(2, 2)
+            + _field(3, _field(1, _varint(2)))
+            + _field(size_field, 8)
+            + _field(address_field, address)
+        )
+
+    header = (
+        _field(1, b"2.0")
+        + _field(2, int(ts))
+        + _field(3, tensor(6, 9, parsed.outputs[0].address))
+        + _field(4, tensor(5, 8, parsed.inputs[0].address))
+        + _field(6, b"my op/relu")
+    )
+    expected = len(header).to_bytes(8, "little") + header + x.tobytes() + y
+    assert raw == expected
+    assert parsed.inputs[0].address and parsed.outputs[0].address
