@@ -173,15 +173,21 @@ def main() -> int:
     hook_ns = statistics.median(per_call)
     quiet_hook_ns = statistics.median(per_quiet_call)
 
-    # ---- model workload overhead (relative)
+    # ---- model workload overhead (relative); arm order alternates to cancel drift
     model_ratio = []
-    for _ in range(3):
-        hooks.uninstall()
-        bare = job.model_loop(0.5)
+    for round_index in range(args.rounds):
+        arms = {}
+        for watched in (False, True) if round_index % 2 == 0 else (True, False):
+            if watched:
+                hooks.install()
+            else:
+                hooks.uninstall()
+            arms[watched] = job.model_loop(0.3)
         hooks.install()
-        watched = job.model_loop(0.5)
-        model_ratio.append(watched / bare)
-        print(f"model loop: {bare:8.0f} exec/s bare, {watched:8.0f} exec/s with the agent")
+        model_ratio.append(arms[True] / arms[False])
+        print(
+            f"model loop: {arms[False]:8.0f} exec/s bare, {arms[True]:8.0f} exec/s with the agent"
+        )
 
     # ---- exception_us: the agent's callback on a real exception-info handle
     job.close()
@@ -219,17 +225,25 @@ def main() -> int:
         return viewer
 
     ratios = []
-    for _ in range(3):
-        without = job.model_loop(0.7)
-        stalled = connect_stalled()
+    for round_index in range(args.rounds):
+        # Alternate which arm goes first; the stalled arm always starts saturated.
+        if round_index % 2 == 0:
+            without = job.model_loop(0.4)
+            stalled = connect_stalled()
+        else:
+            stalled = connect_stalled()
         dropped = agent.publisher.dropped
-        with_stall = job.model_loop(0.7)
+        with_stall = job.model_loop(0.4)
+        if round_index % 2 == 1:
+            stalled.close()
+            without = job.model_loop(0.4)
+        else:
+            stalled.close()
         ratios.append(with_stall / without)
         print(
             f"stalled viewer: {with_stall:8.0f} exec/s with it, {without:8.0f} exec/s without"
             f" ({agent.publisher.dropped - dropped} events dropped for it meanwhile)"
         )
-        stalled.close()
     stalled_ratio = statistics.median(ratios)
     job.close()
     agent.close(restore=True)
