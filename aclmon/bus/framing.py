@@ -96,6 +96,14 @@ class FrameDecoder:
         """Bytes held that do not yet form a complete frame."""
         return len(self._buffer)
 
+    def take_pending(self) -> bytes:
+        """Hand over the bytes of the incomplete frame (when another decoder
+        takes over the stream, as after the handshake)."""
+        pending = bytes(self._buffer)
+        self._consumed += len(pending)
+        self._buffer.clear()
+        return pending
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         if self._failed is not None:
             raise self._failed

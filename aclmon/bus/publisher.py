@@ -228,7 +228,8 @@ class Publisher:
         self._closing = True
         if self._thread is not None:
             self._wake()
-            self._thread.join(flush_timeout + 2.0)
+            if self._thread is not threading.current_thread():  # close() from on_command
+                self._thread.join(flush_timeout + 2.0)
             self._thread = None
 
     def __enter__(self) -> Publisher:
@@ -263,10 +264,14 @@ class Publisher:
                     self._drain_wake()
                 else:
                     conn: _Connection = tag
-                    if mask & selectors.EVENT_READ:
-                        self._read(conn)
-                    if mask & selectors.EVENT_WRITE and conn.sock.fileno() != -1:
-                        self._flush(conn)
+                    try:
+                        if mask & selectors.EVENT_READ:
+                            self._read(conn)
+                        if mask & selectors.EVENT_WRITE and conn.sock.fileno() != -1:
+                            self._flush(conn)
+                    except Exception as exc:  # one bad connection must not stop the bus
+                        log.exception("error serving %s", conn.name)
+                        self._drop_connection(conn, f"internal error: {exc}")
             self._pump()
             self._housekeeping()
         self._drain_wake()
@@ -315,7 +320,7 @@ class Publisher:
                 if not self._admit(conn, payloads[0]):
                     return
                 # Bytes after the hello belong to the command stream.
-                rest = b"".join(encode_frame(p) for p in payloads[1:]) + bytes(conn.decoder._buffer)
+                rest = b"".join(encode_frame(p) for p in payloads[1:]) + conn.decoder.take_pending()
                 payloads = conn.frames.feed(rest)
             else:
                 payloads = conn.frames.feed(data)

@@ -313,7 +313,7 @@ class RecordingReader:
             self._add(chunk, offsets, stop, pos)
             pos += stop
             self._scan_pos = pos
-            if stop < len(chunk) and len(chunk) < chunk_size:
+            if stop == 0 or (stop < len(chunk) and len(chunk) < chunk_size):
                 break  # an incomplete frame at the end of the file
         self.cut = self._describe_end(pos, size)
 

@@ -296,7 +296,7 @@ class Subscriber:
             raise _HandshakeRefused(str(why or "refused"))
         self.commands_allowed = bool(verdict.get("commands")) and not self.readonly
         # Whatever followed the welcome is already event frames.
-        leftover = b"".join(encode_frame(p) for p in payloads) + bytes(frames._buffer)
+        leftover = b"".join(encode_frame(p) for p in payloads) + frames.take_pending()
         sock.settimeout(None)
         return leftover
 

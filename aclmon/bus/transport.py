@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import logging
 import os
 import socket
 import stat
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 from aclmon.errors import AclmonError
+
+log = logging.getLogger("aclmon.bus")
 
 
 class AddressError(AclmonError):
@@ -168,7 +171,10 @@ class SocketListener:
     def accept(self) -> tuple[socket.socket, str] | None:
         try:
             conn, peer = self._sock.accept()
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return None
+        except OSError as exc:  # e.g. out of file descriptors: keep serving the others
+            log.warning("accept on %s failed: %s", self._address, exc)
             return None
         conn.setblocking(False)
         if self._address.scheme == "tcp":

@@ -287,3 +287,32 @@ def test_queue_overflow_drops_and_reports(sock_path: str) -> None:
         )
         drop = next(e for e in got if isinstance(e, ev.Drops))
         assert (drop.total, drop.where) == (5, "publisher queue")
+
+
+def test_command_sent_with_the_hello_is_served(sock_path: str) -> None:
+    import msgpack
+
+    from aclmon.bus import handshake
+    from aclmon.bus.framing import encode_frame
+
+    with Publisher(sock_path) as publisher:
+        client = RawClient(publisher.address)
+        try:
+            hello = msgpack.unpackb(client.next_payload())
+            answer = msgpack.packb(handshake.client_hello(hello, None, False))
+            client.sock.sendall(encode_frame(answer) + encode_frame(ev.encode(ev.Ping(1, 1, 5))))
+            assert msgpack.unpackb(client.next_payload()) == {"ok": True, "commands": True}
+            replies = [e for e in client.events(2.0) if isinstance(e, ev.Reply)]
+            assert [(r.request_id, r.message) for r in replies] == [(5, "pong")]
+        finally:
+            client.close()
+
+
+def test_close_from_a_command_handler_does_not_hang(sock_path: str) -> None:
+    publisher = Publisher(sock_path)
+    publisher._on_command = lambda command: publisher.close()
+    with publisher, Subscriber(publisher.address) as sub:
+        assert sub.wait_connected(10)
+        with pytest.raises((CommandRefused, CommandTimeout)):
+            sub.send_command(ev.StopProfiling, timeout=2)
+        assert wait_until(lambda: sub.state != CONNECTED)
