@@ -1,4 +1,4 @@
-"""``aclmon attach`` and ``aclmon demo``.
+"""``aclmon attach``, ``aclmon demo`` and ``aclmon replay``.
 
 Imports nothing heavy at module level (this module is imported to build
 ``aclmon --help``): Textual, the bus and the app load inside the handlers.
@@ -65,6 +65,52 @@ def configure_demo(parser: argparse.ArgumentParser) -> None:
     _add_view_options(parser)
     parser.add_argument("--record", metavar="FILE", help="also record the demo's events to FILE")
     parser.set_defaults(handler=demo_command)
+
+
+def configure_replay(parser: argparse.ArgumentParser) -> None:
+    """``aclmon replay PATH`` (owner: replay; the handler is aclmon.tui.replay.replay_command)."""
+    parser.add_argument(
+        "path",
+        help="a recording, a dump directory, or a directory holding both (searched recursively)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a summary (counts, exceptions, overflows, time span) instead of a screen",
+    )
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="playback speed, 0.25 to 64 (default 1)",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="open at this time: start, end, +10s, 90 (s from start), 14:03:07 (UTC), ISO",
+    )
+    parser.add_argument("--play", action="store_true", help="start playing at once")
+    parser.add_argument(
+        "--theme",
+        default=None,
+        help="theme name: aclmon-dark (default), aclmon-light, or any Textual theme",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"screen refresh interval (default {DEFAULT_INTERVAL} s)",
+    )
+    parser.add_argument("--keymap", metavar="FILE", help='JSON file {"binding id": "keys"}')
+    parser.set_defaults(handler=_replay_command)
+
+
+def _replay_command(args: argparse.Namespace) -> int:
+    from aclmon.tui.replay import replay_command
+
+    return replay_command(args)
 
 
 # ------------------------------------------------------------------ helpers
