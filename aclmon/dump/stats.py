@@ -100,11 +100,12 @@ def _first_pass(
         values = _as_float_chunk(chunk)
         zeros += int(np.count_nonzero(values == 0))
         if floating:
-            is_nan = np.isnan(values)
-            nan += int(np.count_nonzero(is_nan))
-            pos_inf += int(np.count_nonzero(values == np.inf))
-            neg_inf += int(np.count_nonzero(values == -np.inf))
-            values = values[np.isfinite(values)]
+            is_finite = np.isfinite(values)
+            if not is_finite.all():  # the common all-finite chunk skips these passes
+                nan += int(np.count_nonzero(np.isnan(values)))
+                pos_inf += int(np.count_nonzero(values == np.inf))
+                neg_inf += int(np.count_nonzero(values == -np.inf))
+                values = values[is_finite]
         n = int(values.shape[0])
         if n == 0:
             continue
@@ -134,15 +135,21 @@ def _histogram(
     if lo == hi:
         # one value: one bin holding everything (lo +- 0.5 is no wider than lo for huge values)
         return {"edges": [lo, hi], "counts": [finite]}
+    edges: np.ndarray | None = None
+    bins_arg: int | np.ndarray = bins
     if math.isfinite(hi - lo):
-        edges = np.linspace(lo, hi, bins + 1)
-    else:  # the range overflows float64 (e.g. -1e308..1e308): build the edges at half scale
-        edges = np.linspace(lo / 2, hi / 2, bins + 1) * 2
-    edges = np.unique(edges)  # tiny ranges can collapse neighbouring edges
+        uniform = np.linspace(lo, hi, bins + 1)
+        if np.all(np.diff(uniform) > 0):
+            edges = uniform  # numpy's fast uniform-bin path, same edges as range=(lo, hi)
+    if edges is None:
+        # the range overflows float64 (e.g. -1e308..1e308) or is too narrow for distinct
+        # edges: explicit edges built at half scale, duplicates dropped
+        edges = np.unique(np.linspace(lo / 2, hi / 2, bins + 1) * 2)
+        bins_arg = edges
     counts = np.zeros(edges.shape[0] - 1, dtype=np.int64)
     for chunk in _chunks(flat, chunk_elements):
         values = _as_float_chunk(chunk)
         if floating:
             values = values[np.isfinite(values)]
-        counts += np.histogram(values, bins=edges)[0]
+        counts += np.histogram(values, bins=bins_arg, range=(lo, hi))[0]
     return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
