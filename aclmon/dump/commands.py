@@ -106,13 +106,18 @@ def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
 def decode_report(path: str, with_stats: bool = True, bins: int = 16) -> dict[str, Any]:
     """Everything ``aclmon decode`` prints about one file, as plain values."""
     from aclmon.dump.reader import read_dump
+    from aclmon.dump.statscsv import read_stats_csv
     from aclmon.dump.summary import KIND_OVERFLOW, KIND_STATS, summarize
     from aclmon.errors import AclmonError
 
-    report = summarize(path)
-    if "error" in report or report["kind"] in (KIND_STATS, KIND_OVERFLOW):
+    report = {"path": path, **summarize(path)}
+    if "error" in report or report["kind"] == KIND_OVERFLOW:
         return report
     try:
+        if report["kind"] == KIND_STATS:
+            # summarize() lists only the first rows; the command shows them all
+            report["rows"] = read_stats_csv(path)
+            return report
         dump = read_dump(path)
         report["tensors"] = [_tensor_report(t, with_stats, bins) for t in dump.tensors]
         if dump.attrs:

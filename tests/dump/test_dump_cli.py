@@ -341,3 +341,14 @@ def test_convert_tensor_whose_data_does_not_fit_its_format_is_a_warning(tmp_path
     assert main(["convert", "-d", str(src), "-out", str(out), "-f", "NCHW"]) == 0
     assert "output 0: NC1HWC0 data must be 5-D" in capsys.readouterr().err
     assert list(out.iterdir()) == []
+
+
+def test_decode_stats_csv_shows_every_row(tmp_path, capsys):
+    header = (
+        "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count\n"
+    )
+    rows = "".join(f"Output,{i},4,DT_FLOAT,ND,1,{i},{i},{i},1\n" for i in range(100))
+    path = write(tmp_path, "Add.add.1.2.1700000000000000.csv", (header + rows).encode())
+    assert main(["decode", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kind"] == "stats" and len(report["rows"]) == 100 and report["path"] == str(path)
