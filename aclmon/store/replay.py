@@ -51,6 +51,11 @@ OVERFLOW = "overflow"
 EXCEPTION = "exception"
 
 
+def _int64(value: int) -> int:
+    """Times compared with the int64 index must fit in it."""
+    return max(-(1 << 63), min(int(value), (1 << 63) - 1))
+
+
 class FrameIndex(Protocol):
     """What the engine needs of a recording's index (``RecordingReader`` has it)."""
 
@@ -267,10 +272,10 @@ class ReplayEngine:
 
     def seek_time(self, ts_ns: int) -> int:
         """State at time ``ts_ns``: the fold of every event before it."""
-        return self.seek(self.index.seek_time(ts_ns))
+        return self.seek(self.position_of_time(ts_ns))
 
     def position_of_time(self, ts_ns: int) -> int:
-        return self._clamp(self.index.seek_time(ts_ns))
+        return self._clamp(self.index.seek_time(_int64(ts_ns)))
 
     def step(self, count: int = 1) -> int:
         """Apply the next ``count`` events (skipping bad frames); returns how many."""
@@ -290,7 +295,7 @@ class ReplayEngine:
     def play_to(self, ts_ns: int, max_frames: int) -> bool:
         """Fold forward through events before ``ts_ns``, at most ``max_frames``.
         Returns True when it stopped at the limit (more is due)."""
-        target = self._clamp(self.index.seek_time(ts_ns))
+        target = self.position_of_time(ts_ns)
         if target <= self.position:
             return False
         limited = target - self.position > max_frames
@@ -348,13 +353,20 @@ class ReplayEngine:
         if start >= stop:
             return {EXCEPTION: [], OVERFLOW: []}
         kinds, _, _, _ = self.frames.kinds(start, stop)
-        exceptions = (np.flatnonzero(kinds == _KIND_EXCEPTION) + start).tolist()
-        overflows = []
+        exceptions: list[int] = []
+        overflows: list[int] = []
         decoder = ev.EventDecoder()
-        # Few frames are dump files: decode just those to see which are overflows.
-        for i in (np.flatnonzero(kinds == _KIND_DUMP_FILE) + start).tolist():
+        # The kind byte only nominates frames: each is decoded to be sure (a
+        # malformed frame may carry any byte there), which is cheap since few
+        # frames are exceptions or dump files.
+        candidates = np.flatnonzero((kinds == _KIND_EXCEPTION) | (kinds == _KIND_DUMP_FILE))
+        for i in (candidates + start).tolist():
             events = self.frames.decode(i, i + 1, decoder)
-            if events and getattr(events[0], "kind", None) == OVERFLOW:
+            if not events:
+                continue
+            if type(events[0]) is ev.AclException:
+                exceptions.append(i)
+            elif type(events[0]) is ev.DumpFileSeen and events[0].kind == OVERFLOW:
                 overflows.append(i)
         return {EXCEPTION: exceptions, OVERFLOW: overflows}
 
@@ -443,6 +455,11 @@ def _duration_ns(text: str) -> int:
 
 
 def parse_seek_time(text: str, first_ns: int, last_ns: int, current_ns: int) -> int:
+    """See :func:`_parse_seek_time`; the result is clamped to the int64 range of the index."""
+    return max(0, min(_parse_seek_time(text, first_ns, last_ns, current_ns), (1 << 63) - 1))
+
+
+def _parse_seek_time(text: str, first_ns: int, last_ns: int, current_ns: int) -> int:
     """The recording time a user means by ``text``.
 
     ``start`` / ``end``; ``+10s`` / ``-2m`` (from the current time); ``90`` or
@@ -478,12 +495,12 @@ def parse_seek_time(text: str, first_ns: int, last_ns: int, current_ns: int) -> 
         )
     try:
         when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        whole = int(when.replace(microsecond=0).timestamp())
+    except (ValueError, OverflowError, OSError):
         raise SeekTimeError(
             f"cannot read {text!r}: use start, end, +10s, -2m, 90 (s from start),"
             " 14:03:07 (UTC) or 2026-12-02T14:03:07Z"
         ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    whole = int(when.replace(microsecond=0).timestamp())
     return whole * 1_000_000_000 + when.microsecond * 1000

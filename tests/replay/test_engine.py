@@ -1,0 +1,284 @@
+"""The replay engine: the state at any position is the fold of the events before it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from recordings import T0, session_events, write_recording
+
+from aclmon import events as ev
+from aclmon.bus.recording import RecordingReader
+from aclmon.store import Store
+from aclmon.store.replay import (
+    EXCEPTION,
+    OVERFLOW,
+    ReplayEngine,
+    SeekTimeError,
+    parse_seek_time,
+)
+
+GARBAGE_EVERY = 50
+
+
+def fold(events, malformed: int = 0) -> dict:
+    store = Store()
+    store.apply_many(list(events))
+    store.note_decoder_counts(malformed, 0)
+    return store.to_json()
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """3000 events with a malformed frame after every 50th: (path, events, frame of each event)."""
+    events = session_events(3000)
+    path = write_recording(
+        tmp_path_factory.mktemp("rec") / "r.aclmrec", events, garbage_every=GARBAGE_EVERY
+    )
+    frames = [n + n // GARBAGE_EVERY for n in range(len(events))]
+    return path, events, frames
+
+
+def open_engine(path, snapshot_every=256, build=True):
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path, snapshot_every=snapshot_every)
+    if build:
+        engine.build()
+    return reader, engine
+
+
+def expected_at(events, frames, position):
+    """The fold of the events in frames before ``position`` and the bad frames skipped."""
+    before = [e for e, f in zip(events, frames, strict=True) if f < position]
+    return fold(before, malformed=position - len(before))
+
+
+def test_seek_to_the_end_equals_the_fold_of_every_event(recording):
+    path, events, _frames = recording
+    reader, engine = open_engine(path)
+    try:
+        assert len(engine) == len(events) + len(events) // GARBAGE_EVERY
+        engine.seek(len(engine))
+        assert engine.store.to_json() == fold(events, malformed=len(events) // GARBAGE_EVERY)
+    finally:
+        engine.close()
+        reader.close()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(targets=st.lists(st.integers(min_value=0, max_value=3100), min_size=1, max_size=6))
+def test_seeking_backwards_and_forwards_gives_the_fold(recording, targets):
+    path, events, frames = recording
+    reader, engine = open_engine(path, build=False)
+    try:
+        engine.build()
+        for target in targets:
+            engine.seek(target)
+            position = min(target, len(engine))
+            assert engine.position == position
+            assert engine.store.to_json() == expected_at(events, frames, position)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_seeks_without_snapshots_and_state_at_from_another_store(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path, build=False)  # only the empty snapshot exists
+    try:
+        for target in (2500, 10, 1800, 1801, 0):
+            engine.seek(target)
+            assert engine.store.to_json() == expected_at(events, frames, target)
+        state = engine.state_at(1234)
+        store = Store()
+        store.state = state
+        assert store.to_json() == expected_at(events, frames, 1234)
+        assert engine.position == 0  # state_at leaves the cursor alone
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_snapshots_are_not_changed_by_later_folds(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path, snapshot_every=100)
+    try:
+        engine.seek(250)  # restores the 200 snapshot, folds on
+        engine.seek(len(engine))
+        engine.seek(205)
+        assert engine.store.to_json() == expected_at(events, frames, 205)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_seek_time_is_the_fold_of_the_events_before_that_time(recording):
+    path, events, _frames = recording
+    reader, engine = open_engine(path)
+    try:
+        for n in (0, 1, 777, 2999):
+            t = events[n].ts_ns  # the event at exactly t is not before t
+            engine.seek_time(t)
+            assert engine.store.to_json() == fold(events[:n], malformed=n // GARBAGE_EVERY)
+        engine.seek_time(T0 + 10**15)
+        assert engine.position == len(engine)
+        engine.seek_time(0)
+        assert engine.position == 0 and engine.store.to_json() == fold([])
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_step_applies_one_event_skipping_bad_frames_and_back_undoes(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path)
+    try:
+        engine.seek(frames[49] + 1)  # just after event 50: the next frame is garbage
+        assert engine.step(1) == 1
+        assert engine.store.to_json() == fold(events[:51], malformed=1)
+        assert engine.position == frames[50] + 1
+        engine.step_back(1)
+        assert engine.store.to_json() == fold(events[:50], malformed=1)
+        assert engine.step(5) == 5
+        assert engine.store.to_json() == fold(events[:55], malformed=1)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_play_to_folds_in_time_order_and_respects_the_batch_limit(recording):
+    path, events, _frames = recording
+    reader, engine = open_engine(path)
+    try:
+        limited = engine.play_to(events[100].ts_ns, max_frames=40)
+        assert limited and engine.position == 40
+        assert engine.play_to(events[100].ts_ns, max_frames=10_000) is False
+        assert engine.store.to_json() == fold(events[:100], malformed=2)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_markers_find_every_exception_and_overflow_but_no_garbage(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path)
+    try:
+        want_exc = [f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException]
+        want_ovf = [
+            f
+            for e, f in zip(events, frames, strict=True)
+            if type(e) is ev.DumpFileSeen and e.kind == "overflow"
+        ]
+        assert want_exc and want_ovf
+        # the garbage frames start with kind byte 17 (exception): they must not count
+        assert engine.markers(EXCEPTION) == want_exc
+        assert engine.markers(OVERFLOW) == want_ovf
+        both = sorted(want_exc + want_ovf)
+        assert engine.next_marker((EXCEPTION, OVERFLOW), 0) == both[0]
+        assert engine.next_marker((EXCEPTION, OVERFLOW), both[0] + 1) == both[1]
+        assert engine.previous_marker((EXCEPTION, OVERFLOW), both[3]) == both[2]
+        assert engine.next_marker((EXCEPTION,), want_exc[-1] + 1) is None
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_markers_ahead_of_the_builder_are_found_by_scanning(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path, build=False)
+    try:
+        first_exception = next(
+            f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException
+        )
+        assert engine.next_marker((EXCEPTION,), 0) == first_exception
+        last = max(f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException)
+        assert engine.previous_marker((EXCEPTION,), len(engine)) == last
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_background_builder_matches_the_foreground_fold(recording):
+    path, events, frames = recording
+    reader = RecordingReader(path)  # indexes on its own thread too
+    engine = ReplayEngine(reader, path, snapshot_every=300)
+    try:
+        engine.start_background()
+        assert engine.wait_ready(30)
+        assert engine.scanned == len(engine)
+        engine.seek(len(engine) - 5)
+        assert engine.store.to_json() == expected_at(events, frames, len(engine) - 5)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_truncated_recording_replays_every_complete_event(tmp_path):
+    events = session_events(500)
+    path = write_recording(tmp_path / "cut.aclmrec", events)
+    size = os.path.getsize(path)
+    os.truncate(path, size - 7)  # the last frame loses its tail
+    reader, engine = open_engine(path)
+    try:
+        assert reader.cut is not None and not reader.cut.damaged
+        assert len(engine) == 499
+        engine.seek(len(engine))
+        assert engine.store.to_json() == fold(events[:499])
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_empty_recording_has_no_times_and_seeks_stay_at_zero(tmp_path):
+    path = write_recording(tmp_path / "empty.aclmrec", [])
+    reader, engine = open_engine(path)
+    try:
+        assert len(engine) == 0 and engine.first_ts is None and engine.last_ts is None
+        assert engine.seek(10) == 0 and engine.step(3) == 0
+        assert engine.next_marker((EXCEPTION,), 0) is None
+    finally:
+        engine.close()
+        reader.close()
+
+
+# ---------------------------------------------------------------- times
+FIRST = 1_796_203_689_054_967_224  # 2026-12-02 09:28:09.054967224 UTC
+LAST = FIRST + 60 * 10**9
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("start", FIRST),
+        ("end", LAST + 1),
+        ("+1.5s", FIRST + 10 * 10**9 + 1_500_000_000),
+        ("-250ms", FIRST + 10 * 10**9 - 250_000_000),
+        ("2m", FIRST + 120 * 10**9),
+        ("30", FIRST + 30 * 10**9),
+        ("09:28:10.5", FIRST - 54_967_224 + 1_500_000_000),
+        ("2026-12-02T09:28:11Z", FIRST - 54_967_224 + 2 * 10**9),
+        ("2026-12-02T10:28:11+01:00", FIRST - 54_967_224 + 2 * 10**9),
+    ],
+)
+def test_parse_seek_time(text, expected):
+    assert parse_seek_time(text, FIRST, LAST, FIRST + 10 * 10**9) == expected
+
+
+@pytest.mark.parametrize("text", ["", "soon", "25:00", "+x", "12:61", "1e9999", "0000-01-01"])
+def test_parse_seek_time_rejects_what_it_cannot_read(text):
+    with pytest.raises(SeekTimeError):
+        parse_seek_time(text, FIRST, LAST, FIRST)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_parse_seek_time_never_raises_anything_else(text):
+    try:
+        value = parse_seek_time(text, FIRST, LAST, FIRST)
+    except SeekTimeError:
+        return
+    assert isinstance(value, int) and 0 <= value < 1 << 63
