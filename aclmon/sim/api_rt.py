@@ -6,6 +6,7 @@ returns the pyACL shape. None of them calls another public function.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -735,6 +736,99 @@ def get_mem_info(attr: int) -> tuple[int, int, int]:
     if attr in DDR_ATTRS:
         return 0, 0, C.ACL_SUCCESS  # 910B-class cards have no DDR next to the HBM
     return 0, 0, fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memory attribute {attr}")
+
+
+# ---------------------------------------------------------------- host callbacks
+def subscribe_report(thread_id: int, stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    with rt.lock:
+        if target.report_thread is not None:
+            return fail(C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed")
+        target.report_thread = thread_id
+        rt.reports.setdefault(thread_id, [])
+    return C.ACL_SUCCESS
+
+
+def unsubscribe_report(thread_id: int, stream: int) -> int:
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    with rt.lock:
+        if target.report_thread != thread_id:
+            return fail(
+                C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to that thread"
+            )
+        target.report_thread = None
+        if not any(s.report_thread == thread_id for s in rt.streams.values()):
+            rt.reports.pop(thread_id, None)
+        rt.reports_changed.notify_all()
+    return C.ACL_SUCCESS
+
+
+def launch_callback(fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int) -> int:
+    if not callable(fn):
+        raise TypeError("acl.rt.launch_callback: fn is not callable")
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if block_type not in (C.ACL_CALLBACK_NO_BLOCK, C.ACL_CALLBACK_BLOCK):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown block type {block_type}")
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    with rt.lock:
+        if target.report_thread is None:
+            return fail(
+                C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "call subscribe_report for this stream first"
+            )
+        callback = R.HostCallback(
+            max(now_ns(), target.busy_until), fn, user_data, threading.Event()
+        )
+        rt.reports.setdefault(target.report_thread, []).append(callback)
+        if block_type == C.ACL_CALLBACK_BLOCK:
+            target.blocking_callbacks.append(callback.done)
+        rt.reports_changed.notify_all()
+    return C.ACL_SUCCESS
+
+
+def process_report(timeout: int) -> int:
+    """Run the next due host callback of the streams subscribed to this thread."""
+    rt = R.runtime()
+    if rt is None:
+        return _uninit()
+    if timeout < -1:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
+    me = threading.get_native_id()
+    deadline = None if timeout < 0 else time.monotonic() + timeout / 1000
+    with rt.lock:
+        while True:
+            pending = rt.reports.get(me)
+            if pending is None:
+                return fail(C.ACL_ERROR_RT_THREAD_SUBSCRIBE, "this thread is not subscribed")
+            now = now_ns()
+            wait_s = None if deadline is None else deadline - time.monotonic()
+            if pending and pending[0].ready_ns <= now:
+                callback = pending.pop(0)
+                break
+            if wait_s is not None and wait_s <= 0:
+                return fail(C.ACL_ERROR_RT_REPORT_TIMEOUT, "no callback became due in time")
+            if pending:  # due once the stream's device time reaches it
+                due_s = (pending[0].ready_ns - now) / 1e9
+                wait_s = due_s if wait_s is None else min(wait_s, due_s)
+            rt.reports_changed.wait(wait_s)
+    try:
+        callback.fn(callback.args)
+    finally:
+        callback.done.set()
+    return C.ACL_SUCCESS
 
 
 # ---------------------------------------------------------------- exception info

@@ -107,6 +107,10 @@ class Stream:
     overflow_switch: int = 0
     #: (error code, set when the exception callback has run) of a failed task.
     pending_error: tuple[int, threading.Event] | None = None
+    #: native id of the thread that processes this stream's host callbacks.
+    report_thread: int | None = None
+    #: completion events of ACL_CALLBACK_BLOCK callbacks the stream waits for.
+    blocking_callbacks: list[threading.Event] = field(default_factory=list)
 
     @property
     def device(self) -> Device:
@@ -208,6 +212,16 @@ UNIT_AICPU = 3
 
 
 @dataclass(eq=False)
+class HostCallback:
+    """A launch_callback task: runs on the subscribed thread once the stream gets there."""
+
+    ready_ns: int
+    fn: Callable[[Any], Any]
+    args: Any
+    done: threading.Event
+
+
+@dataclass(eq=False)
 class ExceptionInfo:
     handle: int
     device_id: int
@@ -245,6 +259,9 @@ class Runtime:
         #: (device, stream id, task id) -> task record, for create_and_get_op_desc.
         self.tasks: dict[tuple[int, int, int], Any] = {}
         self.session_time = time.strftime("%Y%m%d%H%M%S")
+        #: subscribed thread (native id) -> its pending host callbacks, in launch order.
+        self.reports: dict[int, list[HostCallback]] = {}
+        self.reports_changed = threading.Condition(self.lock)
         # filled in by the model and profiling modules
         self.models: dict[int, Any] = {}
         self.next_model_id = 1
@@ -296,6 +313,12 @@ class Runtime:
     # -------------------------------------------------------------- device time
     def wait_stream(self, stream: Stream, timeout_ms: int = -1) -> int:
         """Block until the stream's tasks are done; return its pending error, if any."""
+        while stream.blocking_callbacks:
+            # A blocking host callback holds the stream until process_report ran it.
+            done = stream.blocking_callbacks[0]
+            if not done.wait(None if timeout_ms < 0 else timeout_ms / 1000):
+                return fail(C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "a blocking callback is pending")
+            stream.blocking_callbacks.pop(0)
         remaining = stream.busy_until - now_ns()
         if remaining > 0:
             if timeout_ms >= 0 and remaining > timeout_ms * 1_000_000:

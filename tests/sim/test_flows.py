@@ -134,3 +134,14 @@ def test_subscription_with_pipe_reader_thread(acl, model_path, tmp_path):
     assert {r[0] for r in records} == {data["model_id"]}
     assert records[1][1:3] == ["conv1", "Conv2D"]
     assert all(r[4] >= r[3] and r[5] >= 1 for r in records)
+
+
+def test_host_callback_flow(acl, model_path, tmp_path):
+    sim_config.configure(time_scale=1.0, cost_scale=200.0)
+    result = tmp_path / "result.json"
+    run_sample("sample_callback.py", model_path["mlp_head"], os.fspath(result))
+    data = json.loads(result.read_text())
+    assert data["calls"] == [[0, "done"], [1, "done"], [2, "done"]]
+    assert data["calls_at_sync"] == 3  # blocking callbacks ran before synchronize returned
+    # 107012 until subscribe_report ran, then 0 per callback and 507012 when idle
+    assert 0 in data["reports"] and set(data["reports"]) <= {0, 107012, 507012}

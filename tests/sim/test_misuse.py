@@ -145,3 +145,22 @@ def test_load_errors(acl, tmp_path):
     bad.write_text(json.dumps({"name": "m", "inputs": [], "ops": [], "outputs": []}))
     assert acl.mdl.load_from_file(os.fspath(bad))[1] == C.ACL_ERROR_PARSE_FILE
     assert "non-empty" in acl.get_recent_err_msg()
+
+
+def test_callback_misuse(acl):
+    acl.init()
+    acl.rt.set_device(0)
+    stream, _ = acl.rt.create_stream()
+    assert acl.rt.launch_callback(print, None, 0, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
+    assert acl.rt.process_report(0) == C.ACL_ERROR_RT_THREAD_SUBSCRIBE
+    import threading
+
+    me = threading.get_native_id()
+    assert acl.rt.subscribe_report(me, stream) == 0
+    assert acl.rt.subscribe_report(me, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
+    assert acl.rt.process_report(10) == C.ACL_ERROR_RT_REPORT_TIMEOUT
+    seen = []
+    assert acl.rt.launch_callback(seen.append, "x", 0, stream) == 0
+    assert acl.rt.process_report(1000) == 0 and seen == ["x"]
+    assert acl.rt.unsubscribe_report(me + 1, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
+    assert acl.rt.unsubscribe_report(me, stream) == 0
