@@ -416,7 +416,15 @@ class ProfilingController:
 
 
 class LiveTimings:
-    """aclmon's model subscription: a pipe, the subscribed models and the reader thread."""
+    """aclmon's model subscription: a pipe, the subscribed models and the reader thread.
+
+    The runtime writes each subscribed model's op records into the pipe. CANN (and
+    the sim) closes the write end when the last subscription on it ends, which ends
+    the reader with EOF; the pipe is then finished, and a model loaded later gets a
+    fresh pipe and subscribe config. Whether the write end is still ours to close is
+    decided by the pipe's identity (inode), never by the fd number, which another
+    file may have reused.
+    """
 
     def __init__(self, agent: Agent, op_desc_size: int, aicore_metrics: int) -> None:
         self.agent = agent
@@ -424,43 +432,63 @@ class LiveTimings:
         self.aicore_metrics = aicore_metrics
         self.models: set[int] = set()
         self._config = 0
-        self._read_fd = -1
         self._write_fd = -1
-        self._reader: threading.Thread | None = None
-        # From the first successful model_subscribe on, the runtime owns the pipe's write
-        # end and closes it at the last unsubscribe (which ends the reader with EOF). Closing
-        # it ourselves then could close an unrelated file that reused the number.
-        self._runtime_owns_write_end = False
+        self._pipe_id: tuple[int, int] | None = None
+        self._readers: list[threading.Thread] = []
         self.records = 0
 
     def _original(self, name: str) -> Any:
         return self.agent.hooks.original(f"prof.{name}")
 
     def open(self) -> bool:
-        self._read_fd, self._write_fd = os.pipe()
-        config = self._original("create_subscribe_config")(1, self.aicore_metrics, self._write_fd)
+        """A new pipe, subscribe config and reader thread."""
+        read_fd, write_fd = os.pipe()
+        config = self._original("create_subscribe_config")(1, self.aicore_metrics, write_fd)
         if not config:
-            os.close(self._read_fd)
-            os.close(self._write_fd)
+            os.close(read_fd)
+            os.close(write_fd)
             return False
-        self._config = config
-        self._reader = threading.Thread(
-            target=self._read_loop, name="aclmon-op-timings", daemon=True
+        info = os.fstat(write_fd)
+        self._config, self._write_fd, self._pipe_id = config, write_fd, (info.st_dev, info.st_ino)
+        reader = threading.Thread(
+            target=self._read_loop, args=(read_fd,), name="aclmon-op-timings", daemon=True
         )
-        self._reader.start()
+        reader.start()
+        self._readers = [r for r in self._readers if r.is_alive()] + [reader]
         return True
 
     def subscribe(self, model_id: int, device: int) -> int:
+        if not self._config and not self.open():
+            return ACL_ERROR_INVALID_PROFILING_CONFIG
         self.agent.bind_device(device)
         ret = self._original("model_subscribe")(model_id, self._config)
         if ret == ACL_SUCCESS:
             self.models.add(model_id)
-            self._runtime_owns_write_end = True
         return int(ret)
 
     def unsubscribe(self, model_id: int) -> int:
         self.models.discard(model_id)
-        return int(self._original("model_unsubscribe")(model_id))
+        ret = int(self._original("model_unsubscribe")(model_id))
+        if not self.models:
+            self._retire_pipe()
+        return ret
+
+    def _retire_pipe(self) -> int:
+        """Destroy the subscribe config and let go of the pipe's write end."""
+        ret = ACL_SUCCESS
+        if self._config:
+            ret = int(self._original("destroy_subscribe_config")(self._config))
+            self._config = 0
+        if self._write_fd >= 0:
+            try:
+                info = os.fstat(self._write_fd)
+                still_ours = (info.st_dev, info.st_ino) == self._pipe_id
+            except OSError:  # closed by the runtime
+                still_ours = False
+            if still_ours:
+                os.close(self._write_fd)  # the reader sees EOF
+            self._write_fd = -1
+        return ret
 
     def close(self) -> int:
         first = ACL_SUCCESS
@@ -468,26 +496,21 @@ class LiveTimings:
             ret = self.unsubscribe(model_id)
             if first == ACL_SUCCESS and ret != ACL_SUCCESS:
                 first = ret
-        if self._config:
-            ret = self._original("destroy_subscribe_config")(self._config)
-            if first == ACL_SUCCESS and ret != ACL_SUCCESS:
-                first = ret
-            self._config = 0
-        if self._write_fd >= 0 and not self._runtime_owns_write_end:
-            # Never handed to the runtime: ours to close, which ends the reader with EOF.
-            os.close(self._write_fd)
-        self._write_fd = -1
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout=2.0)
+        ret = self._retire_pipe()
+        if first == ACL_SUCCESS:
+            first = ret
+        for reader in self._readers:
+            if reader is not threading.current_thread():
+                reader.join(timeout=2.0)
         return first
 
     # ------------------------------------------------------------ reader thread
-    def _read_loop(self) -> None:
+    def _read_loop(self, read_fd: int) -> None:
         size = self.op_desc_size
         pending = bytearray()
         try:
             while True:
-                data = os.read(self._read_fd, size * RECORDS_PER_READ)
+                data = os.read(read_fd, size * RECORDS_PER_READ)
                 if not data:
                     break
                 pending += data
@@ -502,8 +525,7 @@ class LiveTimings:
         except OSError as exc:
             self.agent.fail("op timing pipe", exc)
         finally:
-            os.close(self._read_fd)
-            self._read_fd = -1
+            os.close(read_fd)
 
     def _pointer(self, chunk: bytes) -> tuple[int, Any]:
         """A pointer to ``chunk`` for the op getters, and the object that keeps it alive."""

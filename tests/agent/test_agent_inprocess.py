@@ -365,7 +365,7 @@ def test_job_profiling_wins_and_aclmon_steps_aside(agent_factory, sim_acl, model
 
 
 def test_live_timings_follow_models_loaded_later(agent_factory, sim_acl, model_path):
-    _, events = agent_factory()
+    agent, events = agent_factory()
     assert sim_acl.init() == 0
     assert send(events, SetProfilingConfig, 0, ACL_AICORE_PIPE_UTILIZATION, (), 0).code == 0
     reply = send(events, StartProfiling)
@@ -380,7 +380,20 @@ def test_live_timings_follow_models_loaded_later(agent_factory, sim_acl, model_p
         what="op timings of a model loaded after the start",
     )[0]
     assert timing.model_id == job.model_id and timing.op_type in ("MatMul", "Add", "Relu")
+    # The last subscribed model goes: the runtime closes that pipe. A model loaded
+    # afterwards gets a fresh pipe, and its timings arrive too.
+    assert sim_acl.mdl.unload(job.model_id) == 0
+    job.model_id, ret = sim_acl.mdl.load_from_file(str(model_path))
+    assert ret == 0
+    events.wait_for(
+        lambda evs: (
+            any(type(e) is OpTiming and e.model_id == job.model_id for e in evs)
+            or (job.run() and None)
+        ),
+        what="op timings of a model loaded after the first pipe was closed",
+    )
     assert send(events, StopProfiling).code == 0
+    assert not agent.failures
 
 
 def test_forked_child_runs_unobserved(agent_factory, sim_acl):
