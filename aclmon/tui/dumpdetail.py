@@ -153,6 +153,8 @@ def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableTyp
             quiet = line.endswith("no overflow")
             section.append(f"  {line}\n", style=dim if quiet else bad)
         for key, value in record.items():
+            if isinstance(value, dict) and value.get("status") == 0:
+                continue  # a unit that saw no overflow: its line above says so
             if isinstance(value, dict):
                 inner = ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, dict))
                 section.append(f"  {key}: ", style=dim)
@@ -193,8 +195,8 @@ def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableTyp
 
 def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableType:
     table = Table.grid(padding=(0, 2))
-    table.add_column(style=dim, no_wrap=True)
-    table.add_column(no_wrap=True)
+    table.add_column(style=dim, no_wrap=True, min_width=10)
+    table.add_column(overflow="fold")
 
     def num(key: str) -> str:
         value = stats.get(key)

@@ -90,7 +90,7 @@ class ExceptionDetail(ModalScreen[None]):
         e = self.exception
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
-        title = Text(f"{e.op_type or '?'}  {e.op_name}", style=Style(bold=True))
+        title = Text(f"{e.op_type or '(type not reported)'}  {e.op_name}", style=Style(bold=True))
         self.query_one("#detail-title", Static).update(title)
         head = Text()
         head.append(error_text(e.error_code), style=bad)

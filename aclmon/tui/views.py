@@ -364,7 +364,7 @@ class ExceptionsView(View):
         text.append(f" {fmt.utc_time(e.ts_ns):<12}  ", style=theme_style(self, "aclmon-dim"))
         text.append(f"{e.device_id:>3}  {e.stream_id:>6}  {e.task_id:>6}  {e.error_code:>6}  ")
         text.append(f"{error_name(e.error_code)[:36]:<36}  ", style=theme_style(self, "aclmon-bad"))
-        text.append(f"{(e.op_type or '?')[:16]:<16}  ")
+        text.append(f"{(e.op_type or '–')[:16]:<16}  ")
         text.append(e.op_name, style=Style(bold=True))
         return text
 
