@@ -1,8 +1,9 @@
 """The demo job: an ordinary pyACL inference program (``import acl``) for `aclmon demo`.
 
 It is written against the pyACL API only, the way a real multi-device
-inference service would be: per device an explicit context, a few worker
-threads each with its own stream, three models executing in a loop at a modest
+inference service would be: per device two explicit contexts, a resident
+cache of a few GiB, worker threads each with its own stream and a workspace
+buffer whose size changes now and then, three models executing in a loop at a modest
 rate (sleeps between iterations, so it never burns a core), an exception
 callback that logs the failing operator, and recovery after a failed
 synchronize (destroy and recreate the stream, carry on).
@@ -44,12 +45,15 @@ ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_FLOAT16 = 1
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
-#: (model file, worker threads per device, sleep range between iterations in s)
+#: (model file, worker threads per device, sleep range between iterations in s,
+#: which of the device's two contexts the workers use)
 WORKLOAD = (
-    ("resnet_tiny.json", 1, (0.05, 0.20)),
-    ("mlp_head.json", 1, (0.03, 0.12)),
-    ("attention_tiny.json", 1, (0.06, 0.25)),
+    ("resnet_tiny.json", 1, (0.05, 0.20), 0),
+    ("mlp_head.json", 1, (0.03, 0.12), 0),
+    ("attention_tiny.json", 1, (0.06, 0.25), 1),
 )
+CONTEXTS_PER_DEVICE = 2
+GIB = 1 << 30
 SIM_FAULTS = [
     {
         "kind": "aicore_exception",
@@ -181,9 +185,16 @@ def worker(device_id, context, model, pause, stop, stats):
     stream, ret = acl.rt.create_stream()
     check(ret, "create_stream")
     rng = random.Random(device_id * 100 + model.model_id)
+    scratch = 0  # a workspace whose size follows the "batch", so HBM use moves
     iteration = 0
     while not stop.is_set():
         iteration += 1
+        if iteration % 25 == 1:
+            if scratch:
+                acl.rt.free(scratch)
+            scratch, ret = acl.rt.malloc(rng.randint(1, 16) * GIB // 4, ACL_MEM_MALLOC_HUGE_FIRST)
+            if ret != ACL_SUCCESS:
+                scratch = 0
         model.feed()
         ret = acl.mdl.execute_async(model.model_id, model.inputs, model.outputs, stream)
         if ret == ACL_SUCCESS:
@@ -210,6 +221,8 @@ def worker(device_id, context, model, pause, stop, stats):
         stop.wait(rng.uniform(*pause) * swell)
     acl.rt.synchronize_stream(stream)
     acl.rt.destroy_stream(stream)
+    if scratch:
+        acl.rt.free(scratch)
 
 
 def main(argv=None):
@@ -253,12 +266,22 @@ def main(argv=None):
     stop = threading.Event()
     stats = {"iterations": 0, "errors": 0, "overflows": 0}
     threads, models, contexts = [], [], []
+    caches = []
     for device_id in devices:
         check(acl.rt.set_device(device_id), "set_device")
-        context, ret = acl.rt.create_context(device_id)
-        check(ret, "create_context")
-        contexts.append((device_id, context))
-        for index, (file_name, workers, pause) in enumerate(WORKLOAD):
+        # A resident cache (e.g. KV / embedding tables) of a few GiB per device.
+        cache, ret = acl.rt.malloc((4 + 3 * device_id % 17) * GIB, ACL_MEM_MALLOC_HUGE_FIRST)
+        check(ret, "malloc cache")
+        caches.append(cache)
+        device_contexts = []
+        for _ in range(CONTEXTS_PER_DEVICE):
+            context, ret = acl.rt.create_context(device_id)
+            check(ret, "create_context")
+            contexts.append((device_id, context))
+            device_contexts.append(context)
+        for index, (file_name, workers, pause, ctx_index) in enumerate(WORKLOAD):
+            context = device_contexts[ctx_index]
+            check(acl.rt.set_context(context), "set_context")
             model = LoadedModel(os.path.join(MODELS_DIR, file_name), seed=device_id * 10 + index)
             models.append(model)
             for _ in range(workers):
@@ -284,8 +307,11 @@ def main(argv=None):
         thread.join()
     for model in models:
         model.release()
-    for device_id, context in contexts:
+    for cache in caches:
+        acl.rt.free(cache)
+    for _, context in contexts:
         acl.rt.destroy_context(context)
+    for device_id in devices:
         acl.rt.reset_device(device_id)
     acl.rt.set_exception_info_callback(None)
     check(acl.finalize(), "acl.finalize")
