@@ -41,15 +41,18 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
     import aclmon.agent
     from aclmon.agent.runner import ScriptError, run_script
 
     if args.interval < 0.01:
         raise ScriptError("--interval must be at least 0.01 s")
-    import os
-
     if not os.path.isfile(args.script):
         raise ScriptError(f"no such script: {args.script}")
+    # The job's own command line, for Hello and the registry (`aclmon attach` lists it).
+    sys.argv = [args.script, *args.args]
     _stop_agent_on_sigterm()
     aclmon.agent.start(
         args.listen,
@@ -59,10 +62,9 @@ def run_command(args: argparse.Namespace) -> int:
         sample_interval=args.interval,
         profiling_output=args.profiling_output,
     )
-    try:
-        return run_script(args.script, list(args.args))
-    finally:
-        aclmon.agent.stop()
+    # No stop() here: like `python script.py`, the interpreter first waits for the
+    # job's non-daemon threads (which may still use acl), then atexit stops the agent.
+    return run_script(args.script, list(args.args))
 
 
 def _stop_agent_on_sigterm() -> None:
