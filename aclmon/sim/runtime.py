@@ -437,6 +437,9 @@ class Runtime:
                 delivered.set()
 
     def shutdown(self) -> None:
+        with self.lock:  # wake process_report callers: their subscriptions are gone
+            self.reports.clear()
+            self.reports_changed.notify_all()
         if self._callback_thread is not None and self._callback_thread.is_alive():
             self._callback_queue.put(None)
             if threading.get_ident() != self._callback_thread_ident:
