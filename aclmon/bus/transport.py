@@ -177,6 +177,7 @@ class SocketListener:
             log.warning("accept on %s failed: %s", self._address, exc)
             return None
         conn.setblocking(False)
+        _enlarge_buffer(conn, socket.SO_SNDBUF)
         if self._address.scheme == "tcp":
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             name = f"tcp:{peer[0]}:{peer[1]}"
@@ -189,6 +190,16 @@ class SocketListener:
         if self._address.scheme == "unix":
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._address.path)
+
+
+#: kernel socket buffer asked for on bus connections: fewer, larger writes and
+#: reads at high event rates (the kernel caps it at net.core.[rw]mem_max)
+SOCKET_BUFFER = 1024 * 1024
+
+
+def _enlarge_buffer(sock: socket.socket, option: int) -> None:
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
 
 
 def listen(address: Address, backlog: int = 16) -> SocketListener:
@@ -250,6 +261,7 @@ def connect(address: Address, timeout: float = 5.0) -> socket.socket:
     """A connected blocking socket (with ``timeout``), or :class:`OSError`."""
     if address.scheme == "unix":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        _enlarge_buffer(sock, socket.SO_RCVBUF)
         sock.settimeout(timeout)
         try:
             sock.connect(address.path)
@@ -260,5 +272,6 @@ def connect(address: Address, timeout: float = 5.0) -> socket.socket:
     if address.scheme == "tcp":
         sock = socket.create_connection((address.host, address.port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _enlarge_buffer(sock, socket.SO_RCVBUF)
         return sock
     raise AddressError(f"unknown address scheme {address.scheme!r}")

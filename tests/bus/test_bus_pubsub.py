@@ -180,7 +180,7 @@ def test_stalled_subscriber_makes_the_publisher_drop_not_block(sock_path: str) -
                 received: list[ev.Event] = []
                 for burst in range(60):
                     for i in range(500):
-                        assert publisher.emit(ev.LogLine, "info", f"{burst}:{i}:" + "x" * 40)
+                        assert publisher.emit(ev.LogLine, "info", f"{burst}:{i}:" + "x" * 200)
                     # Paced to the healthy reader (one burst fits its buffer);
                     # the stalled one falls further behind every time.
                     lines = 500 * (burst + 1)
