@@ -79,7 +79,14 @@ def get_step_timestamp(step_info: int, tag: int, stream: int) -> int:
         return _uninit()
     if step_info not in prof.step_infos or tag not in (C.ACL_STEP_START, C.ACL_STEP_END):
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown step info or tag")
-    prof.tx_record("step_start" if tag == C.ACL_STEP_START else "step_end", "", now_ns())
+    rt = R.runtime()
+    device_id = None
+    if rt is not None:
+        target = rt.resolve_stream(stream)
+        if isinstance(target, int):
+            return target
+        device_id = target.device.device_id
+    prof.step_record("start" if tag == C.ACL_STEP_START else "end", device_id)
     return C.ACL_SUCCESS
 
 

@@ -442,6 +442,22 @@ class Profiler:
             record["end_ns"] = end_ns
         session.append("host/data/msproftx.jsonl", record)
 
+    def step_record(self, tag: str, device_id: int | None) -> None:
+        """A training-trace step boundary, for sessions with ACL_PROF_TRAINING_TRACE."""
+        sessions = [s for _, s in self.running.values()]
+        if self.cmd_session is not None:
+            sessions.append(self.cmd_session)
+        for session in {id(s): s for s in sessions if s.training_trace}.values():
+            session.append(
+                "host/data/step_trace.jsonl",
+                {
+                    "tag": tag,
+                    "device": device_id,
+                    "tid": threading.get_native_id(),
+                    "ts_ns": now_ns(),
+                },
+            )
+
     def thread_stack(self) -> list[tuple[str, int]]:
         stamps = getattr(self._thread, "stamps", None)
         if stamps is None:

@@ -164,3 +164,24 @@ def test_callback_misuse(acl):
     assert acl.rt.process_report(1000) == 0 and seen == ["x"]
     assert acl.rt.unsubscribe_report(me + 1, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
     assert acl.rt.unsubscribe_report(me, stream) == 0
+
+
+def test_step_info_records_training_trace(acl, tmp_path):
+    acl.init()
+    acl.rt.set_device(0)
+    acl.prof.init(os.fspath(tmp_path))
+    cfg = acl.prof.create_config([0], C.ACL_AICORE_NONE, 0, C.ACL_PROF_TRAINING_TRACE)
+    assert acl.prof.start(cfg) == 0
+    step = acl.prof.create_step_info()
+    assert acl.prof.get_step_timestamp(step, C.ACL_STEP_START, 0) == 0
+    assert acl.prof.get_step_timestamp(step, C.ACL_STEP_END, 0) == 0
+    assert acl.prof.get_step_timestamp(step, 7, 0) == C.ACL_ERROR_INVALID_PARAM
+    assert acl.prof.destroy_step_info(step) is None
+    assert acl.prof.get_step_timestamp(step, C.ACL_STEP_END, 0) == C.ACL_ERROR_INVALID_PARAM
+    assert acl.prof.stop(cfg) == 0
+    (session,) = tmp_path.glob("PROF_*")
+    tags = [
+        json.loads(x)["tag"]
+        for x in (session / "host/data/step_trace.jsonl").read_text().splitlines()
+    ]
+    assert tags == ["start", "end"]
