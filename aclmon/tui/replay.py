@@ -57,6 +57,19 @@ JUMP_NS = 10_000_000_000
 MARKER_KINDS = (EXCEPTION, OVERFLOW)
 
 OVERFLOW_GROUP = "Overflow records"
+#: Textual key names shown as the characters a user types (help screen)
+_KEY_SYMBOLS = {
+    "full_stop": ".",
+    "comma": ",",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "greater_than_sign": ">",
+    "less_than_sign": "<",
+    "colon": ":",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
 PLAYING = "playing"
 PAUSED = "paused"
 
@@ -628,11 +641,9 @@ class ReplayApp(AclmonApp):
         rows = []
         for b in ReplayApp.BINDINGS:
             if isinstance(b, Binding):
-                keys = b.key.replace("full_stop", ".").replace("comma", ",")
-                keys = keys.replace("equals_sign", "=").replace("greater_than_sign", ">")
-                keys = keys.replace("less_than_sign", "<").replace("colon", ":")
-                keys = keys.replace("right_square_bracket", "]").replace("left_square_bracket", "[")
-                rows.append((keys, b.description, b.id or ""))
+                keys = self._keymap.get(b.id or "", b.key)
+                shown = ",".join(_KEY_SYMBOLS.get(k, k) for k in keys.split(","))
+                rows.append((shown, b.description, b.id or ""))
         return [("Replay timeline", rows), *sections]
 
 

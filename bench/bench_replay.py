@@ -1,0 +1,207 @@
+"""Replay benchmark: a 1,000,000-event recording opened to the first screen,
+then a seek to the end and back (and to an arbitrary middle point).
+
+The recording is written first (a realistic mix: executions, syncs, device
+samples, op timings, ~1% exceptions, dump files, stream churn). The
+measurement then runs in a fresh child process, so its peak RSS is the
+replay's own: the child times, from its own start (Python imports included),
+how long ``aclmon replay FILE`` takes to its first screen (the real
+``ReplayApp``, headless), waits for the background snapshot builder, and
+times the seeks the way a user does them (keys ``E``, ``S``), each until the
+screen shows the new state.
+
+Targets (issue #7): first screen < 2 s, seek < 200 ms, peak RSS well under
+3x the file size.
+
+    python bench/bench_replay.py [--events N] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+T0 = 1_764_669_600_000_000_000
+
+
+def write_recording(path: str, count: int) -> None:
+    from aclmon import events as ev
+    from aclmon.acl_constants import ACL_ERROR_RT_AICORE_EXCEPTION, ACL_FLOAT16, ACL_FORMAT_ND
+    from aclmon.bus.recording import RecordingWriter
+
+    tensor = ev.TensorDesc(
+        ACL_FLOAT16, ACL_FORMAT_ND, (32, 64, 56, 56), 0x12C0_0000_0000, 1 << 20, "x"
+    )
+    seq = 0
+    with RecordingWriter(path, {"source": "bench"}) as writer:
+
+        def add(cls: type, *fields: object) -> None:
+            nonlocal seq
+            seq += 1
+            # ~10 kHz of events: 1M events span 100 s of recording
+            writer.write(cls(seq, T0 + seq * 100_000, *fields))
+
+        add(
+            ev.Hello,
+            ev.SCHEMA_VERSION,
+            "0.1.0",
+            4242,
+            "node",
+            ("train.py",),
+            "sim",
+            "Ascend910B1",
+            8,
+        )
+        for device in range(8):
+            add(ev.DeviceSet, device, 0)
+            add(ev.ContextCreated, device, 0xA000 + device, True)
+            for n in range(4):
+                add(
+                    ev.StreamCreated, device, 0xA000 + device, 0xB000 + device * 16 + n, n + 2, 0, 0
+                )
+        add(ev.ModelLoaded, 1, 0, "resnet50", 180)
+        i = 0
+        while seq < count:
+            i += 1
+            device = i % 8
+            stream = 0xB000 + device * 16 + i % 4
+            if i % 101 == 0:
+                add(ev.AclException, device, i % 4 + 2, i, 77, ACL_ERROR_RT_AICORE_EXCEPTION,
+                    f"resnet50/layer{i % 50}/conv", "Conv2D", (tensor, tensor), (tensor,))  # fmt: skip
+            elif i % 499 == 0:
+                add(ev.DumpFileSeen, f"/dump/0/resnet50/1/{i}/Opdebug.Node_OpDebug.{i}.3.{i}",
+                    "overflow", 2099, {"kind": "overflow", "task_id": i, "records": [
+                        {"output": 0, "explained": ["AI Core: floating-point computation overflow (0x020)"]}]})  # fmt: skip
+            elif i % 97 == 0:
+                add(ev.DumpFileSeen, f"/dump/0/resnet50/1/{i}/Conv2D.conv{i}.{i}.3.{i}", "op-dump",
+                    1 << 20, {"kind": "op-dump", "op_name": f"conv{i}", "tensors": []})  # fmt: skip
+            elif i % 13 == 0:
+                add(
+                    ev.DeviceSample,
+                    device,
+                    i % 100,
+                    i % 77,
+                    3,
+                    i * 4096 % (1 << 36),
+                    1 << 36,
+                    "OK",
+                    41.5,
+                    250.0,
+                )
+            elif i % 7 == 0:
+                add(ev.OpTiming, 1, f"resnet50/layer{i % 300}/conv", "Conv2D", i, i + 120, 120)
+            elif i % 3 == 0:
+                add(ev.StreamSynchronized, stream, 120_000, 0, -1)
+            elif i % 2:
+                add(ev.ExecuteBegin, 1, stream, device)
+            else:
+                add(ev.ExecuteEnd, 1, stream, 95_000 + i % 1000, 0)
+
+
+def measure(path: str, started: float) -> dict[str, float]:
+    """In the child: the real app, headless, driven by keys."""
+    import asyncio
+
+    from aclmon.tui.replay import build_app
+    from aclmon.tui.replay_inputs import find_inputs
+
+    imported = time.perf_counter() - started
+    result: dict[str, float] = {"import_s": round(imported, 3)}
+
+    async def run() -> None:
+        app = build_app(find_inputs(path), interval=0.25)
+        engine = app.engine
+        assert engine is not None
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            result["open_s"] = round(time.perf_counter() - started, 3)
+            built = time.perf_counter()
+            while not engine.ready:
+                await asyncio.sleep(0.05)
+            result["snapshots_ready_s"] = round(time.perf_counter() - built, 3)
+            result["frames"] = len(engine)
+
+            async def timed_key(key: str, target: int) -> float:
+                begin = time.perf_counter()
+                await pilot.press(key)
+                while engine.position != target or app.seeking:
+                    await asyncio.sleep(0.001)
+                await pilot.pause()  # the repaint of the new state
+                return (time.perf_counter() - begin) * 1000
+
+            result["seek_end_ms"] = round(await timed_key("E", len(engine)), 1)
+            result["seek_start_ms"] = round(await timed_key("S", 0), 1)
+            middle = int(len(engine) * 0.6180339) + 7  # away from any snapshot
+            begin = time.perf_counter()
+            app.seek_position(middle)
+            while engine.position != middle or app.seeking:
+                await asyncio.sleep(0.001)
+            await pilot.pause()
+            result["seek_middle_ms"] = round((time.perf_counter() - begin) * 1000, 1)
+            app.exit()
+        app.source.close()
+
+    asyncio.run(run())
+    result["seek_ms"] = max(
+        result["seek_end_ms"], result["seek_start_ms"], result["seek_middle_ms"]
+    )
+    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keep", metavar="FILE", help="write the recording here and keep it")
+    parser.add_argument("--measure", metavar="FILE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, STARTED)))
+        return 0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or os.path.join(tmp, "bench.aclmrec")
+        begin = time.perf_counter()
+        write_recording(path, args.events)
+        file_mb = os.path.getsize(path) / 2**20
+        print(
+            f"wrote {args.events:,} events, {file_mb:.1f} MiB in {time.perf_counter() - begin:.1f} s"
+        )
+        child = subprocess.run(
+            [sys.executable, __file__, "--measure", path],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if child.returncode != 0:
+            print(child.stderr[-3000:], file=sys.stderr)
+            return 1
+        figures = json.loads(child.stdout.strip().splitlines()[-1])
+    figures["file_mb"] = round(file_mb, 1)
+    figures["rss_per_file_size"] = round(figures["peak_rss_mb"] / file_mb, 2)
+    print(f"python + textual + aclmon imports       {figures['import_s']:.2f} s")
+    print(f"first screen (from process start)       {figures['open_s']:.2f} s   target < 2 s")
+    print(f"snapshots + markers built in background {figures['snapshots_ready_s']:.2f} s")
+    print(
+        f"seek to the end (key E)                 {figures['seek_end_ms']:.0f} ms   target < 200 ms"
+    )
+    print(f"seek back to the start (key S)          {figures['seek_start_ms']:.0f} ms")
+    print(f"seek to an arbitrary middle frame       {figures['seek_middle_ms']:.0f} ms")
+    print(
+        f"peak RSS {figures['peak_rss_mb']:.0f} MiB for a {file_mb:.0f} MiB file"
+        f" ({figures['rss_per_file_size']:.2f}x; target well under 3x)"
+    )
+    print(json.dumps(figures))
+    return 0
+
+
+STARTED = time.perf_counter()
+
+if __name__ == "__main__":
+    sys.exit(main())
