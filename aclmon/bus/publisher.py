@@ -413,7 +413,10 @@ class Publisher:
             data = self._frames(batch)
             count = len(batch)
             for conn in receivers:
-                if len(conn.out) + len(data) > self._subscriber_buffer:
+                # A subscriber with nothing waiting always gets the batch (the
+                # kernel takes what it can, the rest waits), so its buffer holds
+                # at most subscriber_buffer plus one batch.
+                if conn.out and len(conn.out) + len(data) > self._subscriber_buffer:
                     conn.dropped += count
                     with self._drop_lock:
                         self._subscriber_dropped += count

@@ -190,8 +190,10 @@ def test_stalled_subscriber_makes_the_publisher_drop_not_block(sock_path: str) -
                         return sum(isinstance(e, ev.LogLine) for e in received) >= lines
 
                     assert wait_until(burst_arrived)
-                    # Memory stays bounded however long the stall lasts.
-                    assert all(len(c.out) <= limit for c in list(publisher._connections.values()))
+                    # Memory stays bounded however long the stall lasts:
+                    # the buffer limit plus at most one batch.
+                    bound = limit + 500 * 300
+                    assert all(len(c.out) <= bound for c in list(publisher._connections.values()))
                 assert wait_until(lambda: publisher.dropped > 0)
                 drops: list[ev.Event] = []
 
