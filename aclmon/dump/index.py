@@ -49,7 +49,11 @@ class DumpIndex:
 
     def __post_init__(self) -> None:
         self.directory = os.fspath(self.directory)
+        self._by_task: dict[int, list[IndexedFile]] = {}
         self._walk()
+        for f in self.op_dumps:
+            if f.name is not None:
+                self._by_task.setdefault(f.name.task_id, []).append(f)
         self._link()
 
     @property
@@ -66,10 +70,8 @@ class DumpIndex:
         """Operator dumps with these ids; those in directory ``near`` first."""
         hits = [
             f
-            for f in self.op_dumps
-            if f.name is not None
-            and f.name.task_id == task_id
-            and (stream_id is None or f.name.stream_id in (None, stream_id))
+            for f in self._by_task.get(task_id, [])
+            if stream_id is None or f.name is None or f.name.stream_id in (None, stream_id)
         ]
         if near is not None:
             hits.sort(key=lambda f: os.path.dirname(f.path) != near)
