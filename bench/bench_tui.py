@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-RATES = (10_000, 25_000, 50_000, 100_000, 150_000)
+RATES = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 300_000)
 PHASE_SECONDS = 3.0
 LATENCY_RATE = 50_000
 LATENCY_PRESSES = 24
@@ -95,6 +95,8 @@ def make_recording(path: Path, count: int) -> None:
 def publisher_main(address: str, recording: str, schedule: str) -> int:
     from aclmon.bus import Publisher, RecordingReader
 
+    # Made here, not in the viewer, so the viewer's peak memory is its own.
+    make_recording(Path(recording), 200_000)
     reader = RecordingReader(recording, background=False)
     events = list(reader.iter_events())
     reader.close()
@@ -254,7 +256,6 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory(prefix="aclmon-bench-") as tmp:
         recording = Path(tmp) / "bench.aclrec"
-        make_recording(recording, 200_000)
         address = str(Path(tmp) / "pub.sock")
         child = subprocess.Popen(
             [sys.executable, __file__, "--publish", address, str(recording), schedule],
@@ -262,7 +263,7 @@ def main() -> int:
         )  # fmt: skip
         try:
             assert child.stdout is not None
-            if child.stdout.readline().strip() != "ready":
+            if child.stdout.readline().strip() != "ready":  # recording made, publisher listening
                 raise SystemExit("publisher did not start")
             result = asyncio.run(run_viewer(address, child, args.quick))
         finally:
