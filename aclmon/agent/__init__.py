@@ -62,6 +62,7 @@ def start(
     profiling_output: str | None = None,
     queue_size: int | None = None,
     register: bool = True,
+    take_exception_callback: bool = False,
     quiet: bool = False,
 ) -> Agent:
     """Start the agent of this process (once; later calls return the running agent).
@@ -71,7 +72,11 @@ def start(
     to watch (default: ``import acl``). ``record``: also write every event to
     this recording file. ``acl_json``: the acl.json the job passed to
     ``acl.init`` before the agent started (so its dump path and profiler switch
-    are known). ``quiet``: do not print the listening line.
+    are known). The agent's exception callback is registered at the job's next
+    ``acl.init``; ``take_exception_callback`` registers it now, for a job that
+    initialised acl before the agent started and has no callback of its own yet
+    (pyACL cannot tell the agent about one registered earlier, so it would be
+    replaced). ``quiet``: do not print the listening line.
     """
     global _agent
     with _lock:
@@ -90,6 +95,7 @@ def start(
             profiling_output=profiling_output,
             acl_json=acl_json,
             register=register,
+            take_exception_callback=take_exception_callback,
         )
         agent.start()
         _agent = agent

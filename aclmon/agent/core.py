@@ -29,7 +29,6 @@ from typing import Any
 from aclmon.acl_constants import (
     ACL_ERROR_INTERNAL_ERROR,
     ACL_ERROR_INVALID_PARAM,
-    ACL_ERROR_REPEAT_INITIALIZE,
     ACL_SUCCESS,
 )
 from aclmon.agent.dumps import DumpWatcher, read_acl_json
@@ -83,8 +82,10 @@ class Agent:
         profiling_output: str | None = None,
         acl_json: str | None = None,
         register: bool = True,
+        take_exception_callback: bool = False,
     ) -> None:
         self.acl = acl
+        self._take_exception_callback = take_exception_callback
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
         self._address = address
         self._token = token
@@ -163,10 +164,22 @@ class Agent:
         self._send_hello()
         self.hooks.install()
         self.exceptions = ExceptionCapture(self)
-        self._register_exception_callback()
+        # The callback is registered at the job's next acl.init (a fresh session cannot
+        # hold a job callback yet). Registering now could replace one the job set before
+        # the agent started, and pyACL cannot tell us: only when the caller says so.
+        if self._take_exception_callback:
+            self._register_exception_callback()
         self.sampler = Sampler(self, self.sample_interval)
         if self._acl_json:
-            self.on_acl_init(self._acl_json, ACL_SUCCESS)
+            self._read_acl_json(self._acl_json)
+            if not self._take_exception_callback:
+                text = (
+                    "acl was initialised before the agent started: exception capture begins at"
+                    " the next acl.init (start the agent first, or pass"
+                    " take_exception_callback=True if the job registers its callback later)"
+                )
+                log.warning("aclmon agent: %s", text)
+                self.emit(LogLine, "warning", text)
         self._control = threading.Thread(
             target=self._control_loop, name="aclmon-agent", daemon=True
         )
@@ -458,15 +471,17 @@ class Agent:
 
     # ------------------------------------------------------------ observations from hooks
     def on_acl_init(self, config_path: Any, ret: int) -> None:
-        if ret not in (ACL_SUCCESS, ACL_ERROR_REPEAT_INITIALIZE):
-            return
-        # A new runtime session has no callback: (re)register the agent's.
+        if ret != ACL_SUCCESS:
+            return  # REPEAT_INITIALIZE: the session (and our callback) is the one we know
+        # A new runtime session has no callback yet: register the agent's.
         self._register_exception_callback()
         # The SoC name and device count are only certain after init: say hello again.
         self._send_hello()
-        if not config_path:
-            return
-        config, warning = read_acl_json(str(config_path))
+        if config_path:
+            self._read_acl_json(str(config_path))
+
+    def _read_acl_json(self, config_path: str) -> None:
+        config, warning = read_acl_json(config_path)
         if warning:
             self.emit(LogLine, "warning", warning)
         if config.profiler_on:
@@ -495,10 +510,6 @@ class Agent:
             state.device_reset(device, force=True)
             self.emit(DeviceReset, device, ACL_SUCCESS)
         state.current.clear()
-
-    def on_device_set(self, device: int) -> None:
-        if self.exceptions is not None and not self.exceptions.registered:
-            self._register_exception_callback()
 
     def on_model_loaded(self, model_id: int, device: int, name: str) -> None:
         # op_count 0 = unknown: pyACL's model description does not list the operators.

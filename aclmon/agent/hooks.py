@@ -265,7 +265,6 @@ class Hooks:
                 agent.publish(event)
                 if ret == ACL_SUCCESS:
                     self._publish_default_context(device)
-                    agent.on_device_set(device)
             except Exception as exc:
                 agent.fail("hook rt.set_device", exc)
             return result

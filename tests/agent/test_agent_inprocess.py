@@ -471,3 +471,36 @@ def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
     events.drain(0.2)
     assert len([e for e in events.events if type(e) is TxRange]) == 2
     assert prof.stop(handle) == 0 and prof.destroy_config(handle) == 0 and prof.finalize() == 0
+
+
+def test_late_start_never_replaces_the_jobs_callback(tmp_path, sim_acl, model_path, caplog):
+    """Started after acl.init, the agent cannot know whether the job registered a
+    callback, so it leaves the runtime's callback alone until the next acl.init."""
+    from aclmon.agent.core import Agent
+
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "mm1", "every": 1}])
+    job_seen: list[int] = []
+    job = SimJob(sim_acl, model_path)
+    assert sim_acl.rt.set_exception_info_callback(job_seen.append) == 0
+    acl_json = write_acl_json(tmp_path / "acl.json")
+    with caplog.at_level(logging.WARNING, logger="aclmon.agent"):
+        agent = Agent(
+            sim_acl, address=str(tmp_path / "a.sock"), register=False, acl_json=str(acl_json)
+        ).start()
+    assert any("exception capture begins" in r.getMessage() for r in caplog.records)
+    try:
+        assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+        assert len(job_seen) == 1 and agent.exceptions.captured == 0
+        assert sim_runtime.runtime().exception_callback == job_seen.append
+    finally:
+        agent.close(restore=True)
+    # Asked to take the callback (the job registers its own later): both fire.
+    agent = Agent(
+        sim_acl, address=str(tmp_path / "b.sock"), register=False, take_exception_callback=True
+    ).start()
+    try:
+        assert sim_acl.rt.set_exception_info_callback(job_seen.append) == 0
+        assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+        assert len(job_seen) == 2 and agent.exceptions.captured == 1
+    finally:
+        agent.close(restore=True)
