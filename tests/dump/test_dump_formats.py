@@ -194,3 +194,44 @@ def test_pairs_without_a_converter():
     assert not can_convert(pe.FORMAT_C1HWNCoC0, pe.FORMAT_NHWC)
     with pytest.raises(FormatError, match="no conversion from ND to NCHW"):
         convert_to_host(np.zeros(4), pe.FORMAT_ND, None, pe.FORMAT_NCHW)
+
+
+HOST_OF = {
+    pe.FORMAT_NC1HWC0: pe.FORMAT_NCHW,
+    pe.FORMAT_NC1HWC0_C04: pe.FORMAT_NCHW,
+    pe.FORMAT_NDC1HWC0: pe.FORMAT_NCDHW,
+    pe.FORMAT_FRACTAL_Z: pe.FORMAT_NCHW,
+    pe.FORMAT_C1HWNCoC0: pe.FORMAT_NCHW,
+    pe.FORMAT_FRACTAL_NZ: pe.FORMAT_ND,
+}
+
+
+@pytest.mark.parametrize("name,fmt,shape,forward", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_every_device_format_through_a_dump_file_and_convert(
+    tmp_path, name, fmt, shape, forward, dtype
+):
+    from aclmon.dump import ConvertOptions, convert_file
+
+    proto_dtype = {np.float16: pe.DT_FLOAT16, np.float32: pe.DT_FLOAT}[dtype]
+    x = host(shape, dtype)
+    device = forward(x)
+    data = dump_bytes(
+        inputs=[
+            T(
+                device.tobytes(),
+                dtype=proto_dtype,
+                fmt=fmt,
+                shape=device.shape,
+                original_shape=shape,
+            )
+        ]
+    )
+    src = write(tmp_path, f"Op.{name}.1.2.1700000000000000", data)
+    result = convert_file(src, tmp_path, ConvertOptions(HOST_OF[fmt]))
+    assert result.error is None and result.warnings == [] and len(result.written) == 1
+    got = np.load(result.written[0])
+    expected = x.reshape(-1, *shape[-2:]) if fmt == pe.FORMAT_FRACTAL_NZ and len(shape) > 2 else x
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+    assert result.written[0].endswith(f".input.0.{'x'.join(str(d) for d in expected.shape)}.npy")
