@@ -17,7 +17,9 @@ _INT_COLUMNS = {
     "Positive Inf Count", "Task ID", "Stream ID", "Timestamp", "Nan", "Negative Inf", "Positive Inf",
 }  # fmt: skip
 _FLOAT_COLUMNS = {"Max Value", "Min Value", "Avg Value", "Max", "Min", "Avg", "L2norm"}
-_REQUIRED = ("Input/Output", "Data Type")
+#: every stats CSV names the tensor's direction (CANN: "Input/Output", MindSpore: "IO")
+#: and its data type.
+_DIRECTION_COLUMNS = ("Input/Output", "IO")
 
 
 def _value(column: str, text: str) -> Any:
@@ -58,9 +60,10 @@ def read_stats_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise DecodeError(source, 0, "empty stats CSV") from None
     except csv.Error as exc:
         raise DecodeError(source, 0, f"bad CSV: {exc}") from None
-    missing = [c for c in _REQUIRED if c not in header]
-    if missing:
-        raise DecodeError(source, 0, f"not a stats CSV: no column {', '.join(missing)}")
+    if "Data Type" not in header or not any(c in header for c in _DIRECTION_COLUMNS):
+        raise DecodeError(
+            source, 0, "not a stats CSV: no column Input/Output (or IO) and Data Type"
+        )
     rows = []
     offset = len(text.split("\n", 1)[0]) + 1
     try:

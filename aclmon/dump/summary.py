@@ -30,6 +30,7 @@ def classify(path: str | os.PathLike[str]) -> str | None:
     except OSError:
         return None
     if name.lower().endswith(".csv"):
+        # CANN writes "Input/Output,...", msprobe/MindSpore merged files start "Op Type,..."
         return KIND_STATS if head.startswith((b"Input/Output", b"Op Type")) else None
     if len(head) >= 12 and int.from_bytes(head[8:12], "little") == NANO_MAGIC:
         return KIND_NANO

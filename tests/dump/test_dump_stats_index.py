@@ -264,3 +264,12 @@ def test_stats_of_extreme_values_stay_valid_json(values):
     stats = tensor_stats(np.array(values), bins=4)
     json.loads(json.dumps(stats, allow_nan=False))
     assert sum(stats["histogram"]["counts"]) == len(values)
+
+
+def test_merged_stats_csv_with_op_columns(tmp_path):
+    text = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value\n" \
+           "Add,add,1,2,1700000000000000,output,0,4,float32,1,3.5\n"  # fmt: skip
+    path = write(tmp_path, "statistic.csv", text.encode())
+    assert classify(path) == "stats"
+    (row,) = read_stats_csv(path)
+    assert (row["Task ID"], row["Slot"], row["Max Value"], row["IO"]) == (1, 0, 3.5, "output")
