@@ -13,11 +13,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aclmon.store import Store
+
 ROOT = Path(__file__).resolve().parents[2]
 SIM_JOB = ROOT / "tests" / "agent" / "sim_job.py"
+GATED_JOB = Path(__file__).with_name("gated_job.py")
 
 MODEL = {
     "name": "tiny",
@@ -47,7 +51,7 @@ class Session:
     dumps: Path
 
 
-def record_session(directory: Path, iterations: int = 10) -> Session:
+def _write_job_files(directory: Path) -> tuple[Path, Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     model = directory / "model.json"
     model.write_text(json.dumps(MODEL))
@@ -64,16 +68,77 @@ def record_session(directory: Path, iterations: int = 10) -> Session:
             }
         )
     )
-    recording = directory / "session.aclmrec"
-    env = dict(os.environ, ACLMON_SIM_FAULTS=json.dumps(FAULTS))
-    command = [
+    return model, acl_json, dumps
+
+
+def _command(directory: Path, recording: Path, job: list[str], iterations: int) -> list[str]:
+    model, acl_json = directory / "model.json", directory / "acl.json"
+    return [
         sys.executable, "-m", "aclmon", "run", "--sim", "--record", str(recording),
         "--interval", "0.05", "--listen", str(directory / "agent.sock"),
-        str(SIM_JOB), str(model), str(acl_json), "--iterations", str(iterations),
-        "--pause", "0.15",
+        *job, str(model), str(acl_json), "--iterations", str(iterations), "--pause", "0.15",
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, ACLMON_SIM_FAULTS=json.dumps(FAULTS))
+
+
+def record_session(directory: Path, iterations: int = 10) -> Session:
+    _, _, dumps = _write_job_files(directory)
+    recording = directory / "session.aclmrec"
+    command = _command(directory, recording, [str(SIM_JOB)], iterations)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=_env())
     if result.returncode != 0:
         raise RuntimeError(f"sim job failed ({result.returncode}):\n{result.stderr[-2000:]}")
     (directory / "agent.sock").unlink(missing_ok=True)
     return Session(directory, recording, dumps)
+
+
+def watch_live_and_record(directory: Path, iterations: int = 10) -> tuple[Store, Session]:
+    """Run the job while a live viewer's store follows it over the bus, as
+    ``aclmon attach`` does; the job waits (gated_job.py) until the viewer is connected."""
+    from aclmon.bus import Subscriber
+
+    _, _, dumps = _write_job_files(directory)
+    recording = directory / "session.aclmrec"
+    gate = directory / "go"
+    socket_path = directory / "agent.sock"
+    command = _command(directory, recording, [str(GATED_JOB), str(gate)], iterations)
+    live = Store()
+    process = subprocess.Popen(
+        command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    subscriber = None
+    try:
+        deadline = time.monotonic() + 30
+        while not socket_path.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the agent did not start listening")
+            time.sleep(0.02)
+        subscriber = Subscriber(str(socket_path), readonly=True)
+        subscriber.start()
+        while subscriber.state != "connected":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"live viewer could not connect ({subscriber.state})")
+            live.apply_many(subscriber.poll(10_000, 0.05))
+        gate.touch()
+        while process.poll() is None:
+            live.apply_many(subscriber.poll(10_000, 0.05))
+        # The last frames may still be in flight when the job exits.
+        quiet = 0
+        while quiet < 5:
+            batch = subscriber.poll(10_000, 0.05)
+            live.apply_many(batch)
+            quiet = 0 if batch else quiet + 1
+    finally:
+        if subscriber is not None:
+            subscriber.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+        if process.stderr is not None:
+            process.stderr.close()
+    if process.returncode != 0:
+        raise RuntimeError(f"sim job failed ({process.returncode})")
+    return live, Session(directory, recording, dumps)

@@ -1,0 +1,202 @@
+"""Real sessions from the simulated runtime: live vs replay, the dump directory, --json."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+from rich.console import Console
+from session import watch_live_and_record
+
+from aclmon.bus.recording import RecordingReader
+from aclmon.cli import main
+from aclmon.store.replay import ReplayEngine
+from aclmon.tui.dumpdetail import decode_for_view
+from aclmon.tui.replay import DumpDirectorySource, GroupedDumpsView, build_app
+from aclmon.tui.replay_inputs import dump_events, find_inputs, resolve_dump_path
+
+SIZE = (150, 44)
+#: sampled kinds: a live viewer may join after the first few samples were sent
+SAMPLED = {"host_sample", "device_sample", "hello"}
+
+
+def replay_to_end(path) -> dict:
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path)
+    try:
+        engine.seek(len(engine))
+        return engine.store.to_json()
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_a_live_session_and_its_recording_replayed_end_in_the_same_state(tmp_path):
+    live, session = watch_live_and_record(tmp_path / "live")
+    replayed = replay_to_end(session.recording)
+    shown = live.to_json()
+    assert shown["exceptions"]["total"] == 1 and shown["dumps"]["total"] == 11
+    live_counts = shown.pop("counters")
+    replay_counts = replayed.pop("counters")
+    assert shown == replayed
+    for kind, count in replay_counts["per_kind"].items():
+        if kind in SAMPLED:
+            assert live_counts["per_kind"].get(kind, 0) <= count
+        else:
+            assert live_counts["per_kind"].get(kind) == count, kind
+
+
+def test_sim_dump_directory_lists_and_decodes_every_file(sim_session):
+    on_disk = sorted(str(p) for p in sim_session.dumps.rglob("*") if p.is_file())
+    inputs = find_inputs(sim_session.dumps)
+    assert inputs.recordings == []
+    assert sorted(str(p) for p in inputs.dump_files) == on_disk and len(on_disk) == 11
+    events = dump_events(inputs.dump_files)
+    assert sorted(e.path for e in events) == on_disk
+    assert [e.kind for e in events][:1] == ["overflow"]  # overflow records come first
+    for event in events:
+        assert "error" not in event.summary, event.summary
+        report = decode_for_view(event.path, event.kind)
+        assert report.error == "", report.error
+        assert report.tensors and all(t.stats is not None for t in report.tensors)
+    overflow = events[0]
+    assert overflow.summary["operator"] == "Add add1"
+    assert os.path.dirname(overflow.summary["op_dump"]) == os.path.dirname(overflow.path)
+    report = decode_for_view(overflow.path, overflow.kind)
+    assert report.records and any(
+        "floating-point computation overflow" in line for line in report.records[0][1]
+    )
+    assert report.related_path == overflow.summary["op_dump"]
+    groups = [e.summary["group"] for e in events[1:]]
+    assert groups == sorted(groups, key=lambda g: int(g.rsplit(" ", 1)[1]))  # steps in order
+    assert groups[0] == "device 0 · model tiny (1) · step 0"
+
+
+def text_of(app, selector: str) -> str:
+    widget = app.screen.query_one(selector)
+    console = Console(width=max(widget.size.width, 60), file=io.StringIO(), record=True)
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.02)
+
+
+async def test_a_dump_directory_opens_grouped_in_the_dumps_view(sim_session):
+    app = build_app(find_inputs(sim_session.dumps))
+    assert isinstance(app.source, DumpDirectorySource)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.current_view == "dumps"
+        await wait_for(pilot, lambda: app.store.state.dumps_total == 11)
+        await pilot.pause()
+        view = app.dumps_view
+        assert isinstance(view, GroupedDumpsView)
+        rows = [view._render_row(i, 140).plain for i in range(view.vlist.row_count)]
+        assert rows[0].startswith(" Overflow records")
+        assert "AI Core: floating-point computation overflow" in rows[1] and "→ Add add1" in rows[1]
+        assert sum("device 0 · model tiny (1) · step" in r for r in rows) == 10
+        assert "11 dump file(s)" in text_of(app, "#dumps-status")
+        assert view.vlist.cursor == 1  # on the overflow record, not following the end
+        await pilot.press("enter")  # decoded on a worker thread
+        await wait_for(pilot, lambda: "OPERATOR THAT OVERFLOWED" in text_of(app, "#dump-detail"))
+        assert "Add add1" in text_of(app, "#dump-detail")
+        await pilot.press("down", "enter")  # a heading: nothing to decode
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: "DT_FLOAT16" in text_of(app, "#dump-detail"))
+
+
+async def test_a_directory_with_both_replays_the_recording_and_finds_moved_dumps(
+    sim_session, tmp_path
+):
+    moved = tmp_path / "moved"
+    shutil.copytree(sim_session.directory, moved)
+    inputs = find_inputs(moved)
+    assert [p.name for p in inputs.recordings] == ["session.aclmrec"]
+    assert len(inputs.dump_files) == 11
+    original = next(p for p in sim_session.dumps.rglob("Opdebug*"))
+    gone = str(tmp_path / "nowhere" / original.name)
+    assert resolve_dump_path(gone, inputs) == str(next(moved.rglob("Opdebug*")))
+    app = build_app(inputs, interval=30.0)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.engine is not None and app.current_view == "devices"
+        await pilot.press("E")
+        await wait_for(pilot, lambda: not app.seeking)
+        assert app.store.to_json() == replay_to_end(inputs.recording)
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_json_summary_of_a_recording_and_its_dumps(sim_session):
+    code, out, _ = run_cli("replay", "--json", str(sim_session.directory))
+    assert code == 0
+    data = json.loads(out)
+    rec = data["recording"]
+    assert rec["truncated"] is None and rec["skipped_frames"] == 0
+    assert rec["counts"]["exception"] == 1 and rec["counts"]["dump_file"] == 11
+    assert rec["events"] == sum(rec["counts"].values()) == rec["frames"]
+    (exception,) = rec["exceptions"]
+    assert exception["op_name"] == "relu1" and exception["error_code"] == 507015
+    assert exception["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION"
+    (overflow,) = rec["overflows"]
+    assert overflow["records"][0]["overflowed"] == [
+        "AI Core: floating-point computation overflow (0x020)"
+    ]
+    span = rec["time_span"]
+    assert 0 < span["seconds"] < 60 and span["first_utc"].endswith("Z")
+    dumps = data["dumps"]
+    assert dumps["files"] == 11 and dumps["counts"] == {"op-dump": 10, "overflow": 1}
+    assert dumps["overflows"][0]["operator"] == "Add add1"
+    assert len(dumps["op_dumps_by_group"]) == 10 and not dumps["errors"]
+
+
+def test_json_summary_of_a_truncated_recording(sim_session, tmp_path):
+    cut = tmp_path / "cut.aclmrec"
+    data = sim_session.recording.read_bytes()
+    cut.write_bytes(data[:-5])
+    code, out, _ = run_cli("replay", "--json", str(cut))
+    assert code == 0
+    rec = json.loads(out)["recording"]
+    assert rec["truncated"]["reason"].startswith("file ends inside a frame")
+    full = json.loads(run_cli("replay", "--json", str(sim_session.recording))[1])["recording"]
+    assert rec["events"] == full["events"] - 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p, "no aclmon recording or dump files found"),
+        (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "neither"),
+        (lambda p: p / "missing", "No such file"),
+    ],
+)
+def test_bad_paths_give_one_clear_error(tmp_path, make, message):
+    target = make(tmp_path)
+    code, out, err = run_cli("replay", "--json", str(target))
+    assert code == 1 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_a_recording_is_found_by_its_header_whatever_its_name(sim_session, tmp_path):
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    shutil.copy(sim_session.recording, nested / "job.bin")
+    (tmp_path / "a" / "fake.aclmrec").write_bytes(b"not a recording at all")
+    os.mkfifo(tmp_path / "a" / "pipe")  # never opened: it could block forever
+    inputs = find_inputs(tmp_path)
+    assert inputs.recordings == [nested / "job.bin"] and inputs.dump_files == []
