@@ -252,7 +252,7 @@ class Subscriber:
                 self._set_state(AUTH_FAILED, str(exc))
                 self._sleep(self._backoff_max)
                 continue
-            except (OSError, ValueError, FrameError) as exc:
+            except Exception as exc:  # a peer that is not an aclmon bus: msgpack raises many types
                 self._close_socket(sock)
                 self._set_state(DISCONNECTED, f"handshake failed: {exc}")
                 self._sleep(backoff)
@@ -261,7 +261,11 @@ class Subscriber:
             backoff = self._backoff_initial
             self.connects += 1
             self._set_state(CONNECTED)
-            reason = self._receive(sock, leftover)
+            try:
+                reason = self._receive(sock, leftover)
+            except Exception as exc:  # a bug here must not end the viewer's feed for good
+                log.exception("subscriber receive loop failed")
+                reason = f"internal error: {exc}"
             self._close_socket(sock)
             self.commands_allowed = False
             self._fail_pending()

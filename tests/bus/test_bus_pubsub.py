@@ -318,3 +318,35 @@ def test_close_from_a_command_handler_does_not_hang(sock_path: str) -> None:
         with pytest.raises((CommandRefused, CommandTimeout)):
             sub.send_command(ev.StopProfiling, timeout=2)
         assert wait_until(lambda: sub.state != CONNECTED)
+
+
+def test_subscriber_survives_a_server_that_is_not_a_bus(sock_path: str) -> None:
+    import socket
+    import threading
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(sock_path)
+    server.listen()
+    stop = threading.Event()
+
+    def serve_garbage() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"\x05\x00\x00\x00\xc1\xc1\xc1\xc1\xc1")
+
+    thread = threading.Thread(target=serve_garbage)
+    thread.start()
+    states: list[str] = []
+    try:
+        with Subscriber(sock_path, on_state=states.append, backoff_max=0.1) as sub:
+            assert wait_until(lambda: "handshake failed" in sub.state_reason)
+            assert CONNECTED not in states
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
