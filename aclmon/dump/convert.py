@@ -176,30 +176,25 @@ def _to_target_format(
     shape: tuple[int, ...] | None,
     label: str,
     result: ConvertResult,
-) -> tuple[np.ndarray, int] | None:
-    """(array, format written) as msaccucmp's ``-f`` path produces it; ``None`` = conversion failed."""
+) -> tuple[np.ndarray, int] | str:
+    """(array, format written) as msaccucmp's ``-f`` path produces it, or why it cannot be."""
     real = _real_format(tensor)
     if real == target_format:
         return array, real  # same format: reshaped only, never sliced
     if not can_convert(real, target_format):
-        result.warnings.append(
-            f"{label}: no conversion from {pe.format_name(real)} to {pe.format_name(target_format)}"
-        )
-        return None
+        return f"no conversion from {pe.format_name(real)} to {pe.format_name(target_format)}"
     crop = shape or tensor.original_shape or None
     try:
         return convert_to_host(array, real, crop, target_format), target_format
     except FormatError as exc:
         if crop is None or real in (pe.FORMAT_FRACTAL_Z, pe.FORMAT_FRACTAL_NZ):
             # the data itself does not fit (or these formats need the shape to reshape at all)
-            result.warnings.append(f"{label}: {exc}")
-            return None
+            return str(exc)
         crop_error = exc
     try:
         padded = convert_to_host(array, real, None, target_format)
     except FormatError as exc:
-        result.warnings.append(f"{label}: {exc}")
-        return None
+        return str(exc)
     # converted but the slice failed: msaccucmp keeps the padded data and the source format name
     result.warnings.append(f"{label}: not cropped: {crop_error}")
     return padded, real
@@ -230,11 +225,12 @@ def _write_tensor(
         converted = _to_target_format(
             array, tensor, options.target_format, options.shape, label, result
         )
-        if converted is None:
+        if isinstance(converted, str):
             if options.file_type != "msnpy":
-                result.warnings.append(f"{label}: not written")
+                result.warnings.append(f"{label}: not written: {converted}")
                 return
             # msaccucmp's msnpy mode saves a tensor it could not convert as it is
+            result.warnings.append(f"{label}: written unconverted: {converted}")
         else:
             array, out_format = converted
     if save_shape is not None:
