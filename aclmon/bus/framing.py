@@ -192,6 +192,9 @@ class StreamDecoder:
             use_list=False,
             raw=False,
             strict_map_key=True,
+            # Starts small (msgpack's default preallocates 1 MiB) and grows
+            # with what is fed; the cap only has to fit one read's payloads.
+            read_size=64 * 1024,
             max_buffer_size=max(self.max_frame * 2, 64 * 1024 * 1024),
         )
 

@@ -304,7 +304,7 @@ def test_command_sent_with_the_hello_is_served(sock_path: str) -> None:
             answer = msgpack.packb(handshake.client_hello(hello, None, False))
             client.sock.sendall(encode_frame(answer) + encode_frame(ev.encode(ev.Ping(1, 1, 5))))
             assert msgpack.unpackb(client.next_payload()) == {"ok": True, "commands": True}
-            replies = [e for e in client.events(2.0) if isinstance(e, ev.Reply)]
+            replies = [e for e in client.events(1.0) if isinstance(e, ev.Reply)]
             assert [(r.request_id, r.message) for r in replies] == [(5, "pong")]
         finally:
             client.close()
