@@ -131,11 +131,27 @@ def _keymap(args: argparse.Namespace) -> dict[str, str]:
     return load_keymap(keymap_path())
 
 
+def _check_theme(name: str | None) -> None:
+    """An unknown --theme is a usage error before the screen opens."""
+    if name is None:
+        return
+    from textual.theme import BUILTIN_THEMES
+
+    from aclmon.errors import AclmonError
+    from aclmon.tui.themes import load_themes
+
+    themes, _problems = load_themes()
+    known = set(BUILTIN_THEMES) | set(themes)
+    if name not in known:
+        raise AclmonError(f"unknown theme {name!r}; available: {', '.join(sorted(known))}")
+
+
 def _run_app(source: Any, args: argparse.Namespace) -> int:
     import signal
 
     from aclmon.tui.app import AclmonApp
 
+    _check_theme(args.theme)
     app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=_keymap(args))
 
     def leave(signum: int, frame: Any) -> None:
@@ -165,20 +181,9 @@ def _pick_agent() -> str:
         )
     if len(agents) == 1:
         return agents[0].address
-    from textual.app import App
+    from aclmon.tui.screens import PickerApp
 
-    from aclmon.tui.screens import TargetPicker
-
-    def describe(agent: Any) -> str:
-        return f"pid {agent.pid} on {agent.host}  {' '.join(agent.argv)[:60]}  {agent.address}"
-
-    class PickerApp(App[Any]):
-        CSS_PATH = "app.tcss"
-
-        def on_mount(self) -> None:
-            self.push_screen(TargetPicker(agents, describe), self.exit)
-
-    chosen = PickerApp().run()
+    chosen = PickerApp(agents).run()
     if chosen is None:
         raise KeyboardInterrupt
     return str(chosen.address)
@@ -250,6 +255,8 @@ def attach_command(args: argparse.Namespace) -> int:
     from aclmon.tui.sources import LiveSource
 
     _check_view_args(args)
+    _check_theme(args.theme)
+    _keymap(args)  # a bad keymap file is reported before connecting
     if args.json and not args.once:
         raise AclmonError("--json goes with --once")
     if args.once and args.target is None:
@@ -277,6 +284,8 @@ def demo_command(args: argparse.Namespace) -> int:
     from aclmon.tui.sources import LiveSource
 
     _check_view_args(args)
+    _check_theme(args.theme)
+    _keymap(args)  # a bad keymap file is reported before the job starts
     with DemoJob(record=args.record) as job:
         source = LiveSource(str(job.socket_path), readonly=args.readonly, description="aclmon demo")
         source.recording = bool(args.record)

@@ -491,8 +491,8 @@ class ReplayApp(AclmonApp):
         engine = self.engine
         if engine is None:
             return
-        if playing and engine.position >= len(engine):
-            engine.seek(0)  # play from the start again, like a player at its end
+        if playing and engine.position >= len(engine) and engine.index.indexed:
+            playing = False  # nothing left to play
         self.playing = playing
         if isinstance(self.source, RecordingSource):
             self.source.playing = playing
@@ -507,6 +507,11 @@ class ReplayApp(AclmonApp):
 
     # ---------------------------------------------------------------- actions
     def action_play_pause(self) -> None:
+        engine = self.engine
+        if engine is None or self.seeking:
+            return
+        if not self.playing and engine.position >= len(engine) and engine.index.indexed:
+            engine.seek(0)  # at the end: play from the start again, like any player
         self.set_playing(not self.playing)
 
     def action_step(self, count: int) -> None:

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -200,3 +200,20 @@ class TargetPicker(ModalScreen[Any]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def describe_agent(agent: Any) -> str:
+    return f"pid {agent.pid} on {agent.host}  {' '.join(agent.argv)[:60]}  {agent.address}"
+
+
+class PickerApp(App[Any]):
+    """``aclmon attach`` with several agents running: returns the one picked (or None)."""
+
+    CSS_PATH = "app.tcss"
+
+    def __init__(self, agents: list[Any]) -> None:
+        super().__init__()
+        self.agents = agents
+
+    def on_mount(self) -> None:
+        self.push_screen(TargetPicker(self.agents, describe_agent), self.exit)

@@ -89,6 +89,7 @@ class DevicesView(View):
             yield Static(id="device-table", classes="panel")
             yield Static(id="host-line", classes="panel")
             yield Static(id="models", classes="panel")
+            yield Static(id="logs", classes="panel")
             yield Vertical(id="trees")
 
     def action_scroll(self, delta: int) -> None:
@@ -108,6 +109,10 @@ class DevicesView(View):
         self.query_one("#device-table", Static).update(self._device_table(s))
         self.query_one("#host-line", Static).update(self._host_line(s))
         self.query_one("#models", Static).update(self._models(s))
+        logs = self.query_one("#logs", Static)
+        logs.display = bool(s.logs)
+        if s.logs:
+            logs.update(self._logs(s))
         trees = self.query_one("#trees", Vertical)
         for device_id in sorted(s.devices):
             renderable = self._tree(s, device_id)
@@ -187,6 +192,19 @@ class DevicesView(View):
         text.append(
             f" {s.host.cpu_percent:5.1f}%   rss {fmt.size(s.host.rss)}   threads {s.host.threads}"
         )
+        return text
+
+    def _logs(self, s: StoreState) -> RenderableType:
+        """The agent's newest log lines (warnings and errors stand out)."""
+        dim = theme_style(self, "aclmon-dim")
+        styles = {"error": theme_style(self, "aclmon-bad", bold=True),
+                  "warning": theme_style(self, "aclmon-busy")}  # fmt: skip
+        text = Text("LOG  ", style=dim + Style(bold=True))
+        for n, line in enumerate(list(s.logs)[-3:]):
+            if n:
+                text.append("\n     ")
+            text.append(f"{fmt.utc_time(line.ts_ns, with_ms=False)} {line.level:<7} ", style=dim)
+            text.append(line.text[:200], style=styles.get(line.level, Style()))
         return text
 
     def _models(self, s: StoreState) -> RenderableType:

@@ -313,3 +313,56 @@ async def test_quit_key_exits():
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0 or app.return_code is None
+
+
+async def test_devices_view_scroll_keys_and_log_lines():
+    app = make_app()
+    async with app.run_test(size=(140, 20)) as pilot:
+        assert "device 2 health Alarm" in static_text(app, "#logs")
+        scroll = app.query_one("#devices-scroll")
+        assert scroll.scroll_y == 0
+        await pilot.press("j", "down", "j")
+        await pilot.pause()
+        assert scroll.scroll_y == 3
+        await pilot.press("k")
+        await pilot.pause()
+        assert scroll.scroll_y == 2
+
+
+async def test_help_screen_scroll_keys():
+    app = make_app()
+    async with app.run_test(size=(140, 24)) as pilot:
+        await pilot.press("question_mark")
+        scroll = app.screen.query_one("#help-scroll")
+        await pilot.press("j", "down")
+        await pilot.pause()
+        assert scroll.scroll_y == 2
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert scroll.scroll_y > 2
+        await pilot.press("pageup", "k")
+        await pilot.pause()
+        assert scroll.scroll_y < 2
+
+
+async def test_target_picker_returns_the_chosen_agent():
+    from aclmon.bus.registry import AgentInfo
+    from aclmon.tui.screens import PickerApp
+
+    agents = [
+        AgentInfo(101, "/run/a.sock", "node-a", ("python", "a.py"), 0.0),
+        AgentInfo(202, "/run/b.sock", "node-a", ("python", "b.py"), 0.0),
+    ]
+    app = PickerApp(agents)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert app.return_value is agents[1]
+
+    app = PickerApp(agents)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_value is None
