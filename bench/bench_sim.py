@@ -3,8 +3,11 @@
 Measures, in one run:
 * ops_per_s: operator executions per second over a 10,000-operator workload
   (mlp_head, 8 operators, executed 1,250 times with execute_async on one stream,
-  then synchronized), with the device clock not waited for (time_scale 0), so
-  the figure is the simulator's own cost (numpy kernels, layouts, bookkeeping);
+  in 5 synchronized rounds), with the device clock not waited for (time_scale
+  0), so the figure is the simulator's own cost (numpy kernels, layouts,
+  bookkeeping);
+* ops_per_s_profiled / profiling_time_ratio: the same 10,000 operators while a
+  profiling session records task time, in rounds alternating with the plain ones;
 * stamps_per_s: msproftx stamps per second (acl.prof.mark while a profiling
   session with ACL_PROF_MSPROFTX runs; records go to the session's files);
 * rt_call_ns: cost of one cheap runtime call (acl.rt.stream_query), the base
@@ -28,6 +31,7 @@ import aclmon.sim
 from aclmon.sim import config as sim_config
 
 ACL_PROF_MSPROFTX = 0x0080
+ACL_PROF_TASK_TIME = 0x0002
 ACL_AICORE_NONE = 0xFF
 OPS = 10_000
 STAMPS = 100_000
@@ -65,17 +69,37 @@ def main() -> None:
             acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
         datasets.append(ds)
     ops_per_model = 8
-    runs = OPS // ops_per_model
-    acl.mdl.execute_async(model_id, datasets[0], datasets[1], stream)  # warm-up
-    check(acl.rt.synchronize_stream(stream), "sync")
-    start = time.perf_counter()
-    for _ in range(runs):
-        acl.mdl.execute_async(model_id, datasets[0], datasets[1], stream)
-    check(acl.rt.synchronize_stream(stream), "sync")
-    ops_seconds = time.perf_counter() - start
-    ops_per_s = runs * ops_per_model / ops_seconds
+    rounds = 5
+    runs_per_round = OPS // ops_per_model // rounds
+
+    def run_round() -> float:
+        start = time.perf_counter()
+        for _ in range(runs_per_round):
+            acl.mdl.execute_async(model_id, datasets[0], datasets[1], stream)
+        check(acl.rt.synchronize_stream(stream), "sync")
+        return time.perf_counter() - start
+
+    run_round()  # warm-up
+    # Side by side: the plain workload and the same workload while an API-mode
+    # profiling session records task time, in alternating rounds.
+    plain = profiled = 0.0
+    with tempfile.TemporaryDirectory() as prof_dir:
+        check(acl.prof.init(prof_dir), "prof.init")
+        task_cfg = acl.prof.create_config([0], ACL_AICORE_NONE, 0, ACL_PROF_TASK_TIME)
+        for _ in range(rounds):
+            plain += run_round()
+            check(acl.prof.start(task_cfg), "prof.start")
+            profiled += run_round()
+            check(acl.prof.stop(task_cfg), "prof.stop")
+        acl.prof.destroy_config(task_cfg)
+        check(acl.prof.finalize(), "prof.finalize")
+    ops = rounds * runs_per_round * ops_per_model
+    ops_per_s = ops / plain
+    ops_per_s_profiled = ops / profiled
+    print(f"{ops} operator executions in {plain:.3f} s: {ops_per_s:,.0f} ops/s")
     print(
-        f"{runs * ops_per_model} operator executions in {ops_seconds:.3f} s: {ops_per_s:,.0f} ops/s"
+        f"{ops} operator executions with task-time profiling in {profiled:.3f} s: "
+        f"{ops_per_s_profiled:,.0f} ops/s (x{profiled / plain:.2f} time)"
     )
 
     start = time.perf_counter()
@@ -109,6 +133,8 @@ def main() -> None:
             {
                 "ops_per_s": round(ops_per_s),
                 "stamps_per_s": round(stamps_per_s),
+                "ops_per_s_profiled": round(ops_per_s_profiled),
+                "profiling_time_ratio": round(profiled / plain, 3),
                 "rt_call_ns": round(rt_call_ns),
             }
         )

@@ -69,7 +69,7 @@ class Session:
         self.directory = root / f"PROF_{_session_counter:06d}_{stamp}_{tag}"
         self.config = config
         self.lock = threading.Lock()
-        self.lines: dict[Path, list[str]] = {}
+        self.lines: dict[str, list[str]] = {}  # relative file name -> queued lines
         self.closed = False
         self.task_time = bool(config.flags & TASK_TIME_FLAGS)
         self.aicore = bool(config.flags & C.ACL_PROF_AICORE_METRICS)
@@ -94,14 +94,19 @@ class Session:
         (self.directory / "info.json").write_text(json.dumps(self.info, indent=1) + "\n")
 
     def append(self, relative: str, record: dict[str, Any]) -> None:
-        path = self.directory / relative
+        self.append_line(relative, json.dumps(record))
+
+    def append_line(self, relative: str, line: str) -> None:
+        """Queue one JSON line (already encoded) for ``relative``; flushed in batches."""
         with self.lock:
             if self.closed:  # an execution that started before stop finishes after it
                 return
-            lines = self.lines.setdefault(path, [])
-            lines.append(json.dumps(record))
+            lines = self.lines.get(relative)
+            if lines is None:
+                lines = self.lines[relative] = []
+            lines.append(line)
             if len(lines) >= FLUSH_LINES:
-                self._flush(path, lines)
+                self._flush(self.directory / relative, lines)
 
     @staticmethod
     def _flush(path: Path, lines: list[str]) -> None:
@@ -112,9 +117,9 @@ class Session:
     def close(self) -> None:
         with self.lock:
             self.closed = True
-            for path, lines in self.lines.items():
+            for relative, lines in self.lines.items():
                 if lines:
-                    self._flush(path, lines)
+                    self._flush(self.directory / relative, lines)
         self.info["end_time_us"] = now_ns() // 1000
         self._write_info()
 
@@ -143,6 +148,7 @@ class Profiler:
         self._next_range = 1
         self._thread = threading.local()
         self.step_infos: set[int] = set()
+        self._task_prefix: dict[tuple[int, int], str] = {}
 
     # ---------------------------------------------------------- command mode
     def start_command_mode(self, output: str, switches: dict[str, str], metrics: str) -> None:
@@ -358,19 +364,22 @@ class Profiler:
             end_us = (start_ns + duration_ns) // 1000
             if want_task_time:
                 assert session is not None
-                session.append(
+                # The per-operator fields are encoded once per model, not per record.
+                prefix = self._task_prefix.get((model.model_id, op.index))
+                if prefix is None:
+                    prefix = json.dumps(
+                        {
+                            "model_id": model.model_id,
+                            "model_name": model.name,
+                            "op_name": op.name,
+                            "op_type": op.op_type,
+                        }
+                    )[:-1]
+                    self._task_prefix[(model.model_id, op.index)] = prefix
+                session.append_line(
                     task_path,
-                    {
-                        "model_id": model.model_id,
-                        "model_name": model.name,
-                        "op_name": op.name,
-                        "op_type": op.op_type,
-                        "stream_id": stream_id,
-                        "task_id": task_id,
-                        "start_us": start_us,
-                        "end_us": end_us,
-                        "duration_ns": duration_ns,
-                    },
+                    f'{prefix}, "stream_id": {stream_id}, "task_id": {task_id}, '
+                    f'"start_us": {start_us}, "end_us": {end_us}, "duration_ns": {duration_ns}}}',
                 )
             if want_aicore:
                 assert session is not None
