@@ -88,6 +88,8 @@ class AclmonApp(App[int]):
         Binding("question_mark,f1", "help", "Help", id="app.help"),
         Binding("ctrl+t", "next_theme", "Theme", id="app.theme"),
         Binding("q", "quit", "Quit", id="app.quit"),
+        # A monitor quits on Ctrl+C like any terminal tool (Textual's default only hints).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
     ]
 
     def __init__(
@@ -247,6 +249,9 @@ class AclmonApp(App[int]):
             text.append("● disconnected, reconnecting…", style=bad)
         else:
             text.append(f"● {state}", style=theme_style(self, "aclmon-busy", bold=True))
+        reason = getattr(self.source, "state_reason", "")
+        if reason and state != CONNECTED:
+            text.append(f" ({reason[:60]})", style=dim)
         c = s.counters
         text.append("  │ ", style=dim)
         text.append(f"{fmt.count(self.events_per_s)} ev/s", style=Style(bold=True))

@@ -437,8 +437,6 @@ class ReplayApp(AclmonApp):
         if self.engine is not None:
             # After the first screen: the builder competes with the UI for the GIL.
             self.call_after_refresh(self.engine.start_background)
-            if self._start_at:
-                self.seek_text(self._start_at)
             if self._autoplay:
                 self.set_playing(True)
             self._warnings_timer = self.set_interval(0.2, self._check_warnings)
@@ -468,7 +466,13 @@ class ReplayApp(AclmonApp):
 
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:
-        if self.engine is not None and self.playing and not self.seeking:
+        engine = self.engine
+        if engine is not None and self._start_at and engine.index.indexed:
+            # --at needs the whole index (``end`` is the end of the file, not of what
+            # the indexer has reached so far): applied on the first tick after it.
+            start_at, self._start_at = self._start_at, None
+            self.seek_text(start_at)
+        if engine is not None and self.playing and not self.seeking:
             self._advance()
         super().tick()
         self._refresh_timeline()

@@ -312,7 +312,7 @@ async def test_quit_key_exits():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("q")
         await pilot.pause()
-    assert app.return_code == 0 or app.return_code is None
+        assert not app.is_running
 
 
 async def test_devices_view_scroll_keys_and_log_lines():
@@ -366,3 +366,11 @@ async def test_target_picker_returns_the_chosen_agent():
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_value is None
+
+
+async def test_ctrl_c_quits():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
