@@ -11,6 +11,7 @@ TLV is treated as missing, as msaccucmp does.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from aclmon.dump import proto_enums as pe
 from aclmon.dump.header import ROLE_INPUT, ROLE_OUTPUT, DumpHeader, TensorHeader
 from aclmon.errors import DecodeError
 
+NANO_MAGIC = 0x5A5A5A5A
 TAG_INPUT_DESC = 4
 TAG_OUTPUT_DESC = 5
 TAG_SHAPE = 0
@@ -123,9 +125,18 @@ def _descriptions(cur: _Cursor, tag: int, role: str) -> list[tuple[TensorHeader,
     return result
 
 
-def read_nano(data: np.ndarray, path: str, source: str):  # -> DumpFile (import cycle)
-    from aclmon.dump.reader import FORMAT_NANO, NANO_MAGIC, DumpFile, Tensor
+@dataclass
+class NanoHead:
+    """The decoded TLV head; ``labels`` names ge types we do not decode (by tensor)."""
 
+    head_len: int
+    version_id: int
+    header: DumpHeader
+    labels: dict[tuple[str, int], str]
+
+
+def parse_nano_head(data: np.ndarray, source: str) -> NanoHead:
+    """Decode ``u64 head_len`` and the TLV head of a nano dump held in ``data``."""
     size = int(data.shape[0])
     if size < 16:
         raise DecodeError(source, 0, f"nano dump of {size} bytes is too short")
@@ -140,25 +151,6 @@ def read_nano(data: np.ndarray, path: str, source: str):  # -> DumpFile (import 
     version_id = cur.u32("version_id")
     inputs = _descriptions(cur, TAG_INPUT_DESC, ROLE_INPUT)
     outputs = _descriptions(cur, TAG_OUTPUT_DESC, ROLE_OUTPUT)
-
-    dump = DumpFile(path, size, FORMAT_NANO, head_len, version=f"nano {version_id}")
     header = DumpHeader(inputs=[t for t, _ in inputs], outputs=[t for t, _ in outputs])
-    labels = {id(t): label for t, label in (*inputs, *outputs)}
-    pos = 8 + head_len
-    declared = 0
-    for th in (*header.inputs, *header.outputs):
-        begin, end = min(pos, size), min(pos + th.size, size)
-        target = dump.inputs if th.role == ROLE_INPUT else dump.outputs
-        target.append(Tensor(th.role, th.index, th, pos, data[begin:end], source, labels[id(th)]))
-        if pos + th.size > size:
-            dump.warnings.append(
-                f"{th.role} {th.index}: declares {th.size} bytes at {pos}, file ends at {size}"
-            )
-        pos += th.size
-        declared += th.size
-    if 8 + head_len + declared != size:
-        dump.warnings.append(
-            f"size mismatch: 8 + head {head_len} + tensors {declared} = "
-            f"{8 + head_len + declared} bytes, file has {size}"
-        )
-    return dump
+    labels = {(t.role, t.index): label for t, label in (*inputs, *outputs) if label}
+    return NanoHead(head_len, version_id, header, labels)

@@ -28,9 +28,9 @@ from aclmon.dump.header import (
     decode_header,
 )
 from aclmon.dump.naming import DumpName, parse_dump_name
+from aclmon.dump.nano import NANO_MAGIC, parse_nano_head
 from aclmon.errors import DecodeError
 
-NANO_MAGIC = 0x5A5A5A5A
 #: the writer refuses headers of 2 GiB or more (INT_MAX); so do we.
 MAX_HEADER_LEN = (1 << 31) - 1
 #: below this a plain read beats setting up a memory map.
@@ -220,9 +220,7 @@ def read_dump(path: str | os.PathLike[str], container: str | None = None) -> Dum
                 f"and the file is not a legacy v1 dump either ({exc.reason})",
             ) from None
     elif container == FORMAT_NANO:
-        from aclmon.dump.nano import read_nano
-
-        dump = read_nano(data, path, source)
+        dump = _read_nano(data, path, source)
     elif container == FORMAT_V1:
         dump = _read_v1(data, path, source)
     elif container == FORMAT_V2:
@@ -291,10 +289,13 @@ def _read_v2(data: np.ndarray, path: str, source: str) -> DumpFile:
     return dump
 
 
-def _place(dump: DumpFile, th: TensorHeader, data: np.ndarray, pos: int, source: str) -> None:
+def _place(
+    dump: DumpFile, th: TensorHeader, data: np.ndarray, pos: int, source: str, label: str = ""
+) -> None:
     size = int(data.shape[0])
     begin, end = min(pos, size), min(pos + th.size, size)
-    _role_list(dump, th.role).append(Tensor(th.role, th.index, th, pos, data[begin:end], source))
+    tensor = Tensor(th.role, th.index, th, pos, data[begin:end], source, label)
+    _role_list(dump, th.role).append(tensor)
     if pos + th.size > size:
         dump.warnings.append(
             f"{th.role} {th.index}: declares {th.size} bytes at offset {pos}, the file ends at {size}"
@@ -343,6 +344,23 @@ def layout_payload(
             f"size mismatch: 8 + header {start - 8} + tensors {declared} = {expected} bytes, "
             f"file has {size}"
         )
+
+
+def _read_nano(data: np.ndarray, path: str, source: str) -> DumpFile:
+    """Nano dump: TLV head, then input bytes, then output bytes (file size must match)."""
+    head = parse_nano_head(data, source)
+    dump = DumpFile(path, int(data.shape[0]), FORMAT_NANO, head.head_len)
+    dump.version = f"nano {head.version_id}"
+    pos = 8 + head.head_len
+    for th in (*head.header.inputs, *head.header.outputs):
+        _place(dump, th, data, pos, source, head.labels.get((th.role, th.index), ""))
+        pos += th.size
+    if pos != dump.file_size:
+        dump.warnings.append(
+            f"size mismatch: 8 + head {head.head_len} + tensors {pos - 8 - head.head_len} = "
+            f"{pos} bytes, file has {dump.file_size}"
+        )
+    return dump
 
 
 def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:

@@ -7,13 +7,13 @@ import stat
 from typing import Any
 
 from aclmon.dump.naming import is_opdebug_name, parse_dump_name
+from aclmon.dump.nano import NANO_MAGIC
 from aclmon.errors import AclmonError
 
 KIND_OP_DUMP = "op-dump"
 KIND_OVERFLOW = "overflow"
 KIND_STATS = "stats"
 KIND_NANO = "nano"
-NANO_MAGIC = 0x5A5A5A5A
 #: summaries stay small: at most this many tensors / records are listed.
 MAX_LISTED = 64
 
