@@ -14,6 +14,11 @@ import runpy
 import sys
 from types import ModuleType
 
+#: the demo job script (run it with :func:`run_script`; importing it is not needed).
+DEMO_WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_workload.py")
+#: the shipped model descriptions (``*.json``).
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+
 
 def install() -> ModuleType:
     """Make ``import acl`` return the simulated module; returns it."""

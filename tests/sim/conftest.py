@@ -13,7 +13,7 @@ import aclmon.sim
 from aclmon.sim import config as sim_config
 from aclmon.sim import runtime as sim_runtime
 
-MODELS_DIR = Path(aclmon.sim.__file__).parent / "models"
+MODELS_DIR = Path(aclmon.sim.MODELS_DIR)
 
 
 @pytest.fixture

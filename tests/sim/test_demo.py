@@ -7,7 +7,6 @@ import threading
 
 import aclmon.sim
 from aclmon.sim import config as sim_config
-from aclmon.sim import demo_workload
 from aclmon.sim import runtime as sim_runtime
 
 
@@ -42,7 +41,7 @@ def test_demo_runs_recovers_and_writes_dumps(acl, tmp_path, monkeypatch, capsys)
     sampler.start()
     try:
         aclmon.sim.run_script(
-            demo_workload.__file__,
+            aclmon.sim.DEMO_WORKLOAD,
             ["--seconds", "3", "--devices", "2", "--dump-path", str(tmp_path)],
         )
     except SystemExit as exc:
@@ -69,7 +68,7 @@ def test_profiling_the_demo_from_another_thread(acl, tmp_path):
     def run_demo() -> None:
         try:
             aclmon.sim.run_script(
-                demo_workload.__file__,
+                aclmon.sim.DEMO_WORKLOAD,
                 [
                     "--seconds",
                     "2.5",
