@@ -71,9 +71,10 @@ async def test_step_back_and_forth_and_speed_keys(recorded):
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
         assert engine.position == 0 and not app.playing
-        timeline = text_of(app, "#timeline")
-        assert "paused" in timeline and "event 0 / 3,000" in timeline
+        await wait_for(pilot, lambda: "event 0 / 3,000" in text_of(app, "#timeline"))
+        assert "paused" in text_of(app, "#timeline")
         await pilot.press("full_stop", "full_stop", "full_stop")
         assert engine.position == 3
         assert app.store.to_json() == fold(events[:3])
@@ -94,6 +95,7 @@ async def test_end_start_and_ten_second_jumps(recorded):
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
         await pilot.press("E")
         await wait_for(pilot, lambda: not app.seeking)
         assert engine.position == 3000 and app.store.to_json() == fold(events)
@@ -115,6 +117,7 @@ async def test_next_and_previous_exception_or_overflow(recorded):
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
         await wait_for(pilot, lambda: engine.ready)
         first_exc = first_index(events, lambda e: type(e) is ev.AclException)
         first_ovf = first_index(
@@ -144,6 +147,7 @@ async def test_go_to_time_prompt(recorded):
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
         await pilot.press("colon")
         assert isinstance(app.screen, SeekTimeScreen)
         await pilot.press(*"1.5s", "enter")
@@ -163,6 +167,7 @@ async def test_play_folds_by_recording_time_at_the_chosen_speed(recorded):
     app = make_app(path, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
         await pilot.press("full_stop")  # at the first event
         await pilot.press("plus")  # x2
         await pilot.press("space")
@@ -188,6 +193,7 @@ async def test_far_seeks_run_on_a_worker_and_swap_the_state_in(recorded, monkeyp
     monkeypatch.setattr(replay_module, "SYNC_SEEK_FRAMES", 5)
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine.index.indexed)
         app.seek_position(2222)
         assert app.seeking
         await wait_for(pilot, lambda: not app.seeking)
@@ -214,9 +220,9 @@ async def test_truncated_recording_opens_with_a_warning_and_every_complete_event
 
 async def test_open_at_the_end_and_play_flags(recorded):
     path, events = recorded
-    app = make_app(path, start_at="end")
+    app = make_app(path, start_at="end", interval=0.05)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: not app.seeking)
+        await wait_for(pilot, lambda: app._start_at is None and not app.seeking)
         assert app.engine.position == 3000 and app.store.to_json() == fold(events)
     app = make_app(path, play=True)
     async with app.run_test(size=SIZE):

@@ -130,6 +130,7 @@ async def test_a_directory_with_both_replays_the_recording_and_finds_moved_dumps
     app = build_app(inputs, interval=30.0)
     async with app.run_test(size=SIZE) as pilot:
         assert app.engine is not None and app.current_view == "devices"
+        await wait_for(pilot, lambda: app.engine.index.indexed)
         await pilot.press("E")
         await wait_for(pilot, lambda: not app.seeking)
         assert app.store.to_json() == replay_to_end(inputs.recording)
