@@ -24,8 +24,9 @@ CONVERSIONS: dict[int, tuple[int, ...]] = {
     pe.FORMAT_NC1HWC0_C04: (pe.FORMAT_NCHW, pe.FORMAT_NHWC, pe.FORMAT_HWCN),
     pe.FORMAT_FRACTAL_Z: (pe.FORMAT_NCHW, pe.FORMAT_HWCN),
     pe.FORMAT_C1HWNCoC0: (pe.FORMAT_NCHW,),
-    pe.FORMAT_NDC1HWC0: (pe.FORMAT_NCDHW,),
-    pe.FORMAT_FRACTAL_NZ: (pe.FORMAT_ND, pe.FORMAT_NCHW),
+    pe.FORMAT_NDC1HWC0: (pe.FORMAT_NCDHW, pe.FORMAT_ND),
+    # msaccucmp's FRACTAL_NZ -> NCHW/NHWC use the very same arithmetic as -> ND
+    pe.FORMAT_FRACTAL_NZ: (pe.FORMAT_ND, pe.FORMAT_NCHW, pe.FORMAT_NHWC),
     # host layouts: plain transposes (msaccucmp's NCHW/NHWC/HWCN built-ins)
     pe.FORMAT_NCHW: (pe.FORMAT_NHWC,),
     pe.FORMAT_NHWC: (pe.FORMAT_NCHW, pe.FORMAT_HWCN),
@@ -95,6 +96,8 @@ def convert_to_host(
             back = np.argsort(_FROM_NCHW[src_format])  # src layout -> NCHW
             return _crop(array.transpose(back).transpose(_FROM_NCHW[dst]), target, name)
         if src_format == pe.FORMAT_NDC1HWC0:
+            if dst == pe.FORMAT_ND and target is not None and len(target) != 5:
+                target = None  # msaccucmp's NDC1HWC0 -> ND crops only to a 5-D shape
             return _ndc1hwc0_to_ncdhw(array, target)
         return _fractal_nz_to_nd(array, target)
     except ValueError as exc:  # a reshape that cannot work

@@ -235,3 +235,19 @@ def test_every_device_format_through_a_dump_file_and_convert(
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, expected)
     assert result.written[0].endswith(f".input.0.{'x'.join(str(d) for d in expected.shape)}.npy")
+
+
+def test_msaccucmp_aliases_nz_to_nhwc_and_ndc1hwc0_to_nd():
+    x = host((20, 35))
+    np.testing.assert_array_equal(
+        convert_to_host(to_fractal_nz(x), pe.FORMAT_FRACTAL_NZ, x.shape, pe.FORMAT_NHWC), x
+    )
+    y = host((1, 18, 2, 2, 3))
+    device = to_ndc1hwc0(y)
+    np.testing.assert_array_equal(
+        convert_to_host(device, pe.FORMAT_NDC1HWC0, y.shape, pe.FORMAT_ND), y
+    )
+    # a target that is not 5-D: converted to NCDHW but not cropped
+    padded = convert_to_host(device, pe.FORMAT_NDC1HWC0, (18, 12), pe.FORMAT_ND)
+    assert padded.shape == (1, 32, 2, 2, 3)
+    np.testing.assert_array_equal(padded[:, :18], y)
