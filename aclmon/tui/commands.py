@@ -46,6 +46,11 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         " (default: the only running agent, or pick one)",
     )
     parser.add_argument("--token", help="token for a TCP agent that requires one")
+    parser.add_argument(
+        "--dump-dir",
+        metavar="DIR",
+        help="also list the dump and overflow files already in DIR (the agent announces new ones)",
+    )
     _add_view_options(parser)
     parser.add_argument(
         "--once", action="store_true", help="print one snapshot of the state and exit"
@@ -212,6 +217,9 @@ def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> 
     while time.monotonic() < end:
         store.apply_many(source.poll(50_000))
         time.sleep(0.02)
+    scan = getattr(source, "scan", None)  # --dump-dir: include every file found
+    if scan is not None:
+        scan.done.wait(30)
     store.apply_many(source.poll(1_000_000))
     store.note_decoder_counts(*source.decoder_counts())
     return store.to_json()
@@ -265,7 +273,11 @@ def attach_command(args: argparse.Namespace) -> int:
             listing = "; ".join(f"pid {a.pid} ({a.address})" for a in agents)
             raise AclmonError(f"several agents are running, name one: {listing}")
     address = registry.resolve_target(args.target) if args.target or args.once else _pick_agent()
-    source = LiveSource(address, token=args.token, readonly=args.readonly or args.once)
+    source: Any = LiveSource(address, token=args.token, readonly=args.readonly or args.once)
+    if args.dump_dir:
+        from aclmon.tui.sources import WithDumpDirectory
+
+        source = WithDumpDirectory(source, args.dump_dir)
     if args.once:
         try:
             data = once_snapshot(source, args.wait)

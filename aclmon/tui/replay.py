@@ -505,6 +505,9 @@ class ReplayApp(AclmonApp):
         self._after_move()
 
     def _after_move(self) -> None:
+        # The header's event rate would compare counts across the jump (even
+        # go negative going back): start measuring again from here.
+        self._rate_samples.clear()
         self.refresh_view()
         self._update_header()
         self._refresh_timeline()
@@ -553,8 +556,12 @@ class ReplayApp(AclmonApp):
         if direction > 0:
             frame = engine.next_marker(MARKER_KINDS, engine.position)
         else:
-            # the marker just behind the cursor is the one on screen: go one further
-            frame = engine.previous_marker(MARKER_KINDS, engine.position - 1)
+            # Back to the newest marker already folded; if the cursor sits just
+            # past it (it was jumped to), on to the one before, like a player's
+            # "previous chapter".
+            frame = engine.previous_marker(MARKER_KINDS, engine.position)
+            if frame is not None and frame + 1 == engine.position:
+                frame = engine.previous_marker(MARKER_KINDS, frame)
         if frame is None:
             self.notify("no more exceptions or overflows that way", timeout=2)
             return

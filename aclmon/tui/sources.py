@@ -157,3 +157,117 @@ class LiveSource(Source):
 
     def close(self) -> None:
         self._subscriber.close()
+
+
+class DumpDirectoryScan:
+    """Finds the dump files already in a directory, off the UI thread.
+
+    The agent announces files as they appear; this covers the ones written
+    before we attached (or by a job without the agent). One pass in a daemon
+    thread: every file below ``directory`` is classified by name and first
+    bytes, the newest ``limit`` are summarised (like the agent does) and
+    delivered oldest first as ``DumpFileSeen`` events with ``seq = 0`` (state,
+    outside any sequence) stamped with the file's modification time.
+    """
+
+    def __init__(self, directory: str, *, limit: int = 2_000, max_files: int = 200_000) -> None:
+        import os
+
+        if not os.path.isdir(directory):
+            raise AclmonError(f"dump directory {directory!r} does not exist")
+        self.directory = directory
+        self.limit = limit
+        self.max_files = max_files
+        self.found = 0  # dump files seen (before the limit)
+        self.error = ""
+        self.done = threading.Event()
+        self._ready: list[ev.Event] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="aclmon-dump-scan", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        with self._lock:
+            batch, self._ready = self._ready[:max_events], self._ready[max_events:]
+        return batch
+
+    def _run(self) -> None:
+        import heapq
+        import os
+
+        try:
+            from aclmon.dump import classify, summarize
+
+            newest: list[tuple[int, str, str, int]] = []  # min-heap of (mtime, path, kind, size)
+            seen = 0
+            for root, dirs, names in os.walk(self.directory):
+                dirs.sort()
+                for name in names:
+                    seen += 1
+                    if seen > self.max_files:
+                        self.error = f"stopped after {self.max_files} files"
+                        break
+                    path = os.path.join(root, name)
+                    kind = classify(path)
+                    if kind is None:
+                        continue
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    self.found += 1
+                    item = (st.st_mtime_ns, path, kind, st.st_size)
+                    if len(newest) < self.limit:
+                        heapq.heappush(newest, item)
+                    elif item > newest[0]:
+                        heapq.heapreplace(newest, item)
+                if seen > self.max_files:
+                    break
+            for mtime, path, kind, size in sorted(newest):
+                event = ev.DumpFileSeen(0, mtime, path, kind, size, summarize(path))
+                with self._lock:
+                    self._ready.append(event)
+        except Exception as exc:  # a scan problem must not take the viewer down
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done.set()
+
+
+class WithDumpDirectory(Source):
+    """Another source plus the dump files already in a directory."""
+
+    def __init__(self, inner: Source, directory: str) -> None:
+        self.inner = inner
+        self.scan = DumpDirectoryScan(directory)
+        self.description = inner.description
+        self.readonly = inner.readonly
+        self.recording = inner.recording
+
+    def start(self) -> None:
+        self.scan.start()
+        self.inner.start()
+
+    @property
+    def state(self) -> str:
+        return self.inner.state
+
+    @property
+    def state_reason(self) -> str:
+        return str(getattr(self.inner, "state_reason", ""))
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        found = self.scan.poll(max_events)
+        return (
+            found + self.inner.poll(max_events - len(found)) if len(found) < max_events else found
+        )
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        return self.inner.send_command(cls, *fields, timeout=timeout)
+
+    def decoder_counts(self) -> tuple[int, int]:
+        return self.inner.decoder_counts()
+
+    def close(self) -> None:
+        self.inner.close()

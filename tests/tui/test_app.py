@@ -374,3 +374,37 @@ async def test_ctrl_c_quits():
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
+    from aclmon.tui.sources import ListSource, WithDumpDirectory
+
+    nested = tmp_path / "20251202100000" / "0" / "resnet50" / "1" / "0"
+    nested.mkdir(parents=True)
+    over_path, op_path = write_overflow_pair(nested)
+    (nested / "notes.txt").write_text("not a dump")
+    source = WithDumpDirectory(ListSource(build_events()[:5], agent=FakeAgent()), str(tmp_path))
+    app = AclmonApp(source, clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: source.scan.done.is_set())
+        app.tick()
+        await pilot.press("4")
+        assert "2 dump file(s)" in static_text(app, "#dumps-status")
+        assert {d.path for d in app.store.state.dumps} == {str(over_path), str(op_path)}
+        overflow = next(d for d in app.store.state.dumps if d.kind == "overflow")
+        assert overflow.seq == 0 and overflow.summary["records"]
+        vlist = app.query_one("#dumps-list", VirtualList)
+        index = [d.path for d in app.store.state.dumps].index(str(over_path))
+        vlist.move_cursor_to(index)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "OVERFLOW RECORD" in static_text(app, "#dump-detail"))
+        assert app.store.state.counters.gaps == 0
+
+
+def test_missing_dump_directory_is_one_clear_error(tmp_path):
+    from aclmon.errors import AclmonError
+    from aclmon.tui.sources import DumpDirectoryScan
+
+    with pytest.raises(AclmonError, match="does not exist"):
+        DumpDirectoryScan(str(tmp_path / "nope"))

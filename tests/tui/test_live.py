@@ -115,3 +115,16 @@ def test_attach_to_nothing_is_one_clear_error(tmp_path, capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert "aclmon attach:" in err and "Traceback" not in err
+
+
+def test_attach_once_with_dump_dir_lists_existing_files(sim_job, tmp_path, capsys):
+    from helpers import write_overflow_pair
+
+    write_overflow_pair(tmp_path)
+    code = cli.main(
+        ["attach", sim_job, "--once", "--json", "--wait", "0.2", "--dump-dir", str(tmp_path)]
+    )
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    kinds = sorted(d["file_kind"] for d in data["dumps"]["recent"])
+    assert kinds == ["op-dump", "overflow"]
