@@ -332,20 +332,21 @@ class ReplayEngine:
         return None
 
     def previous_marker(self, kinds: tuple[str, ...], before: int) -> int | None:
-        """The last marker frame before ``before`` (among those found so far)."""
+        """The last marker frame before ``before``; scans the frames the
+        builder has not covered yet (nearest first) before trusting its lists."""
         best: int | None = None
         with self._lock:
+            scanned = self._scanned
             for kind in kinds:
                 found = self._markers[kind]
                 i = bisect.bisect_left(found, before) - 1
                 if i >= 0 and (best is None or found[i] > best):
                     best = found[i]
-        if best is None and self._scanned < before:
-            for a in range(0, before, FOLD_BATCH):
-                found_here = self._scan_markers(a, min(before, a + FOLD_BATCH))
-                hits = [i for kind in kinds for i in found_here[kind]]
-                if hits:
-                    best = max(hits) if best is None else max(best, *hits)
+        for stop in range(min(before, len(self.index)), scanned, -FOLD_BATCH):
+            found_here = self._scan_markers(max(scanned, stop - FOLD_BATCH), stop)
+            hits = [i for kind in kinds for i in found_here[kind]]
+            if hits:
+                return max(hits)
         return best
 
     def _scan_markers(self, start: int, stop: int) -> dict[str, list[int]]:

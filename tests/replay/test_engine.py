@@ -195,8 +195,19 @@ def test_markers_ahead_of_the_builder_are_found_by_scanning(recording):
             f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException
         )
         assert engine.next_marker((EXCEPTION,), 0) == first_exception
-        last = max(f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException)
-        assert engine.previous_marker((EXCEPTION,), len(engine)) == last
+        exceptions = [f for e, f in zip(events, frames, strict=True) if type(e) is ev.AclException]
+        assert engine.previous_marker((EXCEPTION,), len(engine)) == exceptions[-1]
+        # The builder half way: what it has not covered is scanned, and a later
+        # marker found there beats the ones it listed.
+        engine.build()
+        half = len(engine) // 2
+        engine._scanned = half
+        for kind in (EXCEPTION, OVERFLOW):
+            engine._markers[kind] = [f for f in engine._markers[kind] if f < half]
+        assert engine.previous_marker((EXCEPTION,), len(engine)) == exceptions[-1]
+        inside = [f for f in exceptions if f < half]
+        assert engine.previous_marker((EXCEPTION,), half) == inside[-1]
+        assert engine.next_marker((EXCEPTION,), inside[-1] + 1) == exceptions[len(inside)]
     finally:
         engine.close()
         reader.close()

@@ -138,8 +138,12 @@ async def test_next_and_previous_exception_or_overflow(recorded):
             await pilot.press("n")
         assert engine.position == first_ovf + 1 and app.current_view == "dumps"
         await pilot.press("N")
-        assert engine.position == markers[markers.index(first_ovf) - 1] + 1
+        before_ovf = markers[markers.index(first_ovf) - 1]
+        assert engine.position == before_ovf + 1
         assert app.store.to_json() == fold(events[: engine.position])
+        await pilot.press("full_stop", "full_stop")  # past the marker: N comes back to it
+        await pilot.press("N")
+        assert engine.position == before_ovf + 1
 
 
 async def test_go_to_time_prompt(recorded):
