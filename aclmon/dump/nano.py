@@ -135,10 +135,10 @@ class NanoHead:
     labels: dict[tuple[str, int], str]
 
 
-def parse_nano_head(data: np.ndarray, source: str) -> NanoHead:
-    """Decode ``u64 head_len`` and the TLV head of a nano dump held in ``data``."""
-    size = int(data.shape[0])
-    if size < 16:
+def parse_nano_head(data: np.ndarray, source: str, size: int) -> NanoHead:
+    """Decode ``u64 head_len`` and the TLV head of a nano dump (``data`` holds at least
+    the head; ``size`` is the file size)."""
+    if size < 16 or int(data.shape[0]) < 16:
         raise DecodeError(source, 0, f"nano dump of {size} bytes is too short")
     head_len = int.from_bytes(bytes(data[:8]), "little")
     if head_len > size - 8:

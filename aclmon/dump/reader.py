@@ -55,6 +55,7 @@ class Tensor:
     raw: np.ndarray  # uint8 view of the bytes present (may be short if the file is cut)
     source: str
     dtype_label: str = ""  # overrides the proto name (nano types we do not map)
+    loaded: bool = True  # False when the file was read with header_only=True
 
     @property
     def data_type(self) -> int:
@@ -90,6 +91,12 @@ class Tensor:
 
         Raises :class:`DecodeError` when the bytes present cannot hold the shape.
         """
+        if not self.loaded:
+            raise DecodeError(
+                self.source,
+                self.offset,
+                f"{self.role} {self.index}: bytes not loaded (header only)",
+            )
         if self.dtype_label:
             return Decoded(self.raw, False, f"raw bytes ({self.dtype_label} is not decoded)")
         if self.role in (ROLE_BUFFER, ROLE_SPACE):
@@ -132,6 +139,7 @@ class DumpFile:
     workspaces: list[Tensor] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     name: DumpName | None = None
+    header_only: bool = False
 
     @property
     def tensors(self) -> list[Tensor]:
@@ -192,8 +200,16 @@ def _map_file(path: str, size: int) -> np.ndarray:
     return np.memmap(path, dtype=np.uint8, mode="r")
 
 
-def read_dump(path: str | os.PathLike[str], container: str | None = None) -> DumpFile:
-    """Read a dump file. ``container`` forces "2.0", "v1" or "nano" (default: detect)."""
+def read_dump(
+    path: str | os.PathLike[str], container: str | None = None, *, header_only: bool = False
+) -> DumpFile:
+    """Read a dump file. ``container`` forces "2.0", "v1" or "nano" (default: detect).
+
+    ``header_only`` reads just the header with plain reads (no memory map): the
+    tensors' metadata is complete but their bytes are not loaded. The agent uses
+    it inside the user's job, where touching a map of a file that another
+    process truncates would raise SIGBUS.
+    """
     path = os.fspath(path)
     source = os.path.basename(path) or path
     try:
@@ -201,49 +217,62 @@ def read_dump(path: str | os.PathLike[str], container: str | None = None) -> Dum
         if not stat.S_ISREG(info.st_mode):
             raise DecodeError(source, 0, "not a regular file")
         size = info.st_size
-        data = _map_file(path, size)
+        with open(path, "rb") as handle:
+            prefix = handle.read(16)
+        detected = container is None
+        if container is None:
+            container = detect_container(prefix, size, source)
+        partial = header_only and container in (FORMAT_V2, FORMAT_NANO)
+        data = _load(path, size, prefix if partial else None)
     except OSError as exc:
         raise DecodeError(source, 0, f"cannot read: {exc.strerror or exc}") from None
-    detected = container is None
-    if container is None:
-        container = detect_container(data, source)
     if container == FORMAT_V1 and detected:
         try:
             dump = _read_v1(data, path, source)
         except DecodeError as exc:
             # most often a 2.0 file with a damaged length, not a legacy file: say both
-            header_len = int.from_bytes(bytes(data[:8]), "little")
+            header_len = int.from_bytes(prefix[:8], "little")
             raise DecodeError(
                 source,
                 exc.offset,
-                f"header length {header_len} exceeds the {int(data.shape[0]) - 8} bytes after it, "
+                f"header length {header_len} exceeds the {size - 8} bytes after it, "
                 f"and the file is not a legacy v1 dump either ({exc.reason})",
             ) from None
     elif container == FORMAT_NANO:
-        dump = _read_nano(data, path, source)
+        dump = _read_nano(data, path, source, size, partial)
     elif container == FORMAT_V1:
         dump = _read_v1(data, path, source)
     elif container == FORMAT_V2:
-        dump = _read_v2(data, path, source)
+        dump = _read_v2(data, path, source, size, partial)
     else:
         raise DecodeError(source, 0, f"unknown container {container!r}")
+    dump.header_only = partial
     dump.name = parse_dump_name(os.path.basename(path))
     return dump
 
 
-def detect_container(data: np.ndarray, source: str) -> str:
-    size = int(data.shape[0])
-    if size < 8:
+def _load(path: str, size: int, header_prefix: bytes | None) -> np.ndarray:
+    """The whole file (mapped when large), or with ``header_prefix`` only 8 + header bytes."""
+    if header_prefix is None:
+        return _map_file(path, size)
+    header_len = int.from_bytes(header_prefix[:8], "little")
+    count = min(size, 8 + min(header_len, size))  # a bad length is reported by the reader
+    return np.fromfile(path, dtype=np.uint8, count=count)
+
+
+def detect_container(prefix: bytes, size: int, source: str) -> str:
+    """Container of a file from its first 16 bytes and its size."""
+    if size < 8 or len(prefix) < 8:
         raise DecodeError(
             source, 0, f"file has {size} bytes, too short for the 8-byte header length"
         )
-    if size >= 12 and int.from_bytes(bytes(data[8:12]), "little") == NANO_MAGIC:
+    if size >= 12 and len(prefix) >= 12 and int.from_bytes(prefix[8:12], "little") == NANO_MAGIC:
         return FORMAT_NANO
-    header_len = int.from_bytes(bytes(data[:8]), "little")
+    header_len = int.from_bytes(prefix[:8], "little")
     if 0 < header_len <= size - 8:
         return FORMAT_V2
     # A legacy v1 file is one protobuf message: field 1 (version, a string) first.
-    if data[0] == 0x0A and header_len > size - 8:
+    if prefix[0] == 0x0A and header_len > size - 8:
         return FORMAT_V1
     if header_len == 0:
         raise DecodeError(source, 0, "header length is 0")
@@ -269,8 +298,7 @@ def _role_list(dump: DumpFile, role: str) -> list[Tensor]:
     }[role]
 
 
-def _read_v2(data: np.ndarray, path: str, source: str) -> DumpFile:
-    size = int(data.shape[0])
+def _read_v2(data: np.ndarray, path: str, source: str, size: int, partial: bool) -> DumpFile:
     if size < 8:
         raise DecodeError(
             source, 0, f"file has {size} bytes, too short for the 8-byte header length"
@@ -285,16 +313,24 @@ def _read_v2(data: np.ndarray, path: str, source: str) -> DumpFile:
     header = decode_header(memoryview(data), 8, 8 + header_len, source)
     dump = DumpFile(path, size, FORMAT_V2, header_len)
     _fill_from_header(dump, header)
-    layout_payload(dump, header, data, 8 + header_len, source)
+    layout_payload(dump, header, data, 8 + header_len, source, size, partial)
     return dump
 
 
 def _place(
-    dump: DumpFile, th: TensorHeader, data: np.ndarray, pos: int, source: str, label: str = ""
+    dump: DumpFile,
+    th: TensorHeader,
+    data: np.ndarray,
+    pos: int,
+    source: str,
+    size: int,
+    partial: bool,
+    label: str = "",
 ) -> None:
-    size = int(data.shape[0])
-    begin, end = min(pos, size), min(pos + th.size, size)
-    tensor = Tensor(th.role, th.index, th, pos, data[begin:end], source, label)
+    """Add one tensor whose bytes start at file offset ``pos`` (``size`` = file size)."""
+    present = int(data.shape[0])
+    raw = data[min(pos, present) : min(pos + th.size, present)]
+    tensor = Tensor(th.role, th.index, th, pos, raw, source, label, loaded=not partial)
     _role_list(dump, th.role).append(tensor)
     if pos + th.size > size:
         dump.warnings.append(
@@ -303,7 +339,13 @@ def _place(
 
 
 def layout_payload(
-    dump: DumpFile, header: DumpHeader, data: np.ndarray, start: int, source: str
+    dump: DumpFile,
+    header: DumpHeader,
+    data: np.ndarray,
+    start: int,
+    source: str,
+    size: int,
+    partial: bool = False,
 ) -> None:
     """Slice the payload in the writer's order: inputs, outputs, buffers, workspaces.
 
@@ -312,7 +354,6 @@ def layout_payload(
     after MC2 context data that has no header entry; those are therefore placed
     backwards from the end of the file.
     """
-    size = int(data.shape[0])
     trailing = [th for th in header.inputs if th.input_type == INPUT_TYPE_GENERAL]
     pos = start
     declared = 0
@@ -321,7 +362,7 @@ def layout_payload(
             if th.input_type == INPUT_TYPE_GENERAL and role == ROLE_INPUT:
                 continue
             declared += th.size
-            _place(dump, th, data, pos, source)
+            _place(dump, th, data, pos, source, size, partial)
             pos += th.size
     if trailing:
         tail = sum(th.size for th in trailing)
@@ -333,7 +374,7 @@ def layout_payload(
                 f"before {len(trailing)} input buffer(s)"
             )
         for th in trailing:
-            _place(dump, th, data, tail_pos, source)
+            _place(dump, th, data, tail_pos, source, size, partial)
             tail_pos += th.size
         dump.inputs.sort(key=lambda t: t.index)
         if pos + tail <= size:
@@ -346,19 +387,20 @@ def layout_payload(
         )
 
 
-def _read_nano(data: np.ndarray, path: str, source: str) -> DumpFile:
+def _read_nano(data: np.ndarray, path: str, source: str, size: int, partial: bool) -> DumpFile:
     """Nano dump: TLV head, then input bytes, then output bytes (file size must match)."""
-    head = parse_nano_head(data, source)
-    dump = DumpFile(path, int(data.shape[0]), FORMAT_NANO, head.head_len)
+    head = parse_nano_head(data, source, size)
+    dump = DumpFile(path, size, FORMAT_NANO, head.head_len)
     dump.version = f"nano {head.version_id}"
     pos = 8 + head.head_len
     for th in (*head.header.inputs, *head.header.outputs):
-        _place(dump, th, data, pos, source, head.labels.get((th.role, th.index), ""))
+        label = head.labels.get((th.role, th.index), "")
+        _place(dump, th, data, pos, source, size, partial, label)
         pos += th.size
-    if pos != dump.file_size:
+    if pos != size:
         dump.warnings.append(
             f"size mismatch: 8 + head {head.head_len} + tensors {pos - 8 - head.head_len} = "
-            f"{pos} bytes, file has {dump.file_size}"
+            f"{pos} bytes, file has {size}"
         )
     return dump
 

@@ -55,7 +55,7 @@ def _why_not_a_dump(path: str) -> str:
     from aclmon.dump.reader import read_dump
 
     try:
-        read_dump(path)
+        read_dump(path, header_only=True)
     except AclmonError as exc:
         return str(exc)
     return f"{os.path.basename(path)}: not a recognised dump file"
@@ -118,7 +118,10 @@ def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
     from aclmon.dump.opdebug import decode_opdebug, explain_status
     from aclmon.dump.reader import read_dump
 
-    dump = read_dump(path)
+    # Only overflow records need tensor bytes (and those files are small). Everything
+    # else is read header-only: no memory map, so a file truncated under us cannot
+    # raise SIGBUS in the agent, which runs inside the user's job.
+    dump = read_dump(path, header_only=kind != KIND_OVERFLOW)
     if dump.op_name:
         out["op_name"] = dump.op_name
     out.update(

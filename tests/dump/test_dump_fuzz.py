@@ -87,6 +87,11 @@ def exercise(path, size: int) -> None:
                         decode_opdebug(bytes(tensor.raw), path.name, tensor.offset)
                     except DecodeError as exc:
                         check_error(exc)
+        try:
+            head = read_dump(path, header_only=True)
+            assert all(t.size >= 0 for t in head.tensors)
+        except DecodeError as exc:
+            check_error(exc)
         summary = summarize(path)
         assert isinstance(summary, dict)
         classify(path)

@@ -344,3 +344,31 @@ def test_damaged_length_that_looks_like_v1_names_both_readings(tmp_path):
 def test_packed_types_without_a_shape_read_every_element(tmp_path, dtype, raw, expected):
     dump = read_dump(write(tmp_path, "p", dump_bytes(outputs=[T(raw, dtype=dtype)])))
     assert dump.outputs[0].array.astype(int).tolist() == expected
+
+
+def test_header_only_reads_metadata_without_the_payload(tmp_path):
+    values = np.arange(1 << 19, dtype="<f4")  # 2 MiB: would be mapped when read fully
+    data = dump_bytes(
+        inputs=[T(f32(1, 2), shape=[2])], outputs=[T(values.tobytes(), shape=[values.size])]
+    )
+    path = write(tmp_path, "Add.add.1.2.1700000000000000", data)
+    full, head = read_dump(path), read_dump(path, header_only=True)
+    assert head.header_only and not full.header_only
+    assert [(t.role, t.shape, t.size, t.offset) for t in head.tensors] == [
+        (t.role, t.shape, t.size, t.offset) for t in full.tensors
+    ]
+    assert head.warnings == full.warnings == []
+    with pytest.raises(DecodeError, match="not loaded"):
+        head.outputs[0].array  # noqa: B018
+    # a cut file gives the same warnings either way
+    cut = write(tmp_path, "cut", data[:-100])
+    assert read_dump(cut, header_only=True).warnings == read_dump(cut).warnings != []
+
+
+def test_header_only_nano_and_v1(tmp_path):
+    nano = write(tmp_path, "n", nano_bytes([(1, 2, [2], b"\x00\x3c\x00\x40")], []))
+    assert read_dump(nano, header_only=True).inputs[0].shape == (2,)
+    msg = header_message(inputs=[T(f32(5), shape=[1])], embed=True)
+    v1 = write(tmp_path, "Mul.mul.1.2.1700000000000000", msg.SerializeToString())
+    dump = read_dump(v1, header_only=True)  # v1 keeps the data inside the header: loaded anyway
+    assert not dump.header_only and dump.inputs[0].array.tolist() == [5.0]
