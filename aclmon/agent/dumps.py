@@ -135,7 +135,7 @@ class DumpWatcher:
             if size == 0 or (not final and previous != size):
                 self._pending[path] = size  # new or still growing: look again next poll
                 continue
-            del self._pending[path]
+            self._pending.pop(path, None)
             if len(self._announced) < MAX_REMEMBERED:
                 self._announced.add(path)
             self._announce(path, size)
