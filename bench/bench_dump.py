@@ -9,7 +9,8 @@ then, in alternating rounds so both arms see the same page-cache state:
   payload sliced from a memory map) and the same sum over every tensor.
 
 Then ``aclmon convert`` (the CLI handler, 2 workers) over a directory of small
-dumps, reported as files per second, and over the 1 GB directory in MiB/s. All files are deleted afterwards.
+dumps, reported as files per second, and over the 1 GB directory in MiB/s;
+and ``summarize`` (what the agent runs per new dump file) in files per second. All files are deleted afterwards.
 The last line is one JSON object with the figures.
 
 Run: /work/venv/bin/python bench/bench_dump.py [--mb 1024] [--rounds 3]
@@ -30,7 +31,7 @@ import time
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from aclmon.dump import read_dump
+from aclmon.dump import read_dump, summarize
 from aclmon.dump.commands import configure_convert
 
 FILE_MB = 32
@@ -191,6 +192,15 @@ def main() -> int:
         print(f"ratio decode/ceiling: {decode_mbps / ceiling_mbps:.2f} (target >= 0.7)")
         convert_s, written = convert_bench(directory, args.convert_files)
         files_per_s = args.convert_files / convert_s
+        small = sorted(
+            os.path.join(directory, "small", n)
+            for n in os.listdir(os.path.join(directory, "small"))
+        )
+        t0 = time.perf_counter()
+        summaries = [summarize(p) for p in small]
+        summarize_s = time.perf_counter() - t0
+        assert all("error" not in x for x in summaries)
+        print(f"summarize (the agent's DumpFileSeen): {len(small) / summarize_s:.0f} files/s")
         big_out = os.path.join(directory, "converted-big")
         big_s = run_convert(directory, big_out)
         big_mbps = payload / 2**20 / big_s
@@ -209,6 +219,7 @@ def main() -> int:
             "ratio": round(decode_mbps / ceiling_mbps, 3),
             "convert_files_per_s": round(files_per_s, 1),
             "convert_big_mb_per_s": round(big_mbps, 1),
+            "summarize_files_per_s": round(len(small) / summarize_s, 1),
         }
     finally:
         shutil.rmtree(directory, ignore_errors=True)
