@@ -110,6 +110,14 @@ class ProfilingController:
     def _original(self, name: str) -> Any:
         return self.agent.hooks.original(f"prof.{name}")
 
+    def _runtime_says(self) -> str:
+        """``": <the runtime's last error message>"``, for calls that return only a handle."""
+        try:
+            text = str(self.agent.acl.get_recent_err_msg() or "").strip()
+        except Exception:  # older CANN without it
+            text = ""
+        return f": {text}" if text else ""
+
     def _refusal(self) -> Outcome | None:
         """The answer to a start/stop when someone else owns profiling, else None."""
         if self.owner == "acl.json":
@@ -217,8 +225,7 @@ class ProfilingController:
             self._original("finalize")()
             return (
                 ACL_ERROR_INVALID_PROFILING_CONFIG,
-                "acl.prof.create_config refused the configuration: "
-                + error_text(ACL_ERROR_INVALID_PROFILING_CONFIG),
+                "acl.prof.create_config refused the configuration" + self._runtime_says(),
                 {},
             )
         ret = self._original("start")(config)
@@ -247,12 +254,13 @@ class ProfilingController:
     def _start_live(self) -> Outcome:
         size, ret = self._original("get_op_desc_size")()
         if ret != ACL_SUCCESS or type(size) is not int or size <= 0:
-            return ret or ACL_ERROR_INVALID_PARAM, "acl.prof.get_op_desc_size failed", {}
+            code = ret or ACL_ERROR_INVALID_PARAM
+            return code, f"live operator timings are unavailable: {error_text(code)}", {}
         live = LiveTimings(self.agent, size, self.aicore_metrics)
         if not live.open():
             return (
                 ACL_ERROR_INVALID_PROFILING_CONFIG,
-                "acl.prof.create_subscribe_config refused the configuration",
+                "acl.prof.create_subscribe_config refused the configuration" + self._runtime_says(),
                 {},
             )
         self._live = live

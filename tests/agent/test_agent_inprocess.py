@@ -298,6 +298,14 @@ def test_profiling_commands_validate(agent_factory, sim_acl):
     assert reply.code == ACL_ERROR_INVALID_PROFILING_CONFIG
     reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, pipe, (), 5)
     assert reply.code == ACL_ERROR_INVALID_PARAM and "10 ms" in reply.message
+    # before acl.init: the runtime's own code, in words
+    assert send(events, SetProfilingConfig, 0, pipe, (), 0).code == 0
+    reply = send(events, StartProfiling)
+    # (create_subscribe_config returns only a handle: the reason is the runtime's message)
+    assert reply.code != 0 and "acl.init was not called" in reply.message
+    assert send(events, SetProfilingConfig, ACL_PROF_ACL_API, pipe, (), 0).code == 0
+    reply = send(events, StartProfiling)
+    assert reply.code == ACL_ERROR_INVALID_PARAM and "set a device" in reply.message
     assert sim_acl.init() == 0
     events.wait_kind(Hello, lambda e: e.device_count == 8)
     reply = send(events, SetProfilingConfig, ACL_PROF_ACL_API, pipe, (8,), 0)
