@@ -512,3 +512,40 @@ def test_late_start_never_replaces_the_jobs_callback(tmp_path, sim_acl, model_pa
         assert len(job_seen) == 2 and agent.exceptions.captured == 1
     finally:
         agent.close(restore=True)
+
+
+def test_killing_the_viewer_changes_nothing_for_the_job(agent_factory, sim_acl, model_path):
+    import subprocess
+    import sys
+
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    viewer_code = (
+        "import sys, time\n"
+        "from aclmon.bus.subscriber import Subscriber\n"
+        "s = Subscriber(sys.argv[1]).start()\n"
+        "assert s.wait_connected(20)\n"
+        "print('connected', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    viewer = subprocess.Popen(
+        [sys.executable, "-c", viewer_code, agent.address], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert viewer.stdout.readline().strip() == "connected"
+        for _ in range(50):
+            assert job.run() == 0
+        viewer.kill()
+        viewer.wait(timeout=20)
+        for _ in range(50):
+            assert job.run() == 0
+    finally:
+        if viewer.poll() is None:
+            viewer.kill()
+            viewer.wait()
+        viewer.stdout.close()
+    assert not agent.failures
+    events.wait_for(
+        lambda evs: len([e for e in evs if type(e) is StreamSynchronized]) >= 100,
+        what="every synchronize after the viewer was killed",
+    )
