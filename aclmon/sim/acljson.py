@@ -39,13 +39,14 @@ DUMP_KEYS = {
     "opname_range",
 }
 DUMP_STATS = ("Max", "Min", "Avg", "Nan", "Negative Inf", "Positive Inf", "L2norm")
-DUMP_SCENES = (
+#: dump_scene values that dump the failing operator on an AI Core exception.
+EXCEPTION_SCENES = (
     "aic_err_brief_dump",
     "aic_err_norm_dump",
     "aic_err_detail_dump",
     "lite_exception",
-    "watcher",
 )
+DUMP_SCENES = (*EXCEPTION_SCENES, "watcher")
 ON_OFF_PROFILER_KEYS = ("aicpu", "l2", "hccl", "msproftx", "runtime_api", "ascendcl", "task_memory")
 FREQ_RANGES = {
     "sys_hardware_mem_freq": (1, 100),
@@ -87,6 +88,7 @@ class DumpConfig:
     stats: tuple[str, ...] = ()
     debug: bool = False
     steps: tuple[tuple[int, int], ...] = ()  # inclusive ranges; empty = every step
+    scene: str | None = None  # dump_scene (exception dumps)
 
     def step_selected(self, step: int) -> bool:
         return not self.steps or any(lo <= step <= hi for lo, hi in self.steps)
@@ -190,6 +192,8 @@ def parse_dump(section: Any) -> DumpConfig | None:
     if path is None:
         if needs_path:
             raise _dump_error("dump_path is required")
+        if scene in EXCEPTION_SCENES:  # written under NPU_COLLECT_PATH / ASCEND_WORK_PATH / cwd
+            return DumpConfig(path="", model_layers={}, scene=scene)
         return None
     if not isinstance(path, str) or not path or len(path) > 512:
         raise _dump_error("dump_path must be a non-empty path of at most 512 characters")
@@ -203,6 +207,7 @@ def parse_dump(section: Any) -> DumpConfig | None:
         stats=tuple(stats),
         debug=debug,
         steps=steps,
+        scene=scene,
     )
 
 

@@ -7,11 +7,13 @@ a bare value for value getters.
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import replace
 
 from aclmon import acl_constants as C
 from aclmon.sim import runtime as R
-from aclmon.sim.acljson import AclJson, AclJsonError, parse_acl_json
+from aclmon.sim.acljson import EXCEPTION_SCENES, AclJson, AclJsonError, DumpConfig, parse_acl_json
 from aclmon.sim.config import SimConfig, SimConfigError, load_config
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.layouts import ACL_TO_NUMPY
@@ -35,6 +37,10 @@ def init(config_path: str | None = None) -> int:
             acl_json = parse_acl_json(config_path)
         except AclJsonError as exc:
             return fail(exc.code, str(exc))
+    env_scene = os.environ.get("ASCEND_DUMP_SCENE")
+    if env_scene in EXCEPTION_SCENES and (acl_json.dump is None or acl_json.dump.scene is None):
+        dump = acl_json.dump or DumpConfig(path="", model_layers={})
+        acl_json = replace(acl_json, dump=replace(dump, scene=env_scene))
     rt = R.start_session(config, acl_json)
     profiler = Profiler(config.device_count)
     rt.extras["prof"] = profiler

@@ -120,7 +120,7 @@ def _build_schema() -> tuple[type, type, type]:
             if type_name:
                 field.type_name = type_name
 
-    u64, _u32, i32, s, b, m = (
+    u64, u32, i32, s, b, m = (
         F.TYPE_UINT64,
         F.TYPE_UINT32,
         F.TYPE_INT32,
@@ -142,6 +142,7 @@ def _build_schema() -> tuple[type, type, type]:
             ("original_shape", 7, opt, m, ".toolkit.dumpdata.Shape"),
             ("sub_format", 8, opt, i32, ""),
             ("address", 9, opt, u64, ""),
+            ("arg_index", 12, opt, u32, ""),  # exception dumps (toolkit.dump twin)
         ],
     )
     message(
@@ -155,6 +156,8 @@ def _build_schema() -> tuple[type, type, type]:
             ("original_shape", 6, opt, m, ".toolkit.dumpdata.Shape"),
             ("sub_format", 7, opt, i32, ""),
             ("address", 8, opt, u64, ""),
+            ("arg_index", 10, opt, u32, ""),  # exception dumps (toolkit.dump twin)
+            ("input_type", 11, opt, u32, ""),
         ],
     )
     message(
@@ -190,6 +193,12 @@ class DumpTensor:
     original_shape: tuple[int, ...]
     data: bytes
     address: int = 0
+    #: kernel argument position, for exception dumps (None = not written)
+    arg_index: int | None = None
+
+
+#: DfxTensorType of a kernel input in exception dumps (dump_formats.md §1.6).
+DFX_TENSOR_INPUT = 2
 
 
 def sanitize(name: str) -> str:
@@ -201,6 +210,20 @@ def dump_file_name(op_type: str, op_name: str, task_id: int, stream_id: int, ts_
     return f"{sanitize(op_type)}.{sanitize(op_name)}.{task_id}.{stream_id}.{ts_us}"
 
 
+def _fill_entry(entry, tensor: DumpTensor):  # type: ignore[no-untyped-def]  (generated classes)
+    entry.data_type = ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0)
+    entry.format = proto_format(tensor.acl_format)
+    entry.shape.dim.extend(tensor.shape)
+    entry.size = len(tensor.data)
+    if tensor.original_shape != tensor.shape:
+        entry.original_shape.dim.extend(tensor.original_shape)
+    if tensor.address:
+        entry.address = tensor.address
+    if tensor.arg_index is not None:
+        entry.arg_index = tensor.arg_index
+    return entry
+
+
 def encode_dump(
     op_name: str,
     dump_time_us: int,
@@ -209,17 +232,12 @@ def encode_dump(
 ) -> bytes:
     """The complete 2.0 dump file: length, header, input bytes, output bytes."""
     header = DumpData(version="2.0", dump_time=dump_time_us, op_name=op_name)
-    for tensor, entry in [(t, header.output.add()) for t in outputs] + [
-        (t, header.input.add()) for t in inputs
-    ]:
-        entry.data_type = ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0)
-        entry.format = proto_format(tensor.acl_format)
-        entry.shape.dim.extend(tensor.shape)
-        entry.size = len(tensor.data)
-        if tensor.original_shape != tensor.shape:
-            entry.original_shape.dim.extend(tensor.original_shape)
-        if tensor.address:
-            entry.address = tensor.address
+    for tensor in outputs:
+        _fill_entry(header.output.add(), tensor)
+    for tensor in inputs:
+        entry = _fill_entry(header.input.add(), tensor)
+        if tensor.arg_index is not None:
+            entry.input_type = DFX_TENSOR_INPUT
     body = header.SerializeToString()
     parts = [struct.pack("<Q", len(body)), body]
     parts.extend(t.data for t in inputs)

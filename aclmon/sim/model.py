@@ -11,8 +11,10 @@ and fires injected faults.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ import numpy as np
 
 from aclmon import acl_constants as C
 from aclmon.sim import dumpfile, layouts
+from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
 from aclmon.sim.runtime import (
@@ -422,6 +425,8 @@ def execute(
         stream.busy_until = start + int(duration * time_scale)
         device.add_busy(start, duration, op.unit)
         if raise_code:
+            if dump is not None and dump.scene in EXCEPTION_SCENES:
+                _write_exception_dump(rt, model, op, stream, task_id, args, addresses)
             rt.raise_exception(stream, task_id, raise_code)
             failed = True
             break
@@ -468,6 +473,64 @@ def execute(
     if prof is not None:
         prof.model_done(model, device_id)
     return C.ACL_SUCCESS
+
+
+def exception_dump_dir(rt: Runtime, device_id: int) -> Path:
+    """NPU_COLLECT_PATH > ASCEND_WORK_PATH > dump_path > cwd, then extra-info/data-dump/<dev>."""
+    dump = rt.acl_json.dump
+    base = (
+        os.environ.get("NPU_COLLECT_PATH")
+        or os.environ.get("ASCEND_WORK_PATH")
+        or (dump.path if dump is not None else "")
+        or os.getcwd()
+    )
+    return Path(base) / "extra-info" / "data-dump" / str(device_id)
+
+
+def _write_exception_dump(
+    rt: Runtime,
+    model: Model,
+    op: OpSpec,
+    stream: Stream,
+    task_id: int,
+    args: list[np.ndarray],
+    addresses: dict[str, int],
+) -> None:
+    """The failing operator's inputs and (never written) outputs, as an exception dump."""
+    in_specs = [model.specs[n] for n in op.inputs]
+    tensors_in = [
+        dumpfile.DumpTensor(
+            s.acl_dtype,
+            s.acl_format,
+            s.device_shape,
+            s.shape,
+            layouts.to_device(a, s.acl_format, s.acl_dtype).tobytes(),
+            addresses.get(s.name, 0),
+            arg_index=i,
+        )
+        for i, (s, a) in enumerate(zip(in_specs, args, strict=True))
+    ]
+    tensors_out = [
+        dumpfile.DumpTensor(
+            s.acl_dtype,
+            s.acl_format,
+            s.device_shape,
+            s.shape,
+            bytes(s.nbytes),
+            addresses.get(s.name, 0),
+            arg_index=len(in_specs) + i,
+        )
+        for i, s in enumerate(op.outputs)
+    ]
+    ts_us = now_ns() // 1000
+    # Exception dump names carry no stream id: {op_type}.{op_name}.{task_id}.{timestamp}.
+    name = f"exception_info.{dumpfile.sanitize(op.name)}.{task_id}.{ts_us}"
+    # Like the runtime: a dump that cannot be written does not change the error.
+    with contextlib.suppress(OSError):
+        dumpfile.write_atomically(
+            exception_dump_dir(rt, stream.device.device_id) / name,
+            dumpfile.encode_dump(op.name, ts_us, tensors_in, tensors_out),
+        )
 
 
 def _prune_tasks(rt: Runtime) -> None:

@@ -95,6 +95,8 @@ class Tensor:
     original_shape: list[int] = field(default_factory=list)
     size: int = 0
     address: int = 0
+    arg_index: int = 0
+    input_type: int = 0
     data: bytes = b""
 
     def array(self) -> np.ndarray:
@@ -145,6 +147,10 @@ def _tensor(buf: bytes, is_output: bool) -> Tensor:
             t.original_shape = _shape(value)  # type: ignore[arg-type]
         elif number == address_field:
             t.address = value  # type: ignore[assignment]
+        elif number == (12 if is_output else 10):
+            t.arg_index = value  # type: ignore[assignment]
+        elif number == 11 and not is_output:
+            t.input_type = value  # type: ignore[assignment]
     return t
 
 

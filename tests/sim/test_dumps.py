@@ -388,3 +388,56 @@ def test_runtime_written_file_matches_hand_encoding(acl, tmp_path):
     expected = len(header).to_bytes(8, "little") + header + x.tobytes() + y
     assert raw == expected
     assert parsed.inputs[0].address and parsed.outputs[0].address
+
+
+def _run_faulting_resnet(acl, tmp_path, model_path, acl_json):
+    from aclmon.sim import config as sim_config
+
+    sim_config.configure(faults=[{"kind": "aicore_exception", "op": "layer1/conv2", "nth": 1}])
+    args = []
+    if acl_json is not None:
+        config = tmp_path / "acl.json"
+        config.write_text(json.dumps(acl_json))
+        args = [os.fspath(config)]
+    assert acl.init(*args) == 0
+    acl.rt.set_device(0)
+    stream, _ = acl.rt.create_stream()
+    model_id, _ = acl.mdl.load_from_file(model_path["resnet_tiny"])
+    desc = acl.mdl.create_desc()
+    acl.mdl.get_desc(desc, model_id)
+    ins, outs = acl.mdl.create_dataset(), acl.mdl.create_dataset()
+    for ds, size in (
+        (ins, acl.mdl.get_input_size_by_index(desc, 0)),
+        (outs, acl.mdl.get_output_size_by_index(desc, 0)),
+    ):
+        ptr, _ = acl.rt.malloc(size, 0)
+        acl.rt.memset(ptr, size, 0x3C, size)
+        acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
+    assert acl.mdl.execute_async(model_id, ins, outs, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == C.ACL_ERROR_RT_AICORE_EXCEPTION
+
+
+def test_exception_dump_of_the_failing_operator(acl, tmp_path, model_path, monkeypatch):
+    monkeypatch.delenv("NPU_COLLECT_PATH", raising=False)
+    monkeypatch.setenv("ASCEND_WORK_PATH", os.fspath(tmp_path / "work"))
+    _run_faulting_resnet(acl, tmp_path, model_path, {"dump": {"dump_scene": "aic_err_norm_dump"}})
+    (path,) = (tmp_path / "work" / "extra-info" / "data-dump" / "0").iterdir()
+    op_type, op_name, task_id, ts = path.name.split(".")
+    assert (op_type, op_name, task_id, len(ts)) == ("exception_info", "layer1_conv2", "3", 16)
+    dump = dumpreader.read_dump(path.read_bytes())
+    assert dump.op_name == "layer1/conv2"
+    assert [t.arg_index for t in dump.inputs + dump.outputs] == [0, 1, 2]
+    assert [t.input_type for t in dump.inputs] == [2, 2]  # DfxTensorType INPUT
+    activation, weight = dump.inputs
+    assert activation.format == 3 and activation.original_shape == [1, 8, 16, 16]
+    assert np.all(activation.logical() >= 0)  # it is relu1's output
+    assert weight.logical().shape == (8, 8, 3, 3) and np.abs(weight.logical()).max() > 0
+    assert not any(dump.outputs[0].data)  # the failing kernel never wrote its output
+
+
+def test_exception_dump_from_env_scene(acl, tmp_path, model_path, monkeypatch):
+    monkeypatch.setenv("ASCEND_DUMP_SCENE", "lite_exception")
+    monkeypatch.setenv("NPU_COLLECT_PATH", os.fspath(tmp_path / "collect"))
+    _run_faulting_resnet(acl, tmp_path, model_path, None)
+    files = list((tmp_path / "collect" / "extra-info" / "data-dump" / "0").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("exception_info.layer1_conv2.")
