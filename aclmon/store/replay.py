@@ -88,13 +88,18 @@ class FrameFile:
         """(file offset, bytes, frame offsets) of frames ``start..stop-1``."""
         offsets = self.index.offsets[start:stop]
         last = int(offsets[-1])
-        (length,) = _LENGTH.unpack(os.pread(self._fd, 4, last))
         begin = int(offsets[0])
-        end = last + 4 + length
-        data = os.pread(self._fd, end - begin, begin)
-        if len(data) != end - begin:  # the file shrank under us
-            raise AclmonError(f"{self.path}: frames at byte {begin} are no longer readable")
-        return begin, data, offsets
+        try:
+            head = os.pread(self._fd, 4, last)
+            if len(head) == 4:
+                end = last + 4 + _LENGTH.unpack(head)[0]
+                data = os.pread(self._fd, end - begin, begin)
+                if len(data) == end - begin:
+                    return begin, data, offsets
+        except OSError as exc:
+            raise AclmonError(f"{self.path}: at byte {begin}: {exc.strerror or exc}") from None
+        # The index says these frames exist; the file no longer holds them.
+        raise AclmonError(f"{self.path}: frames at byte {begin} are no longer readable")
 
     def decode(self, start: int, stop: int, decoder: ev.EventDecoder) -> list[ev.Event]:
         """The events of frames ``start..stop-1``; bad frames are skipped and

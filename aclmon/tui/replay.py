@@ -484,7 +484,7 @@ class ReplayApp(AclmonApp):
         elapsed = max(0.0, now - self._played_at)
         self._played_at = now
         self._play_ts += int(elapsed * self.speed * 1e9)
-        more = engine.play_to(self._play_ts, self.max_batch)
+        more = self._guarded(engine.play_to, self._play_ts, self.max_batch)
         if more:
             # Too many events for one tick: let recording time wait for the fold.
             self._play_ts = engine.time_at(engine.position) or self._play_ts
@@ -504,6 +504,18 @@ class ReplayApp(AclmonApp):
         self._play_ts = engine.time_at(engine.position) or (engine.first_ts or 0)
         self._after_move()
 
+    def _guarded(self, call: Callable[..., Any], *args: Any) -> Any:
+        """An engine call that reads the file: a file damaged or cut since it was
+        indexed gives one notice and stops playback, never a traceback."""
+        try:
+            return call(*args)
+        except AclmonError as exc:
+            self.playing = False
+            if isinstance(self.source, RecordingSource):
+                self.source.playing = False
+            self.notify(str(exc), severity="error", timeout=8)
+            return None
+
     def _after_move(self) -> None:
         # The header's event rate would compare counts across the jump (even
         # go negative going back): start measuring again from here.
@@ -518,7 +530,7 @@ class ReplayApp(AclmonApp):
         if engine is None or self.seeking:
             return
         if not self.playing and engine.position >= len(engine) and engine.index.indexed:
-            engine.seek(0)  # at the end: play from the start again, like any player
+            self._guarded(engine.seek, 0)  # at the end: play from the start again, like any player
         self.set_playing(not self.playing)
 
     def action_step(self, count: int) -> None:
@@ -527,9 +539,9 @@ class ReplayApp(AclmonApp):
             return
         self.set_playing(False)
         if count > 0:
-            engine.step(count)
+            self._guarded(engine.step, count)
         else:
-            engine.step_back(-count)
+            self._guarded(engine.step_back, -count)
         self._after_move()
 
     def action_speed(self, direction: int) -> None:
@@ -554,14 +566,14 @@ class ReplayApp(AclmonApp):
         if engine is None or self.seeking:
             return
         if direction > 0:
-            frame = engine.next_marker(MARKER_KINDS, engine.position)
+            frame = self._guarded(engine.next_marker, MARKER_KINDS, engine.position)
         else:
             # Back to the newest marker already folded; if the cursor sits just
             # past it (it was jumped to), on to the one before, like a player's
             # "previous chapter".
-            frame = engine.previous_marker(MARKER_KINDS, engine.position)
+            frame = self._guarded(engine.previous_marker, MARKER_KINDS, engine.position)
             if frame is not None and frame + 1 == engine.position:
-                frame = engine.previous_marker(MARKER_KINDS, frame)
+                frame = self._guarded(engine.previous_marker, MARKER_KINDS, frame)
         if frame is None:
             self.notify("no more exceptions or overflows that way", timeout=2)
             return
@@ -604,7 +616,7 @@ class ReplayApp(AclmonApp):
             return
         was_playing = self.playing
         if engine.cost(position) <= SYNC_SEEK_FRAMES:
-            engine.seek(position)
+            self._guarded(engine.seek, position)
             self._seeked(then_show, was_playing)
             return
         self.seeking = True

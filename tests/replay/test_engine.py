@@ -293,3 +293,64 @@ def test_parse_seek_time_never_raises_anything_else(text):
     except SeekTimeError:
         return
     assert isinstance(value, int) and 0 <= value < 1 << 63
+
+
+def test_a_file_cut_after_indexing_gives_one_clear_error(tmp_path):
+    from aclmon.errors import AclmonError
+
+    events = session_events(400)
+    path = write_recording(tmp_path / "shrinks.aclmrec", events)
+    reader, engine = open_engine(path, build=False)
+    try:
+        os.truncate(path, os.path.getsize(path) // 2)
+        with pytest.raises(AclmonError, match="no longer readable"):
+            engine.seek(len(engine))
+        assert engine.seek(1) == 1  # what is still there replays
+    finally:
+        engine.close()
+        reader.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    frames=st.lists(
+        st.one_of(
+            st.integers(min_value=0, max_value=399).map(lambda n: ("event", n)),
+            st.binary(max_size=40).map(lambda b: ("junk", b)),
+        ),
+        max_size=60,
+    ),
+    target=st.integers(min_value=0, max_value=70),
+)
+def test_hostile_frames_are_skipped_and_counted_never_raised(tmp_path_factory, frames, target):
+    """Any payload bytes at all: the fold is that of the valid events, the
+    rest counted as skipped, and markers never point at junk."""
+    from aclmon.bus.recording import RecordingWriter
+
+    pool = session_events(400)
+    path = tmp_path_factory.mktemp("fuzz") / "f.aclmrec"
+    decoder = ev.EventDecoder()
+    with RecordingWriter(path, {}) as writer:
+        for what, value in frames:
+            writer.write_payload(ev.encode(pool[value]) if what == "event" else value)
+    reader, engine = open_engine(path, snapshot_every=7)
+    try:
+        position = engine.seek(target)
+        wanted = []
+        for what, value in frames[:position]:
+            payload = ev.encode(pool[value]) if what == "event" else value
+            event = decoder.decode_payload(payload)
+            if event is not None:
+                wanted.append(event)
+        store = Store()
+        store.apply_many(wanted)
+        skipped = position - len(wanted)
+        got = engine.store.state.counters
+        assert got.malformed + got.unknown == skipped
+        store.note_decoder_counts(got.malformed, got.unknown)
+        assert engine.store.to_json() == store.to_json()
+        for frame in engine.markers(EXCEPTION):
+            assert frames[frame][0] == "event" or decoder.decode_payload(frames[frame][1])
+    finally:
+        engine.close()
+        reader.close()

@@ -242,3 +242,22 @@ async def test_help_lists_the_timeline_keys(recorded):
         sections = dict((title, rows) for title, rows in app.help_sections())
         keys = {row[0] for row in sections["Replay timeline"]}
         assert {"space", ".", ",", "+,=", ">,n", ":,t", "]", "["} <= keys
+
+
+async def test_a_file_cut_while_open_gives_a_notice_not_a_traceback(recorded):
+    path, events = recorded
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine.ready)
+        await pilot.press("E")
+        await wait_for(pilot, lambda: not app.seeking)
+        await pilot.press("S")
+        os.truncate(path, os.path.getsize(path) // 3)
+        await pilot.press("space")
+        app._clock.now += 3600  # an hour later: everything is due
+        app.tick()
+        await pilot.pause()
+        assert not app.playing
+        assert any("no longer readable" in n.message for n in app._notifications)
+        await pilot.press("full_stop")  # the start of the file is still there
+        assert app.engine.position == 1 and app.store.to_json() == fold(events[:1])
