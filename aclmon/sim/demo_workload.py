@@ -247,6 +247,7 @@ def main(argv=None):
                 "dump": {
                     "dump_path": dump_path,
                     "dump_debug": "on",
+                    "dump_scene": "aic_err_brief_dump",
                     "dump_mode": "all",
                     "dump_list": [
                         {"model_name": "mlp_head", "layer": ["dense1/matmul", "softmax"]}

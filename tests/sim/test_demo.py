@@ -11,6 +11,8 @@ from aclmon.sim import runtime as sim_runtime
 
 
 def test_demo_runs_recovers_and_writes_dumps(acl, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("NPU_COLLECT_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_WORK_PATH", raising=False)
     sim_config.reset_configuration()  # the demo's own clock settings, not the fixture's
     monkeypatch.setenv(
         sim_config.FAULTS_ENV,
@@ -55,6 +57,7 @@ def test_demo_runs_recovers_and_writes_dumps(acl, tmp_path, monkeypatch, capsys)
     assert "done:" in out
     assert list(tmp_path.rglob("Opdebug.Node_OpDebug.*"))
     assert list(tmp_path.rglob("MatMul.dense1_matmul.*"))
+    assert list(tmp_path.glob("extra-info/data-dump/*/exception_info.layer1_conv2.*"))
     assert any(s["cube_utilization"] > 0 or s["vector_utilization"] > 0 for s in samples)
     assert sim_runtime.runtime() is None  # the demo finalized
 
