@@ -60,7 +60,6 @@ ACL_TO_PROTO_DTYPE: dict[int, int] = {
     C.ACL_FLOAT4_E2M1: 39,
     C.ACL_FLOAT4_E1M2: 40,
 }
-PROTO_DT_UINT8 = 4
 
 #: proto dtype -> the stats CSV "Data Type" column.
 PROTO_DTYPE_NAMES: dict[int, str] = {
