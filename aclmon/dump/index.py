@@ -28,6 +28,30 @@ class IndexedFile:
     #: the directory levels below the root, e.g. ("20200808163566", "0", "model", "11", "0").
     parts: tuple[str, ...] = ()
 
+    @property
+    def location(self) -> dict[str, str | int]:
+        """The documented levels ``{time}/{device}/{model}/{model_id}/{step}`` that this
+        file's directory has (read from the end, so the root may sit above or at
+        ``{dump_path}``); empty for a flat directory or an unrecognised tree."""
+        for start in range(len(self.parts)):
+            time_dir = self.parts[start]
+            if len(time_dir) == 14 and time_dir.isdigit():  # YYYYmmddHHMMSS
+                levels = self.parts[start:]
+                break
+        else:
+            return {}
+        found: dict[str, str | int] = {"time": levels[0]}
+        for key, value in zip(
+            ("device_id", "model_name", "model_id", "step"), levels[1:], strict=False
+        ):
+            if key in ("device_id", "model_id", "step"):
+                if not value.isdigit():
+                    break
+                found[key] = int(value)
+            else:
+                found[key] = value
+        return found
+
 
 @dataclass
 class OverflowLink:

@@ -172,8 +172,9 @@ def test_dump_index_links_overflow_to_op_dump(tmp_path):
           dump_bytes(outputs=[T(opdebug_new(0, [0, 2, 99, 0, 0, 0, 0, 0, 0, 0, 0x20]), dtype=4)]))  # fmt: skip
     write(tmp_path, "notes.txt", b"hello")
     write(tmp_path, "flat.Add.1.1.1700000000000000", b"\x00" * 4)
+    write(tmp_path, "Flat.f.1.1.1700000000000009", dump_bytes(outputs=[T(f32(1), shape=[1])]))
     index = DumpIndex(tmp_path)
-    assert len(index.op_dumps) == 3 and len(index.overflows) == 3
+    assert len(index.op_dumps) == 4 and len(index.overflows) == 3
     assert all(f.kind != "stats" for f in index.files)
     by_name = {link.overflow.path.split("/")[-1]: link for link in index.links}
     new = by_name["Opdebug.Node_OpDebug.3.2.1700000000000002"]
@@ -181,6 +182,10 @@ def test_dump_index_links_overflow_to_op_dump(tmp_path):
         "0/Conv2D.conv1.7.2.1700000000000000"
     )
     assert new.op_dump.parts == ("20200808163566", "0", "resnet", "11", "0")
+    assert new.op_dump.location == {
+        "time": "20200808163566", "device_id": 0, "model_name": "resnet", "model_id": 11, "step": 0,
+    }  # fmt: skip
+    assert next(f for f in index.files if f.parts == ()).location == {}
     old = by_name["Opdebug.Node_OpDebug.4.2.1700000000000102"]
     assert old.op_dump is not None and old.op_dump.path.endswith(
         "1/Conv2D.conv1.7.2.1700000000000100"
