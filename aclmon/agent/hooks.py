@@ -413,6 +413,7 @@ class Hooks:
         publish = agent.publish_fn
         counter = agent.counter
         fail = agent.fail
+        wall_offset = agent.wall_offset
 
         # StreamSyncBegin is not published from here: the control thread finds calls
         # still waiting after SLOW_CALL_NS on the threads' stacks (this code object,
@@ -427,14 +428,16 @@ class Hooks:
                 fail("hook rt.synchronize_stream", exc)
             start = _perf_ns()
             result = original(*args, **kwargs)
-            duration = _perf_ns() - start
+            end = _perf_ns()
+            duration = end - start
             try:
                 ret = result if type(result) is int else _ret_of(result)
-                # agent.emit(StreamSynchronized, ...) inlined: this is the hottest path.
+                # agent.emit(StreamSynchronized, ...) inlined: this is the hottest path. The
+                # wall-clock time is the end reading plus the offset the agent keeps in sync.
                 publish(
                     _tuple_new(
                         StreamSynchronized,
-                        (next(counter), _time_ns(), stream, duration, ret, timeout_ms),
+                        (next(counter), end + wall_offset[0], stream, duration, ret, timeout_ms),
                     )
                 )
             except Exception as exc:
@@ -522,6 +525,7 @@ class Hooks:
         publish = agent.publish_fn
         counter = agent.counter
         fail = agent.fail
+        wall_offset = agent.wall_offset
 
         # ExecuteBegin is deferred like StreamSyncBegin (see synchronize_stream).
         def execute(*args: Any, **kwargs: Any) -> Any:
@@ -535,12 +539,14 @@ class Hooks:
                 fail("hook mdl.execute", exc)
             start = _perf_ns()
             result = original(*args, **kwargs)
-            duration = _perf_ns() - start
+            end = _perf_ns()
+            duration = end - start
             try:
                 ret = result if type(result) is int else _ret_of(result)
                 publish(
                     _tuple_new(
-                        ExecuteEnd, (next(counter), _time_ns(), model_id, stream, duration, ret)
+                        ExecuteEnd,
+                        (next(counter), end + wall_offset[0], model_id, stream, duration, ret),
                     )
                 )
             except Exception as exc:
