@@ -165,6 +165,7 @@ class Agent:
 
             self.recorder = Recorder(self, self._record_path)
         self._send_hello()
+        self.profiling.publish_state()  # idle until someone starts it: viewers see that too
         self.hooks.install()
         self.exceptions = ExceptionCapture(self)
         # The callback is registered at the job's next acl.init (a fresh session cannot
