@@ -15,6 +15,7 @@ until then. Utilization is the modelled busy time of the last second.
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import ctypes
 import itertools
@@ -456,10 +457,23 @@ def runtime() -> Runtime | None:
 
 
 def start_session(config: SimConfig, acl_json: AclJson) -> Runtime:
-    global _runtime
+    global _runtime, _exit_hook_installed
     with _session_lock:
         _runtime = Runtime(config, acl_json)
+        if not _exit_hook_installed:
+            atexit.register(_close_profiling_at_exit)
+            _exit_hook_installed = True
         return _runtime
+
+
+_exit_hook_installed = False
+
+
+def _close_profiling_at_exit() -> None:
+    """A job that exits without acl.finalize still leaves complete profiling files."""
+    rt = _runtime
+    if rt is not None and rt.extras.get("prof") is not None:
+        rt.extras["prof"].shutdown()
 
 
 def end_session() -> None:
