@@ -483,6 +483,11 @@ class ReplayApp(AclmonApp):
         now = self._clock()
         elapsed = max(0.0, now - self._played_at)
         self._played_at = now
+        if not self._play_ts:
+            # Playing began before the indexer had seen a frame: start at the first one.
+            self._play_ts = engine.first_ts or 0
+            if not self._play_ts:
+                return
         self._play_ts += int(elapsed * self.speed * 1e9)
         more = self._guarded(engine.play_to, self._play_ts, self.max_batch)
         if more:

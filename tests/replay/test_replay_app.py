@@ -261,3 +261,20 @@ async def test_a_file_cut_while_open_gives_a_notice_not_a_traceback(recorded):
         assert any("no longer readable" in n.message for n in app._notifications)
         await pilot.press("full_stop")  # the start of the file is still there
         assert app.engine.position == 1 and app.store.to_json() == fold(events[:1])
+
+
+async def test_play_started_before_the_index_has_a_frame_starts_at_the_first_event(recorded):
+    path, events = recorded
+    clock = FakeClock()
+    app = make_app(path, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine.index.indexed)
+        app.set_playing(True)
+        app._play_ts = 0  # as if the indexer had not reached the first frame yet
+        clock.now += 0.1
+        app.tick()
+        clock.now += 0.1
+        app.tick()
+        assert 0 < app.engine.position < 3000  # moving from the first event, not stuck at 0
+        want = sum(1 for e in events if e.ts_ns < events[0].ts_ns + 200_000_000)
+        assert app.engine.position == want
