@@ -149,6 +149,8 @@ class Profiler:
         self._thread = threading.local()
         self.step_infos: set[int] = set()
         self._task_prefix: dict[tuple[int, int], str] = {}
+        #: subscription records dropped because the reader's pipe was full.
+        self.dropped_records = 0
 
     # ---------------------------------------------------------- command mode
     def start_command_mode(self, output: str, switches: dict[str, str], metrics: str) -> None:
@@ -331,6 +333,12 @@ class Profiler:
                 return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
             if model_id in self.subscriptions:
                 return fail(C.ACL_ERROR_PROF_REPEAT_SUBSCRIBE, f"model {model_id} is subscribed")
+            try:
+                # A reader that stops reading must not stall the job's executions:
+                # records that do not fit in the pipe are dropped (and counted).
+                os.set_blocking(config.fd, False)
+            except OSError:
+                return fail(C.ACL_ERROR_INVALID_PARAM, f"fd {config.fd} is not an open pipe")
             self.subscriptions[model_id] = config
             return C.ACL_SUCCESS
 
@@ -420,11 +428,14 @@ class Profiler:
         if subscription is None or not records:
             return
         self.sub_buffers[model.model_id] = []
-        for record in records:
+        for index, record in enumerate(records):
             # One write per record: pipe writes up to PIPE_BUF are atomic, so a
             # reader never sees half a record.
             try:
                 os.write(subscription.fd, record)
+            except BlockingIOError:
+                self.dropped_records += len(records) - index
+                return
             except OSError:
                 return
 

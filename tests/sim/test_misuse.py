@@ -185,3 +185,31 @@ def test_step_info_records_training_trace(acl, tmp_path):
         for x in (session / "host/data/step_trace.jsonl").read_text().splitlines()
     ]
     assert tags == ["start", "end"]
+
+
+def test_subscription_never_stalls_on_a_full_pipe(acl, model_path):
+    from aclmon.sim import runtime as sim_runtime
+
+    acl.init()
+    model_id = _load(acl, model_path["resnet_tiny"])
+    r, w = os.pipe()
+    try:
+        sub = acl.prof.create_subscribe_config(1, C.ACL_AICORE_PIPE_UTILIZATION, w)
+        assert acl.prof.model_subscribe(model_id, sub) == 0
+        desc = acl.mdl.create_desc()
+        acl.mdl.get_desc(desc, model_id)
+        ins, outs = acl.mdl.create_dataset(), acl.mdl.create_dataset()
+        for ds, size in (
+            (ins, acl.mdl.get_input_size_by_index(desc, 0)),
+            (outs, acl.mdl.get_output_size_by_index(desc, 0)),
+        ):
+            ptr, _ = acl.rt.malloc(size, 0)
+            acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
+        for _ in range(40):  # 480 records of 368 bytes: more than a 64 KiB pipe holds
+            assert acl.mdl.execute(model_id, ins, outs) == 0
+        assert sim_runtime.runtime().extras["prof"].dropped_records > 0
+        assert acl.prof.model_un_subscribe(model_id) == 0
+    finally:
+        os.close(r)
+    bad = acl.prof.create_subscribe_config(1, C.ACL_AICORE_PIPE_UTILIZATION, 9999)
+    assert acl.prof.model_subscribe(model_id, bad) == C.ACL_ERROR_INVALID_PARAM
