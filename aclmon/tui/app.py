@@ -184,6 +184,11 @@ class AclmonApp(App[int]):
         if self._started:
             self.call_after_refresh(self._repaint)
 
+    def on_resize(self) -> None:
+        # The header and the device table fit their content to the width.
+        if self._started:
+            self.call_after_refresh(self._repaint)
+
     def _repaint(self) -> None:
         for vlist in (self.exceptions_view.vlist, self.dumps_view.vlist):
             vlist.clear_cache()
@@ -232,11 +237,16 @@ class AclmonApp(App[int]):
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
         good = theme_style(self, "aclmon-idle", bold=True)
+        # Narrow terminals keep what matters most: target, connection, rate, losses.
+        compact = self.size.width < 130
         text = Text(" aclmon ", style=Style(bold=True))
         if s.hello is not None:
             h = s.hello
             text.append(f" {h.host}:{h.pid} ", style=Style(bold=True))
-            text.append(f"{h.runtime} · {h.soc_name} · {h.device_count} device(s)", style=dim)
+            if compact:
+                text.append(h.runtime, style=dim)
+            else:
+                text.append(f"{h.runtime} · {h.soc_name} ×{h.device_count}", style=dim)
         else:
             text.append(f" {self.source.description}", style=dim)
         state = self.source.state
@@ -255,19 +265,22 @@ class AclmonApp(App[int]):
         c = s.counters
         text.append("  │ ", style=dim)
         text.append(f"{fmt.count(self.events_per_s)} ev/s", style=Style(bold=True))
-        text.append(f"  {fmt.count(c.events)} events", style=dim)
+        if not compact:
+            text.append(f"  {fmt.count(c.events)} events", style=dim)
         lost = c.agent_dropped + c.gaps
         text.append("  │ ", style=dim)
-        text.append(
-            f"dropped {c.agent_dropped} · gaps {c.gaps} · malformed {c.malformed}",
-            style=bad if lost or c.malformed else dim,
+        losses = (
+            f"drop {c.agent_dropped} gap {c.gaps} bad {c.malformed}"
+            if compact
+            else f"dropped {c.agent_dropped} · gaps {c.gaps} · malformed {c.malformed}"
         )
+        text.append(losses, style=bad if lost or c.malformed else dim)
         if self.source.recording:
             text.append("  │ ", style=dim)
             text.append("⏺ REC", style=bad)
         if self.source.readonly:
             text.append("  │ read-only", style=dim)
-        if s.newest_ts_ns:
+        if s.newest_ts_ns and not compact:
             text.append(f"  │ {fmt.utc_time(s.newest_ts_ns, with_ms=False)} UTC", style=dim)
         plain = text.plain
         if plain != self._header_text:

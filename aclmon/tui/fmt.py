@@ -47,6 +47,21 @@ def size(n: int) -> str:
     return f"{n} B"  # pragma: no cover (loop always returns)
 
 
+def size_pair(used: int, total: int) -> str:
+    """``12.0/64.0 GiB``: both in the unit of the total, so they compare at a glance."""
+    value = float(total)
+    unit = "B"
+    for candidate in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value /= 1024
+        unit = candidate
+    scale = total / value if value else 1
+    if unit == "B":
+        return f"{used}/{total} B"
+    return f"{used / scale:.1f}/{value:.1f} {unit}"
+
+
 def duration_ns(ns: int | None) -> str:
     if ns is None:
         return "–"

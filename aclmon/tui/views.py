@@ -129,14 +129,22 @@ class DevicesView(View):
         empty = theme_style(self, "aclmon-bar-empty")
         bad = theme_style(self, "aclmon-bad", bold=True)
         good = theme_style(self, "aclmon-idle")
+        # Fit the width: the SoC column only when wide (the header names it too),
+        # sparklines take what is left (4..24 samples).
+        width = self.size.width or 140
+        show_soc = width >= 140
+        fixed = 75 + (14 if show_soc else 0)
+        spark_width = max(4, min(24, (width - fixed) // 3))
         table = Table(box=None, expand=True, pad_edge=False, header_style=dim + Style(bold=True))
-        for name, justify in (
-            ("DEV", "right"), ("SoC", "left"), ("HEALTH", "left"), ("AI CORE", "left"),
-            ("VECTOR", "left"), ("AI CPU", "left"), ("HBM used / total", "left"),
-            ("TEMP", "right"), ("POWER", "right"),
-        ):  # fmt: skip
-            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-        soc = s.hello.soc_name if s.hello else "?"
+        columns = [("DEV", "right", 3), ("SoC", "left", 10), ("HEALTH", "left", 6),
+                   ("AI CORE", "left", spark_width + 5), ("VECTOR", "left", spark_width + 5),
+                   ("AI CPU", "left", spark_width + 5), ("HBM used / total", "left", 24),
+                   ("TEMP", "right", 4), ("POWER", "right", 5)]  # fmt: skip
+        if not show_soc:
+            del columns[1]
+        for name, justify, min_width in columns:
+            table.add_column(name, justify=justify, no_wrap=True, min_width=min_width)  # type: ignore[arg-type]
+        soc = [s.hello.soc_name if s.hello else "?"] if show_soc else []
         if not s.devices:
             table.add_row("", Text("waiting for the first device sample…", style=dim))
         for device_id in sorted(s.devices):
@@ -144,26 +152,26 @@ class DevicesView(View):
             sample = d.sample
             if sample is None:
                 state = "reset" if d.reset else ("set" if d.set_ret == 0 else "no sample yet")
-                table.add_row(str(device_id), soc, Text(state, style=dim))
+                table.add_row(str(device_id), *soc, Text(state, style=dim))
                 continue
             health = Text(sample.health, style=good if sample.health == "OK" else bad)
 
             def util(history: Any, latest: int) -> Text:
                 if latest < 0:
                     return Text("n/a", style=dim)
-                text = Text(fmt.sparkline(history, 12), style=spark)
+                text = Text(fmt.sparkline(history, spark_width), style=spark)
                 text.append(f" {latest:3d}%")
                 return text
 
             filled, rest = fmt.bar(
-                sample.hbm_used / sample.hbm_total if sample.hbm_total else 0, 14
+                sample.hbm_used / sample.hbm_total if sample.hbm_total else 0, 10
             )
             hbm = Text(filled, style=bar_style)
             hbm.append(rest.replace(" ", "░"), style=empty)
-            hbm.append(f" {fmt.size(sample.hbm_used)} / {fmt.size(sample.hbm_total)}")
+            hbm.append(f" {fmt.size_pair(sample.hbm_used, sample.hbm_total)}")
             table.add_row(
                 str(device_id),
-                soc,
+                *soc,
                 health,
                 util(d.cube_history, sample.cube_util),
                 util(d.vector_history, sample.vector_util),

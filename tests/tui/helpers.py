@@ -10,7 +10,6 @@ from scenario import build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
-from aclmon.sim import dumpfile
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.sources import ListSource
 
@@ -58,6 +57,8 @@ def write_overflow_pair(
     directory: Path, task_id: int = 2001, stream_id: int = 6
 ) -> tuple[Path, Path]:
     """A real overflow file and the operator dump it points at (with a NaN and an Inf)."""
+    from aclmon.sim import dumpfile  # the simulator's dump writer (protobuf): only when needed
+
     x = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.inf, -1.0, 0.0]], dtype=np.float32)
     y = np.array([3.0, 65504.0, np.inf, 0.5], dtype=np.float32)
     inputs = [dumpfile.DumpTensor(ACL_FLOAT, ACL_FORMAT_ND, x.shape, x.shape, x.tobytes())]
