@@ -63,6 +63,8 @@ DUMP_POLL_INTERVAL_S = 0.5
 #: a synchronize/execute call still running after this long gets its Begin event
 SLOW_CALL_NS = 50_000_000
 SLOW_CALL_CHECK_S = 0.05
+#: threads with a current context remembered before ended ones are pruned
+MAX_CURRENT_THREADS = 256
 #: frames searched per thread for a synchronize/execute wrapper
 MAX_STACK_DEPTH = 64
 
@@ -361,6 +363,7 @@ class Agent:
                     self.sampler.sample()
                 except Exception as exc:
                     self.fail("sampler", exc)
+                self._prune_current_contexts()
                 next_sample = now + self.sample_interval
             if now >= next_dump_poll:
                 watcher = self.dump_watcher
@@ -370,6 +373,16 @@ class Agent:
                     except Exception as exc:
                         self.fail("dump watcher", exc)
                 next_dump_poll = now + DUMP_POLL_INTERVAL_S
+
+    def _prune_current_contexts(self) -> None:
+        """Forget the current context of threads that ended, once there are many
+        (a job that starts a thread per request must not grow the snapshot forever)."""
+        current = self.state.current
+        if len(current) <= MAX_CURRENT_THREADS:
+            return
+        alive = {thread.ident for thread in threading.enumerate()}
+        for thread_id in [t for t in list(current) if t not in alive]:
+            current.pop(thread_id, None)
 
     def _announce_slow_calls(self) -> None:
         """Publish the Begin event of each synchronize/execute that has run too long.

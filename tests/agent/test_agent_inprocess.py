@@ -549,3 +549,34 @@ def test_killing_the_viewer_changes_nothing_for_the_job(agent_factory, sim_acl, 
         lambda evs: len([e for e in evs if type(e) is StreamSynchronized]) >= 100,
         what="every synchronize after the viewer was killed",
     )
+
+
+def test_threads_that_ended_leave_the_snapshot(agent_factory, sim_acl, model_path, monkeypatch):
+    import threading
+
+    from aclmon.agent import core
+
+    monkeypatch.setattr(core, "MAX_CURRENT_THREADS", 4)
+    agent, _ = agent_factory()
+    job = SimJob(sim_acl, model_path)
+
+    release = threading.Event()
+    ready = threading.Barrier(11)
+
+    def worker() -> None:
+        assert sim_acl.rt.set_context(job.context) == 0
+        ready.wait()
+        release.wait()
+
+    threads = [threading.Thread(target=worker) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    assert len(agent.state.current) >= 11
+    agent._prune_current_contexts()
+    assert len(agent.state.current) >= 11  # all alive: kept
+    release.set()
+    for thread in threads:
+        thread.join()
+    agent._prune_current_contexts()
+    assert set(agent.state.current) == {threading.get_ident()}
