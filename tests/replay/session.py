@@ -71,12 +71,23 @@ def _write_job_files(directory: Path) -> tuple[Path, Path, Path]:
     return model, acl_json, dumps
 
 
-def _command(directory: Path, recording: Path, job: list[str], iterations: int) -> list[str]:
+def _sim_job_args(directory: Path, iterations: int) -> list[str]:
     model, acl_json = directory / "model.json", directory / "acl.json"
     return [
+        str(SIM_JOB),
+        str(model),
+        str(acl_json),
+        "--iterations",
+        str(iterations),
+        "--pause",
+        "0.15",
+    ]
+
+
+def _command(directory: Path, recording: Path, job: list[str]) -> list[str]:
+    return [
         sys.executable, "-m", "aclmon", "run", "--sim", "--record", str(recording),
-        "--interval", "0.05", "--listen", str(directory / "agent.sock"),
-        *job, str(model), str(acl_json), "--iterations", str(iterations), "--pause", "0.15",
+        "--interval", "0.05", "--listen", str(directory / "agent.sock"), *job,
     ]  # fmt: skip
 
 
@@ -87,7 +98,7 @@ def _env() -> dict[str, str]:
 def record_session(directory: Path, iterations: int = 10) -> Session:
     _, _, dumps = _write_job_files(directory)
     recording = directory / "session.aclmrec"
-    command = _command(directory, recording, [str(SIM_JOB)], iterations)
+    command = _command(directory, recording, _sim_job_args(directory, iterations))
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=_env())
     if result.returncode != 0:
         raise RuntimeError(f"sim job failed ({result.returncode}):\n{result.stderr[-2000:]}")
@@ -95,16 +106,26 @@ def record_session(directory: Path, iterations: int = 10) -> Session:
     return Session(directory, recording, dumps)
 
 
-def watch_live_and_record(directory: Path, iterations: int = 10) -> tuple[Store, Session]:
+def watch_live_and_record(
+    directory: Path, iterations: int = 10, *, demo_seconds: float = 0.0
+) -> tuple[Store, Session]:
     """Run the job while a live viewer's store follows it over the bus, as
-    ``aclmon attach`` does; the job waits (gated_job.py) until the viewer is connected."""
+    ``aclmon attach`` does; the job waits (gated_job.py) until the viewer is
+    connected. With ``demo_seconds`` the job is the demo workload (``aclmon
+    demo``'s job) for that long, else the small sim job."""
     from aclmon.bus import Subscriber
+    from aclmon.sim import DEMO_WORKLOAD
 
     _, _, dumps = _write_job_files(directory)
     recording = directory / "session.aclmrec"
     gate = directory / "go"
     socket_path = directory / "agent.sock"
-    command = _command(directory, recording, [str(GATED_JOB), str(gate)], iterations)
+    if demo_seconds:
+        job = [DEMO_WORKLOAD, "--seconds", str(demo_seconds), "--devices", "2"]
+        job += ["--dump-path", str(dumps), "--quiet"]
+    else:
+        job = _sim_job_args(directory, iterations)
+    command = _command(directory, recording, [str(GATED_JOB), str(gate), *job])
     live = Store()
     process = subprocess.Popen(
         command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
