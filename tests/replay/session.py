@@ -99,7 +99,10 @@ def record_session(directory: Path, iterations: int = 10) -> Session:
     _, _, dumps = _write_job_files(directory)
     recording = directory / "session.aclmrec"
     command = _command(directory, recording, _sim_job_args(directory, iterations))
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=_env())
+    # cwd: anything the job or its agent writes relative to it stays in the test's directory.
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=_env(), cwd=directory
+    )
     if result.returncode != 0:
         raise RuntimeError(f"sim job failed ({result.returncode}):\n{result.stderr[-2000:]}")
     (directory / "agent.sock").unlink(missing_ok=True)
@@ -128,7 +131,7 @@ def watch_live_and_record(
     command = _command(directory, recording, [str(GATED_JOB), str(gate), *job])
     live = Store()
     process = subprocess.Popen(
-        command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=directory
     )
     subscriber = None
     try:
