@@ -416,7 +416,10 @@ class ReplayEngine:
                 if bad != (0, 0):
                     c = store.state.counters
                     store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
-                snapshot = store.snapshot() if stop % every == 0 else None
+                snapshot = None
+                if stop % every == 0:
+                    snapshot = store.snapshot()
+                    _share_dumps(snapshot, self._snapshots[self._snapshot_at[-1]])
                 with self._lock:
                     for kind, frames in found.items():
                         self._markers[kind].extend(frames)
@@ -433,6 +436,27 @@ class ReplayEngine:
             self._thread.join()
             self._thread = None
         self.frames.close()
+
+
+def _share_dumps(snapshot: StoreState, previous: StoreState) -> None:
+    """Let ``snapshot`` hold the same dump records as the snapshot before it
+    wherever they are equal.
+
+    ``StoreState.copy`` gives every copy its own copy of each dump summary
+    (a few hundred bytes each, up to ``dump_limit`` of them), so snapshots of
+    a recording with many dump files would each carry the whole ring again.
+    Snapshots are never changed (a restore copies them), so equal records can
+    be shared between them safely.
+    """
+    if not snapshot.dumps or not previous.dumps:
+        return
+    known = {(d.seq, d.ts_ns, d.path): d for d in previous.dumps}
+    shared = []
+    for d in snapshot.dumps:
+        old = known.get((d.seq, d.ts_ns, d.path))
+        shared.append(old if old is not None and old == d else d)
+    snapshot.dumps.clear()
+    snapshot.dumps.extend(shared)
 
 
 def iter_recording_events(engine: ReplayEngine, start: int = 0) -> Iterator[ev.Event]:
