@@ -354,3 +354,20 @@ def test_hostile_frames_are_skipped_and_counted_never_raised(tmp_path_factory, f
     finally:
         engine.close()
         reader.close()
+
+
+def test_snapshots_share_equal_dump_records_and_restores_stay_independent(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path, snapshot_every=500)
+    try:
+        first, second = engine._snapshots[1000], engine._snapshots[1500]
+        common = [d for d in second.dumps if any(d is e for e in first.dumps)]
+        assert common  # dump files seen before frame 1000 are held once
+        engine.seek(1000)
+        engine.store.state.dumps[0].summary["changed"] = True  # the live copy is its own
+        assert all("changed" not in d.summary for d in first.dumps)
+        engine.seek(1500)
+        assert engine.store.to_json() == expected_at(events, frames, 1500)
+    finally:
+        engine.close()
+        reader.close()
