@@ -259,41 +259,50 @@ STATS_HEADER = (
 )
 
 
+def _stat_values(values: np.ndarray) -> dict[str, str]:
+    wide = values.astype(np.float64).ravel()
+    finite = wide[np.isfinite(wide)]
+    nan = float("nan")
+    return {
+        "Max": repr(float(finite.max())) if finite.size else repr(nan),
+        "Min": repr(float(finite.min())) if finite.size else repr(nan),
+        "Avg": repr(float(finite.mean())) if finite.size else repr(nan),
+        "L2norm": repr(float(np.sqrt(np.square(finite).sum()))),
+        "Count": str(wide.size),
+        "Nan": str(int(np.isnan(wide).sum())),
+        "Negative Inf": str(int(np.isneginf(wide).sum())),
+        "Positive Inf": str(int(np.isposinf(wide).sum())),
+    }
+
+
 def stats_csv(
-    inputs: list[tuple[DumpTensor, np.ndarray]], outputs: list[tuple[DumpTensor, np.ndarray]]
+    inputs: list[tuple[DumpTensor, np.ndarray]],
+    outputs: list[tuple[DumpTensor, np.ndarray]],
+    selected: tuple[str, ...] = (),
 ) -> str:
-    """The host-side statistics CSV (dump_data = stats) for one operator."""
-    rows = [STATS_HEADER]
+    """The statistics CSV (dump_data = stats) for one operator (dump_formats.md §5).
+
+    Without ``dump_stats`` it is the host-side form (Max/Min/Avg Value and the
+    Nan/Inf counts); with it, the device-side form: ``Count`` then exactly the
+    selected statistics, named as in acl.json.
+    """
+    if selected:
+        header = "Input/Output,Index,Data Size,Data Type,Format,Shape,Count," + ",".join(selected)
+        columns = ("Count", *selected)
+    else:
+        header = STATS_HEADER
+        columns = ("Max", "Min", "Avg", "Count", "Nan", "Negative Inf", "Positive Inf")
+    rows = [header]
     for label, tensors in (("Input", inputs), ("Output", outputs)):
         for index, (tensor, values) in enumerate(tensors):
-            wide = values.astype(np.float64).ravel()
-            finite = wide[np.isfinite(wide)]
+            stats = _stat_values(values)
             shape = "x".join(str(d) for d in tensor.shape) if tensor.shape else "-"
-            if finite.size:
-                max_v, min_v, avg_v = finite.max(), finite.min(), finite.mean()
-            else:
-                max_v = min_v = avg_v = float("nan")
-            rows.append(
-                ",".join(
-                    [
-                        label,
-                        str(index),
-                        str(len(tensor.data)),
-                        PROTO_DTYPE_NAMES.get(
-                            ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0), "DT_UNDEFINED"
-                        ),
-                        PROTO_FORMAT_NAMES.get(proto_format(tensor.acl_format), "ND"),
-                        shape,
-                        repr(float(max_v)),
-                        repr(float(min_v)),
-                        repr(float(avg_v)),
-                        str(wide.size),
-                        str(int(np.isnan(wide).sum())),
-                        str(int(np.isneginf(wide).sum())),
-                        str(int(np.isposinf(wide).sum())),
-                    ]
-                )
+            dtype = PROTO_DTYPE_NAMES.get(
+                ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0), "DT_UNDEFINED"
             )
+            fmt = PROTO_FORMAT_NAMES.get(proto_format(tensor.acl_format), "ND")
+            fields = [label, str(index), str(len(tensor.data)), dtype, fmt, shape]
+            rows.append(",".join(fields + [stats[c] for c in columns]))
     return "\n".join(rows) + "\n"
 
 

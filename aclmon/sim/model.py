@@ -604,7 +604,7 @@ def _write_dumps(
     outputs = [t for t, _ in out_vals]
     if dump.data == "stats" and wanted:
         dumpfile.write_atomically(
-            directory / f"{name}.csv", dumpfile.stats_csv(in_vals, out_vals).encode()
+            directory / f"{name}.csv", dumpfile.stats_csv(in_vals, out_vals, dump.stats).encode()
         )
     else:
         dumpfile.write_atomically(

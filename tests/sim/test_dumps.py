@@ -245,28 +245,47 @@ def test_dump_op_switch_dumps_outside_model_dirs(acl, tmp_path, model_path):
         assert len(dumpreader.read_dump(path.read_bytes()).outputs) == 1  # default mode: output
 
 
-def test_dump_stats_csv(acl, tmp_path, model_path):
-    dump_dir = run_models(
-        acl,
-        tmp_path,
-        model_path,
-        {
-            "dump_list": [{"model_name": "mlp_head", "layer": ["dense1/relu"]}],
-            "dump_mode": "all",
-            "dump_data": "stats",
-            "dump_stats": ["Max", "Min"],
-        },
-        names=("mlp_head",),
-    )
+@pytest.mark.parametrize(
+    ("selected", "min_column", "columns"),
+    [
+        (
+            [],
+            "Min Value",
+            [
+                "Max Value",
+                "Min Value",
+                "Avg Value",
+                "Count",
+                "Nan Count",
+                "Negative Inf Count",
+                "Positive Inf Count",
+            ],
+        ),
+        (["Max", "Min", "L2norm"], "Min", ["Count", "Max", "Min", "L2norm"]),
+    ],
+)
+def test_dump_stats_csv(acl, tmp_path, model_path, selected, min_column, columns):
+    section = {
+        "dump_list": [{"model_name": "mlp_head", "layer": ["dense1/relu"]}],
+        "dump_mode": "all",
+        "dump_data": "stats",
+    }
+    if selected:
+        section["dump_stats"] = selected
+    dump_dir = run_models(acl, tmp_path, model_path, section, names=("mlp_head",))
     (path,) = dump_files(dump_dir).values()
     assert path.name.startswith("Relu.dense1_relu.") and path.suffix == ".csv"
-    rows = list(csv.DictReader(path.read_text().splitlines()))
+    lines = path.read_text().splitlines()
+    fixed = ["Input/Output", "Index", "Data Size", "Data Type", "Format", "Shape"]
+    assert lines[0].split(",") == fixed + columns
+    rows = list(csv.DictReader(lines))
     assert [(r["Input/Output"], r["Index"]) for r in rows] == [("Input", "0"), ("Output", "0")]
     out = rows[1]
     assert out["Data Type"] == "DT_FLOAT16" and out["Format"] == "FRACTAL_NZ"
     assert out["Shape"] == "8x1x16x16" and int(out["Data Size"]) == 8 * 16 * 16 * 2
-    assert float(out["Min Value"]) >= 0.0  # after Relu
-    assert float(rows[0]["Min Value"]) < 0.0
+    assert int(out["Count"]) == 8 * 16 * 16
+    assert float(out[min_column]) >= 0.0  # after Relu
+    assert float(rows[0][min_column]) < 0.0
 
 
 def test_bfloat16_roundtrip_uses_ml_dtypes():
