@@ -44,7 +44,7 @@ from aclmon.store.replay import (
 from aclmon.tui import fmt
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.dumpdetail import decode_for_view
-from aclmon.tui.replay_inputs import ReplayInputs, dump_events, resolve_dump_path
+from aclmon.tui.replay_inputs import Cancelled, ReplayInputs, dump_events, resolve_dump_path
 from aclmon.tui.sources import CONNECTED, ENDED, Source
 from aclmon.tui.views import DumpsView, theme_style
 
@@ -117,6 +117,7 @@ class DumpDirectorySource(Source):
         self._events: list[ev.Event] = []
         self._next = 0
         self._done = threading.Event()
+        self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self.error = ""
 
@@ -129,7 +130,9 @@ class DumpDirectorySource(Source):
 
     def _load(self) -> None:
         try:
-            self._events = list(dump_events(self.inputs.dump_files))
+            self._events = list(dump_events(self.inputs.dump_files, self._closing.is_set))
+        except Cancelled:
+            pass
         except Exception as exc:  # shown in the header, never raised on a thread
             self.error = str(exc)
         finally:
@@ -154,8 +157,10 @@ class DumpDirectorySource(Source):
         return self._done.wait(timeout)
 
     def close(self) -> None:
+        # Quitting must not wait for a big directory: the reader stops at the next file.
+        self._closing.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout=5)
             self._thread = None
 
 
@@ -202,6 +207,11 @@ class Timeline(Static):
         if not engine.ready:
             done = engine.scanned / n if n else 0.0
             line.append(f"  ·  indexing {done:.0%}", style=busy)
+        if pos == 0 and not app.playing and not app.seeking and n:
+            line.append(
+                "  ·  space plays · E goes to the end · > finds the next exception or overflow",
+                style=dim,
+            )
         for warning in app.warnings:
             line.append(f"  ·  ⚠ {warning}", style=bad)
         bar = self._bar(max(10, self.size.width - 2), n, pos, engine, dim, bad)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,13 @@ def _file_time_ns(path: Path, summary: dict[str, Any]) -> int:
         return 0
 
 
-def dump_events(files: list[Path]) -> list[ev.DumpFileSeen]:
+class Cancelled(AclmonError):
+    """The caller asked :func:`dump_events` to stop (the viewer quit)."""
+
+
+def dump_events(
+    files: list[Path], should_stop: Callable[[], bool] | None = None
+) -> list[ev.DumpFileSeen]:
     """One ``DumpFileSeen`` per file, as the agent would publish it, in the
     order the dumps view shows them: overflow records first (by time), then
     operator dumps by device, model, step and time.
@@ -182,7 +189,8 @@ def dump_events(files: list[Path]) -> list[ev.DumpFileSeen]:
     overflow, which operator dump it points at (``op_dump``, ``operator``),
     found with :class:`aclmon.dump.DumpIndex` (same task and stream id,
     preferring the overflow's own directory). Slow (it reads every file's
-    header): call it off the UI thread.
+    header): call it off the UI thread; ``should_stop`` is asked between files
+    and makes it raise :class:`Cancelled`.
     """
     from aclmon.dump import summarize
     from aclmon.dump.index import DumpIndex
@@ -190,6 +198,8 @@ def dump_events(files: list[Path]) -> list[ev.DumpFileSeen]:
     linked: dict[str, tuple[str, str]] = {}
     directories = sorted({str(f.parent) for f in files if "opdebug" in f.name.lower()})
     for directory in directories:
+        if should_stop is not None and should_stop():
+            raise Cancelled("stopped reading dump files")
         index = DumpIndex(directory)
         for link in index.links:
             if link.op_dump is not None and link.overflow.path not in linked:
@@ -198,6 +208,8 @@ def dump_events(files: list[Path]) -> list[ev.DumpFileSeen]:
                 linked[link.overflow.path] = (link.op_dump.path, operator)
     rows: list[tuple[tuple[Any, ...], ev.DumpFileSeen]] = []
     for file in files:
+        if should_stop is not None and should_stop():
+            raise Cancelled("stopped reading dump files")
         summary = summarize(file)
         group = dump_group(file)
         summary["group"] = group.label()

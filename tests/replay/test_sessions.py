@@ -226,3 +226,21 @@ def test_a_recording_is_found_by_its_header_whatever_its_name(sim_session, tmp_p
     os.mkfifo(tmp_path / "a" / "pipe")  # never opened: it could block forever
     inputs = find_inputs(tmp_path)
     assert inputs.recordings == [nested / "job.bin"] and inputs.dump_files == []
+
+
+def test_reading_a_dump_directory_stops_when_asked(sim_session):
+    from aclmon.tui.replay_inputs import Cancelled
+
+    files = find_inputs(sim_session.dumps).dump_files
+    seen = []
+
+    def stop_after_three() -> bool:
+        seen.append(1)
+        return len(seen) > 3
+
+    with pytest.raises(Cancelled):
+        dump_events(files, stop_after_three)
+    source = DumpDirectorySource(find_inputs(sim_session.dumps))
+    source.start()
+    source.close()  # at once: the reader stops at the next file
+    assert source.state in ("ended", "connected", "reading dump files")
