@@ -85,15 +85,23 @@ def _connect(target: str | None, token: str | None) -> Any:
     from aclmon.bus.subscriber import Subscriber
 
     address = resolve_target(target)
-    last_state = ""
+    holder: list[Any] = []
+    last_message = ""
 
     def report(state: str) -> None:
-        nonlocal last_state
-        if state != last_state and state in ("disconnected", "auth-failed"):
-            print(f"aclmon: {address}: {state}", file=sys.stderr)
-        last_state = state
+        # Retries repeat the same failure every backoff: say each one once.
+        nonlocal last_message
+        if state == "connected":
+            last_message = ""
+        elif state in ("disconnected", "auth-failed") and holder:
+            message = f"{state}: {holder[0].state_reason}" if holder[0].state_reason else state
+            if message != last_message:
+                print(f"aclmon: {address}: {message}", file=sys.stderr)
+                last_message = message
 
-    return Subscriber(address, token=token, readonly=True, on_state=report).start()
+    subscriber = Subscriber(address, token=token, readonly=True, on_state=report)
+    holder.append(subscriber)
+    return subscriber.start()
 
 
 def _is_recording(path: str) -> bool:

@@ -148,8 +148,11 @@ def resolve_target(text: str | None, directory: Path | None = None) -> str:
                 return agent.address
         raise TargetError(f"no running agent with PID {pid}")
     try:
-        return str(parse_address(text))
+        address = parse_address(text)
     except AddressError as exc:
         raise TargetError(
             f"not a target: {text!r} (use a PID, a socket path or tcp://host:port)"
         ) from exc
+    if address.scheme == "unix" and not os.path.exists(address.path):
+        raise TargetError(f"no agent socket at {address.path}")
+    return str(address)

@@ -51,7 +51,12 @@ def test_resolve_target_forms(tmp_path: Path) -> None:
     registry.register("unix:/run/a.sock", directory=tmp_path)
     assert registry.resolve_target(None, tmp_path) == "unix:/run/a.sock"
     assert registry.resolve_target(str(os.getpid()), tmp_path) == "unix:/run/a.sock"
-    assert registry.resolve_target("/run/b.sock", tmp_path) == "unix:/run/b.sock"
+    sock = tmp_path / "b.sock"
+    sock.touch()
+    assert registry.resolve_target(str(sock), tmp_path) == f"unix:{sock}"
+    assert registry.resolve_target(f"unix:{sock}", tmp_path) == f"unix:{sock}"
+    with pytest.raises(TargetError, match="no agent socket"):
+        registry.resolve_target("/run/missing.sock", tmp_path)
     assert registry.resolve_target("tcp://127.0.0.1:7000", tmp_path) == "tcp://127.0.0.1:7000"
     with pytest.raises(TargetError, match="PID 1234567"):
         registry.resolve_target("1234567", tmp_path)
