@@ -175,6 +175,7 @@ class AclmonApp(App[int]):
         self._focus_view()
 
     def on_unmount(self) -> None:
+        self._started = False
         self._commands.shutdown(wait=False, cancel_futures=True)
         self.source.close()
 
@@ -190,6 +191,8 @@ class AclmonApp(App[int]):
             self.call_after_refresh(self._repaint)
 
     def _repaint(self) -> None:
+        if not self._live:
+            return
         for vlist in (self.exceptions_view.vlist, self.dumps_view.vlist):
             vlist.clear_cache()
         self.refresh_view(force=True)
@@ -198,6 +201,8 @@ class AclmonApp(App[int]):
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:
         """One refresh: poll, fold, header, repaint the visible view if needed."""
+        if not self._live:
+            return
         events = self.source.poll(self.max_batch)
         if events:
             self.store.apply_many(events)
@@ -214,7 +219,15 @@ class AclmonApp(App[int]):
         self._update_header()
         self.refresh_view()
 
+    @property
+    def _live(self) -> bool:
+        """Mounted and not shutting down: a late timer tick or command reply
+        must not touch widgets that are being removed."""
+        return self._started and not getattr(self, "_exit", False)
+
     def refresh_view(self, force: bool = False) -> None:
+        if not self._live:
+            return
         version = self.store.version
         if not force and version == self._painted_version:
             return
