@@ -66,10 +66,10 @@ _kind_tuple = operator.attrgetter("KIND_TUPLE")
 
 class _Connection:
     __slots__ = (
+        "command_frames",
         "commands",
-        "decoder",
         "dropped",
-        "frames",
+        "hello_frames",
         "name",
         "nonce",
         "opened",
@@ -88,8 +88,8 @@ class _Connection:
         self.opened = time.monotonic()
         self.ready = False
         self.commands = False
-        self.decoder = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, name)
-        self.frames = FrameDecoder(max_frame, name)
+        self.hello_frames = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, name)
+        self.command_frames = FrameDecoder(max_frame, name)
         self.out = bytearray()
         self.want_write = False
         self.dropped = 0
@@ -314,16 +314,19 @@ class Publisher:
             return
         try:
             if not conn.ready:
-                payloads = conn.decoder.feed(data)
+                payloads = conn.hello_frames.feed(data)
                 if not payloads:
                     return
                 if not self._admit(conn, payloads[0]):
                     return
                 # Bytes after the hello belong to the command stream.
-                rest = b"".join(encode_frame(p) for p in payloads[1:]) + conn.decoder.take_pending()
-                payloads = conn.frames.feed(rest)
+                rest = (
+                    b"".join(encode_frame(p) for p in payloads[1:])
+                    + conn.hello_frames.take_pending()
+                )
+                payloads = conn.command_frames.feed(rest)
             else:
-                payloads = conn.frames.feed(data)
+                payloads = conn.command_frames.feed(data)
         except FrameError as exc:
             self._drop_connection(conn, f"garbage from peer: {exc}")
             return
