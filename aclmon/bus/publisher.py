@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import logging
 import operator
+import os
 import selectors
 import socket
 import threading
@@ -33,7 +34,7 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.framing import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
-from aclmon.bus.transport import Address, Listener, listen, parse_address
+from aclmon.bus.transport import Address, Listener, as_address, listen
 from aclmon.errors import AclmonError
 from aclmon.events import (
     COMMAND_KINDS,
@@ -107,7 +108,7 @@ class Publisher:
 
     def __init__(
         self,
-        address: str | Address | None = None,
+        address: str | os.PathLike[str] | Address | None = None,
         *,
         token: str | None = None,
         queue_size: int = DEFAULT_QUEUE_SIZE,
@@ -116,9 +117,7 @@ class Publisher:
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
-        if isinstance(address, str):
-            address = parse_address(address)
-        self._requested = address
+        self._requested = None if address is None else as_address(address)
         self._token = token or None
         self._queue_size = queue_size
         self._snapshot = snapshot

@@ -18,6 +18,7 @@ import collections
 import contextlib
 import itertools
 import logging
+import os
 import secrets
 import socket
 import threading
@@ -35,7 +36,7 @@ from aclmon.bus.framing import (
     StreamDecoder,
     encode_frame,
 )
-from aclmon.bus.transport import Address, connect, parse_address
+from aclmon.bus.transport import Address, as_address, connect
 from aclmon.errors import AclmonError
 from aclmon.events import COMMAND_KINDS, KIND_NAMES, Event, Hello, Reply, encode
 
@@ -78,7 +79,7 @@ class Subscriber:
 
     def __init__(
         self,
-        address: str | Address,
+        address: str | os.PathLike[str] | Address,
         *,
         token: str | None = None,
         readonly: bool = False,
@@ -89,7 +90,7 @@ class Subscriber:
         backoff_initial: float = 0.05,
         backoff_max: float = 2.0,
     ) -> None:
-        self.address = parse_address(address) if isinstance(address, str) else address
+        self.address = as_address(address)
         self._token = token or None
         self.readonly = readonly
         self._on_state = on_state

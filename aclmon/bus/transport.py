@@ -133,6 +133,17 @@ def parse_address(text: str) -> Address:
     raise AddressError(f"not an address: {text!r} (use /path.sock, unix:/path or tcp://host:port)")
 
 
+def as_address(address: str | os.PathLike[str] | Address) -> Address:
+    """An :class:`Address` from its text, a socket path, or itself."""
+    if isinstance(address, Address):
+        return address
+    if isinstance(address, os.PathLike):
+        return Address("unix", path=os.fspath(address))
+    if isinstance(address, str):
+        return parse_address(address)
+    raise AddressError(f"not an address: {address!r}")
+
+
 def default_address(pid: int | None = None) -> Address:
     """Where the agent of process ``pid`` listens by default."""
     return Address("unix", path=str(runtime_dir() / f"agent-{pid or os.getpid()}.sock"))
