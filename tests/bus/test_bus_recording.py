@@ -286,3 +286,21 @@ def test_bit_flipped_recordings_only_raise_aclmon_errors(tmp_path_factory, data)
     path = tmp_path_factory.mktemp("fuzz") / "r.aclrec"
     path.write_bytes(bytes(flipped[:cut]))
     _read_everything(path)
+
+
+def test_background_index_is_usable_while_it_grows(tmp_path: Path) -> None:
+    events = _events(20_000)
+    path = _write(tmp_path / "r.aclrec", events)
+    with RecordingReader(path) as reader:
+        seen = []
+        while not reader.indexed:
+            n = len(reader)
+            seen.append(n)
+            if n:
+                # Whatever is indexed can be read, even before the scan ends.
+                assert reader.event_at(n - 1) == events[n - 1]
+                assert reader.timestamps[n - 1] == events[n - 1].ts_ns
+        assert seen == sorted(seen)
+        assert reader.wait_indexed(10)
+        assert len(reader) == 20_000
+        assert reader.read_events(19_990, 10) == events[19_990:]
