@@ -169,6 +169,15 @@ class Timeline(Static):
     """Two lines under the views: where the replay is, and the whole recording
     as a bar with its exceptions (✖) and overflows (▲) marked."""
 
+    # A fixed height: its text changes on every tick, its size never should
+    # (an auto height would make every update re-layout the screen).
+    DEFAULT_CSS = """
+    Timeline {
+        height: 2;
+        background: $surface;
+    }
+    """
+
     def __init__(self, app: ReplayApp) -> None:
         super().__init__(id="timeline")
         self._owner = app
@@ -259,6 +268,19 @@ def _clock(ns: int) -> str:
 
 class SeekTimeScreen(ModalScreen[str | None]):
     """Asks for a time to jump to."""
+
+    DEFAULT_CSS = """
+    SeekTimeScreen {
+        align: center middle;
+    }
+    #seek-box {
+        width: 80%;
+        height: auto;
+        background: $surface;
+        border: round $primary;
+        padding: 0 1;
+    }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_none", "Cancel", id="replay.seek_cancel"),

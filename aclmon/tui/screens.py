@@ -59,8 +59,12 @@ def related_dumps(
 
 
 def _relative(ts_ns: int, newest_ns: int) -> str:
-    age = fmt.age(ts_ns, newest_ns)
-    return "the newest event" if age == "now" else f"{age} before the newest event"
+    delta = newest_ns - ts_ns
+    if delta <= 0:
+        return "the newest event"
+    if delta < 1_000_000_000:
+        return f"{fmt.duration_ns(delta)} before the newest event"
+    return f"{fmt.age(ts_ns, newest_ns)} before the newest event"
 
 
 class ExceptionDetail(ModalScreen[None]):

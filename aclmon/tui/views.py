@@ -483,7 +483,11 @@ class ProfilingView(View):
             table.add_row(
                 *(cells[c * rows + r] if c * rows + r < len(cells) else "" for c in range(3))
             )
-        legend = Text("[x] on   [+] asked, not yet on   [-] asked off, still on", style=dim)
+        legend = Text(
+            "[x] on   [+] asked, not yet on   [-] asked off, still on   ·   with no flag set,"
+            " p turns on live operator timings instead of profiling to files",
+            style=dim,
+        )
         self.query_one("#prof-flags", Static).update(Group(table, legend))
 
         reply = Text()
