@@ -89,7 +89,9 @@ class _Connection:
         self.opened = time.monotonic()
         self.ready = False
         self.commands = False
-        self.hello_frames = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, name)
+        # Commands may follow the hello in the same read: the stream's limit
+        # applies here, the hello's own (smaller) one in Publisher._admit.
+        self.hello_frames = FrameDecoder(max_frame, name)
         self.command_frames = FrameDecoder(max_frame, name)
         self.out = bytearray()
         self.want_write = False
@@ -334,10 +336,12 @@ class Publisher:
                 return
 
     def _admit(self, conn: _Connection, payload: bytes) -> bool:
-        try:
-            hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
-        except Exception:
-            hello = None
+        hello = None
+        if len(payload) <= handshake.MAX_HANDSHAKE_FRAME:
+            try:
+                hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+            except Exception:  # garbage: judged below as "not an aclmon bus client"
+                hello = None
         assert self._policy is not None
         verdict = handshake.judge(self._policy, conn.nonce, hello)
         self._send(conn, encode_frame(_pack(handshake.welcome(verdict))))

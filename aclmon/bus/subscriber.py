@@ -281,7 +281,10 @@ class Subscriber:
 
     def _handshake(self, sock: socket.socket) -> bytes:
         """Run the handshake; returns bytes already received after it."""
-        frames = FrameDecoder(handshake.MAX_HANDSHAKE_FRAME, str(self.address))
+        # Event frames (the snapshot) may follow the welcome in the same read,
+        # so the stream's own limit applies; handshake messages are checked
+        # against their smaller one.
+        frames = FrameDecoder(self._max_frame, str(self.address))
         payloads: list[bytes] = []
 
         def next_message() -> Any:
@@ -290,7 +293,10 @@ class Subscriber:
                 if not data:
                     raise OSError("connection closed during handshake")
                 payloads.extend(frames.feed(data))
-            return msgpack.unpackb(payloads.pop(0), raw=False)
+            payload = payloads.pop(0)
+            if len(payload) > handshake.MAX_HANDSHAKE_FRAME:
+                raise ValueError(f"handshake message of {len(payload)} bytes is too big")
+            return msgpack.unpackb(payload, raw=False)
 
         hello = next_message()
         answer = handshake.client_hello(hello, self._token, self.readonly)

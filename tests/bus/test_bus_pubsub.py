@@ -350,3 +350,17 @@ def test_subscriber_survives_a_server_that_is_not_a_bus(sock_path: str) -> None:
         stop.set()
         thread.join()
         server.close()
+
+
+def test_big_snapshot_events_right_after_the_welcome(sock_path: str) -> None:
+    # The snapshot follows the welcome at once, often in the same read: frames
+    # far bigger than a handshake message must pass.
+    big = ev.DumpFileSeen(7, 1, "/d/x", "overflow", 1, {"records": tuple(range(5000))})
+    with (
+        Publisher(sock_path, snapshot=lambda: [big]) as publisher,
+        Subscriber(publisher.address) as sub,
+    ):
+        assert sub.wait_connected(10)
+        (got,) = collect(sub, 1)
+        assert got == big._replace(seq=0)
+        assert sub.connects == 1
