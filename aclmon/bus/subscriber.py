@@ -138,7 +138,8 @@ class Subscriber:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
-            self._thread.join(5.0)
+            if self._thread is not threading.current_thread():  # close() from on_state
+                self._thread.join(5.0)
             self._thread = None
         self._set_state(CLOSED, self.state_reason)
 

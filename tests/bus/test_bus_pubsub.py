@@ -364,3 +364,17 @@ def test_big_snapshot_events_right_after_the_welcome(sock_path: str) -> None:
         (got,) = collect(sub, 1)
         assert got == big._replace(seq=0)
         assert sub.connects == 1
+
+
+def test_close_from_the_state_callback_does_not_hang(sock_path: str) -> None:
+    holder: list[Subscriber] = []
+
+    def on_state(state: str) -> None:
+        if state == "disconnected":
+            holder[0].close()
+
+    sub = Subscriber(sock_path, on_state=on_state)  # nobody listens: disconnected at once
+    holder.append(sub)
+    sub.start()
+    assert wait_until(lambda: sub.state == "closed")
+    sub.close()
