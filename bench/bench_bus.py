@@ -87,7 +87,11 @@ def _consume(subscriber: Subscriber, count: int) -> tuple[float, int]:
 
 
 def through_processes(mix: str, count: int) -> float:
-    address = os.path.join(tempfile.mkdtemp(prefix="aclmon-bench-"), "bus.sock")
+    with tempfile.TemporaryDirectory(prefix="aclmon-bench-") as directory:
+        return _through_processes(os.path.join(directory, "bus.sock"), mix, count)
+
+
+def _through_processes(address: str, mix: str, count: int) -> float:
     ctx = multiprocessing.get_context("fork")
     ready, go = ctx.Event(), ctx.Event()
     child = ctx.Process(target=_publisher_process, args=(address, mix, count, ready, go))
@@ -105,7 +109,11 @@ def through_processes(mix: str, count: int) -> float:
 
 
 def through_threads(events: list[Any]) -> float:
-    address = os.path.join(tempfile.mkdtemp(prefix="aclmon-bench-"), "bus.sock")
+    with tempfile.TemporaryDirectory(prefix="aclmon-bench-") as directory:
+        return _through_threads(os.path.join(directory, "bus.sock"), events)
+
+
+def _through_threads(address: str, events: list[Any]) -> float:
     with (
         Publisher(address, queue_size=1 << 20, subscriber_buffer=256 << 20) as publisher,
         Subscriber(address, readonly=True) as subscriber,
