@@ -49,6 +49,7 @@ _KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
 _KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
 OVERFLOW = "overflow"
 EXCEPTION = "exception"
+_PENDING = object()
 
 
 def _int64(value: int) -> int:
@@ -116,14 +117,19 @@ class FrameFile:
         gc.disable()
         try:
             unpacker = msgpack.Unpacker(
-                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 1
+                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 2
             )
             try:
                 unpacker.feed(b"".join(payloads))
                 objs = list(unpacker)
+                # A bad payload may have swallowed the start of the next one and
+                # left a half-read object, with the count still agreeing: a nil fed
+                # now must come back as itself, else something was pending.
+                unpacker.feed(b"\xc0")
+                clean = next(unpacker, _PENDING) is None
             except Exception:  # garbage: msgpack raises many types
-                objs = None
-            if objs is not None and len(objs) == len(payloads):
+                objs, clean = None, False
+            if clean and objs is not None and len(objs) == len(payloads):
                 return decoder.decode_many(objs)
             # Some payload is not exactly one object: frame by frame, so only bad frames are lost.
             events = (decoder.decode_payload(bytes(p)) for p in payloads)
