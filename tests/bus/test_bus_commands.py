@@ -145,3 +145,29 @@ def test_record_stops_on_sigint_and_prints_the_count(tmp_path: Path) -> None:
     with RecordingReader(out, background=False) as reader:
         assert len(reader) == count
         assert reader.cut is None
+
+
+def test_events_follows_a_growing_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "growing.aclrec"
+    clock = ev.Clock()
+    writer = RecordingWriter(path, {})
+    writer.write(clock.make(ev.LogLine, "info", "first"))
+    writer.flush()
+
+    def append_later() -> None:
+        for i in range(3):
+            time.sleep(0.05)
+            writer.write(clock.make(ev.LogLine, "info", f"more {i}"))
+            writer.flush()
+
+    thread = threading.Thread(target=append_later)
+    thread.start()
+    try:
+        assert cli.main(["events", str(path), "--follow", "--json", "--count", "4"]) == 0
+    finally:
+        thread.join()
+        writer.close()
+    texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
+    assert texts == ["first", "more 0", "more 1", "more 2"]
