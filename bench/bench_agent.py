@@ -1,32 +1,45 @@
 """What the agent costs the job it watches, on the simulated runtime.
 
-Three figures, each measured side by side in one process (alternating rounds,
-median of the per-round results, so drift and noise hit both arms alike):
+Every figure compares the same workload with and without the agent (or the
+viewer) in one process, in alternating rounds (the order flips every round),
+and takes the median of the per-round results. Each is measured twice:
 
-* ``hook_ns``: added time per hooked call that publishes an event: the job's
-  ``synchronize_stream`` on an idle stream (the sim returns at once), run with
-  the hooks installed and with the original functions, difference per call.
-  It includes the publisher thread's share of the GIL (it packs every event).
-  ``hook_no_event_ns`` is the same for ``set_context`` with an unchanged
-  context (the hook runs but publishes nothing).
-* ``exception_us``: time of the agent's exception callback per exception
-  (ids, ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a
-  real sim exception-info handle.
+* by the job process's **CPU time** (all its threads: the hooks on the job's
+  thread and the publisher packing events on its own thread; they share the
+  GIL, so this is what the job pays). Other processes on a shared machine
+  barely disturb it: these are the headline figures;
+* by **wall-clock time** (``*_wall`` figures), which on a busy machine swings
+  with everyone else's load.
+
+Figures:
+
+* ``hook_ns``: added cost per hooked call that publishes an event: the job's
+  ``synchronize_stream`` on an idle stream (the sim returns at once).
+  ``hook_no_event_ns``: the same for ``set_context`` to the current context
+  (the hook runs, nothing is published). ``hook_without_bus_ns``: the
+  ``synchronize_stream`` loop with events appended to a plain deque instead
+  of the publisher, i.e. the hook's own share of ``hook_ns``.
+* ``exception_us``: the agent's exception callback per exception (ids,
+  ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a real
+  sim exception-info handle.
 * ``stalled_viewer_ratio``: the job's model-execution throughput with a
-  connected viewer that never reads, divided by the throughput with no
-  viewer (1.0 = no effect; the target is >= 0.95).
+  connected viewer (another process) that never reads, divided by the
+  throughput with no viewer (1.0 = no effect; the target is >= 0.95). The
+  viewer is saturated first: the publisher is already dropping for it.
+* ``model_loop_ratio``: throughput of a tiny model loop with the agent divided
+  by without (2 hooked calls per execution).
 
-Also reported: the model workload's relative overhead (agent vs none).
-
-usage: python bench/bench_agent.py [--rounds N]
+usage: python bench/bench_agent.py [--rounds N] [--workload-rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -104,18 +117,22 @@ class Job:
         for _ in range(iterations):
             set_context(context)
 
-    def model_loop(self, seconds: float) -> float:
-        """Model executions per second for ``seconds``."""
+    def model_loop(self, seconds: float) -> tuple[float, float]:
+        """Model executions per wall-clock second and per CPU second of this process."""
         mdl, rt = self.acl.mdl, self.acl.rt
         args = (self.model_id, self.inputs, self.outputs, self.stream)
         done = 0
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
+        cpu_start = time.process_time_ns()
+        start = time.perf_counter_ns()
+        end = start + int(seconds * 1e9)
+        while time.perf_counter_ns() < end:
             for _ in range(20):
                 mdl.execute_async(*args)
                 rt.synchronize_stream(self.stream)
             done += 20
-        return done / seconds
+        wall = time.perf_counter_ns() - start
+        cpu = time.process_time_ns() - cpu_start
+        return done * 1e9 / wall, done * 1e9 / max(cpu, 1)
 
     def close(self) -> None:
         acl = self.acl
@@ -126,21 +143,36 @@ class Job:
         acl.finalize()
 
 
-def timed(fn, *args) -> float:
+def timed(fn, *args) -> tuple[int, int]:
+    """(wall ns, process CPU ns) of one call."""
+    cpu = time.process_time_ns()
     start = time.perf_counter_ns()
     fn(*args)
-    return time.perf_counter_ns() - start
+    return time.perf_counter_ns() - start, time.process_time_ns() - cpu
+
+
+STALLED_VIEWER = """
+import sys, time
+from aclmon.bus.subscriber import Subscriber
+viewer = Subscriber(sys.argv[1], readonly=True, buffer_events=1000).start()
+assert viewer.wait_connected(20)
+print("connected", flush=True)
+time.sleep(600)  # never polls: stops reading once it holds 1000 events
+"""
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--hot-iterations", type=int, default=30000)
+    parser.add_argument("--rounds", type=int, default=11, help="rounds of the hook loops")
+    parser.add_argument(
+        "--workload-rounds", type=int, default=7, help="rounds of the model and viewer loops"
+    )
+    parser.add_argument("--hot-iterations", type=int, default=20000)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root))
     from aclmon.agent.core import Agent
-    from aclmon.bus.subscriber import Subscriber
     from aclmon.sim import acl, config
 
     workdir = Path(tempfile.mkdtemp(prefix="aclmon-bench-agent-"))
@@ -150,32 +182,44 @@ def main() -> int:
         acl, address=str(workdir / "agent.sock"), register=False, sample_interval=0.2
     ).start()
     hooks = agent.hooks
-
-    # ---- hook_ns: the same loops with and without the hooks, alternating rounds
-    job.sync_loop(2000)  # warm up both the sim and the wrappers
     n = args.hot_iterations
-    per_call: list[float] = []
-    per_quiet_call: list[float] = []
-    for _ in range(args.rounds):
-        hooks.uninstall()
-        bare = timed(job.sync_loop, n)
-        bare_quiet = timed(job.set_context_loop, n)
-        hooks.install()
-        watched = timed(job.sync_loop, n)
-        watched_quiet = timed(job.set_context_loop, n)
-        per_call.append((watched - bare) / n)
-        per_quiet_call.append((watched_quiet - bare_quiet) / n)
-        print(
-            f"synchronize_stream: {bare / n:6.0f} ns bare, {watched / n:6.0f} ns with the agent;"
-            f" set_context (same context): {bare_quiet / n:5.0f} ns bare,"
-            f" {watched_quiet / n:5.0f} ns with the agent"
-        )
-    hook_ns = statistics.median(per_call)
-    quiet_hook_ns = statistics.median(per_quiet_call)
 
-    # ---- model workload overhead (relative); arm order alternates to cancel drift
-    model_ratio = []
-    for round_index in range(args.rounds):
+    def per_call(loop, publish=None) -> tuple[float, float]:
+        """Median added (CPU ns, wall ns) per call of ``loop`` with the hooks installed."""
+        cpu_diffs, wall_diffs = [], []
+        real_publish = agent._publish
+        for round_index in range(args.rounds):
+            results = {}
+            for hooked in (False, True) if round_index % 2 == 0 else (True, False):
+                hooks.uninstall()
+                if hooked:
+                    if publish is not None:
+                        agent._publish = publish
+                    hooks.install()  # the wrappers bind the publish function when installed
+                results[hooked] = timed(loop, n)
+                agent._publish = real_publish
+            (wall0, cpu0), (wall1, cpu1) = results[False], results[True]
+            cpu_diffs.append((cpu1 - cpu0) / n)
+            wall_diffs.append((wall1 - wall0) / n)
+        hooks.uninstall()
+        hooks.install()
+        return statistics.median(cpu_diffs), statistics.median(wall_diffs)
+
+    # ---- hooks
+    job.sync_loop(2000)  # warm up both the sim and the wrappers
+    hook_ns, hook_wall_ns = per_call(job.sync_loop)
+    print(f"synchronize_stream: +{hook_ns:5.0f} ns CPU, +{hook_wall_ns:5.0f} ns wall per call")
+    quiet_ns, quiet_wall_ns = per_call(job.set_context_loop)
+    print(f"set_context (same): +{quiet_ns:5.0f} ns CPU, +{quiet_wall_ns:5.0f} ns wall per call")
+    sink: collections.deque = collections.deque(maxlen=1024)
+    own_ns, own_wall_ns = per_call(job.sync_loop, sink.append)
+    print(
+        f"synchronize_stream, events to a deque: +{own_ns:5.0f} ns CPU, +{own_wall_ns:5.0f} ns wall"
+    )
+
+    # ---- model workload
+    model_cpu, model_wall = [], []
+    for round_index in range(args.workload_rounds):
         arms = {}
         for watched in (False, True) if round_index % 2 == 0 else (True, False):
             if watched:
@@ -184,9 +228,11 @@ def main() -> int:
                 hooks.uninstall()
             arms[watched] = job.model_loop(0.3)
         hooks.install()
-        model_ratio.append(arms[True] / arms[False])
+        model_wall.append(arms[True][0] / arms[False][0])
+        model_cpu.append(arms[True][1] / arms[False][1])
         print(
-            f"model loop: {arms[False]:8.0f} exec/s bare, {arms[True]:8.0f} exec/s with the agent"
+            f"model loop: {arms[False][0]:7.0f} exec/s bare, {arms[True][0]:7.0f} with the agent"
+            f" (per CPU second: {arms[False][1]:7.0f} / {arms[True][1]:7.0f})"
         )
 
     # ---- exception_us: the agent's callback on a real exception-info handle
@@ -202,59 +248,84 @@ def main() -> int:
     ret = acl.rt.synchronize_stream(job.stream)
     assert handles, f"no exception delivered (synchronize returned {ret})"
     capture.job_callback = None
-    samples = []
-    for _ in range(args.rounds):
-        count = 500
-        start = time.perf_counter_ns()
+    cpu_samples, wall_samples = [], []
+    count = 500
+
+    def exceptions() -> None:
         for _ in range(count):
             capture.callback(handles[0])
-        samples.append((time.perf_counter_ns() - start) / count / 1000)
-    exception_us = statistics.median(samples)
-    print(f"exception callback: {exception_us:.1f} us per exception")
 
-    # ---- stalled viewer: throughput with a viewer that never reads vs no viewer
-    def connect_stalled() -> Subscriber:
-        """A viewer that stops reading once it holds 1000 events (never polled), run
-        until the publisher drops for it: from then on it is the steady stalled state."""
-        viewer = Subscriber(agent.address, readonly=True, buffer_events=1000).start()
-        assert viewer.wait_connected(5.0)
+    for _ in range(args.rounds):
+        wall, cpu = timed(exceptions)
+        cpu_samples.append(cpu / count / 1000)
+        wall_samples.append(wall / count / 1000)
+    exception_us = statistics.median(cpu_samples)
+    exception_wall_us = statistics.median(wall_samples)
+    print(f"exception callback: {exception_us:.1f} us CPU, {exception_wall_us:.1f} us wall")
+
+    # ---- stalled viewer (another process) against no viewer
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    )
+
+    def connect_stalled() -> subprocess.Popen:
+        viewer = subprocess.Popen(
+            [sys.executable, "-c", STALLED_VIEWER, agent.address],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert viewer.stdout is not None and viewer.stdout.readline().strip() == "connected"
         before = agent.publisher.dropped
         deadline = time.monotonic() + 15
         while agent.publisher.dropped == before and time.monotonic() < deadline:
-            job.model_loop(0.2)
+            job.model_loop(0.1)  # until the publisher drops for it: the stalled state
         return viewer
 
-    ratios = []
-    for round_index in range(args.rounds):
-        # Alternate which arm goes first; the stalled arm always starts saturated.
+    def disconnect(viewer: subprocess.Popen) -> None:
+        viewer.kill()
+        viewer.wait()
+        assert viewer.stdout is not None
+        viewer.stdout.close()
+
+    stalled_cpu, stalled_wall = [], []
+    for round_index in range(args.workload_rounds):
         if round_index % 2 == 0:
             without = job.model_loop(0.4)
-            stalled = connect_stalled()
+            viewer = connect_stalled()
+            dropped = agent.publisher.dropped
+            with_stall = job.model_loop(0.4)
+            disconnect(viewer)
         else:
-            stalled = connect_stalled()
-        dropped = agent.publisher.dropped
-        with_stall = job.model_loop(0.4)
-        if round_index % 2 == 1:
-            stalled.close()
+            viewer = connect_stalled()
+            dropped = agent.publisher.dropped
+            with_stall = job.model_loop(0.4)
+            disconnect(viewer)
+            time.sleep(0.05)  # the publisher notices the closed socket
             without = job.model_loop(0.4)
-        else:
-            stalled.close()
-        ratios.append(with_stall / without)
+        stalled_wall.append(with_stall[0] / without[0])
+        stalled_cpu.append(with_stall[1] / without[1])
         print(
-            f"stalled viewer: {with_stall:8.0f} exec/s with it, {without:8.0f} exec/s without"
-            f" ({agent.publisher.dropped - dropped} events dropped for it meanwhile)"
+            f"stalled viewer: {with_stall[0]:7.0f} exec/s with it, {without[0]:7.0f} without"
+            f" (per CPU second: {with_stall[1]:7.0f} / {without[1]:7.0f};"
+            f" {agent.publisher.dropped - dropped} events dropped for it meanwhile)"
         )
-    stalled_ratio = statistics.median(ratios)
     job.close()
     agent.close(restore=True)
 
     figures = {
         "hook_ns": round(hook_ns, 1),
         "exception_us": round(exception_us, 2),
-        "stalled_viewer_ratio": round(stalled_ratio, 4),
-        "model_loop_ratio": round(statistics.median(model_ratio), 4),
-        "hook_no_event_ns": round(quiet_hook_ns, 1),
+        "stalled_viewer_ratio": round(statistics.median(stalled_cpu), 4),
+        "model_loop_ratio": round(statistics.median(model_cpu), 4),
+        "hook_no_event_ns": round(quiet_ns, 1),
+        "hook_without_bus_ns": round(own_ns, 1),
+        "hook_wall_ns": round(hook_wall_ns, 1),
+        "exception_wall_us": round(exception_wall_us, 2),
+        "stalled_viewer_wall_ratio": round(statistics.median(stalled_wall), 4),
+        "model_loop_wall_ratio": round(statistics.median(model_wall), 4),
         "rounds": args.rounds,
+        "workload_rounds": args.workload_rounds,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
     }
