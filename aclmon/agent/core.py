@@ -334,11 +334,14 @@ class Agent:
             return False
 
     def _control_loop(self) -> None:
-        next_sample = time.monotonic()
-        next_dump_poll = time.monotonic()
+        """Commands, sampling, dump polling and the slow-call watch, until stopped.
+
+        Each step is fenced on its own, so one failing step (counted) never stops the
+        others; in particular commands keep getting replies.
+        """
+        timers = {"sample": time.monotonic(), "dumps": time.monotonic()}
         while not self._stopping.is_set():
-            now = time.monotonic()
-            wait = max(0.0, min(next_sample, next_dump_poll) - now)
+            wait = max(0.0, min(timers.values()) - time.monotonic())
             try:
                 task = self._tasks.get(timeout=min(wait, SLOW_CALL_CHECK_S))
             except queue.Empty:
@@ -346,33 +349,28 @@ class Agent:
             if self._stopping.is_set():
                 break
             if task is not None:
-                try:
-                    task()
-                except Exception as exc:
-                    self.fail("control task", exc)
+                self._guarded("control task", task)
             # A list item store is atomic: the hooks read it without a lock.
             self.wall_offset[0] = time.time_ns() - time.perf_counter_ns()
             if self.hooks.slow_call_codes:
-                try:
-                    self._announce_slow_calls()
-                except Exception as exc:
-                    self.fail("slow call watch", exc)
+                self._guarded("slow call watch", self._announce_slow_calls)
             now = time.monotonic()
-            if now >= next_sample and self.sampler is not None:
-                try:
-                    self.sampler.sample()
-                except Exception as exc:
-                    self.fail("sampler", exc)
-                self._prune_current_contexts()
-                next_sample = now + self.sample_interval
-            if now >= next_dump_poll:
+            if now >= timers["sample"]:
+                if self.sampler is not None:
+                    self._guarded("sampler", self.sampler.sample)
+                self._guarded("thread pruning", self._prune_current_contexts)
+                timers["sample"] = now + self.sample_interval
+            if now >= timers["dumps"]:
                 watcher = self.dump_watcher
                 if watcher is not None:
-                    try:
-                        watcher.poll()
-                    except Exception as exc:
-                        self.fail("dump watcher", exc)
-                next_dump_poll = now + DUMP_POLL_INTERVAL_S
+                    self._guarded("dump watcher", watcher.poll)
+                timers["dumps"] = now + DUMP_POLL_INTERVAL_S
+
+    def _guarded(self, where: str, step: Callable[[], Any]) -> None:
+        try:
+            step()
+        except Exception as exc:
+            self.fail(where, exc)
 
     def _prune_current_contexts(self) -> None:
         """Forget the current context of threads that ended, once there are many

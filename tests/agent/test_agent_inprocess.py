@@ -580,3 +580,20 @@ def test_threads_that_ended_leave_the_snapshot(agent_factory, sim_acl, model_pat
         thread.join()
     agent._prune_current_contexts()
     assert set(agent.state.current) == {threading.get_ident()}
+
+
+def test_a_failing_step_never_stops_the_control_thread(agent_factory, sim_acl, monkeypatch):
+    agent, events = agent_factory()
+
+    def broken() -> None:
+        raise OSError("psutil trouble")
+
+    monkeypatch.setattr(agent.sampler, "sample", broken)
+    events.wait_kind(LogLine, lambda e: "sampler failed" in e.text)
+    for _ in range(3):  # commands still get their replies
+        reply = send(
+            events, SetProfilingConfig, ACL_PROF_ACL_API, ACL_AICORE_PIPE_UTILIZATION, (), 0
+        )
+        assert reply.code == 0
+    assert agent.failures["sampler"] >= 1
+    assert agent._control.is_alive()
