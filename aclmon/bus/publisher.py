@@ -56,6 +56,9 @@ DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
 #: most events packed into one batch (bounds one write and the pump's latency)
 BATCH_EVENTS = 4096
 HANDSHAKE_TIMEOUT_S = 5.0
+#: open connections (viewers plus handshakes in progress) served at once; more
+#: are closed at accept so a runaway client cannot exhaust the job's descriptors
+DEFAULT_MAX_CONNECTIONS = 32
 #: at most one Drops event per place per interval, carrying the running total
 DROPS_REPORT_INTERVAL_S = 0.5
 _READ_SIZE = 256 * 1024
@@ -118,6 +121,7 @@ class Publisher:
         on_command: Callable[[Event], None] | None = None,
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self._requested = None if address is None else as_address(address)
         self._token = token or None
@@ -126,6 +130,7 @@ class Publisher:
         self._on_command = on_command
         self._subscriber_buffer = subscriber_buffer
         self._max_frame = max_frame
+        self._max_connections = max_connections
         self._clock = Clock()
         self._queue: collections.deque[Event] = collections.deque()
         self._queue_dropped = 0
@@ -295,6 +300,10 @@ class Publisher:
             if accepted is None:
                 return
             sock, name = accepted
+            if len(self._connections) >= self._max_connections:
+                log.warning("refusing %s: already %d connections", name, len(self._connections))
+                sock.close()
+                continue
             conn = _Connection(sock, name, self._max_frame)
             self._connections[sock.fileno()] = conn
             assert self._selector is not None

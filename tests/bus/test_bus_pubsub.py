@@ -378,3 +378,19 @@ def test_close_from_the_state_callback_does_not_hang(sock_path: str) -> None:
     sub.start()
     assert wait_until(lambda: sub.state == "closed")
     sub.close()
+
+
+def test_connections_beyond_the_cap_are_closed(sock_path: str) -> None:
+    with Publisher(sock_path, max_connections=2) as publisher:
+        first, second = RawClient(publisher.address), RawClient(publisher.address)
+        third = RawClient(publisher.address)
+        try:
+            assert first.handshake()["ok"] and second.handshake()["ok"]
+            assert third.next_payload(5.0) is None  # closed without a hello
+        finally:
+            for client in (first, second, third):
+                client.close()
+        # Freed slots are usable again.
+        assert wait_until(lambda: len(publisher._connections) == 0)
+        with Subscriber(publisher.address) as sub:
+            assert sub.wait_connected(10)
