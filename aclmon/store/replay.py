@@ -138,9 +138,9 @@ class FrameFile:
             if gc_was_enabled:
                 gc.enable()
 
-    def kinds(self, start: int, stop: int) -> tuple[np.ndarray, bytes, int, np.ndarray]:
+    def kinds(self, start: int, stop: int) -> np.ndarray:
         """The wire kind of each frame from its second payload byte (-1 when the
-        payload does not start like an event), plus the span it was read from."""
+        payload does not start like an event); a hint only, the frame may be junk."""
         begin, data, offsets = self.span(start, stop)
         raw = np.frombuffer(data, dtype=np.uint8)
         at = offsets - begin + 4
@@ -149,7 +149,7 @@ class FrameFile:
         kind = raw[np.minimum(at + 1, last)].astype(np.int64)
         # Every event is a msgpack fixarray (at most 15 elements) led by a fixint kind.
         ok = (marker >= 0x91) & (marker <= 0x9F) & (kind < 0x80)
-        return np.where(ok, kind, -1), data, begin, offsets
+        return np.where(ok, kind, -1)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -364,7 +364,7 @@ class ReplayEngine:
         """Exception and overflow-dump frames among ``start..stop-1``."""
         if start >= stop:
             return {EXCEPTION: [], OVERFLOW: []}
-        kinds, _, _, _ = self.frames.kinds(start, stop)
+        kinds = self.frames.kinds(start, stop)
         exceptions: list[int] = []
         overflows: list[int] = []
         decoder = ev.EventDecoder()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -780,7 +781,11 @@ def replay_command(args: argparse.Namespace) -> int:
     if args.json:
         from aclmon.tui.replay_summary import replay_summary
 
-        print(json.dumps(replay_summary(inputs), indent=2))
+        text = json.dumps(replay_summary(inputs), indent=2)
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:  # `aclmon replay --json x | head`: the reader left early
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if not 0 < args.interval <= 60:
         raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")

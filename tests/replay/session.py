@@ -149,7 +149,11 @@ def watch_live_and_record(
         gate.touch()
         while process.poll() is None:
             live.apply_many(subscriber.poll(10_000, 0.05))
-        # The last frames may still be in flight when the job exits.
+        # The last frames may still be in flight when the job exits: read on
+        # until the agent's end of the connection is gone, then until quiet.
+        gone = time.monotonic() + 10
+        while subscriber.state == "connected" and time.monotonic() < gone:
+            live.apply_many(subscriber.poll(10_000, 0.05))
         quiet = 0
         while quiet < 5:
             batch = subscriber.poll(10_000, 0.05)
