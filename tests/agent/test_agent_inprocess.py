@@ -597,3 +597,21 @@ def test_a_failing_step_never_stops_the_control_thread(agent_factory, sim_acl, m
         assert reply.code == 0
     assert agent.failures["sampler"] >= 1
     assert agent._control.is_alive()
+
+
+def test_live_timings_without_bytes_to_ptr(agent_factory, sim_acl, model_path, monkeypatch):
+    """Older pyACL has no acl.util.bytes_to_ptr: the records go through numpy_to_ptr."""
+    monkeypatch.delattr(sim_acl.util, "bytes_to_ptr")
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    assert send(events, SetProfilingConfig, 0, ACL_AICORE_PIPE_UTILIZATION, (), 0).code == 0
+    assert send(events, StartProfiling).code == 0
+    events.wait_for(
+        lambda evs: (
+            {e.op_name for e in evs if type(e) is OpTiming} >= {"mm1", "add1", "relu1"}
+            or (job.run() and None)
+        ),
+        what="op timings through numpy_to_ptr",
+    )
+    assert send(events, StopProfiling).code == 0
+    assert not agent.failures
