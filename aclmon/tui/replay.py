@@ -82,10 +82,11 @@ class RecordingSource(Source):
 
     readonly = True
 
-    def __init__(self, engine: ReplayEngine, description: str) -> None:
+    def __init__(self, engine: ReplayEngine, description: str, reader: Any = None) -> None:
         self.engine = engine
         self.description = description
         self.playing = False
+        self._reader = reader  # the RecordingReader behind the engine's index: closed with us
 
     @property
     def state(self) -> str:
@@ -104,6 +105,9 @@ class RecordingSource(Source):
 
     def close(self) -> None:
         self.engine.close()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 class DumpDirectorySource(Source):
@@ -714,18 +718,6 @@ class ReplayApp(AclmonApp):
 
 
 # ---------------------------------------------------------------- running
-def _open_engine(inputs: ReplayInputs) -> tuple[ReplayEngine, list[str]]:
-    from aclmon.bus.recording import RecordingReader
-
-    recording = inputs.recording
-    assert recording is not None
-    reader = RecordingReader(recording)
-    engine = ReplayEngine(reader, recording)
-    warnings = []
-    others = [p for p in inputs.recordings if p != recording]
-    if others:
-        warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")
-    return engine, warnings
 
 
 def recording_warnings(engine: ReplayEngine) -> list[str]:
@@ -750,16 +742,30 @@ def build_app(
     speed: float = 1.0,
     play: bool = False,
     start_at: str | None = None,
-    app_factory: Callable[..., ReplayApp] = ReplayApp,
     **kwargs: Any,
 ) -> ReplayApp:
     """The replay app for what ``find_inputs`` found (not yet running)."""
-    if inputs.recording is None:
-        return app_factory(DumpDirectorySource(inputs), inputs=inputs, **kwargs)
-    engine, warnings = _open_engine(inputs)
-    description = f"replay {os.path.basename(inputs.recording or '')}"
-    app = app_factory(
-        RecordingSource(engine, description),
+    from aclmon.bus.recording import RecordingReader
+
+    if not SPEEDS[0] <= speed <= SPEEDS[-1]:
+        raise AclmonError(
+            f"--speed must be between {SPEEDS[0]:g} and {SPEEDS[-1]:g}, not {speed:g}"
+        )
+    recording = inputs.recording
+    if recording is None:
+        return ReplayApp(DumpDirectorySource(inputs), inputs=inputs, **kwargs)
+    reader = RecordingReader(recording)  # a bad header raises here: one clear error, no screen
+    try:
+        engine = ReplayEngine(reader, recording)
+    except BaseException:
+        reader.close()
+        raise
+    warnings = []
+    others = [p for p in inputs.recordings if p != recording]
+    if others:
+        warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")
+    return ReplayApp(
+        RecordingSource(engine, f"replay {recording.name}", reader),
         engine=engine,
         inputs=inputs,
         speed=speed,
@@ -768,7 +774,6 @@ def build_app(
         warnings=warnings,
         **kwargs,
     )
-    return app
 
 
 def replay_command(args: argparse.Namespace) -> int:

@@ -207,7 +207,9 @@ class TargetPicker(ModalScreen[Any]):
 
 
 def describe_agent(agent: Any) -> str:
-    return f"pid {agent.pid} on {agent.host}  {' '.join(agent.argv)[:60]}  {agent.address}"
+    """One line per agent: pid, host, the command (script names, not full paths), address."""
+    command = " ".join(os.path.basename(a) if "/" in a else a for a in agent.argv)
+    return f"pid {agent.pid:<7} {agent.host}  {command[:40]:<40}  {agent.address}"
 
 
 class PickerApp(App[Any]):
