@@ -435,6 +435,21 @@ class Store:
         return device
 
     def _hello(self, e: ev.Hello) -> None:
+        s = self.state
+        if s.hello is not None and (e.pid, e.host) != (s.hello.pid, s.hello.host):
+            # Another process now (the job was restarted behind the same address):
+            # what we knew about the old one is history, not state. Counters and
+            # the sequence carry on; the rest starts afresh.
+            fresh = StoreState(
+                exception_limit=s.exception_limit,
+                dump_limit=s.dump_limit,
+                log_limit=s.log_limit,
+                op_limit=s.op_limit,
+                last_seq=s.last_seq,
+                newest_ts_ns=s.newest_ts_ns,
+                counters=s.counters,
+            )
+            self.state = fresh
         self.state.hello = e
 
     def _device_sample(self, e: ev.DeviceSample) -> None:

@@ -329,7 +329,9 @@ class AclmonApp(App[int]):
     def _focus_view(self) -> None:
         widget = self.views[self.current_view]
         vlists = widget.query(VirtualList)
-        (vlists.first() if vlists else widget).focus()
+        # set_focus now, not focus() (which waits a cycle): a key typed right
+        # after the view key must reach the new view.
+        self.set_focus(vlists.first() if vlists else widget)
 
     def jump_to_device(self, device_id: int) -> None:
         self.action_show_view("devices")

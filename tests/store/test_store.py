@@ -336,3 +336,19 @@ def test_out_of_band_reply_with_seq_zero_does_not_disturb_gap_counting():
     store.apply(ev.HostSample(5, T0, 1.0, 1, 1))
     assert store.state.counters.gaps == 0
     assert store.state.last_reply.request_id == 9
+
+
+def test_a_different_process_saying_hello_starts_the_state_afresh():
+    store = Store()
+    events = basic_events()
+    store.apply_many(events)
+    assert store.state.devices and store.state.exceptions
+    same = events[0]._replace(seq=len(events) + 1)  # the same process again (after acl.init)
+    store.apply(same)
+    assert store.state.devices and store.state.exceptions
+    other = events[0]._replace(seq=1, pid=4343)
+    store.apply(other)
+    s = store.state
+    assert s.hello.pid == 4343
+    assert not s.devices and not s.exceptions and not s.ops and not s.contexts
+    assert s.counters.events == len(events) + 2 and s.counters.gaps == 0
