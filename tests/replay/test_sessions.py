@@ -244,3 +244,16 @@ def test_reading_a_dump_directory_stops_when_asked(sim_session):
     source.start()
     source.close()  # at once: the reader stops at the next file
     assert source.wait_loaded(0) and source.error == ""  # finished or cancelled, not failed
+
+
+@pytest.mark.parametrize("speed", ["0.1", "65", "-1"])
+def test_speed_outside_the_range_is_one_clear_error(sim_session, speed):
+    code, _out, err = run_cli("replay", "--speed", speed, str(sim_session.recording))
+    assert code == 1 and "--speed must be between 0.25 and 64" in err
+
+
+def test_a_recording_with_a_bad_header_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.aclmrec"
+    bad.write_bytes(b"ACLMREC\0" + b"\xff" * 30)  # the magic, then a version from the future
+    code, _out, err = run_cli("replay", str(bad))
+    assert code == 1 and "not supported" in err and "Traceback" not in err
