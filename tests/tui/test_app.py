@@ -408,3 +408,17 @@ def test_missing_dump_directory_is_one_clear_error(tmp_path):
 
     with pytest.raises(AclmonError, match="does not exist"):
         DumpDirectoryScan(str(tmp_path / "nope"))
+
+
+async def test_click_selects_a_row_and_q_closes_the_detail():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await pilot.click("#exceptions-list", offset=(5, 2))
+        vlist = app.query_one("#exceptions-list", VirtualList)
+        assert vlist.cursor == 2 and not vlist.follow
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        assert app.screen.exception.task_id == 1002
+        await pilot.press("q")
+        assert not isinstance(app.screen, ExceptionDetail) and app.is_running
