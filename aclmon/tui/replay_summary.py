@@ -86,6 +86,46 @@ def overflow_json(d: ev.DumpFileSeen) -> dict[str, Any]:
     }
 
 
+#: operator dumps remembered to name the operators of overflows
+MAX_OP_DUMPS = 200_000
+
+
+def _op_dump_key(d: ev.DumpFileSeen) -> tuple[str, int, int | None] | None:
+    task = d.summary.get("task_id")
+    stream = d.summary.get("stream_id")
+    if not isinstance(task, int) or not (stream is None or isinstance(stream, int)):
+        return None
+    return (os.path.dirname(d.path), task, stream)
+
+
+def _target(d: ev.DumpFileSeen) -> tuple[str, int, int | None] | None:
+    """Where the operator an overflow record points at would be: its directory,
+    and the task and stream ids from the first decoded record."""
+    from aclmon.dump.opdebug import overflow_target
+
+    summary = d.summary if isinstance(d.summary, dict) else {}
+    for item in summary.get("records") or ():
+        record = item.get("record") if isinstance(item, dict) else None
+        if isinstance(record, dict):
+            try:
+                target = overflow_target(record)
+            except (AttributeError, TypeError):  # a summary of another shape
+                return None
+            task, stream = target.get("task_id"), target.get("stream_id")
+            if isinstance(task, int):
+                return (os.path.dirname(d.path), task, stream if isinstance(stream, int) else None)
+    return None
+
+
+def _find_op_dump(
+    op_dumps: dict[tuple[str, int, int | None], ev.DumpFileSeen],
+    target: tuple[str, int, int | None] | None,
+) -> ev.DumpFileSeen | None:
+    if target is None:
+        return None
+    return op_dumps.get(target) or op_dumps.get((target[0], target[1], None))
+
+
 def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
     from aclmon.bus.recording import RecordingReader
     from aclmon.store.replay import ReplayEngine, iter_recording_events
@@ -99,6 +139,10 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
             exceptions_total = overflows_total = 0
             first = last = None
             decoded = 0
+            # (directory, task id, stream id) -> the operator dump, to name the
+            # operator each overflow points at (it may come before or after it).
+            op_dumps: dict[tuple[str, int, int | None], ev.DumpFileSeen] = {}
+            targets: list[tuple[str, int, int | None] | None] = []
             for event in iter_recording_events(engine):
                 decoded += 1
                 counts[ev.KIND_NAMES[type(event)]] += 1
@@ -114,8 +158,19 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
                     overflows_total += 1
                     if len(overflows) < LIST_LIMIT:
                         overflows.append(overflow_json(event))
+                        targets.append(_target(event))
+                elif type(event) is ev.DumpFileSeen and isinstance(event.summary, dict):
+                    key = _op_dump_key(event)
+                    if key is not None and len(op_dumps) < MAX_OP_DUMPS:
+                        op_dumps.setdefault(key, event)
         finally:
             engine.frames.close()
+        for item, target in zip(overflows, targets, strict=True):
+            found = _find_op_dump(op_dumps, target)
+            if found is not None:
+                summary = found.summary if isinstance(found.summary, dict) else {}
+                operator = f"{summary.get('op_type', '')} {summary.get('op_name', '')}".strip()
+                item["operator"], item["op_dump"] = operator or None, found.path
         cut = reader.cut
         return {
             "path": str(path),

@@ -180,6 +180,8 @@ def test_json_summary_of_a_recording_and_its_dumps(sim_session):
     assert exception["op_name"] == "relu1" and exception["error_code"] == 507015
     assert exception["error_name"] == "ACL_ERROR_RT_AICORE_EXCEPTION"
     (overflow,) = rec["overflows"]
+    assert overflow["operator"] == "Add add1"  # linked through the recording's own dump events
+    assert os.path.dirname(overflow["op_dump"]) == os.path.dirname(overflow["path"])
     assert overflow["records"][0]["overflowed"] == [
         "AI Core: floating-point computation overflow (0x020)"
     ]
