@@ -41,6 +41,8 @@ from aclmon.store.state import Store, StoreState
 DEFAULT_SNAPSHOT_EVERY = 20_000
 #: frames folded per read while folding long ranges (bounds the bytes held at once).
 FOLD_BATCH = 20_000
+#: bytes read from the file at once, at most (plus one frame)
+READ_BYTES = 8 * 1024 * 1024
 #: a restore costs about as much as folding this many frames (copying the state).
 RESTORE_COST = 2_000
 
@@ -102,11 +104,28 @@ class FrameFile:
         # The index says these frames exist; the file no longer holds them.
         raise AclmonError(f"{self.path}: frames at byte {begin} are no longer readable")
 
+    def pieces(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
+        """``start..stop`` cut into runs of frames of about ``READ_BYTES`` at
+        most (at least one frame each), so no read holds more than that plus
+        one frame, whatever the frames' sizes."""
+        offsets = self.index.offsets
+        a = start
+        while a < stop:
+            limit = int(offsets[a]) + READ_BYTES
+            b = a + int(np.searchsorted(offsets[a:stop], limit, side="left"))
+            b = max(a + 1, b)
+            yield a, b
+            a = b
+
     def decode(self, start: int, stop: int, decoder: ev.EventDecoder) -> list[ev.Event]:
         """The events of frames ``start..stop-1``; bad frames are skipped and
         counted by ``decoder``."""
-        if start >= stop:
-            return []
+        events: list[ev.Event] = []
+        for a, b in self.pieces(start, stop):
+            events.extend(self._decode_piece(a, b, decoder))
+        return events
+
+    def _decode_piece(self, start: int, stop: int, decoder: ev.EventDecoder) -> list[ev.Event]:
         begin, data, offsets = self.span(start, stop)
         view = memoryview(data)
         rel = (offsets - begin).tolist()
@@ -141,6 +160,10 @@ class FrameFile:
     def kinds(self, start: int, stop: int) -> np.ndarray:
         """The wire kind of each frame from its second payload byte (-1 when the
         payload does not start like an event); a hint only, the frame may be junk."""
+        parts = [self._kinds_piece(a, b) for a, b in self.pieces(start, stop)]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _kinds_piece(self, start: int, stop: int) -> np.ndarray:
         begin, data, offsets = self.span(start, stop)
         raw = np.frombuffer(data, dtype=np.uint8)
         at = offsets - begin + 4

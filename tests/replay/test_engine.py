@@ -371,3 +371,26 @@ def test_snapshots_share_equal_dump_records_and_restores_stay_independent(record
     finally:
         engine.close()
         reader.close()
+
+
+def test_reads_are_bounded_in_bytes_whatever_the_frame_sizes(tmp_path, monkeypatch):
+    from aclmon.store import replay as replay_module
+
+    monkeypatch.setattr(replay_module, "READ_BYTES", 1000)
+    big = [ev.LogLine(n + 1, T0 + n, "info", "x" * (50 if n % 3 else 3000)) for n in range(60)]
+    path = write_recording(tmp_path / "big.aclmrec", big)
+    reader, engine = open_engine(path, snapshot_every=16)
+    try:
+        pieces = list(engine.frames.pieces(0, len(engine)))
+        assert pieces[0][0] == 0 and pieces[-1][1] == 60
+        assert all(b > a for a, b in pieces) and len(pieces) > 10
+        offsets = reader.offsets
+        for a, b in pieces:
+            if b - a > 1:  # several frames only when they fit the budget
+                assert offsets[b - 1] - offsets[a] < 1000
+        engine.seek(60)
+        assert engine.store.to_json() == fold(big)
+        assert len(engine.frames.kinds(0, 60)) == 60
+    finally:
+        engine.close()
+        reader.close()
