@@ -5,9 +5,10 @@ viewer) in one process, in alternating rounds (the order flips every round),
 and takes the median of the per-round results. Each is measured twice:
 
 * by the job process's **CPU time** (all its threads: the hooks on the job's
-  thread and the publisher packing events on its own thread; they share the
-  GIL, so this is what the job pays). Other processes on a shared machine
-  barely disturb it: these are the headline figures;
+  thread and the publisher's thread taking the events, and packing them when
+  a viewer is connected; they share the GIL, so this is what the job pays).
+  Other processes on a shared machine barely disturb it: these are the
+  headline figures;
 * by **wall-clock time** (``*_wall`` figures), which on a busy machine swings
   with everyone else's load.
 
