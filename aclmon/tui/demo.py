@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,32 +68,40 @@ class DemoJob:
         stamp = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
         self.socket_path = directory / f"demo-{stamp}.sock"
         self.log_path = directory / f"demo-{stamp}.log"
+        # Profiling started from the viewer writes here, not into the user's cwd.
+        self.profiling_path = directory / f"demo-{stamp}-prof"
+        self.dump_path = directory / f"demo-{stamp}-dump"
         self.record = record
         self.extra_args = list(extra_args or [])
         self.process: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        argv = [sys.executable, "-m", "aclmon", "run", "--sim", "--listen", str(self.socket_path)]
+        argv = [sys.executable, "-m", "aclmon", "run", "--sim", "--listen", str(self.socket_path),
+                "--profiling-output", str(self.profiling_path)]  # fmt: skip
         if self.record:
             argv += ["--record", self.record]
-        return [*argv, workload_path(), *self.extra_args]
+        return [*argv, workload_path(), "--dump-path", str(self.dump_path), *self.extra_args]
 
-    def _remove_stale_logs(self) -> None:
-        """Logs of earlier demos whose viewer has gone (its pid is in the name)."""
-        for path in self.log_path.parent.glob("demo-*.log"):
+    def _remove_stale_files(self) -> None:
+        """Logs, profiling output and dumps of earlier demos whose viewer has
+        gone (its pid is in the name), so demos do not pile up."""
+        for path in self.log_path.parent.glob("demo-*"):
             pid_text = path.name.removeprefix("demo-").split("-", 1)[0]
-            if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            if path.suffix == ".sock" or not pid_text.isdigit() or int(pid_text) == os.getpid():
                 continue
             try:
                 os.kill(int(pid_text), 0)
             except ProcessLookupError:
-                with contextlib.suppress(OSError):
-                    path.unlink()
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
             except PermissionError:  # alive, someone else's
                 pass
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        self._remove_stale_logs()
+        self._remove_stale_files()
         command = self.command()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(

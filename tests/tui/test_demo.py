@@ -12,7 +12,16 @@ from aclmon.tui.sources import LiveSource
 
 
 def test_demo_job_listens_and_stops_cleanly(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale_log = tmp_path / f"demo-{dead.pid}-1.log"
+    stale_log.write_text("old")
+    stale_dump = tmp_path / f"demo-{dead.pid}-1-dump"
+    (stale_dump / "0").mkdir(parents=True)
     with DemoJob(directory=tmp_path) as job:
+        assert not stale_log.exists() and not stale_dump.exists()
         pid = job.process.pid
         source = LiveSource(str(job.socket_path), readonly=True)
         try:
@@ -28,6 +37,7 @@ def test_demo_job_listens_and_stops_cleanly(tmp_path):
         os.kill(pid, 0)
     assert not job.socket_path.exists()
     assert job.log_path.exists()  # the job's output went to its log, not the screen
+    assert job.dump_path.is_dir()  # its dumps went to the runtime directory, not the cwd
 
 
 def test_demo_job_that_dies_at_start_is_one_clear_error(tmp_path, monkeypatch):
