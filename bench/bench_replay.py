@@ -13,7 +13,9 @@ screen shows the new state.
 Targets (issue #7): first screen < 2 s, seek < 200 ms, peak RSS well under
 3x the file size. ``seek_ms`` is the worst of three seeks (end, start, a
 frame away from any snapshot), each from the call until the new state is
-painted; ``*_call_ms`` is the seek's own work within it. The same seeks by
+painted; ``*_call_ms`` is the seek's own work within it. ``open_s`` is the
+time from process start to the app's first screen refresh (the replay app
+starts indexing right after it). The same seeks by
 key through the headless pilot (``key_*_ms``) add its input simulation.
 
     python bench/bench_replay.py [--events N] [--keep FILE]
@@ -122,9 +124,17 @@ def measure(path: str, started: float) -> dict[str, float]:
         app = build_app(find_inputs(path), interval=0.25)
         engine = app.engine
         assert engine is not None
+        start_indexing = app._start_indexing
+
+        def first_paint() -> None:
+            # Called by the app right after its first screen refresh (call_after_refresh).
+            result["open_s"] = round(time.perf_counter() - started, 3)
+            start_indexing()
+
+        app._start_indexing = first_paint  # type: ignore[method-assign]
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
-            result["open_s"] = round(time.perf_counter() - started, 3)
+            result["settled_s"] = round(time.perf_counter() - started, 3)
             built = time.perf_counter()
             while not engine.ready:
                 await asyncio.sleep(0.05)
@@ -203,6 +213,7 @@ def main() -> int:
     figures["rss_per_file_size"] = round(figures["peak_rss_mb"] / file_mb, 2)
     print(f"python + textual + aclmon imports       {figures['import_s']:.2f} s")
     print(f"first screen (from process start)       {figures['open_s']:.2f} s   target < 2 s")
+    print(f"  (pilot idle after it, indexing running: {figures['settled_s']:.2f} s)")
     print(f"snapshots + markers built in background {figures['snapshots_ready_s']:.2f} s")
     for name, label in (("end", "the end"), ("start", "the start"), ("middle", "a middle frame")):
         print(

@@ -21,8 +21,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 from rich.style import Style
 from rich.text import Text
 from textual import work
@@ -76,6 +78,73 @@ PAUSED = "paused"
 
 
 # ---------------------------------------------------------------- sources
+class LateIndex:
+    """A recording's index that starts indexing only when asked.
+
+    :class:`~aclmon.bus.RecordingReader` indexes on its own thread from the
+    moment it is made, and that pass holds the GIL for much of a second per
+    million frames: made after the first screen, it no longer delays it. The
+    header is checked at once all the same, so a bad file is still one error
+    before any screen. Until :meth:`open`, it is an empty index still being
+    built (the engine and the timeline read it as such).
+    """
+
+    def __init__(self, path: Path) -> None:
+        from aclmon.bus.recording import read_header
+        from aclmon.errors import DecodeError
+
+        self.path = path
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise DecodeError(str(path), 0, f"cannot open: {exc.strerror}") from None
+        try:
+            self.header = read_header(fd, str(path), os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        self.reader: Any = None
+
+    def open(self) -> None:
+        """Start indexing (idempotent)."""
+        from aclmon.bus.recording import RecordingReader
+
+        if self.reader is None:
+            self.reader = RecordingReader(self.path)
+
+    def __len__(self) -> int:
+        return len(self.reader) if self.reader is not None else 0
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.reader.offsets if self.reader is not None else _NO_FRAMES
+
+    @property
+    def timestamps(self) -> np.ndarray:
+        return self.reader.timestamps if self.reader is not None else _NO_FRAMES
+
+    @property
+    def indexed(self) -> bool:
+        return bool(self.reader is not None and self.reader.indexed)
+
+    def seek_time(self, ts_ns: int) -> int:
+        return int(self.reader.seek_time(ts_ns)) if self.reader is not None else 0
+
+    @property
+    def cut(self) -> Any:
+        return getattr(self.reader, "cut", None)
+
+    @property
+    def error(self) -> str | None:
+        return getattr(self.reader, "error", None)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+_NO_FRAMES = np.empty(0, dtype=np.int64)
+
+
 class RecordingSource(Source):
     """The app's source while a recording replays: the engine feeds the store
     directly (seeking backwards replaces the state), so ``poll`` has nothing."""
@@ -473,11 +542,18 @@ class ReplayApp(AclmonApp):
         super().on_mount()
         if self.engine is not None:
             # After the first screen: the builder competes with the UI for the GIL.
-            self.call_after_refresh(self.engine.start_background)
+            self.call_after_refresh(self._start_indexing)
             if self._autoplay:
                 self.set_playing(True)
             self._warnings_timer = self.set_interval(0.2, self._check_warnings)
             self._refresh_timeline()
+
+    def _start_indexing(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        if isinstance(engine.index, LateIndex):
+            engine.index.open()
+        engine.start_background()
 
     def _check_warnings(self) -> None:
         """Add the file's problems to the timeline once the index knows them."""
@@ -745,8 +821,6 @@ def build_app(
     **kwargs: Any,
 ) -> ReplayApp:
     """The replay app for what ``find_inputs`` found (not yet running)."""
-    from aclmon.bus.recording import RecordingReader
-
     if not SPEEDS[0] <= speed <= SPEEDS[-1]:
         raise AclmonError(
             f"--speed must be between {SPEEDS[0]:g} and {SPEEDS[-1]:g}, not {speed:g}"
@@ -754,18 +828,14 @@ def build_app(
     recording = inputs.recording
     if recording is None:
         return ReplayApp(DumpDirectorySource(inputs), inputs=inputs, **kwargs)
-    reader = RecordingReader(recording)  # a bad header raises here: one clear error, no screen
-    try:
-        engine = ReplayEngine(reader, recording)
-    except BaseException:
-        reader.close()
-        raise
+    index = LateIndex(recording)  # a bad header raises here: one clear error, no screen
+    engine = ReplayEngine(index, recording)
     warnings = []
     others = [p for p in inputs.recordings if p != recording]
     if others:
         warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")
     return ReplayApp(
-        RecordingSource(engine, f"replay {recording.name}", reader),
+        RecordingSource(engine, f"replay {recording.name}", index),
         engine=engine,
         inputs=inputs,
         speed=speed,
@@ -794,7 +864,6 @@ def replay_command(args: argparse.Namespace) -> int:
         return 0
     if not 0 < args.interval <= 60:
         raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")
-    from pathlib import Path
 
     from aclmon.tui.app import keymap_path, load_keymap
 
