@@ -136,6 +136,28 @@ class AclmonApp(App[int]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
+    def get_css_variables(self) -> dict[str, str]:
+        """Theme colours, with aclmon's own variables derived from the theme's
+        palette when a theme (e.g. one of Textual's) does not set them."""
+        variables = super().get_css_variables()
+        theme = self.get_theme(self.theme)
+        own = theme.variables if theme is not None else {}
+        derived = {
+            "aclmon-busy": "warning",
+            "aclmon-sync": "secondary",
+            "aclmon-idle": "success",
+            "aclmon-dim": "foreground-muted",
+            "aclmon-spark": "primary",
+            "aclmon-bar": "primary",
+            "aclmon-bar-empty": "panel-lighten-1",
+            "aclmon-bad": "error",
+            "aclmon-cursor": "primary-muted",
+        }
+        for name, source in derived.items():
+            if name not in own and variables.get(source):
+                variables[name] = variables[source]
+        return variables
+
     def compose(self) -> ComposeResult:
         # Kept as attributes: while a modal screen is up, app queries search that screen.
         self._header = Static(id="header")
