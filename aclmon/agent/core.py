@@ -502,7 +502,9 @@ class Agent:
         if warning:
             self.emit(LogLine, "warning", warning)
         if config.profiler_on:
-            self.profiling.acl_json_profiling(config.profiler_output)
+            self.profiling.acl_json_profiling(
+                config.profiler_output, config.profiler_flags, config.profiler_metrics
+            )
         if config.dump_path:
             self.dump_watcher = DumpWatcher(self, config.dump_path)
             self.emit(LogLine, "info", f"watching dump directory {config.dump_path}")

@@ -20,6 +20,22 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aclmon.acl_constants import (
+    ACL_AICORE_PIPE_UTILIZATION,
+    ACL_PROF_ACL_API,
+    ACL_PROF_AICORE_METRICS,
+    ACL_PROF_AICPU,
+    ACL_PROF_HCCL_TRACE,
+    ACL_PROF_L2CACHE,
+    ACL_PROF_MSPROFTX,
+    ACL_PROF_RUNTIME_API,
+    ACL_PROF_TASK_MEMORY,
+    ACL_PROF_TASK_TIME,
+    ACL_PROF_TASK_TIME_L0,
+    ACL_PROF_TASK_TIME_L2,
+    ACL_PROF_TASK_TIME_L3,
+    AICORE_METRICS,
+)
 from aclmon.events import DumpFileSeen
 
 if TYPE_CHECKING:
@@ -39,6 +55,27 @@ _OPDEBUG = re.compile(r"opdebug\.node_opdebug\.", re.IGNORECASE)
 _OP_DUMP_NAME = re.compile(r"^([^.]+)\.([^.]+)\.\d+\.(?:\d+\.)?\d+(?:\.\d+)*$")
 
 
+#: acl.json "profiler" on/off switches -> the ACL_PROF_* data type they collect
+PROFILER_SWITCH_FLAGS = {
+    "ascendcl": ACL_PROF_ACL_API,
+    "aicpu": ACL_PROF_AICPU,
+    "l2": ACL_PROF_L2CACHE,
+    "hccl": ACL_PROF_HCCL_TRACE,
+    "msproftx": ACL_PROF_MSPROFTX,
+    "runtime_api": ACL_PROF_RUNTIME_API,
+    "task_memory": ACL_PROF_TASK_MEMORY,
+}
+#: acl.json "task_time" values -> flags (levels by the flag names: "on" = level 1)
+TASK_TIME_FLAGS = {
+    "on": ACL_PROF_TASK_TIME,
+    "l1": ACL_PROF_TASK_TIME,
+    "l0": ACL_PROF_TASK_TIME_L0,
+    "l2": ACL_PROF_TASK_TIME_L2,
+    "l3": ACL_PROF_TASK_TIME_L3,
+}
+_METRICS_BY_NAME = {name: value for value, (_, name) in AICORE_METRICS.items()}
+
+
 @dataclass(frozen=True)
 class AclJson:
     """The parts of an acl.json that matter to the agent."""
@@ -48,6 +85,9 @@ class AclJson:
     dump_debug: bool = False
     profiler_on: bool = False
     profiler_output: str = ""
+    #: what the profiler section collects, as ACL_PROF_* flags and aclprofAicoreMetrics
+    profiler_flags: int = 0
+    profiler_metrics: int = ACL_AICORE_PIPE_UTILIZATION
 
 
 def read_acl_json(path: str) -> tuple[AclJson, str]:
@@ -80,11 +120,33 @@ def read_acl_json(path: str) -> tuple[AclJson, str]:
     profiler = root.get("profiler")
     profiler_on = False
     profiler_output = ""
+    flags = 0
+    metrics = ACL_AICORE_PIPE_UTILIZATION
     if isinstance(profiler, dict):
         profiler_on = profiler.get("switch") == "on"
         output = profiler.get("output")
         profiler_output = output if isinstance(output, str) and output else base
-    return AclJson(path, dump_path, dump_debug, profiler_on, profiler_output), ""
+        flags, metrics = _profiler_collects(profiler)
+    config = AclJson(path, dump_path, dump_debug, profiler_on, profiler_output, flags, metrics)
+    return config, ""
+
+
+def _profiler_collects(section: dict[str, Any]) -> tuple[int, int]:
+    """ACL_PROF_* flags and AI Core metrics an acl.json "profiler" section asks for."""
+    flags = 0
+    for key, flag in PROFILER_SWITCH_FLAGS.items():
+        if section.get(key) == "on":
+            flags |= flag
+    # Only what the file says: defaults of absent keys differ between CANN versions.
+    task_time = section.get("task_time")
+    if isinstance(task_time, str):
+        flags |= TASK_TIME_FLAGS.get(task_time, 0)
+    metrics = ACL_AICORE_PIPE_UTILIZATION
+    name = section.get("aic_metrics")
+    if isinstance(name, str) and name in _METRICS_BY_NAME:
+        metrics = _METRICS_BY_NAME[name]
+        flags |= ACL_PROF_AICORE_METRICS
+    return flags, metrics
 
 
 def classify_name(name: str) -> str:

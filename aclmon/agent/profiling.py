@@ -353,11 +353,14 @@ class ProfilingController:
                 if self._live is not None:
                     self._live.unsubscribe(model_id)
 
-    def acl_json_profiling(self, output: str) -> None:
+    def acl_json_profiling(self, output: str, flags: int, aicore_metrics: int) -> None:
         with self._lock:
             self.owner = "acl.json"
             self.initialized = self.running = True
             self.active_output = output
+            self.active_flags = flags
+            self.active_metrics = aicore_metrics
+            self.active_devices = ()  # acl.json profiles every device the job uses
         self.publish_state()
 
     def job_init(self, path: str, ret: int) -> None:

@@ -46,6 +46,29 @@ def test_acl_json_dump_and_profiler(tmp_path):
     assert config.profiler_output == "/tmp/prof"
 
 
+def test_acl_json_profiler_switches_become_flags(tmp_path):
+    from aclmon.acl_constants import (
+        ACL_AICORE_MEMORY_BANDWIDTH,
+        ACL_AICORE_PIPE_UTILIZATION,
+        ACL_PROF_ACL_API,
+        ACL_PROF_AICORE_METRICS,
+        ACL_PROF_MSPROFTX,
+        ACL_PROF_TASK_TIME_L0,
+    )
+
+    path = tmp_path / "acl.json"
+    section = {"switch": "on", "ascendcl": "on", "msproftx": "on", "aicpu": "off"}
+    path.write_text(json.dumps({"profiler": dict(section, task_time="l0", aic_metrics="Memory")}))
+    config, _ = read_acl_json(str(path))
+    assert config.profiler_flags == (
+        ACL_PROF_ACL_API | ACL_PROF_MSPROFTX | ACL_PROF_TASK_TIME_L0 | ACL_PROF_AICORE_METRICS
+    )
+    assert config.profiler_metrics == ACL_AICORE_MEMORY_BANDWIDTH
+    path.write_text(json.dumps({"profiler": {"switch": "on", "aic_metrics": "Bogus"}}))
+    config, _ = read_acl_json(str(path))
+    assert config.profiler_flags == 0 and config.profiler_metrics == ACL_AICORE_PIPE_UTILIZATION
+
+
 def test_acl_json_profiler_off_and_empty(tmp_path):
     path = tmp_path / "acl.json"
     path.write_text('{"profiler": {"switch": "off"}}')

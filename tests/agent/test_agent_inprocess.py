@@ -324,13 +324,15 @@ def test_profiling_commands_validate(agent_factory, sim_acl):
 
 def test_acl_json_profiling_is_left_alone(agent_factory, sim_acl, tmp_path):
     acl_json = write_acl_json(
-        tmp_path / "acl.json", profiler={"switch": "on", "output": str(tmp_path / "jsonprof")}
+        tmp_path / "acl.json",
+        profiler={"switch": "on", "output": str(tmp_path / "jsonprof"), "ascendcl": "on"},
     )
     _, events = agent_factory()
     assert sim_acl.init(str(acl_json)) == 0
     assert sim_acl.rt.set_device(0) == 0
     state = events.wait_kind(ProfilingState, lambda e: e.owner == "acl.json")
     assert state.running and state.output_path == str(tmp_path / "jsonprof")
+    assert state.flags == ACL_PROF_ACL_API
     for command in (StartProfiling, StopProfiling):
         reply = send(events, command)
         assert reply.code == ACL_ERROR_PROF_ALREADY_RUN and "acl.json" in reply.message
