@@ -1,0 +1,73 @@
+"""Finding what to replay under PATH, with hostile files about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aclmon.tui.replay_inputs import (
+    RECORDING_MAGIC,
+    UNGROUPED,
+    ReplayInputError,
+    dump_events,
+    dump_group,
+    find_inputs,
+)
+
+NAMES = st.sampled_from(
+    [
+        "Add.add1.7.2.1796203689381353",
+        "Opdebug.Node_OpDebug.8.2.1796203689381353",
+        "MatMul.mm.1.4.1796203459523750.4.0.1.0",
+        "stats.csv",
+        "session.aclmrec",
+        "notes.txt",
+    ]
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.lists(st.tuples(NAMES, st.binary(max_size=200), st.booleans()), min_size=1, max_size=6)
+)
+def test_hostile_files_never_raise_anything_but_one_clear_error(tmp_path_factory, files):
+    root = tmp_path_factory.mktemp("hostile")
+    for n, (name, data, with_magic) in enumerate(files):
+        folder = root / str(n)
+        folder.mkdir()
+        (folder / name).write_bytes((RECORDING_MAGIC if with_magic else b"") + data)
+    try:
+        found = find_inputs(root)
+    except ReplayInputError as exc:
+        assert "no aclmon recording or dump files" in str(exc)
+        return
+    for recording in found.recordings:
+        assert recording.read_bytes().startswith(RECORDING_MAGIC)
+    for event in dump_events(found.dump_files):  # summaries say what is wrong, never raise
+        assert event.path in {str(p) for p in found.dump_files}
+        assert isinstance(event.summary, dict)
+
+
+def test_groups_come_from_the_documented_tree():
+    group = dump_group(Path("/d/20261202092809/3/resnet50/11/42/Conv2D.conv1.1.2.3"))
+    assert (group.device, group.model, group.model_id, group.step) == (3, "resnet50", 11, 42)
+    assert group.label() == "device 3 · model resnet50 (11) · step 42"
+    assert dump_group(Path("/flat/Conv2D.conv1.1.2.3")) == UNGROUPED
+    assert dump_group(Path("/a/b/c/d/e/Conv2D.conv1.1.2.3")) == UNGROUPED  # not numbers
+
+
+def test_a_single_file_is_a_recording_a_dump_or_one_clear_error(tmp_path, sim_session):
+    recording = tmp_path / "x.bin"
+    recording.write_bytes(RECORDING_MAGIC + bytes(40))
+    assert find_inputs(recording).recordings == [recording]
+    dump = next(sim_session.dumps.rglob("Add.*"))
+    assert find_inputs(dump).dump_files == [dump]
+    text = tmp_path / "readme.txt"
+    text.write_text("not a dump")
+    with pytest.raises(ReplayInputError, match="neither an aclmon recording nor a dump file"):
+        find_inputs(text)
