@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 Wrapper = Callable[..., Any]
 
+#: the ``stream`` of StreamSyncBegin/StreamSynchronized for ``synchronize_device``
+DEVICE_SYNC = -1
+
 _get_ident = threading.get_ident
 _perf_ns = time.perf_counter_ns
 _time_ns = time.time_ns
@@ -108,7 +111,7 @@ class Hooks:
             wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]
             setattr(module, name, wrapper)
             self.originals[qualified] = original
-            if qualified.startswith("rt.synchronize_stream"):
+            if qualified.startswith(("rt.synchronize_stream", "rt.synchronize_device")):
                 self.slow_call_codes[wrapper.__code__] = StreamSyncBegin
             elif qualified.startswith("mdl.execute"):
                 self.slow_call_codes[wrapper.__code__] = ExecuteBegin
@@ -138,6 +141,10 @@ class Hooks:
             "rt.synchronize_stream": functools.partial(self._synchronize_stream, timed=False),
             "rt.synchronize_stream_with_timeout": functools.partial(
                 self._synchronize_stream, timed=True
+            ),
+            "rt.synchronize_device": functools.partial(self._synchronize_device, timed=False),
+            "rt.synchronize_device_with_timeout": functools.partial(
+                self._synchronize_device, timed=True
             ),
             "rt.set_exception_info_callback": self._set_exception_info_callback,
             "mdl.load_from_file": functools.partial(self._load_model, from_file=True),
@@ -445,6 +452,31 @@ class Hooks:
             return result
 
         return synchronize_stream
+
+    def _synchronize_device(self, original: Callable[..., Any], *, timed: bool) -> Wrapper:
+        agent = self.agent
+        fail = agent.fail
+
+        # Published as StreamSynchronized with stream = DEVICE_SYNC (every stream of the
+        # thread's current device); a long wait gets its StreamSyncBegin like a stream sync.
+        def synchronize_device(*args: Any, **kwargs: Any) -> Any:
+            stream = DEVICE_SYNC
+            timeout_ms = -1
+            try:
+                if timed:
+                    timeout_ms = args[0] if args else kwargs.get("timeout", -1)
+            except Exception as exc:
+                fail("hook rt.synchronize_device", exc)
+            start = _perf_ns()
+            result = original(*args, **kwargs)
+            duration = _perf_ns() - start
+            try:
+                agent.emit(StreamSynchronized, stream, duration, _ret_of(result), timeout_ms)
+            except Exception as exc:
+                fail("hook rt.synchronize_device", exc)
+            return result
+
+        return synchronize_device
 
     # ------------------------------------------------------------ exception callback
     def _set_exception_info_callback(self, original: Callable[..., Any]) -> Wrapper:

@@ -191,6 +191,14 @@ def test_slow_calls_get_their_begin_event(agent_factory, sim_acl, tmp_path, monk
     assert begin.device_id == 0 and begin.seq < end.seq
     # one Begin per slow call, however many checks saw it running
     assert sum(1 for e in events.events if type(e) is StreamSyncBegin) == 1
+    # a device-wide synchronize is published with stream -1
+    assert sim_acl.mdl.execute_async(job.model_id, job.inputs, job.outputs, job.stream) == 0
+    assert sim_acl.rt.synchronize_device() == 0
+    begin = events.wait_kind(StreamSyncBegin, lambda e: e.stream == -1)
+    done = events.wait_kind(StreamSynchronized, lambda e: e.stream == -1)
+    assert begin.seq < done.seq and done.ret == 0 and done.timeout_ms == -1
+    assert sim_acl.rt.synchronize_device_with_timeout(5000) == 0
+    events.wait_kind(StreamSynchronized, lambda e: e.stream == -1 and e.timeout_ms == 5000)
 
 
 # ---------------------------------------------------------------- exceptions
