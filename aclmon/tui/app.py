@@ -215,6 +215,7 @@ class AclmonApp(App[int]):
     def _repaint(self) -> None:
         if not self._live:
             return
+        self._header_text = ""  # same text, new colours: draw it again
         for vlist in (self.exceptions_view.vlist, self.dumps_view.vlist):
             vlist.clear_cache()
         self.refresh_view(force=True)
