@@ -195,7 +195,9 @@ def dump_events(
     from aclmon.dump import summarize
     from aclmon.dump.index import DumpIndex
 
-    linked: dict[str, tuple[str, str]] = {}
+    linked: dict[
+        str, tuple[str, str]
+    ] = {}  # overflow path -> (op dump path, name from the file name)
     directories = sorted({str(f.parent) for f in files if "opdebug" in f.name.lower()})
     for directory in directories:
         if should_stop is not None and should_stop():
@@ -206,17 +208,25 @@ def dump_events(
                 name = link.op_dump.name
                 operator = f"{name.op_type} {name.op_name}" if name is not None else ""
                 linked[link.overflow.path] = (link.op_dump.path, operator)
-    rows: list[tuple[tuple[Any, ...], ev.DumpFileSeen]] = []
+    summaries: dict[str, dict[str, Any]] = {}
     for file in files:
         if should_stop is not None and should_stop():
             raise Cancelled("stopped reading dump files")
-        summary = summarize(file)
+        summaries[str(file)] = summarize(file)
+    rows: list[tuple[tuple[Any, ...], ev.DumpFileSeen]] = []
+    for file in files:
+        summary = summaries[str(file)]
         group = dump_group(file)
         summary["group"] = group.label()
         kind = summary.get("kind") or "unknown"
         link = linked.get(str(file))
         if link is not None:
-            summary["op_dump"], summary["operator"] = link
+            op_path, operator = link
+            # The header's op name (the file name has "/" and "." replaced by "_").
+            op_summary = summaries.get(op_path) or {}
+            if op_summary.get("op_name"):
+                operator = f"{op_summary.get('op_type', '')} {op_summary['op_name']}".strip()
+            summary["op_dump"], summary["operator"] = op_path, operator
         try:
             size = os.stat(file).st_size
         except OSError:
