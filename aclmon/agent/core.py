@@ -209,6 +209,10 @@ class Agent:
         try:
             self.hooks.uninstall()
             atexit.unregister(self.close)
+            import aclmon.agent
+
+            if aclmon.agent._agent is self:  # the child may start an agent of its own
+                aclmon.agent._agent = None
         except Exception:  # nothing may disturb the child either
             pass
 

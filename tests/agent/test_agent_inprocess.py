@@ -418,12 +418,21 @@ def test_live_timings_follow_models_loaded_later(agent_factory, sim_acl, model_p
     assert not agent.failures
 
 
-def test_forked_child_runs_unobserved(agent_factory, sim_acl):
+def test_forked_child_runs_unobserved(agent_factory, sim_acl, monkeypatch):
     agent, _ = agent_factory()
     original = agent.hooks.originals["rt.set_device"]
     pid = os.fork()
     if pid == 0:  # the child: exit status 0 only if the originals are back
         os._exit(0 if sim_acl.rt.set_device is original else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    # and a child whose agent came from aclmon.agent.start() may start its own
+    import aclmon.agent
+
+    monkeypatch.setattr(aclmon.agent, "_agent", agent)
+    pid = os.fork()
+    if pid == 0:  # the at-fork handler has run in the child
+        os._exit(0 if aclmon.agent.current() is None else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert sim_acl.rt.set_device is not original  # the parent is still observed
