@@ -43,10 +43,10 @@ def run_script(path: str, args: list[str]) -> int:
     except BaseException:
         # What the interpreter would print, minus the frames of aclmon and runpy.
         exc_type, exc, tb = sys.exc_info()
-        while tb is not None and tb.tb_frame.f_code.co_filename != os.path.abspath(path):
-            if tb.tb_next is None:
-                break
-            tb = tb.tb_next
-        traceback.print_exception(exc_type, exc, tb)
+        script = os.path.abspath(path)
+        first = tb
+        while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != script:
+            first = first.tb_next
+        traceback.print_exception(exc_type, exc, first or tb)
         return 1
     return 0

@@ -365,3 +365,28 @@ def test_sigterm_stops_the_agent_cleanly(tmp_path, model_path):
         assert reader.wait_indexed(10)
         kinds = {type(e) for e in reader.iter_events()}
     assert {Hello, DeviceSet, ModelLoaded, StreamSynchronized} <= kinds
+
+
+def test_a_failing_script_shows_its_own_traceback(tmp_path):
+    (tmp_path / "bad.py").write_text('def f():\n    raise ValueError("boom")\n\nf()\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "aclmon.agent", "--sim", "--listen", "a.sock", "bad.py"],
+        cwd=tmp_path,
+        env=sim_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    # (caret lines under the code differ between Python versions: not compared)
+    lines = [line for line in result.stderr.splitlines() if line.strip(" ^~")]
+    assert lines[0].startswith("aclmon agent: listening on unix:a.sock")
+    # exactly what `python bad.py` prints: the script's frames only
+    assert lines[1:] == [
+        "Traceback (most recent call last):",
+        '  File "bad.py", line 4, in <module>',
+        "    f()",
+        '  File "bad.py", line 2, in f',
+        '    raise ValueError("boom")',
+        "ValueError: boom",
+    ]
