@@ -51,7 +51,6 @@ _KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
 _KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
 OVERFLOW = "overflow"
 EXCEPTION = "exception"
-_PENDING = object()
 
 
 def _int64(value: int) -> int:
@@ -136,19 +135,25 @@ class FrameFile:
         gc.disable()
         try:
             unpacker = msgpack.Unpacker(
-                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 2
+                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 1
             )
+            objs: list[object] | None = []
             try:
                 unpacker.feed(b"".join(payloads))
-                objs = list(unpacker)
-                # A bad payload may have swallowed the start of the next one and
-                # left a half-read object, with the count still agreeing: a nil fed
-                # now must come back as itself, else something was pending.
-                unpacker.feed(b"\xc0")
-                clean = next(unpacker, _PENDING) is None
+                unpack, tell = unpacker.unpack, unpacker.tell
+                end = 0
+                for payload in payloads:
+                    end += len(payload)
+                    objs.append(unpack())  # type: ignore[union-attr]
+                    # Each object must end exactly where its frame ends: junk can
+                    # swallow the start of the next frame, and the count of objects
+                    # (even the boundaries after it) can still come out right.
+                    if tell() != end:
+                        objs = None
+                        break
             except Exception:  # garbage: msgpack raises many types
-                objs, clean = None, False
-            if clean and objs is not None and len(objs) == len(payloads):
+                objs = None
+            if objs is not None:
                 return decoder.decode_many(objs)
             # Some payload is not exactly one object: frame by frame, so only bad frames are lost.
             events = (decoder.decode_payload(bytes(p)) for p in payloads)

@@ -133,15 +133,20 @@ class DumpGroup:
     model: str
     model_id: int | None
     step: int | None
+    #: an exception dump (``extra-info/data-dump/{device}/``), not an operator dump of a step
+    exception: bool = False
 
     def label(self) -> str:
+        if self.exception:
+            return f"exception dumps · device {self.device}"
         if self.device is None and self.step is None:
             return "outside the time/device/model/step tree"
         model = self.model + (f" ({self.model_id})" if self.model_id is not None else "")
         return f"device {self.device} · model {model} · step {self.step}"
 
-    def sort_key(self) -> tuple[int, str, int, int]:
+    def sort_key(self) -> tuple[int, int, str, int, int]:
         return (
+            0 if self.exception else 1,  # exception dumps first: what a crash left
             -1 if self.device is None else self.device,
             self.model,
             -1 if self.model_id is None else self.model_id,
@@ -153,8 +158,10 @@ UNGROUPED = DumpGroup(None, "", None, None)
 
 
 def dump_group(path: Path) -> DumpGroup:
-    """The group of one file, read from its last five directory names."""
+    """The group of one file, read from its last directory names."""
     parts = path.parent.parts
+    if len(parts) >= 2 and parts[-2] == "data-dump" and parts[-1].isdigit():
+        return DumpGroup(int(parts[-1]), "", None, None, exception=True)
     if len(parts) < 5:
         return UNGROUPED
     time_dir, device, model, model_id, step = parts[-5:]

@@ -58,6 +58,9 @@ def test_groups_come_from_the_documented_tree():
     assert (group.device, group.model, group.model_id, group.step) == (3, "resnet50", 11, 42)
     assert group.label() == "device 3 · model resnet50 (11) · step 42"
     assert dump_group(Path("/flat/Conv2D.conv1.1.2.3")) == UNGROUPED
+    crash = dump_group(Path("/d/extra-info/data-dump/3/exception_info.layer1_conv2.1311.17"))
+    assert crash.exception and crash.label() == "exception dumps · device 3"
+    assert crash.sort_key() < group.sort_key()  # listed before the steps
     assert dump_group(Path("/a/b/c/d/e/Conv2D.conv1.1.2.3")) == UNGROUPED  # not numbers
 
 
