@@ -38,7 +38,7 @@ from aclmon.errors import AclmonError
 from aclmon.store.state import Store, StoreState
 
 #: frames between two snapshots: bounds the fold work of any seek.
-DEFAULT_SNAPSHOT_EVERY = 20_000
+DEFAULT_SNAPSHOT_EVERY = 10_000
 #: frames folded per read while folding long ranges (bounds the bytes held at once).
 FOLD_BATCH = 20_000
 #: bytes read from the file at once, at most (plus one frame)
