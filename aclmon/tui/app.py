@@ -113,6 +113,7 @@ class AclmonApp(App[int]):
         self.max_batch = max_batch
         self._clock = clock
         self._wanted_theme = theme or DEFAULT_DARK
+        self._theme_chosen = theme is not None
         self._keymap = dict(keymap or {})
         self._start_view = start_view if start_view in VIEWS else "devices"
         self.current_view = self._start_view
@@ -184,9 +185,13 @@ class AclmonApp(App[int]):
         for theme in themes.values():
             self.register_theme(theme)
         if self._wanted_theme not in self.available_themes:
-            raise AclmonError(
-                f"unknown theme {self._wanted_theme!r}; available: {', '.join(sorted(self.available_themes))}"
-            )
+            if self._theme_chosen:
+                raise AclmonError(
+                    f"unknown theme {self._wanted_theme!r};"
+                    f" available: {', '.join(sorted(self.available_themes))}"
+                )
+            # Our theme files were not found (an unusual install): Textual's own will do.
+            self._wanted_theme = "textual-dark"
         self.theme = self._wanted_theme
         if self._keymap:
             self.set_keymap(self._keymap)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ def theme_dirs() -> list[Path]:
     dirs = [
         Path(__file__).resolve().parent.parent.parent / "themes",  # source checkout
         Path(sys.prefix) / "share" / "aclmon" / "themes",  # pip install
+        Path(site.USER_BASE or "~/.local").expanduser() / "share" / "aclmon" / "themes",  # --user
     ]
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     dirs.append(Path(config_home) / "aclmon" / "themes")

@@ -422,3 +422,11 @@ async def test_click_selects_a_row_and_q_closes_the_detail():
         assert app.screen.exception.task_id == 1002
         await pilot.press("q")
         assert not isinstance(app.screen, ExceptionDetail) and app.is_running
+
+
+async def test_without_theme_files_the_default_falls_back_to_textual(monkeypatch):
+    monkeypatch.setattr("aclmon.tui.app.load_themes", lambda: ({}, []))
+    app = make_app(theme=None)
+    async with app.run_test(size=SIZE):
+        assert app.theme == "textual-dark"
+        assert "Ascend910B1" in static_text(app, "#device-table")
