@@ -114,6 +114,10 @@ class DevicesView(View):
         if s.logs:
             logs.update(self._logs(s))
         trees = self.query_one("#trees", Vertical)
+        wanted = {f"device-tree-{device_id}" for device_id in s.devices}
+        for child in list(trees.children):
+            if child.id not in wanted:  # the state started afresh (another process)
+                child.remove()
         for device_id in sorted(s.devices):
             renderable = self._tree(s, device_id)
             found = trees.query(f"#device-tree-{device_id}")

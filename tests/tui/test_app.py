@@ -430,3 +430,15 @@ async def test_without_theme_files_the_default_falls_back_to_textual(monkeypatch
     async with app.run_test(size=SIZE):
         assert app.theme == "textual-dark"
         assert "Ascend910B1" in static_text(app, "#device-table")
+
+
+async def test_a_new_process_clears_the_old_device_trees():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.query("#device-tree-3")
+        hello = build_events()[0]._replace(seq=1, pid=5151)
+        app.source.extend([hello, ev.DeviceSet(2, T0 + 10**13, 1, 0)])
+        app.tick()
+        await pilot.pause()
+        assert not app.query("#device-tree-3") and app.query("#device-tree-1")
+        assert "5151" in static_text(app, "#header")
