@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import struct
+from itertools import accumulate
 from typing import Any
 
 import msgpack
@@ -248,14 +249,28 @@ class StreamDecoder:
         joined = b"".join(payloads)
         unpacker = self._unpacker
         start = unpacker.tell()
+        # Where each frame's payload ends in the unpacker's stream. A batch is
+        # only trusted when every object ends exactly at its frame's end: a
+        # junk frame can hold an unfinished object that swallows the start of
+        # the next frame (or several objects), and counts alone can still
+        # agree. Ending on every boundary means each object was parsed from
+        # its own frame's bytes only, exactly as unpacking it alone would.
+        ends = list(accumulate(map(len, payloads), initial=start))
+        del ends[0]
+        tell = unpacker.tell
+        positions: list[int] = []
+        record_position = positions.append
         try:
             unpacker.feed(joined)
-            objs = list(unpacker)
+            # record_position() returns None: the condition only notes where
+            # each object ended, in C-level calls (no Python loop body).
+            objs = [obj for obj in unpacker if record_position(tell()) is None]
         except Exception:  # invalid msgpack: msgpack raises many types
-            objs = None
-        if objs is None or len(objs) != len(payloads) or unpacker.tell() - start != len(joined):
+            positions = []
+        if positions != ends:
             # Some payload is not exactly one msgpack object, and the Unpacker
-            # may hold half of one: start a fresh one and go frame by frame.
+            # may hold half of one: start a fresh one and go frame by frame,
+            # so only the bad frames are lost (counted as malformed).
             self._unpacker = self._new_unpacker()
             decode_payload = self.events.decode_payload
             events = (decode_payload(p) for p in payloads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import tracemalloc
 
+import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -168,3 +169,70 @@ def test_bit_flips_only_raise_aclmon_errors(bit: int, flips: int) -> None:
         return
     for event in events:
         assert type(event) in ev.KINDS.values()
+
+
+def test_junk_frame_never_swallows_the_next_event() -> None:
+    # Regression: b"\x00\x00\x81" is two ints and the start of a one-entry map;
+    # batch unpacking took the next frame's event as that map's key, the two
+    # ints kept the object count equal to the frame count, and the valid event
+    # was lost (0 events, 2 malformed) with the unpacker left mid-object.
+    decoder = StreamDecoder()
+    good = SAMPLE_EVENTS[1]
+    data = encode_frame(b"\x00\x00\x81") + encode_frame(ev.encode(good))
+    assert decoder.feed(data) == [good]
+    assert decoder.malformed == 1
+    # Nothing of the junk is left behind in the decoder's unpacker.
+    assert decoder.feed(STREAM) == SAMPLE_EVENTS
+    assert decoder.malformed == 1
+
+
+def _is_junk(payload: bytes) -> bool:
+    return ev.EventDecoder().decode_payload(payload) is None
+
+
+# Junk payloads that are hard for a batch unpacker: random bytes, valid events
+# cut short (an unfinished array that would take the next frame's objects), bare
+# container headers, several objects in one frame.
+junk_payloads = st.one_of(
+    st.binary(max_size=24),
+    st.builds(
+        lambda event, cut: ev.encode(event)[: max(1, cut % len(ev.encode(event)))],
+        st.sampled_from(SAMPLE_EVENTS),
+        st.integers(0, 1 << 16),
+    ),
+    st.sampled_from([b"\x81", b"\x91", b"\x9f", b"\xdc\x00\x10", b"\x00\x00\x81", b"\x92\x01"]),
+    st.lists(st.integers(-(1 << 40), 1 << 40), min_size=2, max_size=4).map(
+        lambda values: b"".join(msgpack.packb(v) for v in values)
+    ),
+).filter(_is_junk)
+
+
+@FUZZ
+@given(
+    st.lists(st.one_of(st.sampled_from(SAMPLE_EVENTS), junk_payloads), min_size=1, max_size=30),
+    st.integers(1, 400),
+)
+def test_valid_frames_survive_any_interleaved_junk(items: list[object], step: int) -> None:
+    """Every complete frame is decoded on its own: the valid events come out
+    exactly, in order, whatever junk payloads (with well-formed length
+    prefixes) sit between them; the junk is counted, never delivered."""
+    reference = ev.EventDecoder()  # what decoding each junk frame alone counts
+    expected: list[ev.Event] = []
+    stream = b""
+    for item in items:
+        if isinstance(item, bytes):
+            assert reference.decode_payload(item) is None
+            stream += encode_frame(item)
+        else:
+            expected.append(item)  # type: ignore[arg-type]
+            stream += encode_frame(ev.encode(item))  # type: ignore[arg-type]
+    decoder = StreamDecoder()
+    events: list[ev.Event] = []
+    for i in range(0, len(stream), step):
+        events += decoder.feed(stream[i : i + step])
+    assert events == expected
+    assert decoder.malformed == reference.malformed
+    assert decoder.unknown == reference.unknown
+    assert decoder.pending == 0
+    # And the decoder stays in step for what follows.
+    assert decoder.feed(STREAM) == SAMPLE_EVENTS
