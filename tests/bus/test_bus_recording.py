@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aclmon import events as ev
+from aclmon.bus import recording
 from aclmon.bus.recording import (
     FILE_HEADER,
     MAGIC,
@@ -304,3 +305,58 @@ def test_background_index_is_usable_while_it_grows(tmp_path: Path) -> None:
         assert reader.wait_indexed(10)
         assert len(reader) == 20_000
         assert reader.read_events(19_990, 10) == events[19_990:]
+
+
+def test_index_temporaries_follow_the_chunk_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: indexing held ~200 bytes of numpy/list temporaries per frame
+    # of a 16 MiB chunk (about 200 MiB for a 35 MiB, 1M-event file). With
+    # small chunks and lean timestamp extraction the traced peak is the index
+    # itself (24 bytes a frame, plus one column's copy while it grows) and a
+    # few times one chunk: 64 KiB here, where the file is ~1.2 MB.
+    monkeypatch.setattr(recording, "CHUNK_SIZE", 64 * 1024)
+    events = [ev.HostSample(i + 1, T0 + i * 1000, 1.5, i, 3) for i in range(40_000)]
+    path = _write(tmp_path / "lean.aclrec", events)
+    file_size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        reader = RecordingReader(path, background=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    try:
+        assert len(reader) == len(events) and reader.cut is None
+        assert reader.timestamps.tolist() == [e.ts_ns for e in events]
+        assert reader.read_events(20_000, 2) == events[20_000:20_002]
+    finally:
+        index_bytes = sum(
+            column.data.nbytes for column in (reader._offsets, reader._times, reader._times_max)
+        )
+        reader.close()
+    assert file_size > 16 * recording.CHUNK_SIZE
+    assert peak - index_bytes < 16 * recording.CHUNK_SIZE, (peak, index_bytes, file_size)
+
+
+def test_frames_larger_than_a_chunk_are_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recording, "CHUNK_SIZE", 1024)
+    events = [
+        ev.LogLine(1, T0, "info", "short"),
+        ev.LogLine(2, T0 + 1, "info", "x" * 5000),
+        ev.LogLine(3, T0 + 2, "info", "y" * 3000),
+        ev.HostSample(4, T0 + 3, 1.0, 2, 3),
+    ]
+    path = _write(tmp_path / "big.aclrec", events)
+    with RecordingReader(path, background=False) as reader:
+        assert len(reader) == 4 and reader.cut is None
+        assert reader.timestamps.tolist() == [e.ts_ns for e in events]
+        assert list(reader.iter_events()) == events
+    # Cut inside the big frame: the frames before it, and where it was cut.
+    data = path.read_bytes()
+    cut_path = tmp_path / "big-cut.aclrec"
+    cut_path.write_bytes(data[:-200])
+    with RecordingReader(cut_path, background=False) as reader:
+        assert list(reader.iter_events()) == events[:2]
+        assert reader.cut is not None and "ends inside a frame" in reader.cut.reason
