@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import SIZE, make_app, write_overflow_pair
-from scenario import T0, build_events
+from tui_helpers import SIZE, make_app, write_overflow_pair
+from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 

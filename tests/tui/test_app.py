@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import io
-
 import pytest
-from helpers import SIZE, FakeAgent, make_app, write_overflow_pair
-from rich.console import Console
-from scenario import T0, build_events
+from tui_helpers import SIZE, FakeAgent, make_app, static_text, wait_for, write_overflow_pair
+from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
@@ -16,23 +12,6 @@ from aclmon.tui.app import AclmonApp
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
 from aclmon.tui.views import FLAG_KEYS
 from aclmon.tui.vlist import VirtualList
-
-
-def static_text(app: AclmonApp, selector: str) -> str:
-    """The plain text of a Static's content, rendered at the widget's width."""
-    widget = app.screen.query_one(selector)
-    console = Console(width=max(widget.size.width, 40), file=io.StringIO(), record=True)
-    console.print(widget.content)
-    return console.export_text()
-
-
-async def wait_for(pilot, predicate, timeout: float = 3.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise AssertionError("condition not reached")
-        await pilot.pause(0.02)
 
 
 async def test_number_keys_switch_views_and_show_their_content():

@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import SIZE
-from test_app import static_text, wait_for
+from tui_helpers import SIZE, static_text, wait_for
 
 from aclmon import cli
 from aclmon.tui.app import AclmonApp
@@ -118,7 +117,7 @@ def test_attach_to_nothing_is_one_clear_error(tmp_path, capsys):
 
 
 def test_attach_once_with_dump_dir_lists_existing_files(sim_job, tmp_path, capsys):
-    from helpers import write_overflow_pair
+    from tui_helpers import write_overflow_pair
 
     write_overflow_pair(tmp_path)
     code = cli.main(

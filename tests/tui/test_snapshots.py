@@ -7,7 +7,7 @@ look at every SVG in tests/tui/__snapshots__ before committing it.
 from __future__ import annotations
 
 import pytest
-from helpers import SIZE, make_app
+from tui_helpers import SIZE, make_app
 
 THEMES = ("aclmon-dark", "aclmon-light")
 # dumps: highlight the overflow record so its explained status shows beside the list

@@ -1,0 +1,100 @@
+"""Shared test helpers: the scenario app, a fake agent, real dump files."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from tui_scenario import build_events
+
+from aclmon import events as ev
+from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.sources import ListSource
+
+SIZE = (140, 42)
+
+
+class FakeAgent:
+    """Answers every command; profiling config is refused as if acl.json owned it."""
+
+    def __init__(self) -> None:
+        self.commands: list[object] = []
+
+    def __call__(self, command: object) -> ev.Reply:
+        self.commands.append(command)
+        if isinstance(command, ev.SetProfilingConfig):
+            return ev.Reply(
+                0, 0, command.request_id, ACL_ERROR_PROF_ALREADY_RUN,
+                "profiling is owned by acl.json", {},
+            )  # fmt: skip
+        return ev.Reply(0, 0, command.request_id, 0, "", {})
+
+
+def over_the_wire(events: list[ev.Event]) -> list[ev.Event]:
+    """The events as a subscriber sees them: encoded, unpacked and decoded
+    (sequences inside summaries become tuples, as on the real bus)."""
+    decoder = ev.EventDecoder()
+    out = [decoder.decode(ev.unpack_payload(ev.encode(e))) for e in events]
+    assert decoder.malformed == 0 and None not in out
+    return out  # type: ignore[return-value]
+
+
+def make_app(
+    *, theme: str = "aclmon-dark", events=None, agent=None, readonly=False, **kwargs
+) -> AclmonApp:
+    source = ListSource(
+        over_the_wire(build_events() if events is None else events),
+        description="scenario",
+        agent=agent if agent is not None else FakeAgent(),
+        readonly=readonly,
+    )
+    return AclmonApp(source, theme=theme, clock=lambda: 0.0, **kwargs)
+
+
+def write_overflow_pair(
+    directory: Path, task_id: int = 2001, stream_id: int = 6
+) -> tuple[Path, Path]:
+    """A real overflow file and the operator dump it points at (with a NaN and an Inf)."""
+    from aclmon.sim import dumpfile  # the simulator's dump writer (protobuf): only when needed
+
+    x = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.inf, -1.0, 0.0]], dtype=np.float32)
+    y = np.array([3.0, 65504.0, np.inf, 0.5], dtype=np.float32)
+    inputs = [dumpfile.DumpTensor(ACL_FLOAT, ACL_FORMAT_ND, x.shape, x.shape, x.tobytes())]
+    outputs = [dumpfile.DumpTensor(ACL_FLOAT, ACL_FORMAT_ND, y.shape, y.shape, y.tobytes())]
+    op_path = directory / dumpfile.dump_file_name(
+        "MatMulV2", "resnet50/fc/MatMulV2", task_id, stream_id, 1764669648123456
+    )
+    op_path.write_bytes(
+        dumpfile.encode_dump("resnet50/fc/MatMulV2", 1764669648123456, inputs, outputs)
+    )
+    info = dumpfile.OverflowInfo(
+        model_id=1, stream_id=stream_id, task_id=task_id, pc_start=0x12C000A0,
+        para_base=0x12C001F0, block_idx=3, core_id=5, status=0x20, cube=True,
+    )  # fmt: skip
+    record = dumpfile.old_overflow_record(info)
+    over_path = directory / f"Opdebug.Node_OpDebug.{task_id + 1}.{stream_id}.1764669648123999"
+    over_path.write_bytes(dumpfile.encode_overflow_file(record, 1764669648123999))
+    assert struct.unpack_from("<Q", over_path.read_bytes())[0] > 0
+    return over_path, op_path
+
+
+def static_text(app: AclmonApp, selector: str) -> str:
+    """The plain text of a Static's content, rendered at the widget's width."""
+    widget = app.screen.query_one(selector)
+    console = Console(width=max(widget.size.width, 40), file=io.StringIO(), record=True)
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def wait_for(pilot, predicate, timeout: float = 3.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached")
+        await pilot.pause(0.02)

@@ -1,0 +1,176 @@
+"""A fixed, deterministic session: the input of every TUI snapshot and pilot test.
+
+Four devices with contexts and streams, a model running, exceptions with
+tensors, profiling state with operator timings, dump and overflow files.
+Timestamps and sequence numbers are fixed, so the screen is the same on
+every run.
+"""
+
+from __future__ import annotations
+
+from aclmon import events as ev
+from aclmon.acl_constants import (
+    ACL_AICORE_PIPE_UTILIZATION,
+    ACL_ERROR_RT_AICORE_EXCEPTION,
+    ACL_ERROR_RT_AICORE_OVER_FLOW,
+    ACL_ERROR_RT_AICORE_TRAP_EXCEPTION,
+    ACL_FLOAT,
+    ACL_FLOAT16,
+    ACL_FORMAT_FRACTAL_Z,
+    ACL_FORMAT_NC1HWC0,
+    ACL_FORMAT_ND,
+    ACL_INT32,
+    ACL_PROF_ACL_API,
+    ACL_PROF_AICORE_METRICS,
+    ACL_PROF_TASK_TIME,
+)
+
+T0 = 1_764_669_600_000_000_000  # 2025-12-02 10:00:00 UTC
+DEVICES = 4
+SOC = "Ascend910B1"
+HBM_TOTAL = 64 * 1024**3
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.seq = 0
+        self.ts = T0
+        self.events: list[ev.Event] = []
+
+    def add(self, cls: type, *fields: object, dt_ms: int = 10) -> None:
+        self.seq += 1
+        self.ts += dt_ms * 1_000_000
+        self.events.append(cls(self.seq, self.ts, *fields))
+
+
+def context_handle(device: int) -> int:
+    return 0x5500_0000 + device * 0x1000
+
+
+def stream_handle(device: int, n: int) -> int:
+    return 0x7700_0000 + device * 0x1000 + n * 0x10
+
+
+def build_events() -> list[ev.Event]:
+    b = _Builder()
+    b.add(
+        ev.Hello,
+        ev.SCHEMA_VERSION,
+        "0.1.0",
+        4242,
+        "node-a",
+        ("python", "train.py"),
+        "sim",
+        SOC,
+        DEVICES,
+    )
+    for device in range(DEVICES):
+        b.add(ev.DeviceSet, device, 0)
+        b.add(ev.ContextCreated, device, context_handle(device), True)
+        b.add(ev.ContextCurrent, context_handle(device), 100 + device)
+        for n in range(3):
+            b.add(
+                ev.StreamCreated,
+                device,
+                context_handle(device),
+                stream_handle(device, n),
+                device * 8 + n,
+                0,
+                0,
+            )
+    # A second, explicit context on device 0 with one stream.
+    b.add(ev.ContextCreated, 0, 0x5600_0000, False)
+    b.add(ev.StreamCreated, 0, 0x5600_0000, 0x7800_0000, 7, 1, 0)
+    b.add(ev.ModelLoaded, 1, 0, "resnet50_bs32", 187)
+    b.add(ev.ModelLoaded, 2, 1, "bert_base_seq128", 412)
+
+    # One minute of samples, one every second, so the sparklines have shape.
+    for step in range(60):
+        for device in range(DEVICES):
+            wave = (step * (device + 3) * 7) % 100
+            b.add(
+                ev.DeviceSample, device, wave, -1 if device == 3 else (wave // 2), (step * 3) % 20,
+                (8 + device * 6 + step % 5) * 1024**3, HBM_TOTAL,
+                "Alarm" if device == 2 and step > 50 else "OK", 38.0 + device, 180.0 + device * 20,
+                dt_ms=1,
+            )  # fmt: skip
+        b.add(ev.HostSample, 20.0 + (step % 10) * 3.5, 3 * 1024**3 + step * 1024**2, 24, dt_ms=1)
+        # Model 1 runs on device 0 stream 0; model 2 on device 1 stream 1.
+        b.add(ev.ExecuteBegin, 1, stream_handle(0, 0), 0, dt_ms=100)
+        b.add(ev.ExecuteEnd, 1, stream_handle(0, 0), 41_500_000, 0, dt_ms=400)
+        b.add(ev.ExecuteBegin, 2, stream_handle(1, 1), 1, dt_ms=1)
+        b.add(ev.ExecuteEnd, 2, stream_handle(1, 1), 88_000_000, 0, dt_ms=480)
+
+    # Left in a state: model 1 busy on device 0 stream 0, device 1 stream 2 synchronizing.
+    b.add(ev.ExecuteBegin, 1, stream_handle(0, 0), 0)
+    b.add(ev.StreamSyncBegin, stream_handle(1, 2), 101)
+    b.add(ev.StreamSyncBegin, stream_handle(2, 0), 102)
+    b.add(ev.StreamSynchronized, stream_handle(2, 0), 5_000_000_000, 507046, 5000)
+    b.add(ev.StreamSyncBegin, stream_handle(3, 1), 103)
+    b.add(ev.StreamSynchronized, stream_handle(3, 1), 2_350_000, 0, -1)
+
+    ops = [
+        ("resnet50/conv1/Conv2D", "Conv2D", 412),
+        ("resnet50/layer1/0/conv2/Conv2D", "Conv2D", 233),
+        ("resnet50/layer4/2/bn3/BNInferenceD", "BNInferenceD", 64),
+        ("resnet50/fc/MatMulV2", "MatMulV2", 97),
+        ("resnet50/layer2/1/relu/Relu", "Relu", 12),
+        ("resnet50/avgpool/ReduceMeanD", "ReduceMeanD", 31),
+        ("trans_Cast_17", "Cast", 5),
+    ]
+    b.add(ev.ProfilingState, True, True, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
+          ACL_AICORE_PIPE_UTILIZATION, (0, 1), "/var/prof/job-4242", "aclmon", True)  # fmt: skip
+    for rep in range(8):
+        for name, op_type, base_us in ops:
+            duration = base_us + (rep * 7) % 13
+            b.add(
+                ev.OpTiming, 1, name, op_type, rep * 1000, rep * 1000 + duration, duration, dt_ms=1
+            )
+
+    conv_in = (
+        ev.TensorDesc(ACL_FLOAT16, ACL_FORMAT_NC1HWC0, (32, 4, 224, 224, 16), 0x12C0_0000_0000, 205_520_896, "x"),
+        ev.TensorDesc(ACL_FLOAT16, ACL_FORMAT_FRACTAL_Z, (196, 4, 16, 16), 0x12C0_0C40_0000, 401_408, "filter"),
+    )  # fmt: skip
+    conv_out = (
+        ev.TensorDesc(
+            ACL_FLOAT16,
+            ACL_FORMAT_NC1HWC0,
+            (32, 4, 112, 112, 16),
+            0x12C0_1000_0000,
+            51_380_224,
+            "y",
+        ),
+    )
+    matmul_in = (
+        ev.TensorDesc(ACL_FLOAT, ACL_FORMAT_ND, (32, 2048), 0x12C2_0000_0000, 262_144, "x1"),
+        ev.TensorDesc(ACL_FLOAT, ACL_FORMAT_ND, (2048, 1000), 0x12C2_0004_0000, 8_192_000, "x2"),
+    )  # fmt: skip
+    matmul_out = (
+        ev.TensorDesc(ACL_FLOAT, ACL_FORMAT_ND, (32, 1000), 0x12C2_0080_0000, 128_000, "y"),
+    )
+    gather_in = (ev.TensorDesc(ACL_INT32, ACL_FORMAT_ND, (128,), 0x12C3_0000_0000, 512, "indices"),)
+    for n in range(6):
+        b.add(ev.AclException, 0, 0, 1000 + n, 100, ACL_ERROR_RT_AICORE_EXCEPTION,
+              "resnet50/conv1/Conv2D", "Conv2D", conv_in, conv_out, dt_ms=700)  # fmt: skip
+    b.add(ev.AclException, 0, 6, 2001, 100, ACL_ERROR_RT_AICORE_OVER_FLOW,
+          "resnet50/fc/MatMulV2", "MatMulV2", matmul_in, matmul_out)  # fmt: skip
+    b.add(ev.AclException, 1, 9, 37, 101, ACL_ERROR_RT_AICORE_TRAP_EXCEPTION,
+          "bert/embeddings/GatherV2", "", gather_in, ())  # fmt: skip
+
+    b.add(ev.DumpFileSeen, "/var/dump/20251202100000/0/resnet50/1/0/MatMulV2.resnet50_fc_MatMulV2.2001.6.1764669648123456",
+          "op-dump", 8_582_400, {"kind": "op-dump", "op_type": "MatMulV2", "op_name": "resnet50/fc/MatMulV2",
+                                 "task_id": 2001, "stream_id": 6})  # fmt: skip
+    overflow_record = {
+        "DHA Atomic Add": {"model_id": 0, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0", "para_base": "0x0", "status": 0},
+        "L2 Atomic Add": {"model_id": 0, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0", "para_base": "0x0", "status": 0},
+        "AI Core": {"model_id": 1, "stream_id": 6, "task_id": 2001, "task_type": 0, "pc_start": "0x12c000a0", "para_base": "0x12c001f0", "kernel_code": "0x12c000a0", "block_idx": 3, "status": 32},
+    }  # fmt: skip
+    b.add(ev.DumpFileSeen, "/var/dump/20251202100000/0/resnet50/1/0/Opdebug.Node_OpDebug.2002.6.1764669648123999",
+          "overflow", 2_460, {"kind": "overflow", "records": [
+              {"output": 0, "record": overflow_record,
+               "explained": ["AI Core: floating-point computation overflow (0x020)"]}]})  # fmt: skip
+    b.add(ev.DumpFileSeen, "/var/dump/20251202100000/0/resnet50/1/0/Conv2D.resnet50_conv1_Conv2D.1005.0.1764669648200000",
+          "op-dump", 257_302_528, {"kind": "op-dump", "op_type": "Conv2D", "task_id": 1005, "stream_id": 0})  # fmt: skip
+    b.add(ev.Drops, 0, "publisher", "queue full")
+    b.add(ev.LogLine, "warning", "device 2 health Alarm")
+    return b.events
