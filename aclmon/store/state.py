@@ -476,6 +476,11 @@ class Store:
 
     def _context_created(self, e: ev.ContextCreated) -> None:
         self._device(e.device_id)
+        current = self.state.contexts.get(e.context)
+        if e.seq == 0 and current is not None and current.device_id == e.device_id:
+            # A snapshot re-sent on reconnect: the context we know, keep what we saw of it.
+            current.destroyed = False
+            return
         old = self.state.contexts.pop(e.context, None)
         if old is not None:  # a handle reused after destroy: its streams are gone too
             for handle in old.streams:
@@ -505,6 +510,15 @@ class Store:
         if ctx is None:  # joined late without the context's event: make a place for it
             ctx = s.contexts[e.context] = ContextState(e.context, e.device_id, False)
         old = s.streams.get(e.stream)
+        if (
+            e.seq == 0
+            and old is not None
+            and (old.context, old.stream_id) == (e.context, e.stream_id)
+            and old.state != STREAM_DESTROYED
+        ):
+            if e.stream not in ctx.streams:
+                ctx.streams.append(e.stream)
+            return  # snapshot of a stream we know: keep its syncs and errors
         if old is not None:
             old_ctx = s.contexts.get(old.context)
             if old_ctx is not None and e.stream in old_ctx.streams:
@@ -540,6 +554,9 @@ class Store:
 
     def _model_loaded(self, e: ev.ModelLoaded) -> None:
         self._device(e.device_id)
+        old = self.state.models.get(e.model_id)
+        if e.seq == 0 and old is not None and old.loaded and old.name == e.name:
+            return  # snapshot of a model we know: keep its run counts
         self.state.models[e.model_id] = ModelState(e.model_id, e.device_id, e.name, e.op_count)
 
     def _model_unloaded(self, e: ev.ModelUnloaded) -> None:

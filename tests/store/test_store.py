@@ -352,3 +352,24 @@ def test_a_different_process_saying_hello_starts_the_state_afresh():
     assert s.hello.pid == 4343
     assert not s.devices and not s.exceptions and not s.ops and not s.contexts
     assert s.counters.events == len(events) + 2 and s.counters.gaps == 0
+
+
+def test_snapshot_resent_on_reconnect_keeps_what_was_seen():
+    store = Store()
+    events = basic_events()
+    store.apply_many(events)
+    before = store.to_json()
+    # What a publisher sends a new subscriber: creation events again, seq 0.
+    snapshot = [
+        e._replace(seq=0)
+        for e in events
+        if isinstance(e, (ev.Hello, ev.DeviceSet, ev.ContextCreated, ev.StreamCreated,
+                          ev.ModelLoaded, ev.ProfilingState))
+    ]  # fmt: skip
+    store.apply_many(snapshot)
+    after = store.to_json()
+    assert after["devices"] == before["devices"]  # stream syncs and errors kept
+    assert after["models"] == before["models"]  # run counts kept
+    # A live (seq > 0) re-creation of a handle is a new object.
+    store.apply(ev.StreamCreated(100, T0, 0, 0xA0, 0xB1, 9, 0, 0))
+    assert store.state.streams[0xB1].syncs == 0 and store.state.streams[0xB1].stream_id == 9
