@@ -127,3 +127,25 @@ def test_attach_once_with_dump_dir_lists_existing_files(sim_job, tmp_path, capsy
     data = json.loads(capsys.readouterr().out)
     kinds = sorted(d["file_kind"] for d in data["dumps"]["recent"])
     assert kinds == ["op-dump", "overflow"]
+
+
+async def test_header_follows_disconnect_and_reconnect(tmp_path):
+    from aclmon import events as ev
+    from aclmon.bus import Publisher
+
+    address = str(tmp_path / "p.sock")
+    hello = ev.Hello(
+        0, 1, ev.SCHEMA_VERSION, "0.1.0", 777, "node-b", ("job.py",), "sim", "Ascend910B1", 1
+    )
+    publisher = Publisher(address, snapshot=lambda: [hello]).start()
+    app = AclmonApp(LiveSource(address), interval=0.05)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: "connected" in static_text(app, "#header"), timeout=10)
+            await wait_for(pilot, lambda: "node-b:777" in static_text(app, "#header"), timeout=10)
+            publisher.close()
+            await wait_for(pilot, lambda: "reconnecting" in static_text(app, "#header"), timeout=10)
+            publisher = Publisher(address, snapshot=lambda: [hello]).start()
+            await wait_for(pilot, lambda: "● connected" in static_text(app, "#header"), timeout=15)
+    finally:
+        publisher.close()
