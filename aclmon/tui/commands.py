@@ -7,6 +7,7 @@ Imports nothing heavy at module level (this module is imported to build
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 DEFAULT_INTERVAL = 0.25
@@ -45,7 +46,11 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         help="PID, socket path, unix:/path or tcp://host:port"
         " (default: the only running agent, or pick one)",
     )
-    parser.add_argument("--token", help="token for a TCP agent that requires one")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("ACLMON_TOKEN"),
+        help="shared token for an agent that requires one (default: $ACLMON_TOKEN)",
+    )
     parser.add_argument(
         "--dump-dir",
         metavar="DIR",
