@@ -236,3 +236,12 @@ def test_valid_frames_survive_any_interleaved_junk(items: list[object], step: in
     assert decoder.pending == 0
     # And the decoder stays in step for what follows.
     assert decoder.feed(STREAM) == SAMPLE_EVENTS
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_stream_decoder_takes_any_bytes_like(kind: type) -> None:
+    decoder = StreamDecoder()
+    middle = len(STREAM) // 2 + 3
+    events = decoder.feed(kind(STREAM[:middle])) + decoder.feed(kind(STREAM[middle:]))
+    assert events == SAMPLE_EVENTS
+    assert decoder.pending == 0 and decoder.malformed == 0
