@@ -528,46 +528,73 @@ _SPECS: dict[int, _KindSpec] = {kind: _KindSpec(cls) for kind, cls in KINDS.item
 _TENSOR_SPEC = _KindSpec(TensorDesc)
 
 
-def _fast_decoder(kind: int, spec: _KindSpec) -> Any:
+def _elements_are(items: tuple[Any, ...], only: frozenset[type]) -> bool:
+    """Every item of ``items`` exactly of the one type in ``only``."""
+    return {*map(type, items)} <= only
+
+
+def _fast_decoder(spec: _KindSpec, kind: int | None) -> Any:
     """A function ``(array) -> event | None`` for one kind, generated from its
     field types: it unpacks the array into locals (a wrong length raises
     ValueError), checks the kind and every field with ``type(x) is T``
-    against the field's usual type, and builds the NamedTuple. ``None`` means
-    "not the common case": :meth:`EventDecoder.decode` then decides (other
-    accepted types such as int for float or None, nested fields, malformed).
+    against the field's usual type, the elements of sequence fields too
+    (tensors through TensorDesc's own generated decoder), and builds the
+    NamedTuple. ``None`` (or an exception) means "not the common case":
+    :meth:`EventDecoder.decode` then decides (other accepted types such as
+    int for float or None, malformed). ``kind=None``: an array without a
+    kind element (a tensor inside an exception).
 
     Generated code because it is the hot path of every subscriber: one call
     with inline identity checks costs ~40% less than
     ``tuple(map(type, array)) == signature`` plus a slice.
     """
-    if not spec.plain:
-        # Nested fields (tensors, tuples of str) need element checks.
-        def nested(obj: tuple[Any, ...]) -> None:
-            return None
-
-        return nested
-    names = [f"f{i}" for i in range(spec.nfields)]
-    namespace: dict[str, Any] = {"_cls": spec.cls, "_new": _tuple_new}
-    params = ["obj", "_type=type", "_int=int", "_cls=_cls", "_new=_new"]
-    checks = ["_type(kind) is _int"]
+    namespace: dict[str, Any] = {
+        "_cls": spec.cls,
+        "_new": _tuple_new,
+        "_elements_are": _elements_are,
+        "_tensors": _fast_tensors,
+    }
+    params = ["obj", "_type=type", "_int=int", "_tuple=tuple", "_cls=_cls", "_new=_new"]
+    checks = []
     for i, accepted in enumerate(spec.exact):
         namespace[f"_t{i}"] = accepted
         params.append(f"_t{i}=_t{i}")
         checks.append(f"_type(f{i}) is _t{i}")
-    fields = ", ".join(names)
-    source = (
-        f"def decode_{kind}({', '.join(params)}):\n"
-        f"    kind, {fields}, = obj\n"
-        f"    if {' and '.join(checks)}:\n"
-        f"        return _new(_cls, ({fields},))\n"
-        f"    return None\n"
-    )
+    fields = ", ".join(f"f{i}" for i in range(spec.nfields))
+    name = f"decode_{kind}" if kind is not None else f"decode_{spec.cls.__name__}"
+    lines = [f"def {name}({', '.join(params)}):"]
+    if kind is None:
+        # Not behind decode_many's check that the array is a tuple (a dict
+        # would unpack into its keys).
+        lines += ["    if _type(obj) is not _tuple:", "        return None", f"    {fields}, = obj"]
+    else:
+        lines.append(f"    kind, {fields}, = obj")
+        checks.insert(0, "_type(kind) is _int")
+    lines.append(f"    if {' and '.join(checks)}:")
+    for i, element in spec.nested:
+        if element is TensorDesc:
+            lines.append(f"        f{i} = _tensors(f{i})")
+            lines.append(f"        if f{i} is None:")
+        else:
+            namespace[f"_only{i}"] = frozenset({_accepts(element)[0]})
+            lines.append(f"        if not _elements_are(f{i}, _only{i}):")
+        lines.append("            return None")
+    lines.append(f"        return _new(_cls, ({fields},))")
+    lines.append("    return None")
+    source = "\n".join(lines) + "\n"
     exec(source, namespace)  # our own field names and types only
-    return namespace[f"decode_{kind}"]
+    return namespace[name]
 
 
+def _fast_tensors(items: tuple[Any, ...]) -> tuple[TensorDesc, ...] | None:
+    """Every item as a TensorDesc through the generated decoder, or None."""
+    tensors = tuple(map(_fast_tensor, items))
+    return None if None in tensors else tensors
+
+
+_fast_tensor = _fast_decoder(_TENSOR_SPEC, None)
 #: kind -> generated fast decoder (see :func:`_fast_decoder`).
-_FAST: dict[int, Any] = {kind: _fast_decoder(kind, spec) for kind, spec in _SPECS.items()}
+_FAST: dict[int, Any] = {kind: _fast_decoder(spec, kind) for kind, spec in _SPECS.items()}
 
 
 def _check_fields(spec: _KindSpec, fields: tuple[Any, ...]) -> tuple[Any, ...] | None:
