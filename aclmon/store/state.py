@@ -209,8 +209,10 @@ class StoreState:
             ops={k: v.copy() for k, v in self.ops.items()},
             op_timings_total=self.op_timings_total,
             op_timings_untracked=self.op_timings_untracked,
-            # DumpFileSeen.summary is a dict: copy it so a snapshot never aliases live state.
-            dumps=deque(d._replace(summary=copy.deepcopy(d.summary)) for d in self.dumps),
+            # Shared, not deep-copied: DumpFileSeen is immutable and its summary dict is
+            # never mutated by the store or its readers, so a snapshot only needs its own
+            # ring (deep copies cost ~0.8 MB and tens of ms with 2,000 dumps per snapshot).
+            dumps=deque(self.dumps),
             dumps_total=self.dumps_total,
             dumps_dropped=self.dumps_dropped,
             logs=deque(self.logs),

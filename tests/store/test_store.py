@@ -180,12 +180,29 @@ def test_snapshot_is_independent_and_restore_continues_identically():
     assert store.to_json() == full.to_json()
 
 
-def test_snapshot_does_not_alias_dump_summaries():
-    store = Store()
-    store.apply(ev.DumpFileSeen(1, T0, "/d/x", "overflow", 1, {"status": [1]}))
+def test_snapshot_shares_dump_events_and_stays_independent():
+    # Events are immutable and their summaries are never mutated: snapshots share
+    # them (no deep copy per snapshot) but keep their own rings.
+    store = Store(dump_limit=2)
+    e = Seq()
+    store.apply(e(ev.DumpFileSeen, "/d/0", "overflow", 1, {"status": [1]}))
+    store.apply(e(ev.DumpFileSeen, "/d/1", "overflow", 1, {"status": [2]}))
     snap = store.snapshot()
-    store.state.dumps[0].summary["status"].append(2)
-    assert snap.dumps[0].summary == {"status": [1]}
+    assert snap.dumps[0] is store.state.dumps[0]
+    assert snap.dumps[0].summary is store.state.dumps[0].summary
+    # Later dumps push the old ones out of the live ring, not out of the snapshot.
+    store.apply(e(ev.DumpFileSeen, "/d/2", "overflow", 1, {"status": [3]}))
+    store.apply(e(ev.DumpFileSeen, "/d/3", "overflow", 1, {"status": [4]}))
+    assert [d.path for d in store.state.dumps] == ["/d/2", "/d/3"]
+    assert [d.path for d in snap.dumps] == ["/d/0", "/d/1"]
+    assert [d.summary for d in snap.dumps] == [{"status": [1]}, {"status": [2]}]
+    assert snap.dumps_total == 2 and snap.dumps_dropped == 0
+    assert store.state.dumps_total == 4 and store.state.dumps_dropped == 2
+    # Restoring gives the store its own ring: applying after restore leaves the snapshot alone.
+    store.restore(snap)
+    store.apply(e(ev.DumpFileSeen, "/d/4", "overflow", 1, {}))
+    assert [d.path for d in snap.dumps] == ["/d/0", "/d/1"]
+    assert [d.path for d in store.state.dumps] == ["/d/1", "/d/4"]
 
 
 def test_to_json_is_json_serialisable():
