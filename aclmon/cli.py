@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
 from aclmon import __version__
@@ -29,19 +28,6 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def available_commands() -> list[tuple[str, str, str]]:
-    """The subcommands whose module is part of this installation and defines them.
-
-    Command modules import nothing heavy (see above), so importing them is cheap.
-    """
-    return [
-        c
-        for c in COMMANDS
-        if importlib.util.find_spec(c[1]) is not None
-        and hasattr(importlib.import_module(c[1]), f"configure_{c[0]}")
-    ]
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aclmon",
@@ -49,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aclmon {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module_name, help_text in available_commands():
+    for name, module_name, help_text in COMMANDS:
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         module = importlib.import_module(module_name)
         getattr(module, f"configure_{name}")(command_parser)

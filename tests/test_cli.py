@@ -1,14 +1,18 @@
 import subprocess
 import sys
 
+import pytest
+
 from aclmon import cli
 
 
-def test_help_lists_available_commands(capsys):
-    parser = cli.build_parser()
-    help_text = parser.format_help()
-    for name, _module, _help in cli.available_commands():
-        assert name in help_text
+def test_help_lists_every_command_and_each_has_its_own_help():
+    help_text = cli.build_parser().format_help()
+    for name, _module, _help in cli.COMMANDS:
+        assert f"    {name} " in help_text
+        with pytest.raises(SystemExit) as exited:
+            cli.main([name, "--help"])
+        assert exited.value.code == 0
 
 
 def test_no_command_prints_help_and_fails(capsys):
