@@ -31,6 +31,12 @@ DUMP_LIMIT = 2_000
 LOG_LIMIT = 1_000
 OP_LIMIT = 5_000
 REPLY_LIMIT = 64
+#: threads whose current context we remember (bounded against a hostile stream).
+THREAD_LIMIT = 4096
+
+#: ``StreamSynchronized.stream`` / ``StreamSyncBegin.stream`` of ``synchronize_device``:
+#: every stream of the thread's current device (docs/agent.md).
+DEVICE_SYNC = -1
 
 STREAM_IDLE = "idle"
 STREAM_BUSY = "busy"
@@ -48,6 +54,13 @@ class DeviceState:
     vector_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
     aicpu_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
     hbm_history: deque[int] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    # synchronize_device calls (published with stream = DEVICE_SYNC): a device-level
+    # figure, never attributed to any one stream.
+    syncs: int = 0
+    last_sync_ns: int | None = None
+    last_sync_ret: int = 0
+    sync_errors: int = 0
+    synchronizing: bool = False
 
     def copy(self) -> DeviceState:
         return DeviceState(
@@ -59,11 +72,21 @@ class DeviceState:
             deque(self.vector_history, maxlen=HISTORY_LEN),
             deque(self.aicpu_history, maxlen=HISTORY_LEN),
             deque(self.hbm_history, maxlen=HISTORY_LEN),
+            self.syncs,
+            self.last_sync_ns,
+            self.last_sync_ret,
+            self.sync_errors,
+            self.synchronizing,
         )
 
 
 @dataclass
 class StreamState:
+    """One stream, keyed in :attr:`StoreState.streams` by ``(context, stream)``.
+
+    The handle alone is not unique: every context's default stream has handle 0.
+    """
+
     stream: int  # handle
     stream_id: int
     device_id: int
@@ -88,7 +111,8 @@ class ContextState:
     device_id: int
     is_default: bool
     destroyed: bool = False
-    streams: list[int] = field(default_factory=list)  # stream handles, in creation order
+    # stream handles, in creation order; the StoreState.streams key is (context, handle)
+    streams: list[int] = field(default_factory=list)
     threads: set[int] = field(default_factory=set)  # threads that made it current
 
     def copy(self) -> ContextState:
@@ -165,7 +189,11 @@ class StoreState:
     host_cpu_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
     devices: dict[int, DeviceState] = field(default_factory=dict)
     contexts: dict[int, ContextState] = field(default_factory=dict)
-    streams: dict[int, StreamState] = field(default_factory=dict)
+    streams: dict[tuple[int, int], StreamState] = field(default_factory=dict)  # (context, handle)
+    # Current contexts, for resolving the events that carry only a stream handle.
+    thread_contexts: dict[int, int] = field(default_factory=dict)  # thread_id -> context
+    current_context: int | None = None  # the context most recently made current (any thread)
+    device_syncs_unattributed: int = 0  # synchronize_device with no device we could tell
     models: dict[int, ModelState] = field(default_factory=dict)
     exceptions: deque[ev.AclException] = field(default_factory=deque)
     exceptions_total: int = 0
@@ -199,6 +227,9 @@ class StoreState:
             devices={k: v.copy() for k, v in self.devices.items()},
             contexts={k: v.copy() for k, v in self.contexts.items()},
             streams={k: v.copy() for k, v in self.streams.items()},
+            thread_contexts=dict(self.thread_contexts),
+            current_context=self.current_context,
+            device_syncs_unattributed=self.device_syncs_unattributed,
             models={k: v.copy() for k, v in self.models.items()},
             exceptions=deque(self.exceptions),
             exceptions_total=self.exceptions_total,
@@ -327,6 +358,69 @@ class Store:
         ops = sorted(self.state.ops.values(), key=lambda o: (-o.total_us, o.op_name))
         return ops[:limit]
 
+    def resolve_stream(
+        self, handle: int, *, thread_id: int | None = None, device_id: int | None = None
+    ) -> StreamState | None:
+        """The stream an event naming only ``handle`` is about.
+
+        StreamDestroyed, StreamSyncBegin, StreamSynchronized, ExecuteBegin and
+        ExecuteEnd carry a stream handle but no context, and handles are not unique
+        (every context's default stream is 0). The rule, first match wins, a live
+        stream before a destroyed one:
+
+        1. the stream with this handle in ``thread_id``'s current context (only
+           StreamSyncBegin names its thread);
+        2. the stream with this handle in the context most recently made current
+           by any thread;
+        3. the most recently created stream with this handle.
+
+        ``device_id`` (ExecuteBegin's device, or the model's device for ExecuteEnd)
+        excludes streams of other devices at every step. None if no stream matches.
+        """
+        s = self.state
+        streams = s.streams
+        fallback: StreamState | None = None
+        contexts = []
+        if thread_id is not None:
+            thread_context = s.thread_contexts.get(thread_id)
+            if thread_context is not None:
+                contexts.append(thread_context)
+        if s.current_context is not None:
+            contexts.append(s.current_context)
+        for context in contexts:
+            stream = streams.get((context, handle))
+            if stream is not None and (device_id is None or stream.device_id == device_id):
+                if stream.state != STREAM_DESTROYED:
+                    return stream
+                fallback = fallback or stream
+        # Newest first: _stream_created (re)inserts each new stream at the end.
+        for stream in reversed(streams.values()):
+            if stream.stream == handle and (device_id is None or stream.device_id == device_id):
+                if stream.state != STREAM_DESTROYED:
+                    return stream
+                fallback = fallback or stream
+        return fallback
+
+    def _sync_device(self, thread_id: int | None = None) -> DeviceState | None:
+        """The device a synchronize_device (stream = DEVICE_SYNC) waited on.
+
+        The device of the thread's current context, else of the context most
+        recently made current, else the only device we know; None if ambiguous.
+        """
+        s = self.state
+        candidates = []
+        if thread_id is not None and thread_id in s.thread_contexts:
+            candidates.append(s.thread_contexts[thread_id])
+        if s.current_context is not None:
+            candidates.append(s.current_context)
+        for context in candidates:
+            ctx = s.contexts.get(context)
+            if ctx is not None:
+                return self._device(ctx.device_id)
+        if len(s.devices) == 1:
+            return next(iter(s.devices.values()))
+        return None
+
     def device_ids(self) -> list[int]:
         return sorted(self.state.devices)
 
@@ -344,13 +438,20 @@ class Store:
                     "sample": ev.to_json(d.sample) if d.sample else None,
                     "set_ret": d.set_ret,
                     "reset": d.reset,
+                    "device_syncs": d.syncs,
+                    "last_device_sync_ns": d.last_sync_ns,
+                    "last_device_sync_ret": d.last_sync_ret,
+                    "device_sync_errors": d.sync_errors,
+                    "device_synchronizing": d.synchronizing,
                     "contexts": [
                         {
                             "context": ctx.context,
                             "is_default": ctx.is_default,
                             "destroyed": ctx.destroyed,
                             "streams": [
-                                _stream_json(s.streams[h]) for h in ctx.streams if h in s.streams
+                                _stream_json(s.streams[(ctx.context, h)])
+                                for h in ctx.streams
+                                if (ctx.context, h) in s.streams
                             ],
                         }
                         for ctx in s.contexts.values()
@@ -486,7 +587,7 @@ class Store:
         old = self.state.contexts.pop(e.context, None)
         if old is not None:  # a handle reused after destroy: its streams are gone too
             for handle in old.streams:
-                self.state.streams.pop(handle, None)
+                self.state.streams.pop((e.context, handle), None)
         self.state.contexts[e.context] = ContextState(e.context, e.device_id, e.is_default)
 
     def _context_destroyed(self, e: ev.ContextDestroyed) -> None:
@@ -495,12 +596,20 @@ class Store:
             return
         ctx.destroyed = True
         for handle in ctx.streams:
-            stream = self.state.streams.get(handle)
+            stream = self.state.streams.get((e.context, handle))
             if stream is not None:
                 stream.state = STREAM_DESTROYED
 
     def _context_current(self, e: ev.ContextCurrent) -> None:
-        ctx = self.state.contexts.get(e.context)
+        s = self.state
+        s.current_context = e.context
+        threads = s.thread_contexts
+        # Re-inserted so the dict is oldest-first; the oldest thread goes at the bound.
+        threads.pop(e.thread_id, None)
+        if len(threads) >= THREAD_LIMIT:
+            del threads[next(iter(threads))]
+        threads[e.thread_id] = e.context
+        ctx = s.contexts.get(e.context)
         # Bounded by the job's thread count; cap anyway against a hostile stream.
         if ctx is not None and len(ctx.threads) < 4096:
             ctx.threads.add(e.thread_id)
@@ -511,38 +620,59 @@ class Store:
         ctx = s.contexts.get(e.context)
         if ctx is None:  # joined late without the context's event: make a place for it
             ctx = s.contexts[e.context] = ContextState(e.context, e.device_id, False)
-        old = s.streams.get(e.stream)
+        key = (e.context, e.stream)
+        old = s.streams.get(key)
         if (
             e.seq == 0
             and old is not None
-            and (old.context, old.stream_id) == (e.context, e.stream_id)
+            and old.stream_id == e.stream_id
             and old.state != STREAM_DESTROYED
         ):
             if e.stream not in ctx.streams:
                 ctx.streams.append(e.stream)
             return  # snapshot of a stream we know: keep its syncs and errors
-        if old is not None:
-            old_ctx = s.contexts.get(old.context)
-            if old_ctx is not None and e.stream in old_ctx.streams:
-                old_ctx.streams.remove(e.stream)
-        s.streams[e.stream] = StreamState(
+        # A handle reused after destroy: forget destroyed streams with this handle in
+        # other contexts (keeps the dict bounded as before); live ones, such as the
+        # other contexts' default streams (handle 0), stay.
+        for other_key in [
+            k
+            for k, v in s.streams.items()
+            if k[1] == e.stream and k != key and v.state == STREAM_DESTROYED
+        ]:
+            del s.streams[other_key]
+            other_ctx = s.contexts.get(other_key[0])
+            if other_ctx is not None and e.stream in other_ctx.streams:
+                other_ctx.streams.remove(e.stream)
+        # Popped and re-inserted: the dict stays in creation order (resolve_stream's step 3).
+        s.streams.pop(key, None)
+        s.streams[key] = StreamState(
             e.stream, e.stream_id, e.device_id, e.context, e.priority, e.flags
         )
         if e.stream not in ctx.streams:
             ctx.streams.append(e.stream)
 
     def _stream_destroyed(self, e: ev.StreamDestroyed) -> None:
-        stream = self.state.streams.get(e.stream)
-        if stream is not None and e.ret == 0:
+        if e.stream == DEVICE_SYNC or e.ret != 0:
+            return
+        stream = self.resolve_stream(e.stream)
+        if stream is not None:
             stream.state = STREAM_DESTROYED
 
     def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
-        stream = self.state.streams.get(e.stream)
+        if e.stream == DEVICE_SYNC:
+            device = self._sync_device(e.thread_id)
+            if device is not None:
+                device.synchronizing = True
+            return
+        stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
         if stream is not None and stream.state != STREAM_DESTROYED:
             stream.state = STREAM_SYNCHRONIZING
 
     def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
-        stream = self.state.streams.get(e.stream)
+        if e.stream == DEVICE_SYNC:
+            self._device_synchronized(e)
+            return
+        stream = self.resolve_stream(e.stream)
         if stream is None:
             return
         stream.syncs += 1
@@ -553,6 +683,21 @@ class Store:
             stream.last_error = e.ret
         if stream.state != STREAM_DESTROYED:
             stream.state = STREAM_BUSY if stream.busy_model is not None else STREAM_IDLE
+
+    def _device_synchronized(self, e: ev.StreamSynchronized) -> None:
+        # No thread in the event: a device whose synchronize_device is known to be
+        # waiting (its Begin came) first, else the current context's device.
+        waiting = [d for d in self.state.devices.values() if d.synchronizing]
+        device = waiting[0] if len(waiting) == 1 else self._sync_device()
+        if device is None:
+            self.state.device_syncs_unattributed += 1
+            return
+        device.syncs += 1
+        device.last_sync_ns = e.duration_ns
+        device.last_sync_ret = e.ret
+        if e.ret != 0:
+            device.sync_errors += 1
+        device.synchronizing = False
 
     def _model_loaded(self, e: ev.ModelLoaded) -> None:
         self._device(e.device_id)
@@ -571,7 +716,9 @@ class Store:
         model = self.state.models.get(e.model_id)
         if model is not None:
             model.running += 1
-        stream = self.state.streams.get(e.stream) if e.stream else None
+        # stream 0 = a synchronous execute (the schema), not a default stream.
+        device_id = e.device_id if e.device_id >= 0 else None
+        stream = self.resolve_stream(e.stream, device_id=device_id) if e.stream else None
         if stream is not None and stream.state != STREAM_DESTROYED:
             stream.busy_model = e.model_id
             if stream.state == STREAM_IDLE:
@@ -585,7 +732,8 @@ class Store:
             model.last_duration_ns = e.duration_ns
             if e.ret != 0:
                 model.failures += 1
-        stream = self.state.streams.get(e.stream) if e.stream else None
+        device_id = model.device_id if model is not None else None
+        stream = self.resolve_stream(e.stream, device_id=device_id) if e.stream else None
         if stream is not None:
             stream.busy_model = None
             if e.ret != 0:

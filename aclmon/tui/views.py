@@ -267,7 +267,7 @@ class DevicesView(View):
                 ctx_label.append(f"  {len(ctx.threads)} thread(s)", style=dim)
             branch = tree.add(ctx_label)
             for handle in ctx.streams:
-                stream = s.streams.get(handle)
+                stream = s.streams.get((ctx.context, handle))
                 if stream is None:
                     continue
                 line = Text(f"stream {stream.stream_id:<3d} ")

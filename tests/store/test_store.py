@@ -79,11 +79,11 @@ def test_fold_builds_devices_tree_models_and_counts():
     assert dev.sample.hbm_used == 11 << 30
     ctx = s.contexts[0xA0]
     assert ctx.streams == [0xB0, 0xB1]
-    assert s.streams[0xB0].state == "idle"  # execute ended
+    assert s.streams[(0xA0, 0xB0)].state == "idle"  # execute ended
     # The sync failure and the exception (stream_id 3 = handle 0xB0) count as errors.
-    assert s.streams[0xB1].errors == 1 and s.streams[0xB1].last_sync_ns == 5_000_000
-    assert s.streams[0xB0].errors == 1
-    assert s.streams[0xB0].last_error == ACL_ERROR_RT_AICORE_EXCEPTION
+    assert s.streams[(0xA0, 0xB1)].errors == 1 and s.streams[(0xA0, 0xB1)].last_sync_ns == 5_000_000
+    assert s.streams[(0xA0, 0xB0)].errors == 1
+    assert s.streams[(0xA0, 0xB0)].last_error == ACL_ERROR_RT_AICORE_EXCEPTION
     assert s.models[1].executions == 1 and s.models[1].running == 0
     top = store.top_ops(5)
     assert [o.op_name for o in top] == ["conv1", "relu1"]
@@ -105,15 +105,15 @@ def test_stream_states_follow_execute_and_sync():
             e(ev.ExecuteBegin, 9, 2, 0),
         ]
     )
-    assert store.state.streams[2].state == "busy"
+    assert store.state.streams[(1, 2)].state == "busy"
     store.apply(e(ev.StreamSyncBegin, 2, 1))
-    assert store.state.streams[2].state == "synchronizing"
+    assert store.state.streams[(1, 2)].state == "synchronizing"
     store.apply(e(ev.StreamSynchronized, 2, 10, 0, -1))
-    assert store.state.streams[2].state == "busy"  # the execute has not ended
+    assert store.state.streams[(1, 2)].state == "busy"  # the execute has not ended
     store.apply(e(ev.ExecuteEnd, 9, 2, 10, 0))
-    assert store.state.streams[2].state == "idle"
+    assert store.state.streams[(1, 2)].state == "idle"
     store.apply(e(ev.ContextDestroyed, 1, 0))
-    assert store.state.streams[2].state == "destroyed"
+    assert store.state.streams[(1, 2)].state == "destroyed"
     assert store.state.contexts[1].destroyed
 
 
@@ -224,7 +224,12 @@ def test_decoder_counts_are_recorded():
     assert store.state.counters.malformed == 3 and store.version > version
 
 
+_HANDLES = [0, 10, 11, 12, 13, 14]  # 0: every context's default stream
+_SYNC_HANDLES = [-1, *_HANDLES]  # -1: synchronize_device
 _event_strategy = st.one_of(
+    st.builds(
+        ev.ContextCurrent, st.integers(0, 50), st.just(T0), st.integers(1, 4), st.integers(1, 3)
+    ),
     st.builds(
         ev.HostSample,
         st.integers(0, 50),
@@ -254,18 +259,30 @@ _event_strategy = st.one_of(
         st.just(T0),
         st.integers(0, 3),
         st.integers(1, 4),
-        st.integers(10, 14),
+        st.sampled_from(_HANDLES),
         st.integers(0, 3),
         st.just(0),
         st.just(0),
     ),
-    st.builds(ev.StreamDestroyed, st.integers(0, 50), st.just(T0), st.integers(10, 14), st.just(0)),
-    st.builds(ev.StreamSyncBegin, st.integers(0, 50), st.just(T0), st.integers(10, 14), st.just(1)),
+    st.builds(
+        ev.StreamDestroyed,
+        st.integers(0, 50),
+        st.just(T0),
+        st.sampled_from(_SYNC_HANDLES),
+        st.just(0),
+    ),
+    st.builds(
+        ev.StreamSyncBegin,
+        st.integers(0, 50),
+        st.just(T0),
+        st.sampled_from(_SYNC_HANDLES),
+        st.just(1),
+    ),
     st.builds(
         ev.StreamSynchronized,
         st.integers(0, 50),
         st.just(T0),
-        st.integers(10, 14),
+        st.sampled_from(_SYNC_HANDLES),
         st.integers(0, 9),
         st.sampled_from([0, 507046]),
         st.just(-1),
@@ -389,4 +406,110 @@ def test_snapshot_resent_on_reconnect_keeps_what_was_seen():
     assert after["models"] == before["models"]  # run counts kept
     # A live (seq > 0) re-creation of a handle is a new object.
     store.apply(ev.StreamCreated(100, T0, 0, 0xA0, 0xB1, 9, 0, 0))
-    assert store.state.streams[0xB1].syncs == 0 and store.state.streams[0xB1].stream_id == 9
+    assert (
+        store.state.streams[(0xA0, 0xB1)].syncs == 0
+        and store.state.streams[(0xA0, 0xB1)].stream_id == 9
+    )
+
+
+def two_devices_with_default_streams():
+    """Two devices, each with its default context and default stream (handle 0)."""
+    e = Seq()
+    events = [
+        e(ev.DeviceSet, 0, 0),
+        e(ev.ContextCreated, 0, 0xA0, True),
+        e(ev.StreamCreated, 0, 0xA0, 0, 10, 0, 0),
+        e(ev.ContextCurrent, 0xA0, 100),
+        e(ev.DeviceSet, 1, 0),
+        e(ev.ContextCreated, 1, 0xC0, True),
+        e(ev.StreamCreated, 1, 0xC0, 0, 20, 0, 0),
+        e(ev.ContextCurrent, 0xC0, 200),
+    ]
+    return e, events
+
+
+def test_default_streams_of_different_devices_do_not_collide():
+    e, events = two_devices_with_default_streams()
+    store = Store()
+    store.apply_many(events)
+    s = store.state
+    assert set(s.streams) == {(0xA0, 0), (0xC0, 0)}
+    assert s.streams[(0xA0, 0)].device_id == 0 and s.streams[(0xA0, 0)].stream_id == 10
+    assert s.streams[(0xC0, 0)].device_id == 1 and s.streams[(0xC0, 0)].stream_id == 20
+    # No thread in StreamSynchronized: the most recently current context (0xC0) wins.
+    store.apply(e(ev.StreamSynchronized, 0, 7_000, 0, -1))
+    assert s.streams[(0xC0, 0)].syncs == 1 and s.streams[(0xA0, 0)].syncs == 0
+    # Thread 100 makes 0xA0 current again: now its default stream is the one.
+    store.apply(e(ev.ContextCurrent, 0xA0, 100))
+    store.apply(e(ev.StreamSynchronized, 0, 9_000, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, 5))
+    assert s.streams[(0xA0, 0)].syncs == 1 and s.streams[(0xA0, 0)].errors == 1
+    assert s.streams[(0xC0, 0)].errors == 0
+    # StreamSyncBegin names its thread: thread 200's current context is still 0xC0.
+    store.apply(e(ev.StreamSyncBegin, 0, 200))
+    assert s.streams[(0xC0, 0)].state == "synchronizing"
+    assert s.streams[(0xA0, 0)].state == "idle"
+    # Both show up under their own device in the JSON view.
+    data = store.to_json()
+    by_device = {d["device_id"]: d["contexts"][0]["streams"] for d in data["devices"]}
+    assert [st["stream_id"] for st in by_device[0]] == [10]
+    assert [st["stream_id"] for st in by_device[1]] == [20]
+
+
+def test_stream_handle_resolves_to_most_recently_created_without_current_context():
+    store = Store()
+    e = Seq()
+    store.apply_many(
+        [
+            e(ev.ContextCreated, 0, 0xA0, False),
+            e(ev.StreamCreated, 0, 0xA0, 0, 10, 0, 0),
+            e(ev.ContextCreated, 1, 0xC0, False),
+            e(ev.StreamCreated, 1, 0xC0, 0, 20, 0, 0),
+        ]
+    )
+    s = store.state
+    store.apply(e(ev.StreamSynchronized, 0, 1_000, 0, -1))
+    assert s.streams[(0xC0, 0)].syncs == 1 and s.streams[(0xA0, 0)].syncs == 0
+    # A destroyed stream loses to a live one with the same handle.
+    store.apply(e(ev.StreamDestroyed, 0, 0))
+    assert s.streams[(0xC0, 0)].state == "destroyed"
+    store.apply(e(ev.StreamSynchronized, 0, 1_000, 0, -1))
+    assert s.streams[(0xA0, 0)].syncs == 1
+    # ExecuteBegin names its device: only that device's streams count.
+    store.apply(e(ev.ModelLoaded, 5, 1, "m", 1))
+    store.apply(e(ev.StreamCreated, 1, 0xC0, 0x51, 21, 0, 0))
+    store.apply(e(ev.StreamCreated, 0, 0xA0, 0x51, 11, 0, 0))  # same handle, device 0
+    store.apply(e(ev.ExecuteBegin, 5, 0x51, 1))
+    assert s.streams[(0xC0, 0x51)].busy_model == 5
+    assert s.streams[(0xA0, 0x51)].busy_model is None
+
+
+def test_device_synchronize_is_a_device_figure_and_never_a_stream():
+    e, events = two_devices_with_default_streams()
+    store = Store()
+    store.apply_many(events)
+    s = store.state
+    streams_before = set(s.streams)
+    store.apply(e(ev.StreamSyncBegin, -1, 100))  # thread 100: device 0
+    assert s.devices[0].synchronizing and not s.devices[1].synchronizing
+    store.apply(e(ev.StreamSynchronized, -1, 60_000_000, 0, -1))
+    assert s.devices[0].syncs == 1 and s.devices[0].last_sync_ns == 60_000_000
+    assert not s.devices[0].synchronizing and s.devices[1].syncs == 0
+    # Without a Begin: the device of the most recently current context (0xC0: device 1).
+    store.apply(e(ev.StreamSynchronized, -1, 3_000, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, 1))
+    assert s.devices[1].syncs == 1 and s.devices[1].sync_errors == 1
+    assert s.devices[1].last_sync_ret == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+    store.apply(e(ev.StreamDestroyed, -1, 0))
+    assert set(s.streams) == streams_before
+    assert all(st.syncs == 0 and st.state == "idle" for st in s.streams.values())
+    data = store.to_json()
+    assert [d["device_syncs"] for d in data["devices"]] == [1, 1]
+    json.dumps(data)
+
+
+def test_device_synchronize_with_no_known_device_is_counted_not_invented():
+    store = Store()
+    e = Seq()
+    store.apply(e(ev.StreamSyncBegin, -1, 1))
+    store.apply(e(ev.StreamSynchronized, -1, 10, 0, -1))
+    assert not store.state.devices and not store.state.streams
+    assert store.state.device_syncs_unattributed == 1
