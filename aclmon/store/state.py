@@ -38,6 +38,26 @@ THREAD_LIMIT = 4096
 #: every stream of the thread's current device (docs/agent.md).
 DEVICE_SYNC = -1
 
+# The agent defers ExecuteBegin and StreamSyncBegin: they come only for calls still
+# running after 50 ms, carrying the call's start time as ts_ns, and may even arrive
+# after the call's End. So runs, durations and failures are counted from the End
+# events alone; a Begin only marks a call "in progress" until an End takes it back.
+# An End takes back the pending Begin (same model and stream, same stream, or same
+# device) whose start is closest to its own start (ts_ns - duration_ns), among the
+# Begins that started before the End's call ended; an End that finds none changes
+# nothing but the counts, so it never leaves anything running or busy. Known limit:
+# with no thread in the End events, a short call ending while another thread's long
+# call is pending on the same model/stream takes that Begin back (under-reporting
+# "running" rather than leaving a stale "running" behind).
+#: Begins remembered as in progress per model/stream/device (real ones: one per thread).
+PENDING_LIMIT = 256
+#: recent End start times remembered per target, to recognise a Begin announced
+#: after its call already ended.
+RECENT_ENDS = 8
+#: how close a Begin's start and an End's start (ts - duration) must be to be the
+#: same call: both come from one perf_counter reading with the agent's wall offset.
+SAME_CALL_NS = 200_000
+
 STREAM_IDLE = "idle"
 STREAM_BUSY = "busy"
 STREAM_SYNCHRONIZING = "synchronizing"
@@ -60,7 +80,9 @@ class DeviceState:
     last_sync_ns: int | None = None
     last_sync_ret: int = 0
     sync_errors: int = 0
-    synchronizing: bool = False
+    synchronizing: bool = False  # a synchronize_device Begin is pending
+    pending_syncs: list[int] = field(default_factory=list)  # Begin start times
+    recent_sync_ends: list[int] = field(default_factory=list)  # End start times
 
     def copy(self) -> DeviceState:
         return DeviceState(
@@ -77,6 +99,8 @@ class DeviceState:
             self.last_sync_ret,
             self.sync_errors,
             self.synchronizing,
+            list(self.pending_syncs),
+            list(self.recent_sync_ends),
         )
 
 
@@ -94,15 +118,34 @@ class StreamState:
     priority: int
     flags: int
     state: str = STREAM_IDLE
-    busy_model: int | None = None
+    busy_model: int | None = None  # model of the newest pending ExecuteBegin
     last_sync_ns: int | None = None
     last_sync_ret: int = 0
     syncs: int = 0
     errors: int = 0  # failed synchronizes/executes and exceptions reported on this stream
     last_error: int = 0  # ACL error code of the newest error
+    pending_syncs: list[int] = field(default_factory=list)  # StreamSyncBegin start times
+    recent_sync_ends: list[int] = field(default_factory=list)  # End start times
+    pending_executes: list[tuple[int, int]] = field(default_factory=list)  # (model, start)
 
     def copy(self) -> StreamState:
-        return copy.copy(self)
+        new = copy.copy(self)
+        new.pending_syncs = list(self.pending_syncs)
+        new.recent_sync_ends = list(self.recent_sync_ends)
+        new.pending_executes = list(self.pending_executes)
+        return new
+
+    def refresh(self) -> None:
+        """Derive ``state`` and ``busy_model`` from the pending Begins."""
+        self.busy_model = self.pending_executes[-1][0] if self.pending_executes else None
+        if self.state == STREAM_DESTROYED:
+            return
+        if self.pending_syncs:
+            self.state = STREAM_SYNCHRONIZING
+        elif self.pending_executes:
+            self.state = STREAM_BUSY
+        else:
+            self.state = STREAM_IDLE
 
 
 @dataclass
@@ -129,13 +172,18 @@ class ModelState:
     name: str
     op_count: int
     loaded: bool = True
-    running: int = 0  # executions begun and not yet ended
-    executions: int = 0
+    running: int = 0  # pending ExecuteBegins (calls seen running for 50 ms, not ended)
+    executions: int = 0  # counted from ExecuteEnd alone
     failures: int = 0
     last_duration_ns: int | None = None
+    pending: list[tuple[int, int]] = field(default_factory=list)  # (stream, start) of Begins
+    recent_ends: list[tuple[int, int]] = field(default_factory=list)  # (stream, start) of Ends
 
     def copy(self) -> ModelState:
-        return copy.copy(self)
+        new = copy.copy(self)
+        new.pending = list(self.pending)
+        new.recent_ends = list(self.recent_ends)
+        return new
 
 
 @dataclass
@@ -661,18 +709,30 @@ class Store:
     def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
         if e.stream == DEVICE_SYNC:
             device = self._sync_device(e.thread_id)
-            if device is not None:
+            if device is not None and _begin(
+                device.pending_syncs, device.recent_sync_ends, e.ts_ns
+            ):
                 device.synchronizing = True
             return
         stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
         if stream is not None and stream.state != STREAM_DESTROYED:
-            stream.state = STREAM_SYNCHRONIZING
+            _begin(stream.pending_syncs, stream.recent_sync_ends, e.ts_ns)
+            stream.refresh()
 
     def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
         if e.stream == DEVICE_SYNC:
             self._device_synchronized(e)
             return
-        stream = self.resolve_stream(e.stream)
+        start = e.ts_ns - e.duration_ns
+        # A stream whose sync Begin (resolved through its thread) is pending is the
+        # better guess; otherwise the usual resolution.
+        waiting = [
+            st for st in self.state.streams.values() if st.stream == e.stream and st.pending_syncs
+        ]
+        if waiting:
+            stream = min(waiting, key=lambda st: _distance(st.pending_syncs, start))
+        else:
+            stream = self.resolve_stream(e.stream)
         if stream is None:
             return
         stream.syncs += 1
@@ -681,14 +741,20 @@ class Store:
         if e.ret != 0:
             stream.errors += 1
             stream.last_error = e.ret
-        if stream.state != STREAM_DESTROYED:
-            stream.state = STREAM_BUSY if stream.busy_model is not None else STREAM_IDLE
+        _end(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
+        stream.refresh()
 
     def _device_synchronized(self, e: ev.StreamSynchronized) -> None:
-        # No thread in the event: a device whose synchronize_device is known to be
-        # waiting (its Begin came) first, else the current context's device.
-        waiting = [d for d in self.state.devices.values() if d.synchronizing]
-        device = waiting[0] if len(waiting) == 1 else self._sync_device()
+        # No thread in the event: a device whose synchronize_device Begin is pending
+        # first (closest start), else the current context's device.
+        start = e.ts_ns - e.duration_ns
+        waiting = [d for d in self.state.devices.values() if d.pending_syncs]
+        if waiting:
+            device: DeviceState | None = min(
+                waiting, key=lambda d: _distance(d.pending_syncs, start)
+            )
+        else:
+            device = self._sync_device()
         if device is None:
             self.state.device_syncs_unattributed += 1
             return
@@ -697,7 +763,8 @@ class Store:
         device.last_sync_ret = e.ret
         if e.ret != 0:
             device.sync_errors += 1
-        device.synchronizing = False
+        _end(device.pending_syncs, device.recent_sync_ends, start, e.ts_ns)
+        device.synchronizing = bool(device.pending_syncs)
 
     def _model_loaded(self, e: ev.ModelLoaded) -> None:
         self._device(e.device_id)
@@ -711,36 +778,75 @@ class Store:
         if model is not None and e.ret == 0:
             model.loaded = False
             model.running = 0
+            model.pending.clear()
+            for stream in self.state.streams.values():
+                if any(m == e.model_id for m, _ in stream.pending_executes):
+                    stream.pending_executes = [
+                        p for p in stream.pending_executes if p[0] != e.model_id
+                    ]
+                    stream.refresh()
 
     def _execute_begin(self, e: ev.ExecuteBegin) -> None:
+        # Deferred by the agent: ts_ns is the call's start, and the call may already
+        # have ended (its End came first): then it is not running.
         model = self.state.models.get(e.model_id)
         if model is not None:
-            model.running += 1
+            if any(
+                h == e.stream and abs(start - e.ts_ns) <= SAME_CALL_NS
+                for h, start in model.recent_ends
+            ):
+                return
+            model.pending.append((e.stream, e.ts_ns))
+            del model.pending[:-PENDING_LIMIT]
+            model.running = len(model.pending)
         # stream 0 = a synchronous execute (the schema), not a default stream.
         device_id = e.device_id if e.device_id >= 0 else None
         stream = self.resolve_stream(e.stream, device_id=device_id) if e.stream else None
         if stream is not None and stream.state != STREAM_DESTROYED:
-            stream.busy_model = e.model_id
-            if stream.state == STREAM_IDLE:
-                stream.state = STREAM_BUSY
+            stream.pending_executes.append((e.model_id, e.ts_ns))
+            del stream.pending_executes[:-PENDING_LIMIT]
+            stream.refresh()
 
     def _execute_end(self, e: ev.ExecuteEnd) -> None:
+        # Counted from the End alone (most calls never get a Begin).
+        start = e.ts_ns - e.duration_ns
         model = self.state.models.get(e.model_id)
         if model is not None:
-            model.running = max(0, model.running - 1)
             model.executions += 1
             model.last_duration_ns = e.duration_ns
             if e.ret != 0:
                 model.failures += 1
-        device_id = model.device_id if model is not None else None
-        stream = self.resolve_stream(e.stream, device_id=device_id) if e.stream else None
-        if stream is not None:
-            stream.busy_model = None
-            if e.ret != 0:
-                stream.errors += 1
-                stream.last_error = e.ret
-            if stream.state == STREAM_BUSY:
-                stream.state = STREAM_IDLE
+            mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
+            closest = _closest([model.pending[i][1] for i in mine], start, e.ts_ns)
+            if closest is not None:
+                del model.pending[mine[closest]]
+                model.running = len(model.pending)
+            model.recent_ends.append((e.stream, start))
+            del model.recent_ends[:-RECENT_ENDS]
+        if not e.stream:
+            return
+        # The stream holding this model's pending Begin, else the usual resolution.
+        waiting = [
+            st
+            for st in self.state.streams.values()
+            if st.stream == e.stream and any(m == e.model_id for m, _ in st.pending_executes)
+        ]
+        if waiting:
+            stream: StreamState | None = waiting[-1]
+        else:
+            device_id = model.device_id if model is not None else None
+            stream = self.resolve_stream(e.stream, device_id=device_id)
+        if stream is None:
+            return
+        if e.ret != 0:
+            stream.errors += 1
+            stream.last_error = e.ret
+        pending = stream.pending_executes
+        mine = [i for i, (m, _) in enumerate(pending) if m == e.model_id]
+        closest = _closest([pending[i][1] for i in mine], start, e.ts_ns)
+        if closest is not None:
+            del pending[mine[closest]]
+            stream.refresh()
 
     def _exception(self, e: ev.AclException) -> None:
         s = self.state
@@ -805,6 +911,40 @@ class Store:
         while len(replies) > REPLY_LIMIT:
             del replies[next(iter(replies))]
         self.state.last_reply = e
+
+
+def _distance(starts: list[int], start: int) -> int:
+    return min(abs(s - start) for s in starts)
+
+
+def _begin(pending: list[int], recent_ends: list[int], start: int) -> bool:
+    """Note a deferred Begin starting at ``start``; False if its call already ended."""
+    if any(abs(end_start - start) <= SAME_CALL_NS for end_start in recent_ends):
+        return False
+    pending.append(start)
+    del pending[:-PENDING_LIMIT]
+    return True
+
+
+def _closest(starts: list[int], start: int, end: int) -> int | None:
+    """Index of the pending Begin start closest to ``start``, among those that began
+    before the End's call ended at ``end`` (a later Begin is another call); or None."""
+    best = None
+    for i, begin in enumerate(starts):
+        if begin <= end + SAME_CALL_NS and (
+            best is None or abs(begin - start) < abs(starts[best] - start)
+        ):
+            best = i
+    return best
+
+
+def _end(pending: list[int], recent_ends: list[int], start: int, end: int) -> None:
+    """An End whose call ran from ``start`` to ``end``: take back the closest pending Begin."""
+    closest = _closest(pending, start, end)
+    if closest is not None:
+        del pending[closest]
+    recent_ends.append(start)
+    del recent_ends[:-RECENT_ENDS]
 
 
 def _stream_json(stream: StreamState) -> dict[str, Any]:

@@ -513,3 +513,101 @@ def test_device_synchronize_with_no_known_device_is_counted_not_invented():
     store.apply(e(ev.StreamSynchronized, -1, 10, 0, -1))
     assert not store.state.devices and not store.state.streams
     assert store.state.device_syncs_unattributed == 1
+
+
+MS = 1_000_000
+
+
+def one_model_one_stream(store):
+    store.apply_many(
+        [
+            ev.DeviceSet(1, T0, 0, 0),
+            ev.ContextCreated(2, T0, 0, 0xA0, True),
+            ev.ContextCurrent(3, T0, 0xA0, 100),
+            ev.StreamCreated(4, T0, 0, 0xA0, 0xB0, 3, 0, 0),
+            ev.ModelLoaded(5, T0, 1, 0, "resnet", 10),
+        ]
+    )
+    return store.state.models[1], store.state.streams[(0xA0, 0xB0)]
+
+
+def test_ends_without_begins_count_runs_and_leave_nothing_running():
+    store = Store()
+    model, stream = one_model_one_stream(store)
+    t = T0 + 1000 * MS
+    # What the agent sends for fast calls: an End only.
+    store.apply(ev.ExecuteEnd(10, t, 1, 0xB0, 2 * MS, 0))
+    store.apply(ev.ExecuteEnd(11, t + 5 * MS, 1, 0xB0, 3 * MS, 507011))
+    store.apply(ev.ExecuteEnd(12, t + 9 * MS, 1, 0, 1 * MS, 0))  # synchronous execute
+    store.apply(ev.StreamSynchronized(13, t + 12 * MS, 0xB0, 2 * MS, 0, -1))
+    store.apply(ev.StreamSynchronized(14, t + 15 * MS, 0xB0, 2 * MS, 507046, 5))
+    assert model.executions == 3 and model.failures == 1 and model.last_duration_ns == 1 * MS
+    assert model.running == 0 and not model.pending
+    assert stream.syncs == 2 and stream.last_sync_ret == 507046 and stream.errors == 2
+    assert stream.state == "idle" and stream.busy_model is None
+    data = store.to_json()
+    assert data["models"][0]["running"] == 0
+    assert data["devices"][0]["contexts"][0]["streams"][0]["state"] == "idle"
+
+
+def test_a_deferred_begin_marks_in_progress_until_its_end():
+    store = Store()
+    model, stream = one_model_one_stream(store)
+    t = T0 + 1000 * MS
+    # A slow execute: the Begin comes 50 ms in, stamped with the call's start t.
+    store.apply(ev.ExecuteBegin(10, t, 1, 0xB0, 0))
+    assert model.running == 1 and stream.state == "busy" and stream.busy_model == 1
+    store.apply(ev.StreamSyncBegin(11, t + 10 * MS, 0xB0, 100))
+    assert stream.state == "synchronizing"
+    store.apply(ev.StreamSynchronized(12, t + 90 * MS, 0xB0, 80 * MS, 0, -1))
+    assert stream.state == "busy" and stream.syncs == 1  # the execute still runs
+    store.apply(ev.ExecuteEnd(13, t + 120 * MS, 1, 0xB0, 120 * MS, 0))
+    assert model.running == 0 and model.executions == 1
+    assert stream.state == "idle" and stream.busy_model is None
+
+
+def test_an_end_takes_back_its_own_begin_not_another_threads():
+    store = Store()
+    model, stream = one_model_one_stream(store)
+    t = T0 + 1000 * MS
+    store.apply(ev.StreamSyncBegin(10, t, 0xB0, 100))
+    store.apply(ev.StreamSyncBegin(11, t + 30 * MS, 0xB0, 100))
+    # The second call (started at t + 30 ms) ends: the first is still waiting.
+    store.apply(ev.StreamSynchronized(12, t + 100 * MS, 0xB0, 70 * MS, 0, -1))
+    assert stream.pending_syncs == [t] and stream.state == "synchronizing"
+    # A Begin that started after an End's call ended is another call.
+    store.apply(ev.ExecuteBegin(13, t + 500 * MS, 1, 0xB0, 0))
+    store.apply(ev.ExecuteEnd(14, t + 200 * MS, 1, 0xB0, 60 * MS, 0))
+    assert model.running == 1 and stream.busy_model == 1
+    assert model.executions == 1
+
+
+def test_a_begin_announced_after_its_end_is_not_left_running():
+    # The agent's control thread can publish a Begin just after the call returned.
+    store = Store()
+    model, stream = one_model_one_stream(store)
+    t = T0 + 1000 * MS
+    store.apply(ev.ExecuteEnd(10, t + 60 * MS, 1, 0xB0, 60 * MS, 0))
+    store.apply(ev.ExecuteBegin(11, t + 1000, 1, 0xB0, 0))  # start t, within clock slack
+    assert model.running == 0 and model.executions == 1 and stream.state == "idle"
+    store.apply(ev.StreamSynchronized(12, t + 200 * MS, 0xB0, 70 * MS, 0, -1))
+    store.apply(ev.StreamSyncBegin(13, t + 130 * MS, 0xB0, 100))
+    assert stream.state == "idle" and not stream.pending_syncs
+    store.apply(ev.StreamSynchronized(14, t + 400 * MS, -1, 55 * MS, 0, -1))
+    store.apply(ev.StreamSyncBegin(15, t + 345 * MS, -1, 100))
+    device = store.state.devices[0]
+    assert device.syncs == 1 and not device.synchronizing
+
+
+def test_pending_begins_survive_snapshot_and_restore_independently():
+    store = Store()
+    one_model_one_stream(store)
+    t = T0 + 1000 * MS
+    store.apply(ev.ExecuteBegin(10, t, 1, 0xB0, 0))
+    snap = store.snapshot()
+    store.apply(ev.ExecuteEnd(11, t + 80 * MS, 1, 0xB0, 80 * MS, 0))
+    assert store.state.models[1].running == 0
+    assert snap.models[1].running == 1 and snap.streams[(0xA0, 0xB0)].state == "busy"
+    store.restore(snap)
+    assert store.state.models[1].pending == [(0xB0, t)]
+    assert store.state.streams[(0xA0, 0xB0)].pending_executes == [(1, t)]
