@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import bisect
 import gc
+import math
 import os
 import re
 import struct
 import threading
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -37,8 +39,12 @@ from aclmon import events as ev
 from aclmon.errors import AclmonError
 from aclmon.store.state import Store, StoreState
 
-#: frames between two snapshots: bounds the fold work of any seek.
+#: frames between two snapshots, at least: bounds the fold work of any seek.
 DEFAULT_SNAPSHOT_EVERY = 10_000
+#: snapshots kept at most (besides the empty one at position 0). Each costs
+#: ~0.35 MiB with full exception and dump rings, so past this many the spacing
+#: grows instead (64 over 1M frames: one every 15,625, a seek folds ~90 ms at most).
+DEFAULT_MAX_SNAPSHOTS = 64
 #: frames folded per read while folding long ranges (bounds the bytes held at once).
 FOLD_BATCH = 20_000
 #: bytes read from the file at once, at most (plus one frame)
@@ -200,13 +206,19 @@ class ReplayEngine:
         path: str | Path,
         *,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        max_snapshots: int = DEFAULT_MAX_SNAPSHOTS,
         store_factory: Callable[[], Store] = Store,
     ) -> None:
         if snapshot_every < 1:
             raise ValueError(f"snapshot_every must be at least 1, not {snapshot_every}")
+        if max_snapshots < 2:
+            raise ValueError(f"max_snapshots must be at least 2, not {max_snapshots}")
         self.index = index
         self.frames = FrameFile(path, index)
         self.snapshot_every = snapshot_every
+        self.max_snapshots = max_snapshots
+        #: the builder's current spacing: ``snapshot_every`` or more for long recordings.
+        self.spacing = snapshot_every
         self._store_factory = store_factory
         self.store = store_factory()
         self.position = 0
@@ -214,7 +226,8 @@ class ReplayEngine:
         # Sorted snapshot positions and their states; position 0 is the empty store.
         self._snapshot_at: list[int] = [0]
         self._snapshots: dict[int, StoreState] = {0: self.store.snapshot()}
-        self._markers: dict[str, list[int]] = {EXCEPTION: [], OVERFLOW: []}
+        # Frame numbers as int64 arrays: 8 bytes each instead of a list slot plus an int object.
+        self._markers: dict[str, array[int]] = {EXCEPTION: array("q"), OVERFLOW: array("q")}
         self._scanned = 0  # frames the builder has folded (snapshots and markers cover them)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -432,7 +445,6 @@ class ReplayEngine:
         try:
             store = self._store_factory()
             decoder = ev.EventDecoder()
-            every = self.snapshot_every
             while not self._stop.is_set():
                 indexed = self.index.indexed  # read before len: no frames missed at the end
                 n = len(self.index)
@@ -442,7 +454,12 @@ class ReplayEngine:
                         return
                     self._stop.wait(0.05)
                     continue
-                stop = min(n, (pos // every + 1) * every, pos + FOLD_BATCH)
+                if indexed:
+                    # The length is final: space the snapshots so at most
+                    # max_snapshots cover it (never closer than snapshot_every).
+                    self.spacing = max(self.spacing, math.ceil(n / self.max_snapshots))
+                next_snapshot = self._snapshot_at[-1] + self.spacing
+                stop = min(n, next_snapshot, pos + FOLD_BATCH)
                 found = self._scan_markers(pos, stop)
                 before = (decoder.malformed, decoder.unknown)
                 store.apply_many(self.frames.decode(pos, stop, decoder))
@@ -451,7 +468,7 @@ class ReplayEngine:
                     c = store.state.counters
                     store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
                 snapshot = None
-                if stop % every == 0:
+                if stop == next_snapshot:
                     snapshot = store.snapshot()
                     _share_dumps(snapshot, self._snapshots[self._snapshot_at[-1]])
                 with self._lock:
@@ -460,9 +477,26 @@ class ReplayEngine:
                     if snapshot is not None:
                         self._snapshot_at.append(stop)
                         self._snapshots[stop] = snapshot
+                        if len(self._snapshot_at) > self.max_snapshots + 1:
+                            self._thin_snapshots()
                     self._scanned = stop
         except Exception as exc:  # reported in the timeline, never raised on a thread
             self.builder_error = f"snapshot builder stopped: {exc}"
+
+    def _thin_snapshots(self) -> None:
+        """Drop every other snapshot and double the spacing (with the lock held).
+
+        Only for a recording still growing while it is built (its final length
+        unknown): the snapshots stay evenly spaced and their count bounded.
+        Position 0 (the empty store) and the newest snapshot are kept.
+        """
+        keep = self._snapshot_at[::2]
+        if keep[-1] != self._snapshot_at[-1]:
+            keep.append(self._snapshot_at[-1])
+        for at in set(self._snapshot_at).difference(keep):
+            del self._snapshots[at]
+        self._snapshot_at = keep
+        self.spacing *= 2
 
     def close(self) -> None:
         self._stop.set()

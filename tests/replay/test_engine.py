@@ -394,3 +394,77 @@ def test_reads_are_bounded_in_bytes_whatever_the_frame_sizes(tmp_path, monkeypat
     finally:
         engine.close()
         reader.close()
+
+
+def test_snapshot_count_stays_bounded_and_seeks_still_give_the_fold(recording):
+    path, events, frames = recording
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path, snapshot_every=10, max_snapshots=8)
+    try:
+        engine.build()
+        n = len(engine)
+        # 3060 frames at one per 10 would be 306 snapshots: spaced out to 8 instead.
+        assert len(engine._snapshot_at) <= 9 and engine.spacing == -(-n // 8)
+        assert sorted(engine._snapshots) == engine._snapshot_at
+        for target in (n, 1, n // 3 + 5, engine._snapshot_at[-1], 0, n - 1):
+            engine.seek(target)
+            assert engine.store.to_json() == expected_at(events, frames, target)
+    finally:
+        engine.close()
+        reader.close()
+
+
+class GrowingIndex:
+    """A reader's index revealed a few frames at a time, as while a job still records."""
+
+    def __init__(self, reader: RecordingReader, step: int) -> None:
+        self.reader, self.step, self.shown = reader, step, 0
+
+    def __len__(self) -> int:
+        return self.shown
+
+    @property
+    def indexed(self) -> bool:
+        self.shown = min(len(self.reader), self.shown + self.step)  # the builder polls this
+        return self.shown == len(self.reader)
+
+    @property
+    def offsets(self):
+        return self.reader.offsets[: self.shown]
+
+    @property
+    def timestamps(self):
+        return self.reader.timestamps[: self.shown]
+
+    def seek_time(self, ts_ns: int) -> int:
+        return min(self.reader.seek_time(ts_ns), self.shown)
+
+
+def test_snapshots_of_a_growing_recording_are_thinned_to_the_bound(recording):
+    path, events, frames = recording
+    reader = RecordingReader(path, background=False)
+    index = GrowingIndex(reader, step=7)
+    engine = ReplayEngine(index, path, snapshot_every=5, max_snapshots=6)
+    try:
+        engine.build()
+        assert len(engine) == len(reader) and engine.ready
+        assert 2 <= len(engine._snapshot_at) <= 7 and engine.spacing > 5
+        assert sorted(engine._snapshots) == engine._snapshot_at
+        for at in engine._snapshot_at:
+            engine.seek(at)
+            assert engine.store.to_json() == expected_at(events, frames, at)
+        engine.seek(len(engine) // 2 + 3)
+        assert engine.store.to_json() == expected_at(events, frames, len(engine) // 2 + 3)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_max_snapshots_below_two_is_refused(recording):
+    path, _events, _frames = recording
+    reader = RecordingReader(path, background=False)
+    try:
+        with pytest.raises(ValueError, match="max_snapshots"):
+            ReplayEngine(reader, path, max_snapshots=1)
+    finally:
+        reader.close()
