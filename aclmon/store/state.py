@@ -57,6 +57,9 @@ RECENT_ENDS = 8
 #: how close a Begin's start and an End's start (ts - duration) must be to be the
 #: same call: both come from one perf_counter reading with the agent's wall offset.
 SAME_CALL_NS = 200_000
+#: the agent announces a Begin only for a call still running after this long, so only
+#: Ends of calls at least this long (less the slack) can have a late Begin to catch.
+SLOW_CALL_NS = 50_000_000
 
 STREAM_IDLE = "idle"
 STREAM_BUSY = "busy"
@@ -242,6 +245,8 @@ class StoreState:
     thread_contexts: dict[int, int] = field(default_factory=dict)  # thread_id -> context
     current_context: int | None = None  # the context most recently made current (any thread)
     device_syncs_unattributed: int = 0  # synchronize_device with no device we could tell
+    # keys of streams with a Begin pending (may hold keys of streams since removed)
+    pending_streams: set[tuple[int, int]] = field(default_factory=set)
     models: dict[int, ModelState] = field(default_factory=dict)
     exceptions: deque[ev.AclException] = field(default_factory=deque)
     exceptions_total: int = 0
@@ -278,6 +283,7 @@ class StoreState:
             thread_contexts=dict(self.thread_contexts),
             current_context=self.current_context,
             device_syncs_unattributed=self.device_syncs_unattributed,
+            pending_streams=set(self.pending_streams),
             models={k: v.copy() for k, v in self.models.items()},
             exceptions=deque(self.exceptions),
             exceptions_total=self.exceptions_total,
@@ -578,6 +584,30 @@ class Store:
         if handler is not None:
             handler(event)
 
+    def _refresh(self, stream: StreamState) -> None:
+        """Re-derive the stream's state and keep the index of streams with Begins pending."""
+        stream.refresh()
+        key = (stream.context, stream.stream)
+        if stream.pending_syncs or stream.pending_executes:
+            self.state.pending_streams.add(key)
+        else:
+            self.state.pending_streams.discard(key)
+
+    def _pending_streams(self, handle: int | None) -> list[StreamState]:
+        """Streams (with this handle) that have a Begin pending, in key order.
+
+        Slow calls are rare, so this small index spares End events, the commonest
+        events, a walk over every stream."""
+        s = self.state
+        if not s.pending_streams:
+            return []
+        found = []
+        for key in sorted(s.pending_streams):
+            stream = s.streams.get(key)
+            if stream is not None and (handle is None or key[1] == handle):
+                found.append(stream)
+        return found
+
     def _device(self, device_id: int) -> DeviceState:
         devices = self.state.devices
         device = devices.get(device_id)
@@ -717,7 +747,7 @@ class Store:
         stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
         if stream is not None and stream.state != STREAM_DESTROYED:
             _begin(stream.pending_syncs, stream.recent_sync_ends, e.ts_ns)
-            stream.refresh()
+            self._refresh(stream)
 
     def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
         if e.stream == DEVICE_SYNC:
@@ -726,9 +756,11 @@ class Store:
         start = e.ts_ns - e.duration_ns
         # A stream whose sync Begin (resolved through its thread) is pending is the
         # better guess; otherwise the usual resolution.
-        waiting = [
-            st for st in self.state.streams.values() if st.stream == e.stream and st.pending_syncs
-        ]
+        waiting = (
+            [st for st in self._pending_streams(e.stream) if st.pending_syncs]
+            if self.state.pending_streams
+            else None
+        )
         if waiting:
             stream = min(waiting, key=lambda st: _distance(st.pending_syncs, start))
         else:
@@ -741,8 +773,11 @@ class Store:
         if e.ret != 0:
             stream.errors += 1
             stream.last_error = e.ret
-        _end(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
-        stream.refresh()
+        if stream.pending_syncs:
+            _end(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
+            self._refresh(stream)
+        else:  # nothing pending: the derived state cannot change
+            _note_end(stream.recent_sync_ends, start, e.duration_ns)
 
     def _device_synchronized(self, e: ev.StreamSynchronized) -> None:
         # No thread in the event: a device whose synchronize_device Begin is pending
@@ -779,12 +814,12 @@ class Store:
             model.loaded = False
             model.running = 0
             model.pending.clear()
-            for stream in self.state.streams.values():
+            for stream in self._pending_streams(None):
                 if any(m == e.model_id for m, _ in stream.pending_executes):
                     stream.pending_executes = [
                         p for p in stream.pending_executes if p[0] != e.model_id
                     ]
-                    stream.refresh()
+                    self._refresh(stream)
 
     def _execute_begin(self, e: ev.ExecuteBegin) -> None:
         # Deferred by the agent: ts_ns is the call's start, and the call may already
@@ -805,7 +840,7 @@ class Store:
         if stream is not None and stream.state != STREAM_DESTROYED:
             stream.pending_executes.append((e.model_id, e.ts_ns))
             del stream.pending_executes[:-PENDING_LIMIT]
-            stream.refresh()
+            self._refresh(stream)
 
     def _execute_end(self, e: ev.ExecuteEnd) -> None:
         # Counted from the End alone (most calls never get a Begin).
@@ -816,21 +851,25 @@ class Store:
             model.last_duration_ns = e.duration_ns
             if e.ret != 0:
                 model.failures += 1
-            mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
-            closest = _closest([model.pending[i][1] for i in mine], start, e.ts_ns)
-            if closest is not None:
-                del model.pending[mine[closest]]
-                model.running = len(model.pending)
-            model.recent_ends.append((e.stream, start))
-            del model.recent_ends[:-RECENT_ENDS]
+            if model.pending:
+                mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
+                closest = _closest([model.pending[i][1] for i in mine], start, e.ts_ns)
+                if closest is not None:
+                    del model.pending[mine[closest]]
+                    model.running = len(model.pending)
+            _note_end(model.recent_ends, (e.stream, start), e.duration_ns)
         if not e.stream:
             return
         # The stream holding this model's pending Begin, else the usual resolution.
-        waiting = [
-            st
-            for st in self.state.streams.values()
-            if st.stream == e.stream and any(m == e.model_id for m, _ in st.pending_executes)
-        ]
+        waiting = (
+            [
+                st
+                for st in self._pending_streams(e.stream)
+                if any(m == e.model_id for m, _ in st.pending_executes)
+            ]
+            if self.state.pending_streams
+            else None
+        )
         if waiting:
             stream: StreamState | None = waiting[-1]
         else:
@@ -842,11 +881,13 @@ class Store:
             stream.errors += 1
             stream.last_error = e.ret
         pending = stream.pending_executes
+        if not pending:
+            return
         mine = [i for i, (m, _) in enumerate(pending) if m == e.model_id]
         closest = _closest([pending[i][1] for i in mine], start, e.ts_ns)
         if closest is not None:
             del pending[mine[closest]]
-            stream.refresh()
+            self._refresh(stream)
 
     def _exception(self, e: ev.AclException) -> None:
         s = self.state
@@ -943,8 +984,16 @@ def _end(pending: list[int], recent_ends: list[int], start: int, end: int) -> No
     closest = _closest(pending, start, end)
     if closest is not None:
         del pending[closest]
+    _note_end(recent_ends, start, end - start)
+
+
+def _note_end(recent_ends: list[Any], start: Any, duration_ns: int) -> None:
+    """Remember a slow call's End start (bounded), to recognise a Begin announced after it."""
+    if duration_ns < SLOW_CALL_NS - SAME_CALL_NS:
+        return  # too short to have been announced
     recent_ends.append(start)
-    del recent_ends[:-RECENT_ENDS]
+    if len(recent_ends) > RECENT_ENDS:
+        del recent_ends[0]
 
 
 def _stream_json(stream: StreamState) -> dict[str, Any]:

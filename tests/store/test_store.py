@@ -611,3 +611,62 @@ def test_pending_begins_survive_snapshot_and_restore_independently():
     store.restore(snap)
     assert store.state.models[1].pending == [(0xB0, t)]
     assert store.state.streams[(0xA0, 0xB0)].pending_executes == [(1, t)]
+
+
+_end_only_strategy = st.lists(
+    st.one_of(
+        st.builds(
+            ev.ExecuteEnd,
+            st.integers(1, 99),
+            st.integers(T0, T0 + 10**9),
+            st.sampled_from([1, 2]),
+            st.sampled_from([0, 0xB0, 0xB1]),
+            st.integers(0, 10**8),
+            st.sampled_from([0, 507011]),
+        ),
+        st.builds(
+            ev.StreamSynchronized,
+            st.integers(1, 99),
+            st.integers(T0, T0 + 10**9),
+            st.sampled_from([-1, 0, 0xB0, 0xB1]),
+            st.integers(0, 10**8),
+            st.sampled_from([0, 507046]),
+            st.just(-1),
+        ),
+        st.builds(
+            ev.ContextCurrent,
+            st.integers(1, 99),
+            st.just(T0),
+            st.sampled_from([0xA0, 0xC0]),
+            st.integers(1, 3),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@settings(deadline=None, max_examples=60)
+@given(_end_only_strategy)
+def test_end_events_alone_never_leave_anything_running(events):
+    store = Store()
+    one_model_one_stream(store)
+    store.apply_many(
+        [
+            ev.StreamCreated(6, T0, 0, 0xA0, 0, 1, 0, 0),
+            ev.ContextCreated(7, T0, 1, 0xC0, True),
+            ev.StreamCreated(8, T0, 1, 0xC0, 0, 2, 0, 0),
+            ev.StreamCreated(9, T0, 1, 0xC0, 0xB1, 4, 0, 0),
+            ev.ModelLoaded(10, T0, 2, 1, "bert", 10),
+        ]
+    )
+    store.apply_many(events)
+    s = store.state
+    ends = [e for e in events if type(e) is ev.ExecuteEnd]
+    assert sum(m.executions for m in s.models.values()) == len(ends)
+    assert sum(m.failures for m in s.models.values()) == sum(1 for e in ends if e.ret)
+    assert all(m.running == 0 for m in s.models.values())
+    assert all(st.state == "idle" and st.busy_model is None for st in s.streams.values())
+    assert not any(d.synchronizing for d in s.devices.values())
+    syncs = [e for e in events if type(e) is ev.StreamSynchronized]
+    counted = sum(st.syncs for st in s.streams.values()) + sum(d.syncs for d in s.devices.values())
+    assert counted + s.device_syncs_unattributed == len(syncs)
