@@ -30,7 +30,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import msgpack
 import numpy as np
@@ -56,6 +56,7 @@ _LENGTH = struct.Struct("<I")
 _KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
 _KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
 OVERFLOW = "overflow"
+_T = TypeVar("_T")
 EXCEPTION = "exception"
 
 
@@ -445,6 +446,7 @@ class ReplayEngine:
         try:
             store = self._store_factory()
             decoder = ev.EventDecoder()
+            parts = SharedParts()
             while not self._stop.is_set():
                 indexed = self.index.indexed  # read before len: no frames missed at the end
                 n = len(self.index)
@@ -462,7 +464,7 @@ class ReplayEngine:
                 stop = min(n, next_snapshot, pos + FOLD_BATCH)
                 found = self._scan_markers(pos, stop)
                 before = (decoder.malformed, decoder.unknown)
-                store.apply_many(self.frames.decode(pos, stop, decoder))
+                store.apply_many(parts.share(self.frames.decode(pos, stop, decoder)))
                 bad = decoder.malformed - before[0], decoder.unknown - before[1]
                 if bad != (0, 0):
                     c = store.state.counters
@@ -504,6 +506,48 @@ class ReplayEngine:
             self._thread.join()
             self._thread = None
         self.frames.close()
+
+
+class SharedParts:
+    """Holds equal immutable parts of exceptions once.
+
+    The snapshots keep up to ``exception_limit`` exceptions alive, and each
+    decoded exception has its own strings and tensor descriptions although a
+    job's exceptions mostly repeat a few operators and shapes: sharing them
+    halves what the kept exceptions cost (~1.3 KiB -> ~0.5 KiB each). The
+    events stay equal to the decoded ones, so the fold is unchanged. At most
+    ``limit`` distinct parts are remembered (a hostile file of all-different
+    tensors only stops the sharing).
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._parts: dict[tuple[int, object], object] = {}
+
+    def _one(self, tag: int, value: _T) -> _T:
+        key = (tag, value)
+        try:
+            found = self._parts.get(key)
+        except TypeError:  # unhashable: the decoder should not let one through
+            return value
+        if found is not None:
+            return found  # type: ignore[return-value]
+        if len(self._parts) < self.limit:
+            self._parts[key] = value
+        return value
+
+    def share(self, events: list[ev.Event]) -> list[ev.Event]:
+        """``events`` with the parts of each exception replaced by equal shared ones."""
+        one = self._one
+        for i, e in enumerate(events):
+            if type(e) is ev.AclException:
+                events[i] = e._replace(
+                    op_name=one(0, e.op_name),
+                    op_type=one(0, e.op_type),
+                    inputs=one(2, tuple(one(1, t) for t in e.inputs)),
+                    outputs=one(2, tuple(one(1, t) for t in e.outputs)),
+                )
+        return events
 
 
 def _share_dumps(snapshot: StoreState, previous: StoreState) -> None:

@@ -468,3 +468,24 @@ def test_max_snapshots_below_two_is_refused(recording):
             ReplayEngine(reader, path, max_snapshots=1)
     finally:
         reader.close()
+
+
+def test_shared_parts_keep_events_equal_and_hold_repeated_parts_once():
+    from aclmon.store.replay import SharedParts
+
+    def exception(seq: int, name: str) -> ev.AclException:
+        tensor = ev.TensorDesc(1, 2, (4, int("8")), 1 << 40, 64, "x" + "y" * (seq % 2))
+        return ev.AclException(seq, T0 + seq, 0, 3, seq, 7, 507015, "".join(name), "Conv2D",
+                               (tensor, tensor), (tensor,))  # fmt: skip
+
+    decoded = [exception(n, ["layer", "/conv"]) for n in range(6)]
+    other = ev.LogLine(9, T0, "info", "text")
+    parts = SharedParts(limit=4)
+    shared = parts.share([*decoded, other])
+    assert shared == [*decoded, other] and shared[-1] is other
+    assert shared[0].op_name is shared[4].op_name and shared[0].inputs is shared[2].inputs
+    assert shared[0].inputs[0] is shared[2].outputs[0]
+    # Past the limit nothing new is remembered, yet every event stays equal.
+    assert len(parts._parts) == 4  # name, type, tensor, inputs: not the outputs
+    more = [exception(n, ["other", "/op"]) for n in range(10, 14)]
+    assert parts.share(list(more)) == more and len(parts._parts) == 4
