@@ -46,6 +46,8 @@ def write_recording(path: str, count: int) -> None:
     )
     seq = 0
     with RecordingWriter(path, {"source": "bench"}) as writer:
+        if count <= 0:
+            return  # the header alone: the baseline's empty recording
 
         def add(cls: type, *fields: object) -> None:
             nonlocal seq
@@ -181,14 +183,53 @@ def measure(path: str, started: float) -> dict[str, float]:
     return result
 
 
+def measure_baseline(path: str) -> dict[str, float]:
+    """In a child: the same imports and app on an empty recording (header, no
+    events), shown and closed: the interpreter + Textual + numpy + aclmon floor
+    that any recording's figure includes."""
+    import asyncio
+
+    from aclmon.tui.replay import build_app
+    from aclmon.tui.replay_inputs import find_inputs
+
+    async def run() -> None:
+        app = build_app(find_inputs(path), interval=0.25)
+        engine = app.engine
+        assert engine is not None
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            while not engine.ready:
+                await asyncio.sleep(0.05)
+            await pilot.pause()
+            app.exit()
+        app.source.close()
+
+    asyncio.run(run())
+    return {"baseline_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def run_child(flag: str, path: str) -> dict[str, float] | None:
+    child = subprocess.run(
+        [sys.executable, __file__, flag, path], capture_output=True, text=True, timeout=300
+    )
+    if child.returncode != 0:
+        print(child.stderr[-3000:], file=sys.stderr)
+        return None
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", metavar="FILE", help="write the recording here and keep it")
     parser.add_argument("--measure", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, STARTED)))
+        return 0
+    if args.baseline:
+        print(json.dumps(measure_baseline(args.baseline)))
         return 0
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -199,18 +240,19 @@ def main() -> int:
         print(
             f"wrote {args.events:,} events, {file_mb:.1f} MiB in {time.perf_counter() - begin:.1f} s"
         )
-        child = subprocess.run(
-            [sys.executable, __file__, "--measure", path],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if child.returncode != 0:
-            print(child.stderr[-3000:], file=sys.stderr)
+        empty = os.path.join(tmp, "empty.aclmrec")
+        write_recording(empty, 0)
+        figures = run_child("--measure", path)
+        baseline = run_child("--baseline", empty)
+        if figures is None or baseline is None:
             return 1
-        figures = json.loads(child.stdout.strip().splitlines()[-1])
+    figures.update(baseline)
     figures["file_mb"] = round(file_mb, 1)
     figures["rss_per_file_size"] = round(figures["peak_rss_mb"] / file_mb, 2)
+    # What the recording itself costs: the peak above the empty app's.
+    figures["rss_over_baseline_per_file_size"] = round(
+        (figures["peak_rss_mb"] - figures["baseline_rss_mb"]) / file_mb, 2
+    )
     print(f"python + textual + aclmon imports       {figures['import_s']:.2f} s")
     print(f"first screen (from process start)       {figures['open_s']:.2f} s   target < 2 s")
     print(f"  (pilot idle after it, indexing running: {figures['settled_s']:.2f} s)")
@@ -228,6 +270,11 @@ def main() -> int:
     print(
         f"peak RSS {figures['peak_rss_mb']:.0f} MiB for a {file_mb:.0f} MiB file"
         f" ({figures['rss_per_file_size']:.2f}x; target well under 3x)"
+    )
+    print(
+        f"  the same app on an empty recording: {figures['baseline_rss_mb']:.0f} MiB;"
+        f" above it {figures['peak_rss_mb'] - figures['baseline_rss_mb']:.0f} MiB"
+        f" = {figures['rss_over_baseline_per_file_size']:.2f}x the file size"
     )
     print(json.dumps(figures))
     return 0
