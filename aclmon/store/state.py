@@ -430,6 +430,9 @@ class Store:
 
         ``device_id`` (ExecuteBegin's device, or the model's device for ExecuteEnd)
         excludes streams of other devices at every step. None if no stream matches.
+        StreamSynchronized and ExecuteEnd first try the stream holding a matching
+        pending Begin (resolved when the Begin came); stream ``DEVICE_SYNC`` (-1) never
+        comes here: it is a device-level figure (DeviceState.syncs).
         """
         s = self.state
         streams = s.streams
