@@ -42,8 +42,8 @@ from aclmon.store.state import Store, StoreState
 #: frames between two snapshots, at least: bounds the fold work of any seek.
 DEFAULT_SNAPSHOT_EVERY = 10_000
 #: snapshots kept at most (besides the empty one at position 0). Each costs
-#: ~0.35 MiB with full exception and dump rings, so past this many the spacing
-#: grows instead (64 over 1M frames: one every 15,625, a seek folds ~90 ms at most).
+#: ~0.4 MiB with full exception and dump rings, so past this many the spacing
+#: grows instead (64 over 1M frames: about one every 16,000-18,000).
 DEFAULT_MAX_SNAPSHOTS = 64
 #: frames folded per read while folding long ranges (bounds the bytes held at once).
 FOLD_BATCH = 20_000
@@ -457,9 +457,15 @@ class ReplayEngine:
                     self._stop.wait(0.05)
                     continue
                 if indexed:
-                    # The length is final: space the snapshots so at most
-                    # max_snapshots cover it (never closer than snapshot_every).
-                    self.spacing = max(self.spacing, math.ceil(n / self.max_snapshots))
+                    # The length is final: spread the snapshots still allowed
+                    # evenly over the frames left (never closer than before).
+                    # One stays reserved for the end itself ("E" is the commonest seek).
+                    with self._lock:
+                        while len(self._snapshot_at) >= max(3, self.max_snapshots):
+                            self._thin_snapshots()
+                    left = max(1, self.max_snapshots - len(self._snapshot_at))
+                    rest = n - self._snapshot_at[-1]
+                    self.spacing = max(self.spacing, math.ceil(rest / left))
                 next_snapshot = self._snapshot_at[-1] + self.spacing
                 stop = min(n, next_snapshot, pos + FOLD_BATCH)
                 found = self._scan_markers(pos, stop)
@@ -470,7 +476,7 @@ class ReplayEngine:
                     c = store.state.counters
                     store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
                 snapshot = None
-                if stop == next_snapshot:
+                if stop == next_snapshot or (indexed and stop == n):
                     snapshot = store.snapshot()
                     _share_dumps(snapshot, self._snapshots[self._snapshot_at[-1]])
                 with self._lock:

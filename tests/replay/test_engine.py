@@ -15,6 +15,7 @@ from aclmon.store import Store
 from aclmon.store.replay import (
     EXCEPTION,
     OVERFLOW,
+    RESTORE_COST,
     ReplayEngine,
     SeekTimeError,
     parse_seek_time,
@@ -403,8 +404,9 @@ def test_snapshot_count_stays_bounded_and_seeks_still_give_the_fold(recording):
     try:
         engine.build()
         n = len(engine)
-        # 3060 frames at one per 10 would be 306 snapshots: spaced out to 8 instead.
-        assert len(engine._snapshot_at) <= 9 and engine.spacing == -(-n // 8)
+        # 3060 frames at one per 10 would be 306 snapshots: 7 spaced out, 1 at the end.
+        assert len(engine._snapshot_at) <= 9 and engine.spacing == -(-n // 7)
+        assert engine._snapshot_at[-1] == n
         assert sorted(engine._snapshots) == engine._snapshot_at
         for target in (n, 1, n // 3 + 5, engine._snapshot_at[-1], 0, n - 1):
             engine.seek(target)
@@ -489,3 +491,20 @@ def test_shared_parts_keep_events_equal_and_hold_repeated_parts_once():
     assert len(parts._parts) == 4  # name, type, tensor, inputs: not the outputs
     more = [exception(n, ["other", "/op"]) for n in range(10, 14)]
     assert parts.share(list(more)) == more and len(parts._parts) == 4
+
+
+@pytest.mark.parametrize("max_snapshots", [2, 3, 5])
+def test_the_end_gets_its_own_snapshot_within_the_bound(recording, max_snapshots):
+    path, events, frames = recording
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path, snapshot_every=1, max_snapshots=max_snapshots)
+    try:
+        engine.build()
+        n = len(engine)
+        assert engine._snapshot_at[-1] == n and len(engine._snapshot_at) <= max_snapshots + 1
+        assert engine.cost(n) == RESTORE_COST  # restore only, nothing to fold
+        engine.seek(n)
+        assert engine.store.to_json() == expected_at(events, frames, n)
+    finally:
+        engine.close()
+        reader.close()
