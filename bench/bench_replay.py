@@ -112,6 +112,12 @@ def write_recording(path: str, count: int) -> None:
                 add(ev.ExecuteEnd, 1, stream, 95_000 + i % 1000, 0)
 
 
+def rss_mb() -> float:
+    import psutil
+
+    return round(psutil.Process().memory_info().rss / 2**20, 1)
+
+
 def measure(path: str, started: float) -> dict[str, float]:
     """In the child: the real app, headless, driven by keys."""
     import asyncio
@@ -131,6 +137,7 @@ def measure(path: str, started: float) -> dict[str, float]:
         def first_paint() -> None:
             # Called by the app right after its first screen refresh (call_after_refresh).
             result["open_s"] = round(time.perf_counter() - started, 3)
+            result["rss_open_mb"] = rss_mb()
             start_indexing()
 
         app._start_indexing = first_paint  # type: ignore[method-assign]
@@ -141,6 +148,8 @@ def measure(path: str, started: float) -> dict[str, float]:
             while not engine.ready:
                 await asyncio.sleep(0.05)
             result["snapshots_ready_s"] = round(time.perf_counter() - built, 3)
+            result["rss_ready_mb"] = rss_mb()  # index + snapshots + markers + first screen
+            result["snapshots"] = len(engine._snapshot_at)
             result["frames"] = len(engine)
 
             async def timed_seek(name: str, seek: Callable[[], None], target: int) -> None:
@@ -171,6 +180,7 @@ def measure(path: str, started: float) -> dict[str, float]:
             await timed_seek("seek_middle", lambda: app.seek_position(middle), middle)
             await timed_key("key_end_ms", "E", n)
             await timed_key("key_start_ms", "S", 0)
+            result["rss_seeked_mb"] = rss_mb()
             app.exit()
         app.source.close()
 
@@ -270,6 +280,11 @@ def main() -> int:
     print(
         f"peak RSS {figures['peak_rss_mb']:.0f} MiB for a {file_mb:.0f} MiB file"
         f" ({figures['rss_per_file_size']:.2f}x; target well under 3x)"
+    )
+    print(
+        f"  RSS at the first screen {figures['rss_open_mb']:.0f} MiB, with the index and"
+        f" {figures['snapshots']} snapshots built {figures['rss_ready_mb']:.0f} MiB, after"
+        f" the seeks {figures['rss_seeked_mb']:.0f} MiB"
     )
     print(
         f"  the same app on an empty recording: {figures['baseline_rss_mb']:.0f} MiB;"
