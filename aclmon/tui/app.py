@@ -250,8 +250,11 @@ class AclmonApp(App[int]):
     @property
     def _live(self) -> bool:
         """Mounted and not shutting down: a late timer tick or command reply
-        must not touch widgets that are being removed."""
-        return self._started and not getattr(self, "_exit", False)
+        must not touch widgets that are being removed. ``exit()`` sets ``_exit``;
+        a shutdown that does not go through ``exit()`` (``run_test`` leaving its
+        context, a driver closing) first stops the app running, then prunes the
+        screens while timers may still fire, so both are checked."""
+        return self._started and self.is_running and not getattr(self, "_exit", False)
 
     def refresh_view(self, force: bool = False) -> None:
         if not self._live:
