@@ -45,29 +45,21 @@ class VirtualList(ScrollView, can_focus=True):
         Binding("enter", "select", "Open", id="list.open"),
     ]
 
-    class Selected(Message):
+    class _RowMessage(Message):
+        def __init__(self, vlist: VirtualList, index: int) -> None:
+            super().__init__()
+            self.vlist = vlist
+            self.index = index
+
+        @property
+        def control(self) -> VirtualList:
+            return self.vlist
+
+    class Selected(_RowMessage):
         """Enter on a row: ``index`` is its absolute number."""
 
-        def __init__(self, vlist: VirtualList, index: int) -> None:
-            super().__init__()
-            self.vlist = vlist
-            self.index = index
-
-        @property
-        def control(self) -> VirtualList:
-            return self.vlist
-
-    class Highlighted(Message):
+    class Highlighted(_RowMessage):
         """The cursor moved to another row (absolute number ``index``)."""
-
-        def __init__(self, vlist: VirtualList, index: int) -> None:
-            super().__init__()
-            self.vlist = vlist
-            self.index = index
-
-        @property
-        def control(self) -> VirtualList:
-            return self.vlist
 
     class FollowChanged(Message):
         def __init__(self, vlist: VirtualList, follow: bool) -> None:
