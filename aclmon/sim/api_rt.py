@@ -845,31 +845,29 @@ def set_exception_info_callback(*args: Any) -> int:
     return C.ACL_SUCCESS
 
 
-def _info(info: int) -> R.ExceptionInfo | None:
+def _info_field(info: int, field: str) -> int:
+    """One field of an exception info handle, or 0xFFFFFFFF for an unknown handle
+    (what the C getters return for a NULL info)."""
     rt = R.runtime()
-    return rt.exception_infos.get(info) if rt is not None else None
+    found = rt.exception_infos.get(info) if rt is not None else None
+    return getattr(found, field) if found is not None else C.EXCEPTION_INFO_INVALID
 
 
 def get_device_id_from_exception_info(info: int) -> int:
-    found = _info(info)
-    return found.device_id if found is not None else C.EXCEPTION_INFO_INVALID
+    return _info_field(info, "device_id")
 
 
 def get_stream_id_from_exception_info(info: int) -> int:
-    found = _info(info)
-    return found.stream_id if found is not None else C.EXCEPTION_INFO_INVALID
+    return _info_field(info, "stream_id")
 
 
 def get_task_id_from_exception_info(info: int) -> int:
-    found = _info(info)
-    return found.task_id if found is not None else C.EXCEPTION_INFO_INVALID
+    return _info_field(info, "task_id")
 
 
 def get_thread_id_from_exception_info(info: int) -> int:
-    found = _info(info)
-    return found.thread_id if found is not None else C.EXCEPTION_INFO_INVALID
+    return _info_field(info, "thread_id")
 
 
 def get_error_code_from_exception_info(info: int) -> int:
-    found = _info(info)
-    return found.error_code if found is not None else C.EXCEPTION_INFO_INVALID
+    return _info_field(info, "error_code")
