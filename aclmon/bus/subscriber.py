@@ -319,6 +319,8 @@ class Subscriber:
             while not self._closing:
                 if data:
                     events = decoder.feed(data)
+                    # Fed once: the wait below loops back here with nothing new.
+                    data = b""
                     self.malformed = decoder.malformed
                     self.unknown = decoder.unknown
                     if events:
