@@ -9,19 +9,12 @@ from aclmon import acl_constants as C
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
-from aclmon.sim.runtime import fail
+from aclmon.sim.runtime import Runtime, fail
 
 MAX_OP_NAME_LEN = 4096
 
 
-def _uninit() -> int:
-    return fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
-
-
-def _load(loader: Any) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+def _load(rt: Runtime, loader: Any) -> tuple[int, int]:
     ctx = rt.current_context()
     if ctx is None:
         return 0, fail(C.ACL_ERROR_RT_CONTEXT_NULL, "no current context")
@@ -39,14 +32,16 @@ def _load(loader: Any) -> tuple[int, int]:
     return built.model_id, C.ACL_SUCCESS
 
 
-def load_from_file(model_path: str) -> tuple[int, int]:
-    return _load(lambda: M.load_description_file(model_path))
+@R.needs_init(0)
+def load_from_file(rt: Runtime, model_path: str) -> tuple[int, int]:
+    return _load(rt, lambda: M.load_description_file(model_path))
 
 
-def load_from_mem(model: int, model_size: int) -> tuple[int, int]:
+@R.needs_init(0)
+def load_from_mem(rt: Runtime, model: int, model_size: int) -> tuple[int, int]:
     if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
-    return _load(lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
+    return _load(rt, lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
 
 
 def query_size(model_path: str) -> tuple[int, int, int]:
@@ -61,10 +56,8 @@ def query_size(model_path: str) -> tuple[int, int, int]:
     return work, weights, C.ACL_SUCCESS
 
 
-def unload(model_id: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def unload(rt: Runtime, model_id: int) -> int:
     with rt.lock:
         found = rt.models.pop(model_id, None)
         if found is None:
@@ -87,10 +80,8 @@ def destroy_desc(model_desc: int) -> int:
     return C.ACL_SUCCESS
 
 
-def get_desc(model_desc: int, model_id: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def get_desc(rt: Runtime, model_desc: int, model_id: int) -> int:
     if model_desc not in R.MODEL_DESCS:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
     found = rt.models.get(model_id)
@@ -221,10 +212,9 @@ def get_dataset_buffer(dataset: int, index: int) -> int:
 
 
 # ---------------------------------------------------------------- execute
-def _launch(model_id: int, input_dataset: int, output_dataset: int, stream: int) -> tuple[Any, int]:
-    rt = R.runtime()
-    if rt is None:
-        return None, _uninit()
+def _launch(
+    rt: Runtime, model_id: int, input_dataset: int, output_dataset: int, stream: int
+) -> tuple[Any, int]:
     found = rt.models.get(model_id)
     if found is None:
         return None, fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
@@ -251,29 +241,29 @@ def _launch(model_id: int, input_dataset: int, output_dataset: int, stream: int)
     return target, code
 
 
-def execute(model_id: int, input_dataset: int, output_dataset: int) -> int:
-    stream, code = _launch(model_id, input_dataset, output_dataset, 0)
+@R.needs_init()
+def execute(rt: Runtime, model_id: int, input_dataset: int, output_dataset: int) -> int:
+    stream, code = _launch(rt, model_id, input_dataset, output_dataset, 0)
     if code:
         return code
-    rt = R.runtime()
-    assert rt is not None
     return rt.wait_stream(stream)
 
 
-def execute_async(model_id: int, input_dataset: int, output_dataset: int, stream: int) -> int:
-    return _launch(model_id, input_dataset, output_dataset, stream)[1]
+@R.needs_init()
+def execute_async(
+    rt: Runtime, model_id: int, input_dataset: int, output_dataset: int, stream: int
+) -> int:
+    return _launch(rt, model_id, input_dataset, output_dataset, stream)[1]
 
 
 # ---------------------------------------------------------------- op descs
+@R.needs_init("", 0, 0, 0, 0)
 def create_and_get_op_desc(
-    device_id: int, stream_id: int, task_id: int, op_name_len: int
+    rt: Runtime, device_id: int, stream_id: int, task_id: int, op_name_len: int
 ) -> tuple[str, int, int, int, int, int]:
     empty = ("", 0, 0, 0, 0)
     if op_name_len > MAX_OP_NAME_LEN or op_name_len <= 0:
         return (*empty, fail(C.ACL_ERROR_INVALID_PARAM, "op_name_len must be in [1, 4096]"))
-    rt = R.runtime()
-    if rt is None:
-        return (*empty, _uninit())
     record = rt.tasks.get((device_id, stream_id, task_id))
     if record is None:
         return (*empty, fail(C.ACL_ERROR_OP_NOT_FOUND, "no operator ran as that task"))
@@ -312,20 +302,16 @@ def create_and_get_op_desc(
 
 
 # ---------------------------------------------------------------- dump API
-def init_dump() -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def init_dump(rt: Runtime) -> int:
     if rt.acl_json.dump is not None or rt.extras.get("dump_api"):
         return fail(C.ACL_ERROR_DUMP_ALREADY_RUN, "dump is already configured")
     rt.extras["dump_api"] = True
     return C.ACL_SUCCESS
 
 
-def set_dump(dump_cfg_path: str) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def set_dump(rt: Runtime, dump_cfg_path: str) -> int:
     if not rt.extras.get("dump_api"):
         return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")
     try:
@@ -337,10 +323,8 @@ def set_dump(dump_cfg_path: str) -> int:
     return C.ACL_SUCCESS
 
 
-def finalize_dump() -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def finalize_dump(rt: Runtime) -> int:
     if not rt.extras.pop("dump_api", False):
         return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")
     rt.acl_json = replace(rt.acl_json, dump=None)

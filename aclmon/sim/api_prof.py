@@ -5,7 +5,7 @@ from __future__ import annotations
 from aclmon import acl_constants as C
 from aclmon.sim import profiling as P
 from aclmon.sim import runtime as R
-from aclmon.sim.runtime import fail, now_ns
+from aclmon.sim.runtime import Runtime, fail, now_ns
 
 
 def _profiler() -> P.Profiler | None:
@@ -13,80 +13,78 @@ def _profiler() -> P.Profiler | None:
     return rt.extras["prof"] if rt is not None else None
 
 
-def _uninit() -> int:
-    return fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
+def _prof(rt: Runtime) -> P.Profiler:
+    return rt.extras["prof"]
 
 
 # ---------------------------------------------------------------- API mode
-def init(profiler_path: str) -> int:
-    prof = _profiler()
-    return prof.init(profiler_path) if prof is not None else _uninit()
+@R.needs_init()
+def init(rt: Runtime, profiler_path: str) -> int:
+    return _prof(rt).init(profiler_path)
 
 
-def finalize() -> int:
-    prof = _profiler()
-    return prof.finalize() if prof is not None else _uninit()
+@R.needs_init()
+def finalize(
+    rt: Runtime,
+) -> int:
+    return _prof(rt).finalize()
 
 
-def set_config(config_type: int, config_str: str) -> int:
-    prof = _profiler()
-    return prof.set_config(config_type, config_str) if prof is not None else _uninit()
+@R.needs_init()
+def set_config(rt: Runtime, config_type: int, config_str: str) -> int:
+    return _prof(rt).set_config(config_type, config_str)
 
 
+@R.needs_init(handle=True)
 def create_config(
-    device_id_list: list[int], aicore_metrics: int, aicore_events: int, data_type_config: int
+    rt: Runtime,
+    device_id_list: list[int],
+    aicore_metrics: int,
+    aicore_events: int,
+    data_type_config: int,
 ) -> int:
     if not isinstance(device_id_list, list) or not all(isinstance(d, int) for d in device_id_list):
         raise TypeError("acl.prof.create_config: device_id_list must be a list of ints")
-    prof = _profiler()
-    if prof is None:
-        _uninit()
-        return 0
+    prof = _prof(rt)
     if aicore_events not in (0, None) or not device_id_list:
         fail(C.ACL_ERROR_INVALID_PARAM, "aicore_events must be 0 and the device list non-empty")
         return 0
     return prof.create_config(device_id_list, aicore_metrics, data_type_config)
 
 
-def destroy_config(profiler_config: int) -> int:
-    prof = _profiler()
-    return prof.destroy_config(profiler_config) if prof is not None else _uninit()
+@R.needs_init()
+def destroy_config(rt: Runtime, profiler_config: int) -> int:
+    return _prof(rt).destroy_config(profiler_config)
 
 
-def start(profiler_config: int) -> int:
-    prof = _profiler()
-    return prof.start(profiler_config) if prof is not None else _uninit()
+@R.needs_init()
+def start(rt: Runtime, profiler_config: int) -> int:
+    return _prof(rt).start(profiler_config)
 
 
-def stop(profiler_config: int) -> int:
-    prof = _profiler()
-    return prof.stop(profiler_config) if prof is not None else _uninit()
+@R.needs_init()
+def stop(rt: Runtime, profiler_config: int) -> int:
+    return _prof(rt).stop(profiler_config)
 
 
 # ---------------------------------------------------------------- step info
-def create_step_info() -> int:
-    prof = _profiler()
-    if prof is None:
-        return 0
+@R.needs_init(handle=True)
+def create_step_info(rt: Runtime) -> int:
+    prof = _prof(rt)
     handle = R.new_handle()
     prof.step_infos.add(handle)
     return handle
 
 
-def get_step_timestamp(step_info: int, tag: int, stream: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def get_step_timestamp(rt: Runtime, step_info: int, tag: int, stream: int) -> int:
+    prof = _prof(rt)
     if step_info not in prof.step_infos or tag not in (C.ACL_STEP_START, C.ACL_STEP_END):
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown step info or tag")
-    rt = R.runtime()
-    device_id = None
-    if rt is not None:
-        target = rt.resolve_stream(stream)
-        if isinstance(target, int):
-            return target
-        device_id = target.device.device_id
-    prof.step_record("start" if tag == C.ACL_STEP_START else "end", device_id)
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    prof.step_record("start" if tag == C.ACL_STEP_START else "end", target.device.device_id)
     return C.ACL_SUCCESS
 
 
@@ -97,11 +95,11 @@ def destroy_step_info(step_info: int) -> None:
 
 
 # ---------------------------------------------------------------- msproftx
-def create_stamp() -> int:
-    prof = _profiler()
-    if prof is None:
-        _uninit()
-        return 0
+@R.needs_init(handle=True)
+def create_stamp(
+    rt: Runtime,
+) -> int:
+    prof = _prof(rt)
     handle = R.new_handle()
     prof.stamps[handle] = ""
     return handle
@@ -113,10 +111,9 @@ def destroy_stamp(stamp: int) -> None:
         prof.stamps.pop(stamp, None)
 
 
-def set_stamp_trace_message(stamp: int, msg: str, msg_len: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def set_stamp_trace_message(rt: Runtime, stamp: int, msg: str, msg_len: int) -> int:
+    prof = _prof(rt)
     if stamp not in prof.stamps:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
     raw = msg.encode()
@@ -126,10 +123,9 @@ def set_stamp_trace_message(stamp: int, msg: str, msg_len: int) -> int:
     return C.ACL_SUCCESS
 
 
-def mark(stamp: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def mark(rt: Runtime, stamp: int) -> int:
+    prof = _prof(rt)
     message = prof.stamps.get(stamp)
     if message is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
@@ -137,20 +133,18 @@ def mark(stamp: int) -> int:
     return C.ACL_SUCCESS
 
 
-def mark_ex(msg: str, stream: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def mark_ex(rt: Runtime, msg: str, stream: int) -> int:
+    prof = _prof(rt)
     if len(msg.encode()) > P.STAMP_MESSAGE_MAX:
         return fail(C.ACL_ERROR_INVALID_PARAM, "message too long")
     prof.tx_record("mark", msg, now_ns())
     return C.ACL_SUCCESS
 
 
-def push(stamp: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def push(rt: Runtime, stamp: int) -> int:
+    prof = _prof(rt)
     message = prof.stamps.get(stamp)
     if message is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
@@ -158,10 +152,11 @@ def push(stamp: int) -> int:
     return C.ACL_SUCCESS
 
 
-def pop() -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def pop(
+    rt: Runtime,
+) -> int:
+    prof = _prof(rt)
     stack = prof.thread_stack()
     if not stack:
         return fail(C.ACL_ERROR_INVALID_PARAM, "pop without a matching push on this thread")
@@ -170,10 +165,9 @@ def pop() -> int:
     return C.ACL_SUCCESS
 
 
-def range_start(stamp: int) -> tuple[int, int]:
-    prof = _profiler()
-    if prof is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def range_start(rt: Runtime, stamp: int) -> tuple[int, int]:
+    prof = _prof(rt)
     message = prof.stamps.get(stamp)
     if message is None:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
@@ -182,10 +176,9 @@ def range_start(stamp: int) -> tuple[int, int]:
     return range_id, C.ACL_SUCCESS
 
 
-def range_stop(range_id: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        return _uninit()
+@R.needs_init()
+def range_stop(rt: Runtime, range_id: int) -> int:
+    prof = _prof(rt)
     entry = prof.ranges.pop(range_id, None)
     if entry is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"no open range {range_id}")
@@ -195,34 +188,32 @@ def range_stop(range_id: int) -> int:
 
 
 # ---------------------------------------------------------------- subscription
-def create_subscribe_config(time_info_switch: int, aicore_metrics: int, fd: int) -> int:
-    prof = _profiler()
-    if prof is None:
-        _uninit()
-        return 0
+@R.needs_init(handle=True)
+def create_subscribe_config(
+    rt: Runtime, time_info_switch: int, aicore_metrics: int, fd: int
+) -> int:
+    prof = _prof(rt)
     return prof.create_subscribe_config(time_info_switch, aicore_metrics, fd)
 
 
-def destroy_subscribe_config(subscribe_config: int) -> int:
-    prof = _profiler()
-    return prof.destroy_subscribe_config(subscribe_config) if prof is not None else _uninit()
+@R.needs_init()
+def destroy_subscribe_config(rt: Runtime, subscribe_config: int) -> int:
+    return _prof(rt).destroy_subscribe_config(subscribe_config)
 
 
-def model_subscribe(model_id: int, subscribe_config: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
-    return rt.extras["prof"].subscribe(model_id, subscribe_config, model_id in rt.models)
+@R.needs_init()
+def model_subscribe(rt: Runtime, model_id: int, subscribe_config: int) -> int:
+    return _prof(rt).subscribe(model_id, subscribe_config, model_id in rt.models)
 
 
-def model_un_subscribe(model_id: int) -> int:
-    prof = _profiler()
-    return prof.unsubscribe(model_id) if prof is not None else _uninit()
+@R.needs_init()
+def model_un_subscribe(rt: Runtime, model_id: int) -> int:
+    return _prof(rt).unsubscribe(model_id)
 
 
-def model_unsubscribe(model_id: int) -> int:
-    prof = _profiler()
-    return prof.unsubscribe(model_id) if prof is not None else _uninit()
+@R.needs_init()
+def model_unsubscribe(rt: Runtime, model_id: int) -> int:
+    return _prof(rt).unsubscribe(model_id)
 
 
 def get_op_desc_size() -> tuple[int, int]:

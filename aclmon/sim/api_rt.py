@@ -46,10 +46,6 @@ DDR_ATTRS = {
 }
 
 
-def _uninit() -> int:
-    return fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
-
-
 def _current(rt: Runtime) -> R.Context | int:
     ctx = rt.current_context()
     if ctx is None:
@@ -60,10 +56,8 @@ def _current(rt: Runtime) -> R.Context | int:
 
 
 # ---------------------------------------------------------------- devices
-def set_device(device_id: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def set_device(rt: Runtime, device_id: int) -> int:
     if not 0 <= device_id < len(rt.devices):
         return fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
     device = rt.devices[device_id]
@@ -75,10 +69,7 @@ def set_device(device_id: int) -> int:
     return C.ACL_SUCCESS
 
 
-def _reset(device_id: int, force: bool) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _reset(rt: Runtime, device_id: int, force: bool) -> int:
     if not 0 <= device_id < len(rt.devices):
         return fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
     device = rt.devices[device_id]
@@ -92,28 +83,26 @@ def _reset(device_id: int, force: bool) -> int:
     return C.ACL_SUCCESS
 
 
-def reset_device(device_id: int) -> int:
-    return _reset(device_id, force=False)
+@R.needs_init()
+def reset_device(rt: Runtime, device_id: int) -> int:
+    return _reset(rt, device_id, force=False)
 
 
-def reset_device_force(device_id: int) -> int:
-    return _reset(device_id, force=True)
+@R.needs_init()
+def reset_device_force(rt: Runtime, device_id: int) -> int:
+    return _reset(rt, device_id, force=True)
 
 
-def get_device() -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return -1, _uninit()
+@R.needs_init(-1)
+def get_device(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return -1, ctx
     return ctx.device.device_id, C.ACL_SUCCESS
 
 
-def get_device_count() -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def get_device_count(rt: Runtime) -> tuple[int, int]:
     return len(rt.devices), C.ACL_SUCCESS
 
 
@@ -122,19 +111,15 @@ def get_run_mode() -> tuple[int, int]:
     return C.ACL_HOST, C.ACL_SUCCESS
 
 
-def query_device_status(device_id: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return C.ACL_DEVICE_STATUS_ABNORMAL, _uninit()
+@R.needs_init(C.ACL_DEVICE_STATUS_ABNORMAL)
+def query_device_status(rt: Runtime, device_id: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return C.ACL_DEVICE_STATUS_ABNORMAL, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, "no such device")
     return C.ACL_DEVICE_STATUS_NORMAL, C.ACL_SUCCESS
 
 
-def get_device_info(device_id: int, attr: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def get_device_info(rt: Runtime, device_id: int, attr: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
     cfg = rt.config
@@ -153,10 +138,8 @@ def get_device_info(device_id: int, attr: int) -> tuple[int, int]:
     return values[attr], C.ACL_SUCCESS
 
 
-def get_device_utilization_rate(device_id: int) -> tuple[dict[str, int], int]:
-    rt = R.runtime()
-    if rt is None:
-        return {}, _uninit()
+@R.needs_init({})
+def get_device_utilization_rate(rt: Runtime, device_id: int) -> tuple[dict[str, int], int]:
     if not 0 <= device_id < len(rt.devices):
         return {}, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
     cube, vector, aicpu = rt.devices[device_id].utilization()
@@ -174,10 +157,7 @@ def get_device_utilization_rate(device_id: int) -> tuple[dict[str, int], int]:
     )
 
 
-def _sync_device(timeout_ms: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _sync_device(rt: Runtime, timeout_ms: int) -> int:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return ctx
@@ -198,22 +178,26 @@ def _sync_device(timeout_ms: int) -> int:
     return first_error
 
 
-def synchronize_device() -> int:
-    return _sync_device(-1)
+@R.needs_init()
+def synchronize_device(rt: Runtime) -> int:
+    return _sync_device(rt, -1)
 
 
-def synchronize_device_with_timeout(timeout: int) -> int:
+@R.needs_init()
+def synchronize_device_with_timeout(rt: Runtime, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
-    return _sync_device(timeout)
+    return _sync_device(rt, timeout)
 
 
-def set_op_execute_timeout(timeout: int) -> int:
-    return C.ACL_SUCCESS if R.runtime() is not None else _uninit()
+@R.needs_init()
+def set_op_execute_timeout(rt: Runtime, timeout: int) -> int:
+    return C.ACL_SUCCESS
 
 
-def set_op_wait_timeout(timeout: int) -> int:
-    return C.ACL_SUCCESS if R.runtime() is not None else _uninit()
+@R.needs_init()
+def set_op_wait_timeout(rt: Runtime, timeout: int) -> int:
+    return C.ACL_SUCCESS
 
 
 def get_last_error(level: int) -> int:
@@ -225,10 +209,8 @@ def peek_at_last_error(level: int) -> int:
 
 
 # ---------------------------------------------------------------- contexts
-def create_context(device_id: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def create_context(rt: Runtime, device_id: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
     with rt.lock:
@@ -237,10 +219,8 @@ def create_context(device_id: int) -> tuple[int, int]:
     return ctx.handle, C.ACL_SUCCESS
 
 
-def destroy_context(context: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def destroy_context(rt: Runtime, context: int) -> int:
     if not context:
         return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
     ctx = rt.contexts.get(context)
@@ -251,10 +231,8 @@ def destroy_context(context: int) -> int:
     return C.ACL_SUCCESS
 
 
-def set_context(context: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def set_context(rt: Runtime, context: int) -> int:
     if not context:
         return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
     ctx = rt.contexts.get(context)
@@ -264,10 +242,8 @@ def set_context(context: int) -> int:
     return C.ACL_SUCCESS
 
 
-def get_context() -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def get_context(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, ctx
@@ -275,10 +251,7 @@ def get_context() -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- streams
-def _new_stream(priority: int, flags: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+def _new_stream(rt: Runtime, priority: int, flags: int) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, ctx
@@ -290,20 +263,19 @@ def _new_stream(priority: int, flags: int) -> tuple[int, int]:
     return stream.handle, C.ACL_SUCCESS
 
 
-def create_stream() -> tuple[int, int]:
-    return _new_stream(0, 0)
+@R.needs_init(0)
+def create_stream(rt: Runtime) -> tuple[int, int]:
+    return _new_stream(rt, 0, 0)
 
 
-def create_stream_with_config(priority: int, flag: int) -> tuple[int, int]:
+@R.needs_init(0)
+def create_stream_with_config(rt: Runtime, priority: int, flag: int) -> tuple[int, int]:
     if not 0 <= priority <= 7 or flag & ~VALID_STREAM_FLAGS:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid stream priority or flag")
-    return _new_stream(priority, flag)
+    return _new_stream(rt, priority, flag)
 
 
-def _destroy_stream(stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _destroy_stream(rt: Runtime, stream: int) -> int:
     if not stream:
         return fail(C.ACL_ERROR_INVALID_PARAM, "stream is NULL")
     with rt.lock:
@@ -314,28 +286,26 @@ def _destroy_stream(stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-def destroy_stream(stream: int) -> int:
-    return _destroy_stream(stream)
+@R.needs_init()
+def destroy_stream(rt: Runtime, stream: int) -> int:
+    return _destroy_stream(rt, stream)
 
 
-def destroy_stream_force(stream: int) -> int:
-    return _destroy_stream(stream)
+@R.needs_init()
+def destroy_stream_force(rt: Runtime, stream: int) -> int:
+    return _destroy_stream(rt, stream)
 
 
-def synchronize_stream(stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def synchronize_stream(rt: Runtime, stream: int) -> int:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
         return found
     return rt.wait_stream(found)
 
 
-def synchronize_stream_with_timeout(stream: int, timeout: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def synchronize_stream_with_timeout(rt: Runtime, stream: int, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
     found = rt.resolve_stream(stream)
@@ -344,10 +314,8 @@ def synchronize_stream_with_timeout(stream: int, timeout: int) -> int:
     return rt.wait_stream(found, timeout)
 
 
-def stream_query(stream: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return C.ACL_STREAM_STATUS_NOT_READY, _uninit()
+@R.needs_init(C.ACL_STREAM_STATUS_NOT_READY)
+def stream_query(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
         return C.ACL_STREAM_STATUS_NOT_READY, found
@@ -355,20 +323,16 @@ def stream_query(stream: int) -> tuple[int, int]:
     return (C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY), C.ACL_SUCCESS
 
 
-def stream_get_id(stream: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return -1, _uninit()
+@R.needs_init(-1)
+def stream_get_id(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
         return -1, found
     return found.stream_id, C.ACL_SUCCESS
 
 
-def get_stream_available_num() -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def get_stream_available_num(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, ctx
@@ -376,10 +340,8 @@ def get_stream_available_num() -> tuple[int, int]:
     return MAX_STREAMS_PER_DEVICE - used, C.ACL_SUCCESS
 
 
-def set_stream_overflow_switch(stream: int, flag: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def set_stream_overflow_switch(rt: Runtime, stream: int, flag: int) -> int:
     if flag not in (0, 1):
         return fail(C.ACL_ERROR_INVALID_PARAM, "flag must be 0 or 1")
     found = rt.resolve_stream(stream)
@@ -389,10 +351,8 @@ def set_stream_overflow_switch(stream: int, flag: int) -> int:
     return C.ACL_SUCCESS
 
 
-def get_stream_overflow_switch(stream: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def get_stream_overflow_switch(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
         return 0, found
@@ -400,10 +360,7 @@ def get_stream_overflow_switch(stream: int) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- events
-def _new_event(flag: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+def _new_event(rt: Runtime, flag: int) -> tuple[int, int]:
     if flag & ~VALID_EVENT_FLAGS:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, f"invalid event flag {flag:#x}")
     ctx = _current(rt)
@@ -414,16 +371,19 @@ def _new_event(flag: int) -> tuple[int, int]:
     return event.handle, C.ACL_SUCCESS
 
 
-def create_event() -> tuple[int, int]:
-    return _new_event(C.ACL_EVENT_SYNC)
+@R.needs_init(0)
+def create_event(rt: Runtime) -> tuple[int, int]:
+    return _new_event(rt, C.ACL_EVENT_SYNC)
 
 
-def create_event_with_flag(flag: int) -> tuple[int, int]:
-    return _new_event(flag)
+@R.needs_init(0)
+def create_event_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
+    return _new_event(rt, flag)
 
 
-def create_event_ex_with_flag(flag: int) -> tuple[int, int]:
-    return _new_event(flag)
+@R.needs_init(0)
+def create_event_ex_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
+    return _new_event(rt, flag)
 
 
 def _event(rt: Runtime, event: int) -> R.Event | int:
@@ -435,10 +395,8 @@ def _event(rt: Runtime, event: int) -> R.Event | int:
     return found
 
 
-def record_event(event: int, stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def record_event(rt: Runtime, event: int, stream: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
@@ -450,10 +408,8 @@ def record_event(event: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-def reset_event(event: int, stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def reset_event(rt: Runtime, event: int, stream: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
@@ -461,10 +417,8 @@ def reset_event(event: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-def destroy_event(event: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def destroy_event(rt: Runtime, event: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
@@ -472,10 +426,7 @@ def destroy_event(event: int) -> int:
     return C.ACL_SUCCESS
 
 
-def _wait_event(event: int, timeout_ms: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _wait_event(rt: Runtime, event: int, timeout_ms: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
@@ -488,20 +439,20 @@ def _wait_event(event: int, timeout_ms: int) -> int:
     return C.ACL_SUCCESS
 
 
-def synchronize_event(event: int) -> int:
-    return _wait_event(event, -1)
+@R.needs_init()
+def synchronize_event(rt: Runtime, event: int) -> int:
+    return _wait_event(rt, event, -1)
 
 
-def synchronize_event_with_timeout(event: int, timeout: int) -> int:
+@R.needs_init()
+def synchronize_event_with_timeout(rt: Runtime, event: int, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
-    return _wait_event(event, timeout)
+    return _wait_event(rt, event, timeout)
 
 
-def stream_wait_event(stream: int, event: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def stream_wait_event(rt: Runtime, stream: int, event: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
@@ -513,10 +464,8 @@ def stream_wait_event(stream: int, event: int) -> int:
     return C.ACL_SUCCESS
 
 
-def query_event(event: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return C.ACL_EVENT_STATUS_NOT_READY, _uninit()
+@R.needs_init(C.ACL_EVENT_STATUS_NOT_READY)
+def query_event(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
         return C.ACL_EVENT_STATUS_NOT_READY, found
@@ -524,10 +473,8 @@ def query_event(event: int) -> tuple[int, int]:
     return (C.ACL_EVENT_STATUS_COMPLETE if done else C.ACL_EVENT_STATUS_NOT_READY), C.ACL_SUCCESS
 
 
-def query_event_status(event: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return C.ACL_EVENT_RECORDED_STATUS_NOT_READY, _uninit()
+@R.needs_init(C.ACL_EVENT_RECORDED_STATUS_NOT_READY)
+def query_event_status(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
         return C.ACL_EVENT_RECORDED_STATUS_NOT_READY, found
@@ -536,10 +483,8 @@ def query_event_status(event: int) -> tuple[int, int]:
     return status, C.ACL_SUCCESS
 
 
-def event_elapsed_time(start: int, end: int) -> tuple[float, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0.0, _uninit()
+@R.needs_init(0.0)
+def event_elapsed_time(rt: Runtime, start: int, end: int) -> tuple[float, int]:
     first, last = _event(rt, start), _event(rt, end)
     if isinstance(first, int):
         return 0.0, first
@@ -550,10 +495,8 @@ def event_elapsed_time(start: int, end: int) -> tuple[float, int]:
     return (last.timestamp - first.timestamp) / 1e6, C.ACL_SUCCESS
 
 
-def event_get_timestamp(event: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def event_get_timestamp(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
         return 0, found
@@ -563,10 +506,7 @@ def event_get_timestamp(event: int) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- memory
-def _malloc(size: int, policy: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+def _malloc(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
     if size <= 0:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
     ctx = _current(rt)
@@ -583,22 +523,23 @@ def _malloc(size: int, policy: int) -> tuple[int, int]:
     return allocation.address, C.ACL_SUCCESS
 
 
-def malloc(size: int, policy: int) -> tuple[int, int]:
-    return _malloc(size, policy)
+@R.needs_init(0)
+def malloc(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
+    return _malloc(rt, size, policy)
 
 
-def malloc_cached(size: int, policy: int) -> tuple[int, int]:
-    return _malloc(size, policy)
+@R.needs_init(0)
+def malloc_cached(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
+    return _malloc(rt, size, policy)
 
 
-def malloc_align32(size: int, policy: int) -> tuple[int, int]:
-    return _malloc(size, policy)
+@R.needs_init(0)
+def malloc_align32(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
+    return _malloc(rt, size, policy)
 
 
-def free(dev_ptr: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def free(rt: Runtime, dev_ptr: int) -> int:
     if not dev_ptr:
         return fail(C.ACL_ERROR_INVALID_PARAM, "pointer is NULL")
     allocation = rt.allocations.get(dev_ptr)
@@ -608,10 +549,8 @@ def free(dev_ptr: int) -> int:
     return C.ACL_SUCCESS
 
 
-def malloc_host(size: int) -> tuple[int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, _uninit()
+@R.needs_init(0)
+def malloc_host(rt: Runtime, size: int) -> tuple[int, int]:
     if size <= 0:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
     buffer = np.empty(size, dtype=np.uint8)
@@ -620,19 +559,14 @@ def malloc_host(size: int) -> tuple[int, int]:
     return address, C.ACL_SUCCESS
 
 
-def free_host(host_ptr: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def free_host(rt: Runtime, host_ptr: int) -> int:
     if rt.host_allocations.pop(host_ptr, None) is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"{host_ptr:#x} is not from malloc_host")
     return C.ACL_SUCCESS
 
 
-def _memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _memset(rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int) -> int:
     if not dev_ptr or count < 0 or count > max_count:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memset arguments")
     found = rt.find_allocation(dev_ptr, count)
@@ -648,18 +582,19 @@ def _memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
     return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"{dev_ptr:#x} is not allocated memory")
 
 
-def memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
-    return _memset(dev_ptr, max_count, value, count)
+@R.needs_init()
+def memset(rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int) -> int:
+    return _memset(rt, dev_ptr, max_count, value, count)
 
 
-def memset_async(dev_ptr: int, max_count: int, value: int, count: int, stream: int) -> int:
-    return _memset(dev_ptr, max_count, value, count)
+@R.needs_init()
+def memset_async(
+    rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int, stream: int
+) -> int:
+    return _memset(rt, dev_ptr, max_count, value, count)
 
 
-def _memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
     if not dst or not src or count < 0 or count > dest_max:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy arguments (count > dest_max?)")
     if count == 0:
@@ -710,23 +645,23 @@ def _memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
     return C.ACL_SUCCESS
 
 
-def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
-    return _memcpy(dst, dest_max, src, count, kind)
+@R.needs_init()
+def memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
+    return _memcpy(rt, dst, dest_max, src, count, kind)
 
 
-def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int) -> int:
-    rt = R.runtime()
-    if rt is not None:
-        target = rt.resolve_stream(stream)
-        if isinstance(target, int):
-            return target
-    return _memcpy(dst, dest_max, src, count, kind)
+@R.needs_init()
+def memcpy_async(
+    rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int, stream: int
+) -> int:
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    return _memcpy(rt, dst, dest_max, src, count, kind)
 
 
-def get_mem_info(attr: int) -> tuple[int, int, int]:
-    rt = R.runtime()
-    if rt is None:
-        return 0, 0, _uninit()
+@R.needs_init(0, 0)
+def get_mem_info(rt: Runtime, attr: int) -> tuple[int, int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, 0, ctx
@@ -739,10 +674,8 @@ def get_mem_info(attr: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------- host callbacks
-def subscribe_report(thread_id: int, stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def subscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     target = rt.resolve_stream(stream)
     if isinstance(target, int):
         return target
@@ -754,10 +687,8 @@ def subscribe_report(thread_id: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-def unsubscribe_report(thread_id: int, stream: int) -> int:
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
+@R.needs_init()
+def unsubscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     target = rt.resolve_stream(stream)
     if isinstance(target, int):
         return target
@@ -773,12 +704,12 @@ def unsubscribe_report(thread_id: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-def launch_callback(fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int) -> int:
+@R.needs_init()
+def launch_callback(
+    rt: Runtime, fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int
+) -> int:
     if not callable(fn):
         raise TypeError("acl.rt.launch_callback: fn is not callable")
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
     if block_type not in (C.ACL_CALLBACK_NO_BLOCK, C.ACL_CALLBACK_BLOCK):
         return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown block type {block_type}")
     target = rt.resolve_stream(stream)
@@ -799,11 +730,9 @@ def launch_callback(fn: Callable[[Any], Any], user_data: Any, block_type: int, s
     return C.ACL_SUCCESS
 
 
-def process_report(timeout: int) -> int:
+@R.needs_init()
+def process_report(rt: Runtime, timeout: int) -> int:
     """Run the next due host callback of the streams subscribed to this thread."""
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
     me = threading.get_native_id()
@@ -832,15 +761,13 @@ def process_report(timeout: int) -> int:
 
 
 # ---------------------------------------------------------------- exception info
-def set_exception_info_callback(*args: Any) -> int:
+@R.needs_init()
+def set_exception_info_callback(rt: Runtime, *args: Any) -> int:
     if len(args) > 1:
         raise TypeError("acl.rt.set_exception_info_callback args parse failed")
     callback: Callable[[int], Any] | None = args[0] if args else None
     if callback is not None and not callable(callback):
         raise TypeError("acl.rt.set_exception_info_callback: the callback is not callable")
-    rt = R.runtime()
-    if rt is None:
-        return _uninit()
     rt.exception_callback = callback
     return C.ACL_SUCCESS
 

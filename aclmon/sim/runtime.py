@@ -18,6 +18,8 @@ from __future__ import annotations
 import atexit
 import bisect
 import ctypes
+import functools
+import inspect
 import itertools
 import queue
 import random
@@ -27,7 +29,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +37,8 @@ from aclmon import acl_constants as C
 from aclmon.sim.acljson import AclJson
 from aclmon.sim.config import SimConfig
 from aclmon.sim.faults import FaultState
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- clock
 _EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
@@ -454,6 +458,42 @@ _runtime: Runtime | None = None
 
 def runtime() -> Runtime | None:
     return _runtime
+
+
+def needs_init(
+    *failed: Any, handle: bool = False
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """The one "acl.init was not called" guard of the ``acl.*`` functions.
+
+    The decorated implementation takes the running session as its first
+    argument; the public function keeps the pyACL name and signature (without
+    that argument). Before ``acl.init`` (or after ``acl.finalize``) it records
+    ACL_ERROR_UNINITIALIZE for ``get_recent_err_msg`` and returns it in the
+    call's own shape: ``ret`` alone, ``(*failed, ret)`` for calls with
+    out-parameters, or a NULL handle (0) for ``create_*`` calls (``handle``).
+    """
+
+    def uninitialized() -> Any:
+        code = fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
+        if handle:
+            return 0
+        return (*failed, code) if failed else code
+
+    def decorate(impl: Callable[..., T]) -> Callable[..., T]:
+        signature = inspect.signature(impl)
+        public = signature.replace(parameters=list(signature.parameters.values())[1:])
+
+        @functools.wraps(impl)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            rt = _runtime
+            if rt is None:
+                return uninitialized()
+            return impl(rt, *args, **kwargs)
+
+        call.__signature__ = public  # type: ignore[attr-defined]
+        return call
+
+    return decorate
 
 
 def start_session(config: SimConfig, acl_json: AclJson) -> Runtime:
