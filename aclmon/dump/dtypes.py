@@ -4,14 +4,19 @@ Zero-copy wherever numpy has the type (a view of the mapped bytes). Packed
 sub-byte types are unpacked into a new array (bounded by 8x the bytes present).
 A type we cannot decode for certain is returned as raw ``uint8`` with a label,
 never guessed.
+
+``ml_dtypes`` (bfloat16, float8, int4) takes longer to import than numpy
+itself, so it is imported only when a tensor of one of its types is met:
+``aclmon decode`` of a float32 dump never loads it.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+from functools import cache
 from typing import NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 from aclmon.dump import proto_enums as pe
@@ -33,22 +38,45 @@ VIEW_DTYPES: dict[int, np.dtype] = {
     pe.DT_COMPLEX64: np.dtype("<c8"),
     pe.DT_COMPLEX128: np.dtype("<c16"),
     pe.DT_RESOURCE: np.dtype("<i8"),
-    pe.DT_BF16: np.dtype(ml_dtypes.bfloat16),
-    pe.DT_FLOAT8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    pe.DT_FLOAT8_E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
-    pe.DT_FLOAT8_E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
+}
+
+#: viewable too, through ml_dtypes (imported on first use): proto type -> ml_dtypes name.
+ML_VIEW_DTYPES: dict[int, str] = {
+    pe.DT_BF16: "bfloat16",
+    pe.DT_FLOAT8_E5M2: "float8_e5m2",
+    pe.DT_FLOAT8_E4M3FN: "float8_e4m3fn",
+    pe.DT_FLOAT8_E8M0: "float8_e8m0fnu",
 }
 
 #: ml_dtypes types msaccucmp writes as float32 (and that ``np.save`` cannot name).
-HOST_CAST_FLOAT32 = {pe.DT_BF16, pe.DT_FLOAT8_E5M2, pe.DT_FLOAT8_E4M3FN, pe.DT_FLOAT8_E8M0}
+HOST_CAST_FLOAT32 = set(ML_VIEW_DTYPES)
 
 
 #: decoded into a new array (sub-byte packings) rather than viewed.
 UNPACKED_DTYPES = {pe.DT_UINT1, pe.DT_INT4}
 
 
+@cache
+def ml_dtype(name: str) -> np.dtype:
+    """``np.dtype(ml_dtypes.<name>)``, importing ml_dtypes the first time one is needed."""
+    return np.dtype(getattr(importlib.import_module("ml_dtypes"), name))
+
+
+def view_dtype(data_type: int) -> np.dtype | None:
+    """The dtype a tensor of ``data_type`` is viewed as (``None``: not viewable)."""
+    dtype = VIEW_DTYPES.get(data_type)
+    if dtype is None and data_type in ML_VIEW_DTYPES:
+        return ml_dtype(ML_VIEW_DTYPES[data_type])
+    return dtype
+
+
 def is_decodable(data_type: int) -> bool:
-    return data_type in VIEW_DTYPES or data_type in UNPACKED_DTYPES or data_type == pe.DT_UNDEFINED
+    return (
+        data_type in VIEW_DTYPES
+        or data_type in ML_VIEW_DTYPES
+        or data_type in UNPACKED_DTYPES
+        or data_type == pe.DT_UNDEFINED
+    )
 
 
 class Decoded(NamedTuple):
@@ -70,11 +98,11 @@ def effective_shape(data_type: int, shape: tuple[int, ...], nbytes: int) -> tupl
     """
     if data_type == pe.DT_UNDEFINED:
         return (nbytes,)
-    dtype = VIEW_DTYPES.get(data_type)
     if shape:
         return shape
     if data_type in _PER_BYTE:
         return (nbytes * _PER_BYTE[data_type],)
+    dtype = view_dtype(data_type)
     if dtype is None:
         return (nbytes,)
     return () if nbytes == dtype.itemsize else (nbytes // dtype.itemsize,)
@@ -105,7 +133,7 @@ def decode_bytes(raw: np.ndarray, data_type: int, shape: tuple[int, ...]) -> Dec
     count = element_count(shape)
     if data_type == pe.DT_UNDEFINED:
         return Decoded(raw.view(np.int8), True, name)
-    dtype = VIEW_DTYPES.get(data_type)
+    dtype = view_dtype(data_type)
     if dtype is not None:
         needed = count * dtype.itemsize
         _check(needed, nbytes, count, name)
@@ -130,7 +158,7 @@ def unpack_int4(packed: np.ndarray, count: int) -> np.ndarray:
     both[0::2] = low
     both[1::2] = high
     both = np.where(both > 7, both - 16, both).astype(np.int8)
-    return both[:count].astype(ml_dtypes.int4)
+    return both[:count].astype(ml_dtype("int4"))
 
 
 def _check(needed: int, nbytes: int, count: int, name: str) -> None:
