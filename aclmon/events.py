@@ -227,6 +227,11 @@ class ProfilingState(NamedTuple):
     output_path: str
     owner: str  # "", "aclmon", "job" or "acl.json"
     subscribed: bool  # live operator timings through model subscription
+    # The configuration aclmon's next start uses (SetProfilingConfig, else the
+    # agent's initial one): flags 0 means live operator timings.
+    next_flags: int
+    next_metrics: int
+    next_devices: tuple[int, ...]
 
 
 class OpTiming(NamedTuple):

@@ -103,7 +103,7 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
     elif cls is ev.ModelUnloaded:
         fields = (model, 0)
     elif cls is ev.ProfilingState:
-        fields = (True, True, 0x7D, 1, (0, 1), "/tmp/prof", "aclmon", True)
+        fields = (True, True, 0x7D, 1, (0, 1), "/tmp/prof", "aclmon", True, 0x7D, 1, (0, 1))
     elif cls is ev.TxMark:
         fields = ("epoch 3 step 120",)
     elif cls is ev.TxRange:

@@ -154,7 +154,9 @@ def test_wrong_field_types_are_malformed_not_raised() -> None:
     bad_tensor = (ev.AclException.KIND, *_sample(ev.AclException)[:-2], ((1, 2),), ())
     assert decoder.decode(bad_tensor) is None
     assert (
-        decoder.decode((ev.ProfilingState.KIND, 1, 2, True, True, 0, 0, ("x",), "", "", True))
+        decoder.decode(
+            (ev.ProfilingState.KIND, 1, 2, True, True, 0, 0, ("x",), "", "", True, 0, 0, ())
+        )
         is None
     )
     assert decoder.malformed == 5

@@ -34,11 +34,8 @@ from aclmon.acl_constants import (
     ACL_ERROR_PROF_ALREADY_RUN,
     ACL_ERROR_PROF_API_CONFLICT,
     ACL_ERROR_PROF_NOT_RUN,
-    ACL_PROF_ACL_API,
-    ACL_PROF_AICORE_METRICS,
     ACL_PROF_MAX_OP_NAME_LEN,
     ACL_PROF_MAX_OP_TYPE_LEN,
-    ACL_PROF_TASK_TIME,
     ACL_SUCCESS,
     AICORE_METRICS,
     PROF_FLAGS_ALL,
@@ -50,7 +47,6 @@ from aclmon.events import LogLine, OpTiming, ProfilingState
 if TYPE_CHECKING:
     from aclmon.agent.core import Agent
 
-DEFAULT_FLAGS = ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS
 DEFAULT_METRICS = ACL_AICORE_PIPE_UTILIZATION
 #: SetProfilingConfig.flags value that asks for live operator timings (model subscription).
 LIVE_TIMINGS = 0
@@ -69,8 +65,10 @@ class ProfilingController:
         # Serialises aclmon's own session changes (control thread) against the job's
         # profiling calls (job threads), which make aclmon step aside.
         self._lock = threading.RLock()
-        # requested configuration
-        self.flags = DEFAULT_FLAGS
+        # requested configuration, reported in every ProfilingState (next_*), so a
+        # viewer shows exactly what a start will do: live operator timings until
+        # a SetProfilingConfig names flags.
+        self.flags = LIVE_TIMINGS
         self.aicore_metrics = DEFAULT_METRICS
         self.devices: tuple[int, ...] = ()
         self.output_path = output_path
@@ -103,6 +101,9 @@ class ProfilingController:
             self.active_output,
             self.owner,
             self.subscribed,
+            self.flags,
+            self.aicore_metrics,
+            self.devices,
         )
         self.agent.state.profiling = event
         self.agent.publish(event)
@@ -170,6 +171,7 @@ class ProfilingController:
         message = f"profiling config set: {mode}; flags {names}; metrics {AICORE_METRICS[aicore_metrics][1]}"
         if active:
             message += " (takes effect at the next start)"
+        self.publish_state()
         return ACL_SUCCESS, message, {"mode": "live" if flags == LIVE_TIMINGS else "api"}
 
     def start(self) -> Outcome:
@@ -315,6 +317,10 @@ class ProfilingController:
             self._live = None
         self.owner = ""
         self.initialized = self.running = self.subscribed = False
+        # Nothing runs: nothing is active (the next_* configuration is kept).
+        self.active_flags = 0
+        self.active_devices = ()
+        self.active_output = ""
         if first == ACL_SUCCESS:
             return ACL_SUCCESS, "profiling stopped", {}
         return first, f"profiling stopped with an error: {error_text(first)}", {}

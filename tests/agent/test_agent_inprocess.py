@@ -30,6 +30,7 @@ from aclmon.acl_constants import (
     ACL_PROF_MSPROFTX,
     ACL_PROF_TASK_TIME,
     ACL_SUCCESS,
+    AICORE_METRICS,
 )
 from aclmon.bus import registry
 from aclmon.bus.subscriber import Subscriber
@@ -638,3 +639,38 @@ def test_live_timings_without_bytes_to_ptr(agent_factory, sim_acl, model_path, m
     )
     assert send(events, StopProfiling).code == 0
     assert not agent.failures
+
+
+def test_profiling_state_reports_the_configuration_a_start_uses(agent_factory, sim_acl):
+    """No hidden defaults: the state says what the next start does, and a stop
+    clears what was active but keeps the configuration."""
+    _agent, events = agent_factory()
+    assert sim_acl.init() == 0 and sim_acl.rt.set_device(0) == 0
+    first = events.wait_kind(ProfilingState, lambda e: True)
+    assert (first.next_flags, first.next_devices) == (0, ())  # live operator timings
+    assert first.next_metrics == ACL_AICORE_PIPE_UTILIZATION
+    # With nothing configured, a start is live operator timings, as the state said.
+    assert send(events, StartProfiling).code == 0
+    running = events.wait_kind(ProfilingState, lambda e: e.running)
+    assert running.subscribed and not running.initialized and running.flags == 0
+    assert send(events, StopProfiling).code == 0
+    # A configuration is reported at once, and survives a file-profiling run and its stop.
+    metric = list(AICORE_METRICS)[2]
+    assert send(events, SetProfilingConfig, ACL_PROF_ACL_API, metric, (0,), 0).code == 0
+    configured = events.wait_kind(ProfilingState, lambda e: e.next_flags == ACL_PROF_ACL_API)
+    assert configured.next_metrics == metric and configured.next_devices == (0,)
+    assert not configured.running
+    assert send(events, StartProfiling).code == 0
+    api = events.wait_kind(ProfilingState, lambda e: e.running and e.initialized)
+    assert api.flags == ACL_PROF_ACL_API and api.devices == (0,)
+    assert send(events, StopProfiling).code == 0
+    stopped = events.wait_kind(
+        ProfilingState,
+        lambda e: not e.running and e.next_flags == ACL_PROF_ACL_API and e.seq > api.seq,
+    )
+    assert stopped.flags == 0 and stopped.devices == () and stopped.output_path == ""
+    assert (stopped.next_flags, stopped.next_metrics, stopped.next_devices) == (
+        ACL_PROF_ACL_API,
+        metric,
+        (0,),
+    )

@@ -61,7 +61,7 @@ def basic_events():
         e(ev.OpTiming, 1, "conv1", "Conv2D", 0, 10, 10),
         e(ev.OpTiming, 1, "conv1", "Conv2D", 20, 50, 30),
         e(ev.OpTiming, 1, "relu1", "Relu", 50, 52, 2),
-        e(ev.ProfilingState, True, False, 2, 0, (0,), "/tmp/prof", "aclmon", False),
+        e(ev.ProfilingState, True, False, 2, 0, (0,), "/tmp/prof", "aclmon", False, 2, 0, (0,)),
         e(ev.DumpFileSeen, "/d/Opdebug.Node_OpDebug.1.3.1", "overflow", 400, {"ai_core": 32}),
         e(ev.Drops, 5, "publisher", "queue full"),
         e(ev.Drops, 3, "publisher", "queue full"),  # older running total: ignored

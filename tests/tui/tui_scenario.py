@@ -119,7 +119,9 @@ def build_events() -> list[ev.Event]:
         ("trans_Cast_17", "Cast", 5),
     ]
     b.add(ev.ProfilingState, True, True, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
-          ACL_AICORE_PIPE_UTILIZATION, (0, 1), "/var/prof/job-4242", "aclmon", True)  # fmt: skip
+          ACL_AICORE_PIPE_UTILIZATION, (0, 1), "/var/prof/job-4242", "aclmon", True,
+          ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
+          ACL_AICORE_PIPE_UTILIZATION, (0, 1))  # fmt: skip
     for rep in range(8):
         for name, op_type, base_us in ops:
             duration = base_us + (rep * 7) % 13
