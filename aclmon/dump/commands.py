@@ -76,7 +76,7 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------ decode
 def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
-    from aclmon.dump.stats import tensor_stats
+    from aclmon.dump.stats import logical_tensor_stats
     from aclmon.errors import AclmonError
 
     entry: dict[str, Any] = {
@@ -99,7 +99,10 @@ def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
     if not decoded.supported:
         entry["note"] = decoded.label
     if with_stats:
-        entry["stats"] = tensor_stats(decoded.array, bins=bins)
+        # over the tensor in its original shape: padding of device layouts is not data
+        entry["stats"] = logical_tensor_stats(
+            decoded.array, tensor.format, tensor.original_shape, bins=bins
+        )
     return entry
 
 
@@ -135,6 +138,17 @@ def _fmt_number(value: Any) -> str:
     return str(value)
 
 
+def _stats_text(stats: dict[str, Any]) -> str:
+    """min/max/mean/std (or why there are none) and the special-value counts."""
+    counts = "  ".join(
+        f"{k} {stats[k]}" for k in ("nan", "pos_inf", "neg_inf", "zeros") if k in stats
+    )
+    if not stats.get("finite"):
+        return f"no finite values  {counts}"
+    figures = "  ".join(f"{k} {_fmt_number(stats[k])}" for k in ("min", "max", "mean", "std"))
+    return f"{figures}  {counts}"
+
+
 def _print_text(report: dict[str, Any], out: Any) -> None:
     print(f"{report['file']}  ({report.get('kind') or 'unknown'}"
           + (f", {report['container']}" if "container" in report else "")
@@ -159,9 +173,20 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
             print(f"      error: {tensor['error']}", file=out)
         stats = tensor.get("stats")
         if stats:
-            keys = ("min", "max", "mean", "std", "nan", "pos_inf", "neg_inf", "zeros")
-            print("      " + "  ".join(f"{k} {_fmt_number(stats[k])}" for k in keys), file=out)
+            stored = stats.get("stored_stats")
+            where = " in the original shape" if stored else ""
+            print(f"      {stats['count']} values{where}  {_stats_text(stats)}", file=out)
             print("      first " + " ".join(_fmt_number(v) for v in stats["first"]), file=out)
+            if stored:
+                print(
+                    f"      stored layout ({stored['count']} values, padding included): "
+                    + _stats_text(stored),
+                    file=out,
+                )
+            if stats.get("logical_error"):
+                print(
+                    f"      statistics over the stored layout: {stats['logical_error']}", file=out
+                )
     for record in report.get("records", []):
         if "error" in record:
             print(f"  output {record['output']}: error: {record['error']}", file=out)

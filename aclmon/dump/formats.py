@@ -167,8 +167,9 @@ def _c1hwncoc0_to_nchw(array: np.ndarray) -> np.ndarray:
 
 
 def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
-    """msaccucmp's shape: (N, C) for a 1-D/2-D target (N = 1 for 1-D), else (B, N, C)
-    with B = prod(target[:-2]); the batch axes are not split back out."""
+    """The target shape itself, batch axes included. (msaccucmp folds the batch axes
+    into one, (B, N, C) with B = prod(target[:-2]), and gives (1, C) for a 1-D target:
+    same values, but not the tensor's shape.)"""
     if target is None or len(target) < 1:
         raise FormatError("FRACTAL_NZ needs a target shape (original_shape or -s)")
     if array.ndim < 4:
@@ -189,5 +190,4 @@ def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.n
         .transpose(0, 2, 3, 1, 4)
         .reshape(batch, no * ni, c1 * c0)
     )
-    cropped = merged[:, :rows, :cols]
-    return cropped[0] if len(target) <= 2 else cropped
+    return merged[:, :rows, :cols].reshape(target)

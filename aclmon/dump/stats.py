@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from aclmon.dump import proto_enums as pe
+from aclmon.errors import AclmonError
+
 #: elements per chunk: 1 Mi elements = 8 MiB as float64.
 CHUNK_ELEMENTS = 1 << 20
 
@@ -153,3 +156,58 @@ def _histogram(
             values = values[np.isfinite(values)]
         counts += np.histogram(values, bins=bins_arg, range=(lo, hi))[0]
     return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+
+
+#: device layouts that pad the tensor (C0 blocks, N/M tiles): their stored array holds
+#: more values than the tensor, so statistics are taken over the converted array.
+PADDED_FORMATS = frozenset(
+    (
+        pe.FORMAT_NC1HWC0,
+        pe.FORMAT_NC1HWC0_C04,
+        pe.FORMAT_NDC1HWC0,
+        pe.FORMAT_FRACTAL_Z,
+        pe.FORMAT_FRACTAL_NZ,
+        pe.FORMAT_C1HWNCoC0,
+    )
+)
+
+
+def logical_array(
+    array: np.ndarray, proto_format: int, original_shape: tuple[int, ...] | list[int]
+) -> np.ndarray | None:
+    """The tensor in its original shape, converted from a padded device layout as
+    ``aclmon convert -f`` does (default host format, cropped to ``original_shape``).
+
+    ``None`` when the stored array already is the tensor (not a padded layout, or no
+    original shape). Raises :class:`aclmon.dump.formats.FormatError` when the stored
+    shape cannot hold the original one.
+    """
+    if proto_format not in PADDED_FORMATS or not original_shape:
+        return None
+    from aclmon.dump.formats import convert_to_host
+
+    return convert_to_host(array, proto_format, tuple(original_shape))
+
+
+def logical_tensor_stats(
+    array: np.ndarray,
+    proto_format: int,
+    original_shape: tuple[int, ...] | list[int],
+    bins: int = 32,
+    first: int = 8,
+) -> dict[str, Any]:
+    """:func:`tensor_stats` over the tensor the user wrote (its original shape), not
+    over the padded device buffer. Where the two differ the stored-layout figures are
+    kept under ``stored_stats``; if the conversion fails, the stored figures are the
+    result and ``logical_error`` says why."""
+    try:
+        logical = logical_array(array, proto_format, original_shape)
+    except AclmonError as exc:
+        stats = tensor_stats(array, bins=bins, first=first)
+        stats["logical_error"] = str(exc)
+        return stats
+    if logical is None:
+        return tensor_stats(array, bins=bins, first=first)
+    stats = tensor_stats(logical, bins=bins, first=first)
+    stats["stored_stats"] = tensor_stats(array, bins=bins, first=first)
+    return stats

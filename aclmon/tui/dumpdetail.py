@@ -36,6 +36,7 @@ class TensorReport:
     format: str
     shape: tuple[int, ...]
     size: int
+    original_shape: tuple[int, ...] = ()
     stats: dict[str, Any] | None = None
     error: str = ""
 
@@ -78,7 +79,8 @@ def _find_op_dump(directory: str, task_id: int, stream_id: int | None) -> str:
 
 
 def _tensor_reports(path: str, report: DumpReport) -> None:
-    from aclmon.dump import read_dump, tensor_stats
+    from aclmon.dump import read_dump
+    from aclmon.dump.stats import logical_tensor_stats
 
     dump = read_dump(path)
     report.warnings.extend(dump.warnings)
@@ -88,11 +90,14 @@ def _tensor_reports(path: str, report: DumpReport) -> None:
     for n, tensor in enumerate([*dump.inputs, *dump.outputs]):
         item = TensorReport(
             tensor.role, tensor.index, tensor.dtype_name, tensor.format_name,
-            tuple(tensor.shape), tensor.size,
+            tuple(tensor.shape), tensor.size, tuple(tensor.original_shape),
         )  # fmt: skip
         if n < MAX_STAT_TENSORS:
             try:
-                item.stats = tensor_stats(tensor.array, bins=HIST_BINS)
+                # over the tensor in its original shape, as `aclmon decode` does
+                item.stats = logical_tensor_stats(
+                    tensor.array, tensor.format, tensor.original_shape, bins=HIST_BINS
+                )
             except AclmonError as exc:
                 item.error = str(exc)
             except (ValueError, TypeError) as exc:  # an array the statistics cannot take
@@ -182,6 +187,8 @@ def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableTyp
     for t in report.tensors:
         title = Text(f"\n{t.role} {t.index}  ", style=bold)
         title.append(f"{t.dtype} {t.format} {fmt.shape(t.shape)} {fmt.size(t.size)}", style=dim)
+        if t.original_shape and tuple(t.original_shape) != tuple(t.shape):
+            title.append(f" original {fmt.shape(t.original_shape)}", style=dim)
         parts.append(title)
         if t.error:
             parts.append(Text(f"  {t.error}", style=bad))
@@ -204,8 +211,13 @@ def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableTyp
             return f"{value:.6g}"
         return "–" if value is None else str(value)
 
-    table.add_row("min / max", f"{num('min')} / {num('max')}")
-    table.add_row("mean / std", f"{num('mean')} / {num('std')}")
+    if stats.get("stored_stats"):
+        table.add_row("values", f"{stats.get('count')} in the original shape")
+    if stats.get("finite") == 0:
+        table.add_row("min / max", Text("no finite values", style=bad))
+    else:
+        table.add_row("min / max", f"{num('min')} / {num('max')}")
+        table.add_row("mean / std", f"{num('mean')} / {num('std')}")
     counts = Text()
     for key, label in (("nan", "NaN"), ("pos_inf", "+Inf"), ("neg_inf", "-Inf"), ("zeros", "zero")):
         value = stats.get(key) or 0
@@ -214,10 +226,7 @@ def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableTyp
     table.add_row("counts", counts)
     first = stats.get("first")
     if first is not None:
-        table.add_row(
-            "first",
-            ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in list(first)[:8]),
-        )
+        table.add_row("first", _preview(list(first)[:8], bad))
     hist = stats.get("histogram")
     if isinstance(hist, dict):
         counts_list = list(hist.get("counts", []))
@@ -227,7 +236,31 @@ def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableTyp
             if len(edges) >= 2:
                 label.append(f"  [{edges[0]:.4g} … {edges[-1]:.4g}]", style=dim)
             table.add_row("histogram", label)
+    stored = stats.get("stored_stats")
+    if isinstance(stored, dict):
+        table.add_row(
+            "stored",
+            Text(
+                f"{stored.get('count')} values, padding included: zero {stored.get('zeros', 0)}",
+                style=dim,
+            ),
+        )
+    if stats.get("logical_error"):
+        table.add_row("stored", Text(f"figures of the stored layout: {stats['logical_error']}"))
     return table
+
+
+def _preview(values: list[Any], bad: Style) -> Text:
+    """The first values; NaN and ±Inf (strings in the statistics) in the error colour."""
+    text = Text()
+    for n, value in enumerate(values):
+        if n:
+            text.append(", ")
+        if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+            text.append({"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[value], style=bad)
+        else:
+            text.append(f"{value:.4g}" if isinstance(value, float) else str(value))
+    return text
 
 
 def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:

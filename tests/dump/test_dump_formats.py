@@ -85,17 +85,23 @@ def test_conversion_inverts_the_device_layout(name, fmt, shape, forward):
     x = host(shape)
     device = forward(x)
     got = convert_to_host(device, fmt, shape)
-    if fmt == pe.FORMAT_FRACTAL_NZ and len(shape) > 2:
-        # msaccucmp keeps the batch axes merged: (prod(batch), N, C)
-        x = x.reshape(-1, *shape[-2:])
+    # the original shape itself (FRACTAL_NZ keeps its batch axes, unlike msaccucmp)
     assert got.shape == x.shape
     np.testing.assert_array_equal(got, x)
 
 
-def test_fractal_nz_with_a_1d_target_is_one_row():
+def test_fractal_nz_with_a_1d_target_stays_1d():
     x = host((1, 20))
     got = convert_to_host(to_fractal_nz(x), pe.FORMAT_FRACTAL_NZ, (20,))
-    assert got.shape == (1, 20)
+    assert got.shape == (20,)
+    np.testing.assert_array_equal(got, x[0])
+
+
+def test_fractal_nz_with_two_batch_axes_keeps_them():
+    """2x3x33x20 stays 2x3x33x20 (msaccucmp folds the batch axes into 6x33x20)."""
+    x = host((2, 3, 33, 20))
+    got = convert_to_host(to_fractal_nz(x), pe.FORMAT_FRACTAL_NZ, x.shape)
+    assert got.shape == (2, 3, 33, 20)
     np.testing.assert_array_equal(got, x)
 
 
@@ -231,7 +237,7 @@ def test_every_device_format_through_a_dump_file_and_convert(
     result = convert_file(src, tmp_path, ConvertOptions(HOST_OF[fmt]))
     assert result.error is None and result.warnings == [] and len(result.written) == 1
     got = np.load(result.written[0])
-    expected = x.reshape(-1, *shape[-2:]) if fmt == pe.FORMAT_FRACTAL_NZ and len(shape) > 2 else x
+    expected = x
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, expected)
     assert result.written[0].endswith(f".input.0.{'x'.join(str(d) for d in expected.shape)}.npy")
