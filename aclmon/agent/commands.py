@@ -53,7 +53,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ScriptError(f"no such script: {args.script}")
     # The job's own command line, for Hello and the registry (`aclmon attach` lists it).
     sys.argv = [args.script, *args.args]
-    _stop_agent_on_sigterm()
+    _stop_agent_on_termination()
     aclmon.agent.start(
         args.listen,
         sim=args.sim,
@@ -67,27 +67,41 @@ def run_command(args: argparse.Namespace) -> int:
     return run_script(args.script, list(args.args))
 
 
-def _stop_agent_on_sigterm() -> None:
-    """On SIGTERM, stop the agent cleanly, then die by SIGTERM as before.
+def _stop_agent_on_termination() -> None:
+    """On SIGTERM or SIGHUP, stop the agent cleanly, then die by that signal as before.
 
     The default action skips atexit, so without this a terminated job would leave
-    viewers without the last events and a recording without its tail. Only when
-    SIGTERM still has its default action; a script that installs its own handler
-    replaces this one.
+    viewers without the last events, a recording without its tail, and its socket and
+    registry entry behind. Only for signals that still have their default action; a
+    script that installs its own handler replaces this one (and `nohup` keeps SIGHUP
+    ignored). The cleanup runs once and to the end: a second signal while it runs (a
+    second SIGTERM, or SIGHUP after SIGTERM) is ignored until it is done, then the
+    process dies by the first one.
     """
     import os
     import signal
 
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
+    handled = [
+        signum
+        for signum in (signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(signum) is signal.SIG_DFL
+    ]
+    stopping = False
 
-    def on_sigterm(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        for other in handled:
+            signal.signal(other, signal.SIG_IGN)
         import aclmon.agent
 
         try:
             aclmon.agent.stop()
         finally:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    for signum in handled:
+        signal.signal(signum, on_signal)
