@@ -36,7 +36,8 @@ import msgpack
 from aclmon import __version__
 
 #: bump when a field is added, removed or changes meaning.
-SCHEMA_VERSION = 1
+#: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
+SCHEMA_VERSION = 2
 
 Summary = dict[str, Any]
 
@@ -276,10 +277,22 @@ class DumpFileSeen(NamedTuple):
 
 
 class LogLine(NamedTuple):
+    """A log line: aclmon's own (``log_file`` empty) or one entry of the job's CANN log (plog).
+
+    The fields after ``text`` were added in schema version 2; an older array without
+    them decodes with these defaults.
+    """
+
     seq: int
     ts_ns: int
-    level: str  # "debug", "info", "warning", "error"
-    text: str
+    level: str  # "debug", "info", "warning", "error", "event"
+    text: str  # the message; a multi-line plog entry keeps its line breaks
+    module: str = ""  # the plog module (ASCENDCL, GE, RUNTIME, ...); "" for aclmon's own
+    pid: int = 0  # the process that logged it (0: not known)
+    process: str = ""  # its process name as the log gives it
+    logged_ns: int = 0  # the time the log line states, ns since the epoch (0: none)
+    location: str = ""  # "file.cc:123" of the log call ("" when none)
+    log_file: str = ""  # the plog file it was read from ("" for aclmon's own lines)
 
 
 class Drops(NamedTuple):
@@ -511,13 +524,27 @@ def _element_type(annotation: Any) -> Any:
 
 
 class _KindSpec:
-    __slots__ = ("cls", "exact", "field_types", "nested", "nfields", "plain")
+    __slots__ = (
+        "cls",
+        "defaults",
+        "exact",
+        "field_types",
+        "nested",
+        "nfields",
+        "nrequired",
+        "plain",
+    )
 
     def __init__(self, cls: type) -> None:
         hints = typing.get_type_hints(cls, globalns=vars(sys.modules[__name__]))
         annotations = [hints[name] for name in cls._fields]  # type: ignore[attr-defined]
         self.cls = cls
         self.nfields = len(annotations)
+        # Fields added later carry defaults: an array from an older source may end before them.
+        defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
+        names: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+        self.defaults = tuple(defaults[name] for name in names if name in defaults)
+        self.nrequired = self.nfields - len(self.defaults)
         self.field_types = tuple(_accepts(a) for a in annotations)
         # The common case (every value of its first listed type) checks in one compare.
         self.exact = tuple(t[0] for t in self.field_types)
@@ -605,7 +632,9 @@ _FAST: dict[int, Any] = {kind: _fast_decoder(spec, kind) for kind, spec in _SPEC
 def _check_fields(spec: _KindSpec, fields: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """Validated fields (sequences as tuples, tensors as TensorDesc), or None."""
     if len(fields) != spec.nfields:
-        return None
+        if not spec.nrequired <= len(fields) < spec.nfields:
+            return None
+        fields = fields + spec.defaults[len(fields) - spec.nrequired :]
     if tuple(map(type, fields)) != spec.exact:
         for value, accepted in zip(fields, spec.field_types, strict=True):
             if not isinstance(value, accepted):

@@ -168,6 +168,24 @@ def test_wrong_field_types_are_malformed_not_raised() -> None:
     assert decoder.malformed == 8
 
 
+def test_log_lines_of_schema_1_decode_with_the_later_fields_defaulted() -> None:
+    decoder = ev.EventDecoder()
+    old = decoder.decode((ev.LogLine.KIND, 7, 8, "warning", "old agent"))
+    assert old == ev.LogLine(7, 8, "warning", "old agent", "", 0, "", 0, "", "")
+    assert old.module == "" and old.log_file == ""
+    partial = decoder.decode((ev.LogLine.KIND, 7, 8, "error", "x", "GE", 42))
+    assert partial is not None and (partial.module, partial.pid, partial.location) == ("GE", 42, "")
+    assert decoder.decode_many([(ev.LogLine.KIND, 7, 8, "info", "batch")]) == [
+        ev.LogLine(7, 8, "info", "batch")
+    ]
+    full = ev.LogLine(1, 2, "error", "a\nb", "RUNTIME", 9, "python", 3, "x.cc:1", "/l/plog-9_1.log")
+    assert decoder.decode(_unpacked((ev.LogLine.KIND, *full))) == full
+    assert decoder.malformed == 0
+    assert decoder.decode((ev.LogLine.KIND, 7, 8, "warning")) is None  # text is required
+    assert decoder.decode((ev.LogLine.KIND, 7, 8, "info", "x", "GE", "not a pid")) is None
+    assert decoder.malformed == 2
+
+
 def test_float_fields_accept_integers_and_optional_none() -> None:
     sample = ev.DeviceSample(1, 2, 0, 10, 20, -1, 5, 10, "OK", None, 3)
     decoded = ev.EventDecoder().decode_payload(ev.encode(sample))
