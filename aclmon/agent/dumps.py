@@ -149,18 +149,28 @@ def _profiler_collects(section: dict[str, Any]) -> tuple[int, int]:
     return flags, metrics
 
 
+#: exception dumps are named ``exception_info.{op_name}.{task_id}.{timestamp}``:
+#: their first field is not an op type and must never be learned as one
+EXCEPTION_DUMP_PREFIX = "exception_info."
+KIND_OP_DUMP = "op-dump"
+KIND_EXCEPTION_DUMP = "exception-dump"
+
+
 def classify_name(name: str) -> str:
     """The DumpFileSeen kind from a file name alone (used when aclmon.dump cannot say)."""
     if _OPDEBUG.search(name):
         return "overflow"
     if name.endswith(".csv"):
         return "stats"
-    return "op-dump"
+    if name.startswith(EXCEPTION_DUMP_PREFIX):
+        return KIND_EXCEPTION_DUMP
+    return KIND_OP_DUMP
 
 
 def op_from_dump_name(name: str) -> tuple[str, str] | None:
-    """(op_type, sanitized op_name) from an operator dump file name, or None."""
-    if _OPDEBUG.search(name):
+    """(op_type, sanitized op_name) from an operator dump file name, or None
+    (also for overflow records and exception dumps, whose names hold no op type)."""
+    if _OPDEBUG.search(name) or name.startswith(EXCEPTION_DUMP_PREFIX):
         return None
     match = _OP_DUMP_NAME.match(name)
     if match is None:
@@ -236,7 +246,9 @@ class DumpWatcher:
     def _announce(self, path: str, size: int) -> None:
         name = os.path.basename(path)
         kind, summary = describe_dump(path, name)
-        op = op_from_dump_name(name)
+        # only operator dumps name the op type (an exception dump may be named after
+        # its kernel, recognised by its directory: the kind says so)
+        op = op_from_dump_name(name) if kind == KIND_OP_DUMP else None
         if op is not None:
             self.agent.state.learn_op_type(op[1], op[0])
         self.announced += 1
@@ -267,7 +279,7 @@ def describe_dump(path: str, name: str) -> tuple[str, dict[str, Any]]:
 
 def _kind_of(classified: Any, fallback: str) -> str:
     text = str(getattr(classified, "value", classified) or "")
-    if text in ("op-dump", "overflow", "stats"):
+    if text in (KIND_OP_DUMP, KIND_EXCEPTION_DUMP, "overflow", "stats"):
         return text
     return {"opdebug": "overflow", "op_dump": "op-dump", "dump": "op-dump"}.get(text, fallback)
 

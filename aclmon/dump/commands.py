@@ -150,11 +150,15 @@ def _stats_text(stats: dict[str, Any]) -> str:
 
 
 def _print_text(report: dict[str, Any], out: Any) -> None:
+    from aclmon.dump.summary import KIND_EXCEPTION
+
     print(f"{report['file']}  ({report.get('kind') or 'unknown'}"
           + (f", {report['container']}" if "container" in report else "")
           + (f", {report['file_size']} bytes" if "file_size" in report else "") + ")", file=out)  # fmt: skip
     ids = [f"{k.replace('_', ' ')} {report[k]}" for k in ("op_type", "op_name", "task_id", "stream_id", "timestamp",
                                                             "context_id", "thread_id") if report.get(k) is not None]  # fmt: skip
+    if report.get("kind") == KIND_EXCEPTION and report.get("stream_id") is None:
+        ids.append("stream id unknown")  # exception dump names carry none
     if ids:
         print("  " + "  ".join(ids), file=out)
     if report.get("error"):

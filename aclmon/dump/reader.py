@@ -147,7 +147,13 @@ class DumpFile:
 
     @property
     def op_type(self) -> str:
-        return self.name.op_type if self.name else ""
+        """The op type from the file name; "" for an exception dump, whose name has
+        ``exception_info`` (or the kernel's name) in that place."""
+        from aclmon.dump.summary import is_exception_dump
+
+        if self.name is None or is_exception_dump(self.path):
+            return ""
+        return self.name.op_type
 
     @property
     def ffts_info(self) -> dict | None:

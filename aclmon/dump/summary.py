@@ -14,6 +14,11 @@ KIND_OP_DUMP = "op-dump"
 KIND_OVERFLOW = "overflow"
 KIND_STATS = "stats"
 KIND_NANO = "nano"
+#: what the runtime dumps of a failing operator when an AI Core exception happens
+#: (``dump_scene`` aic_err_*/lite_exception): ``exception_info.{op_name}.{task}.{ts}``
+#: in ``extra-info/data-dump/{device}/``. Its first name field is not an op type.
+KIND_EXCEPTION = "exception-dump"
+EXCEPTION_PREFIX = "exception_info."
 #: summaries stay small: at most this many tensors / records are listed.
 MAX_LISTED = 64
 
@@ -42,7 +47,19 @@ def classify(path: str | os.PathLike[str]) -> str | None:
     legacy = head[0] == 0x0A and parse_dump_name(name) is not None  # v1: starts with `version`
     if not (framed or legacy):
         return None
-    return KIND_OVERFLOW if is_opdebug_name(name) else KIND_OP_DUMP
+    if is_opdebug_name(name):
+        return KIND_OVERFLOW
+    return KIND_EXCEPTION if is_exception_dump(path) else KIND_OP_DUMP
+
+
+def is_exception_dump(path: str | os.PathLike[str]) -> bool:
+    """An exception dump, by its name or (when the runtime names it after the
+    kernel) by its directory ``extra-info/data-dump/{device}/``."""
+    path = os.fspath(path)
+    if os.path.basename(path).startswith(EXCEPTION_PREFIX):
+        return True
+    parent, device = os.path.split(os.path.dirname(path))
+    return device.isdigit() and os.path.basename(parent) == "data-dump"
 
 
 def _plausible_tag(byte: int) -> bool:
@@ -84,9 +101,10 @@ def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
             op_type=parsed.op_type,
             op_name=parsed.op_name,
             task_id=parsed.task_id,
-            stream_id=parsed.stream_id,
             timestamp=parsed.timestamp,
         )
+        if parsed.stream_id is not None:  # old names and exception dumps carry none
+            out["stream_id"] = parsed.stream_id
         if parsed.task_type is not None:
             out.update(
                 task_type=parsed.task_type,
@@ -97,6 +115,9 @@ def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         kind = classify(path)
         out["kind"] = kind
+        if kind == KIND_EXCEPTION:
+            # "exception_info" (or the kernel's name) stands where an op type would
+            out.pop("op_type", None)
         if kind is None:
             out["error"] = _why_not_a_dump(path)
         elif kind == KIND_STATS:

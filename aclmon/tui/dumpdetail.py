@@ -273,9 +273,11 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
     parts: list[RenderableType] = [head]
     if summary.get("error"):
         parts.append(Text(f"\n{summary['error']}", style=bad))
-    op = " ".join(str(summary.get(k, "")) for k in ("op_type", "op_name")).strip()
+    op = " ".join(str(summary.get(k) or "") for k in ("op_type", "op_name")).strip()
     if op:
-        ids = f"task {summary.get('task_id', '?')} · stream {summary.get('stream_id', '?')}"
+        stream = summary.get("stream_id")  # exception dump names carry none
+        stream_text = "unknown" if stream is None else str(stream)
+        ids = f"task {summary.get('task_id', '?')} · stream {stream_text}"
         line = Text(f"\n{op}  ", style=bold)
         line.append(ids, style=dim)
         parts.append(line)

@@ -548,7 +548,7 @@ class DumpsView(View):
         with Horizontal():
             with Vertical(id="dumps-left"):
                 yield Static(
-                    Text(f" {'TIME (UTC)':<12}  {'KIND':<8}  {'SIZE':>9}  FILE", style="bold"),
+                    Text(f" {'TIME (UTC)':<12}  {'KIND':<9}  {'SIZE':>9}  FILE", style="bold"),
                     classes="colhead",
                 )
                 yield VirtualList(self._render_row, id="dumps-list")
@@ -612,7 +612,8 @@ class DumpsView(View):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {fmt.utc_time(d.ts_ns):<12}  ", style=theme_style(self, "aclmon-dim"))
         style = theme_style(self, "aclmon-bad", bold=True) if d.kind == "overflow" else Style()
-        text.append(f"{d.kind:<8}", style=style)
+        # an exception dump: what the runtime saved of an operator that raised
+        text.append(f"{'exception' if d.kind == 'exception-dump' else d.kind:<9}", style=style)
         text.append(f"  {fmt.size(d.size):>9}  {os.path.basename(d.path)}")
         return text
 
