@@ -51,7 +51,8 @@ def small_dump(directory: str) -> str:
     """A 2.0 dump: u64 header length, DumpData header, one float32 (8, 8) output."""
     data = struct.pack("<64f", *range(64))
     shape = _field(1, b"".join(_varint(d) for d in (8, 8)))  # packed repeated dims
-    output = _field(1, 0) + _field(2, 2) + _field(3, shape) + _field(6, len(data))
+    # DT_FLOAT, FORMAT_ND, shape, size
+    output = _field(1, 1) + _field(2, 2) + _field(3, shape) + _field(6, len(data))
     header = (
         _field(1, b"2.0") + _field(2, 1700000000000000) + _field(3, output) + _field(6, b"net/add1")
     )

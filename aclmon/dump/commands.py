@@ -295,6 +295,14 @@ class _Progress:
             self.stream.write("\n")
 
 
+def _cores() -> int:
+    """Cores this process may run on (fewer than the machine's under a CPU affinity mask)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def run_convert(args: argparse.Namespace) -> int:
     from aclmon.dump import proto_enums as pe
     from aclmon.dump.convert import ConvertOptions
@@ -330,7 +338,7 @@ def run_convert(args: argparse.Namespace) -> int:
         raise AclmonError(f"no dump files in {args.dump_path}")
     os.makedirs(args.output_path, exist_ok=True)
     jobs = [(f, args.output_path, options) for f in files]
-    workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    workers = args.jobs if args.jobs > 0 else _cores()
     workers = max(1, min(workers, len(jobs)))
     progress = _Progress(len(jobs))
     results = []

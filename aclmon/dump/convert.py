@@ -14,17 +14,28 @@ File names (shared/reference/dump_formats.md §3):
 Names of 255 characters or more become ``uuid3(NAMESPACE_DNS, name).hex +
 suffix`` with ``new,old`` appended to ``mapping.csv``, as msaccucmp does.
 Arrays are written in msaccucmp's host types: bfloat16 and float8 as float32.
+
+Writing costs one pass over the bytes at most. A ``.npy`` is one header write
+plus the payload; a tensor written unchanged (its bytes as they sit in the
+dump, the usual case without ``-f``) is copied file to file by the kernel
+(``copy_file_range``), so its bytes never pass through this process; any other
+array is made C-contiguous once (a no-op when it already is) and written with
+one ``tofile``, never element by element as ``np.save`` writes a strided view.
+The files are byte for byte what ``np.save`` writes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import uuid
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from aclmon.dump import proto_enums as pe
 from aclmon.dump.dtypes import to_host_array
@@ -40,6 +51,10 @@ MAPPING_FILE = "mapping.csv"
 BUFFER_TYPE_NAMES = {0: "l1"}
 FILE_TYPES = ("npy", "bin", "msnpy")
 _MSNPY_NAME_FIELDS = 5
+#: unchanged tensors at least this big are copied by the kernel; smaller ones are one write.
+KERNEL_COPY_MIN = 64 * 1024
+#: copy_file_range cannot copy between these two files: write the bytes instead.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,88 @@ def _msnpy_base(base: str, op_name: str) -> str:
     return base
 
 
+class _Source:
+    """The dump file, opened on first use for kernel-side copies of unchanged bytes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = -1
+        self.kernel_copy = hasattr(os, "copy_file_range")
+
+    def copy_to(self, out: BinaryIO, offset: int, count: int, raw: np.ndarray) -> bool:
+        """Append ``count`` bytes of the file from ``offset`` to ``out`` in the kernel;
+        ``False`` (nothing written) when it cannot. ``raw`` holds the same bytes (the
+        tensor's view of them) to finish with should the kernel stop part way."""
+        if not self.kernel_copy or count < KERNEL_COPY_MIN:
+            return False
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        out.flush()
+        dst = out.fileno()
+        done = 0
+        while done < count:
+            try:
+                copied = os.copy_file_range(self._fd, dst, count - done, offset + done)
+            except OSError as exc:
+                if exc.errno not in _NO_KERNEL_COPY:
+                    raise
+                self.kernel_copy = False  # this pair of file systems: write from memory
+                if done == 0:
+                    return False
+                copied = 0
+            if copied == 0:
+                # the file is shorter than when it was read, or the kernel gave up: the
+                # rest from the bytes read then (the map, or the copy for small files)
+                rest = memoryview(raw[done:count])
+                while rest.nbytes:
+                    rest = rest[os.write(dst, rest) :]
+                return True
+            done += copied
+        return True
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _unchanged_bytes(array: np.ndarray, tensor: Tensor) -> int:
+    """How many bytes of ``array`` are the tensor's file bytes as they are (its bytes
+    in C order are the first bytes of ``tensor.raw``); 0 when they are not."""
+    raw = tensor.raw
+    if (
+        not array.flags.c_contiguous
+        or array.nbytes > raw.nbytes
+        or array.__array_interface__["data"][0] != raw.__array_interface__["data"][0]
+    ):
+        return 0
+    return array.nbytes
+
+
+def _write_payload(out: BinaryIO, array: np.ndarray, tensor: Tensor, source: _Source) -> None:
+    """``array``'s bytes in C order, appended to ``out`` in one pass."""
+    count = _unchanged_bytes(array, tensor)
+    if count and source.copy_to(out, tensor.offset, count, tensor.raw):
+        return
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)  # one copy; tofile of a strided view is per element
+    array.tofile(out)
+
+
+def _save_npy(target: str, array: np.ndarray, tensor: Tensor, source: _Source) -> None:
+    """What ``np.save(target, array)`` writes: the header (format 1.0, 2.0 when the
+    header needs it), then the bytes."""
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    header = npy_format.header_data_from_array_1_0(array)
+    with open(target, "wb") as out:
+        try:
+            npy_format.write_array_header_1_0(out, header)
+        except ValueError:  # a header too big for format 1.0 (thousands of dimensions)
+            npy_format.write_array_header_2_0(out, header)
+        _write_payload(out, array, tensor, source)
+
+
 def convert_file(
     path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -87,6 +184,7 @@ def convert_file(
     path, out_dir = os.fspath(path), os.fspath(out_dir)
     base = os.path.basename(path)
     result = ConvertResult(path)
+    source = _Source(path)
     try:
         dump = read_dump(path)
         result.warnings.extend(dump.warnings)
@@ -101,7 +199,7 @@ def convert_file(
                 raise AclmonError(
                     f"{base}: {role} index {index} is out of range [0, {len(tensors)})"
                 )
-            _write_tensor(tensors[index], stem_base, out_dir, options, result, None)
+            _write_tensor(tensors[index], stem_base, out_dir, options, result, None, source)
             return result
         for role, tensors in ((ROLE_INPUT, dump.inputs), (ROLE_OUTPUT, dump.outputs)):
             shapes = (
@@ -111,7 +209,7 @@ def convert_file(
             )
             for tensor in tensors:
                 save_shape = shapes[tensor.index] if shapes else None
-                _write_tensor(tensor, stem_base, out_dir, options, result, save_shape)
+                _write_tensor(tensor, stem_base, out_dir, options, result, save_shape, source)
         if options.target_format is not None:
             return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
@@ -120,15 +218,21 @@ def convert_file(
                 tensor,
                 _output_name(out_dir, f"{base}.{kind}buffer.{tensor.index}.bin", ".bin"),
                 result,
+                source,
             )
         for tensor in dump.workspaces:
             _write_bytes(
-                tensor, _output_name(out_dir, f"{base}.space.{tensor.index}.bin", ".bin"), result
+                tensor,
+                _output_name(out_dir, f"{base}.space.{tensor.index}.bin", ".bin"),
+                result,
+                source,
             )
     except AclmonError as exc:
         result.error = str(exc)
     except OSError as exc:
         result.error = f"{base}: cannot write: {exc.strerror or exc}"
+    finally:
+        source.close()
     return result
 
 
@@ -157,8 +261,9 @@ def _ffts_shapes(
     return shapes
 
 
-def _write_bytes(tensor: Tensor, target: str, result: ConvertResult) -> None:
-    tensor.raw.tofile(target)
+def _write_bytes(tensor: Tensor, target: str, result: ConvertResult, source: _Source) -> None:
+    with open(target, "wb") as out:
+        _write_payload(out, tensor.raw, tensor, source)
     result.written.append(target)
 
 
@@ -207,6 +312,7 @@ def _write_tensor(
     options: ConvertOptions,
     result: ConvertResult,
     save_shape: tuple[int, ...] | None,
+    source: _Source,
 ) -> None:
     role = "input" if tensor.role == ROLE_INPUT else "output"
     label = f"{role} {tensor.index}"
@@ -247,7 +353,8 @@ def _write_tensor(
             f"{base}.{role}.{tensor.index}.{dims}.{array.dtype.name}.{pe.format_name(out_format)}"
         )
         target = _output_name(out_dir, stem + ".bin", ".bin")
-        np.ascontiguousarray(array).tofile(target)
+        with open(target, "wb") as out:
+            _write_payload(out, array, tensor, source)
     else:
         if options.file_type == "msnpy":
             stem = f"{base}.{role}.{tensor.index}.{pe.format_name(out_format)}"
@@ -256,5 +363,5 @@ def _write_tensor(
         else:
             stem = f"{base}.{role}.{tensor.index}"
         target = _output_name(out_dir, stem + ".npy", ".npy")
-        np.save(target, array, allow_pickle=False)
+        _save_npy(target, array, tensor, source)
     result.written.append(target)

@@ -79,3 +79,10 @@ def test_decode_of_a_bfloat16_dump_imports_ml_dtypes(tmp_path: Path) -> None:
     result = _imports("decode", str(path))
     assert result["code"] == 0
     assert result["third_party"] == ["ml_dtypes", "numpy"]
+
+
+def test_convert_of_a_float32_dump_imports_numpy_only(float_dump: Path, tmp_path: Path) -> None:
+    result = _imports("convert", "-d", str(float_dump), "-out", str(tmp_path))
+    assert result["code"] == 0
+    assert result["third_party"] == ["numpy"]
+    assert (tmp_path / f"{float_dump.name}.output.0.npy").exists()
