@@ -42,14 +42,30 @@ def _add_view_options(parser: argparse.ArgumentParser) -> None:
 def configure_attach(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
-        nargs="?",
+        nargs="*",
         help="PID, socket path, unix:/path or tcp://host:port"
-        " (default: the only running agent, or pick one)",
+        " (default: the only running agent, or pick one); several PIDs, or"
+        " nats://HOST:PORT/JOB[/HOST[/PID]], open the fleet screen",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="every agent on this host in the fleet screen"
+    )
+    parser.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="nats:// only: history from JetStream first (30s, 10m, 2h, all), then live",
+    )
+    parser.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="nats:// only: read the low-rate summary and alert subjects (very large jobs;"
+        " no execution counts)",
     )
     parser.add_argument(
         "--token",
         default=os.environ.get("ACLMON_TOKEN"),
-        help="shared token for an agent that requires one (default: $ACLMON_TOKEN)",
+        help="shared token for an agent that requires one (default: $ACLMON_TOKEN); with a"
+        " nats:// target, the NATS token (default: $ACLMON_NATS_TOKEN)",
     )
     parser.add_argument(
         "--dump-dir",
@@ -57,6 +73,9 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         help="also list the dump and overflow files already in DIR (the agent announces new ones)",
     )
     _add_view_options(parser)
+    from aclmon.fleet.commands import add_nats_credentials
+
+    add_nats_credentials(parser)
     parser.add_argument(
         "--once", action="store_true", help="print one snapshot of the state and exit"
     )
@@ -272,6 +291,14 @@ def attach_command(args: argparse.Namespace) -> int:
     _keymap(args)  # a bad keymap file is reported before connecting
     if args.json and not args.once:
         raise AclmonError("--json goes with --once")
+    targets = list(args.target)
+    if args.all or len(targets) > 1 or any(t.startswith(("nats://", "tls://")) for t in targets):
+        from aclmon.tui.fleet_commands import fleet_attach
+
+        return fleet_attach(args, targets)
+    if args.since or args.summary_only:
+        raise AclmonError("--since and --summary-only go with a nats:// target")
+    args.target = targets[0] if targets else None
     if args.once and args.target is None:
         agents = registry.list_agents()
         if len(agents) > 1:

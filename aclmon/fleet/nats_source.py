@@ -1,0 +1,358 @@
+"""A viewer's feed from NATS: per-source events of a job, a host or one agent.
+
+An asyncio loop on a daemon thread does all NATS work; the viewer calls
+:meth:`NatsFeed.poll` on its own timer and gets ``(source key, events)``
+batches, never blocking. A source key is ``(host, pid)`` from the subject.
+
+Every source starts from its latest snapshot in ``ACLMON_STATE`` (when the
+server has JetStream), then:
+
+- ``since_s = None``: live only, a core subscription on the ``events``
+  subjects of the scope;
+- ``since_s >= 0``: an ordered JetStream consumer on ``ACLMON_EVENTS`` starting
+  ``since_s`` seconds ago, which continues live once it has caught up
+  (``caught_up`` is set then). ``since_s = 0`` replays everything kept.
+- ``summary_only``: the ``summary`` and ``alerts`` subjects instead of
+  ``events`` (a few events per second per rank, for very large jobs; there
+  are no execution counts then).
+
+Each message holds whole frames of one source, decoded by that source's own
+:class:`~aclmon.bus.framing.StreamDecoder`. Commands are NATS requests to the
+relay on the agent's ``cmd`` subject; a credential that may not publish there
+makes the feed read-only (the server reports a permissions violation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import secrets
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.bus.framing import FrameDecoder, FrameError, StreamDecoder, encode_frame
+from aclmon.errors import AclmonError
+from aclmon.fleet import subjects as sj
+from aclmon.fleet.connect import Credentials, NatsError, connect
+
+SourceKey = tuple[str, int]
+
+CONNECTING = "connecting"
+CONNECTED = "connected"
+DISCONNECTED = "disconnected"
+AUTH_FAILED = "auth-failed"
+CLOSED = "closed"
+
+#: decoded events held for poll() before new ones are dropped (and counted)
+DEFAULT_BUFFER_EVENTS = 2_000_000
+#: a replay with nothing more for this long has caught up
+_QUIET_S = 0.5
+
+
+class CommandRefused(AclmonError):
+    """A command the feed cannot send (read-only credentials, no such source)."""
+
+
+class NatsFeed:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        scope: sj.Scope,
+        credentials: Credentials | None = None,
+        *,
+        since_s: float | None = None,
+        summary_only: bool = False,
+        readonly: bool = False,
+        buffer_events: int = DEFAULT_BUFFER_EVENTS,
+    ) -> None:
+        self.url = url
+        self.scope = scope
+        self.credentials = credentials or Credentials()
+        self.since_s = since_s
+        self.summary_only = summary_only
+        self.readonly = readonly
+        self.description = f"{url}/{scope.describe()}"
+        self.state = CONNECTING
+        self.state_reason = ""
+        self.caught_up = threading.Event()
+        self.gone: set[SourceKey] = set()
+        self.received = 0
+        self.messages = 0
+        self.lost = 0  # events dropped because poll() fell behind, or by slow-consumer limits
+        self._buffer_limit = buffer_events
+        self._decoders: dict[SourceKey, StreamDecoder] = {}
+        self._ready: collections.deque[tuple[SourceKey, list[ev.Event]]] = collections.deque()
+        self._buffered = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._nc: Any = None
+        self._last_message = 0.0
+
+    # ------------------------------------------------------------ viewer side
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="aclmon-nats", daemon=True)
+        self._thread.start()
+
+    def poll(self, max_events: int = 100_000) -> list[tuple[SourceKey, list[ev.Event]]]:
+        out: list[tuple[SourceKey, list[ev.Event]]] = []
+        taken = 0
+        with self._lock:
+            while self._ready and taken < max_events:
+                key, events = self._ready.popleft()
+                out.append((key, events))
+                taken += len(events)
+            self._buffered -= taken
+        return out
+
+    def decoder_counts(self) -> tuple[int, int]:
+        decoders = list(self._decoders.values())
+        return (sum(d.malformed for d in decoders), sum(d.unknown for d in decoders))
+
+    def send_command(
+        self, key: SourceKey, cls: type, *fields: Any, timeout: float = 5.0
+    ) -> ev.Reply:
+        """Send one command to the agent ``key`` through its host's relay."""
+        if cls not in ev.COMMAND_KINDS:
+            raise CommandRefused(f"{cls.__name__} is not a command")
+        if self.readonly:
+            raise CommandRefused("read-only: these credentials may not send commands")
+        loop = self._loop
+        if loop is None or self.state != CONNECTED:
+            raise CommandRefused(f"not connected to {self.url} ({self.state})")
+        command = cls(1, time.time_ns(), secrets.randbits(63), *fields)
+        subject = sj.subject(self.scope.job, key[0], key[1], sj.CMD)
+        future = asyncio.run_coroutine_threadsafe(
+            self._request(subject, encode_frame(ev.encode(command)), timeout), loop
+        )
+        try:
+            data = future.result(timeout + 1.0)
+        except asyncio.TimeoutError:
+            data = None
+        except Exception as exc:
+            if self.readonly:
+                raise CommandRefused("read-only: these credentials may not send commands") from exc
+            raise CommandRefused(f"command to {subject} failed: {exc}") from exc
+        if data is None:
+            if self.readonly:
+                raise CommandRefused("read-only: these credentials may not send commands")
+            raise CommandRefused(
+                f"no reply on {subject} within {timeout:g} s (is a relay running?)"
+            )
+        payloads = []
+        with contextlib.suppress(FrameError):
+            payloads = FrameDecoder(64 * 1024, subject).feed(data)
+        reply = ev.EventDecoder().decode_payload(payloads[0]) if len(payloads) == 1 else None
+        if not isinstance(reply, ev.Reply):
+            raise CommandRefused(f"the reply on {subject} is not one framed Reply")
+        return reply
+
+    def close(self) -> None:
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+        self.state = CLOSED
+
+    # ------------------------------------------------------------ the loop
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except NatsError as exc:
+            reason = str(exc)
+            self.state_reason = reason
+            self.state = AUTH_FAILED if "authorization" in reason.lower() else DISCONNECTED
+        except Exception as exc:  # keep the viewer alive with a reason to show
+            self.state_reason = f"{type(exc).__name__}: {exc}"
+            self.state = DISCONNECTED
+        self.caught_up.set()
+
+    async def _error(self, exc: Exception) -> None:
+        text = str(exc)
+        if "permissions violation" in text.lower() and sj.CMD in text:
+            self.readonly = True
+        elif "authorization" in text.lower():
+            self.state_reason = text
+
+    async def _disconnected(self) -> None:
+        if self.state == CONNECTED:
+            self.state = DISCONNECTED
+
+    async def _reconnected(self) -> None:
+        self.state = CONNECTED
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._nc = nc = await connect(
+            self.url,
+            self.credentials,
+            name="aclmon-viewer",
+            error_cb=self._error,
+            disconnected_cb=self._disconnected,
+            reconnected_cb=self._reconnected,
+        )
+        self.state = CONNECTED
+        try:
+            await nc.subscribe(self.scope.subject(sj.STATE), cb=self._on_state_live)
+            classes = (sj.SUMMARY, sj.ALERTS) if self.summary_only else (sj.EVENTS,)
+            # Live or not, each source starts from its latest snapshot (models,
+            # devices, streams), which the live subjects only carry when an
+            # agent connects to its relay.
+            await self._seed_state()
+            if self.since_s is None:
+                for cls in classes:
+                    await nc.subscribe(
+                        self.scope.subject(cls),
+                        cb=self._on_events,
+                        pending_msgs_limit=1_000_000,
+                        pending_bytes_limit=256 << 20,
+                    )
+                self.caught_up.set()
+            else:
+                for cls in classes:
+                    await self._replay(cls)
+                asyncio.get_running_loop().create_task(self._watch_caught_up())
+            await self._stop.wait()
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.drain()
+            with contextlib.suppress(Exception):
+                await nc.close()
+
+    async def _seed_state(self) -> None:
+        """The latest snapshot of every source in scope (``ACLMON_STATE``)."""
+        from nats.js.api import DeliverPolicy
+
+        js = self._nc.jetstream()
+        try:
+            sub = await js.subscribe(
+                self.scope.subject(sj.STATE),
+                ordered_consumer=True,
+                deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            )
+        except Exception:  # no stream (or no JetStream): sources appear with their events
+            return
+        try:
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=_QUIET_S)
+                except Exception:  # nothing (more) to seed
+                    break
+                self._on_state(msg)
+                if msg.metadata.num_pending == 0:
+                    break
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _replay(self, cls: str) -> None:
+        from nats.js.api import ConsumerConfig, DeliverPolicy
+
+        js = self._nc.jetstream()
+        since = self.since_s or 0.0
+        if since > 0:
+            start = datetime.now(timezone.utc) - timedelta(seconds=since)
+            config = ConsumerConfig(
+                deliver_policy=DeliverPolicy.BY_START_TIME,
+                opt_start_time=start.isoformat().replace("+00:00", "Z"),
+            )
+        else:
+            config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        self._last_message = time.monotonic()
+        try:
+            await js.subscribe(
+                self.scope.subject(cls),
+                cb=self._on_replayed,
+                ordered_consumer=True,
+                config=config,
+                pending_msgs_limit=1_000_000,
+                pending_bytes_limit=512 << 20,
+            )
+        except Exception as exc:
+            raise NatsError(f"cannot replay {sj.STREAMS[cls]}: {exc}") from exc
+
+    async def _watch_caught_up(self) -> None:
+        while not self.caught_up.is_set():
+            await asyncio.sleep(0.05)
+            if time.monotonic() - self._last_message > _QUIET_S:
+                self.caught_up.set()
+
+    # ------------------------------------------------------------ messages
+    async def _on_replayed(self, msg: Any) -> None:
+        self._last_message = time.monotonic()
+        self._deliver(msg.subject, msg.data)
+        with contextlib.suppress(Exception):
+            if msg.metadata.num_pending == 0:
+                self.caught_up.set()
+
+    async def _on_events(self, msg: Any) -> None:
+        self._deliver(msg.subject, msg.data)
+
+    async def _on_state_live(self, msg: Any) -> None:
+        if msg.headers and sj.GONE_HEADER in msg.headers:
+            self._on_state(msg)
+
+    def _on_state(self, msg: Any) -> None:
+        parsed = sj.parse_subject(msg.subject)
+        if parsed is None:
+            return
+        key = (parsed.host, parsed.pid)
+        if msg.headers and sj.GONE_HEADER in msg.headers:
+            self.gone.add(key)
+            with self._lock:
+                self._ready.append((key, []))  # the viewer learns of the source even so
+            return
+        # A snapshot on its own decoder: the source's event decoder keeps its counts.
+        decoder = StreamDecoder(source=msg.subject)
+        try:
+            events = decoder.feed(msg.data)
+        except FrameError:
+            return
+        if events:
+            self._push(key, events)
+
+    def _deliver(self, subject: str, data: bytes) -> None:
+        parsed = sj.parse_subject(subject)
+        if parsed is None:
+            return
+        key = (parsed.host, parsed.pid)
+        decoder = self._decoders.get(key)
+        if decoder is None:
+            decoder = self._decoders[key] = StreamDecoder(source=subject)
+        self.messages += 1
+        try:
+            events = decoder.feed(data)
+        except FrameError:
+            self._decoders[key] = StreamDecoder(source=subject)
+            return
+        if events:
+            self._push(key, events)
+
+    def _push(self, key: SourceKey, events: list[ev.Event]) -> None:
+        self.received += len(events)
+        with self._lock:
+            if self._buffered + len(events) > self._buffer_limit:
+                self.lost += len(events)
+                return
+            self._ready.append((key, events))
+            self._buffered += len(events)
+
+    async def _request(self, subject: str, data: bytes, timeout: float) -> bytes | None:
+        try:
+            msg = await self._nc.request(subject, data, timeout=timeout)
+        except Exception as exc:
+            if type(exc).__name__ in ("TimeoutError", "NoRespondersError"):
+                return None
+            raise
+        return bytes(msg.data)

@@ -1,0 +1,544 @@
+"""``aclmon relay``: one per host, every local agent's frames to NATS, unchanged.
+
+For each agent in the registry (polled every second, so new ones are followed
+and exited ones let go) the relay is an ordinary bus client over the agent's
+Unix socket, allowed commands. It reads large chunks, splits them into frames
+(:func:`~aclmon.bus.framing.split_frames`) and routes each by its kind byte
+(:mod:`aclmon.fleet.subjects`) without decoding it: every frame to
+``events``, copies to ``summary`` / ``alerts``, and the snapshot frames
+(``seq = 0``) to ``state``. Frames are batched per (agent, class) and
+published when a batch reaches ``max_bytes`` (never above the server's
+``max_payload``) or ``max_frames``, or ``flush_ms`` after it started.
+
+Losses between the relay and NATS (a publish that fails, a frame larger than
+the server takes) are counted per agent and published on its subjects as a
+``Drops`` event with ``where = "relay -> nats"`` and ``seq = 0`` (outside the
+agent's sequence), so every viewer shows them like any other drop; the
+events themselves are also missing from the sequence, which viewers count as
+gaps. The relay never slows an agent: when it falls behind, the agent's
+publisher drops for it, as for any slow viewer.
+
+Commands arrive as NATS requests on ``aclmon.<job>.<host>.<pid>.cmd``: one
+framed command in, one framed ``Reply`` out. Only command kinds are
+accepted, and a request for an agent that allows the relay no commands is
+answered with a refusal.
+
+Only the Hello of each agent is decoded (its job name picks the subjects);
+Replies are decoded to match requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from aclmon import events as ev
+from aclmon.acl_constants import (
+    ACL_ERROR_API_NOT_SUPPORT,
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_RT_WAIT_TIMEOUT,
+)
+from aclmon.bus import handshake, registry
+from aclmon.bus.framing import (
+    DEFAULT_MAX_FRAME,
+    HEADER_SIZE,
+    FrameError,
+    encode_frame,
+    split_frames,
+)
+from aclmon.bus.transport import Address, parse_address
+from aclmon.fleet import subjects as sj
+from aclmon.fleet.connect import Credentials, NatsError, connect
+
+log = logging.getLogger("aclmon.relay")
+
+DEFAULT_FLUSH_MS = 20.0
+DEFAULT_MAX_BYTES = 64 * 1024
+DEFAULT_MAX_FRAMES = 1024
+DEFAULT_STATE_EVERY_S = 30.0
+REGISTRY_POLL_S = 1.0
+COMMAND_TIMEOUT_S = 5.0
+_READ_SIZE = 256 * 1024
+_length = struct.Struct("<I").unpack_from
+#: kind byte -> extra classes of the frame (besides events)
+_ROUTES: dict[int, str] = {
+    **dict.fromkeys(sj.SUMMARY_KINDS, sj.SUMMARY),
+    **dict.fromkeys(sj.ALERT_KINDS, sj.ALERTS),
+}
+_COMMAND_KIND_NUMBERS = frozenset(cls.KIND for cls in ev.COMMAND_KINDS)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """JetStream limits of one class's stream."""
+
+    max_age_s: float
+    max_bytes: int
+    max_msgs_per_subject: int = -1
+
+
+#: defaults sized in docs/fleet.md ("Streams and their sizing").
+DEFAULT_STREAM_LIMITS: dict[str, StreamLimits] = {
+    sj.EVENTS: StreamLimits(600, 1 << 30),
+    sj.SUMMARY: StreamLimits(6 * 3600, 1 << 30),
+    sj.ALERTS: StreamLimits(7 * 86400, 256 << 20),
+    sj.STATE: StreamLimits(86400, 64 << 20, 1),
+}
+
+
+class _Batch:
+    __slots__ = ("frames", "parts", "size", "started")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.frames = 0
+        self.started = 0.0
+
+    def add(self, frame: bytes, now: float) -> None:
+        if not self.parts:
+            self.started = now
+        self.parts.append(frame)
+        self.size += len(frame)
+        self.frames += 1
+
+    def take(self) -> tuple[bytes, int]:
+        data = b"".join(self.parts)
+        frames = self.frames
+        self.parts = []
+        self.size = 0
+        self.frames = 0
+        return data, frames
+
+
+@dataclass
+class AgentLink:
+    """One agent the relay follows."""
+
+    pid: int
+    host: str  # subject token
+    address: Address
+    job: str | None = None
+    commands: bool = False
+    writer: asyncio.StreamWriter | None = None
+    batches: dict[str, _Batch] = field(default_factory=lambda: {c: _Batch() for c in sj.CLASSES})
+    state_frames: list[bytes] = field(default_factory=list)
+    state_dirty: bool = False
+    replies: dict[int, asyncio.Future[bytes]] = field(default_factory=dict)
+    frames_in: int = 0
+    published: int = 0
+    dropped: int = 0
+    drops_reported: int = 0
+    task: asyncio.Task[None] | None = None
+
+    def subject(self, cls: str) -> str:
+        return sj.subject(self.job or "_", self.host, self.pid, cls)
+
+
+def job_of(hello: ev.Hello) -> str:
+    """The job an agent belongs to, as a subject token: the name its Hello
+    carries, else the script's name."""
+    identity = getattr(hello, "identity", None)
+    if isinstance(identity, dict) and identity.get("job"):
+        return sj.token(str(identity["job"]))
+    script = next((a for a in hello.argv if a.endswith(".py")), hello.argv[0] if hello.argv else "")
+    name = os.path.basename(script)
+    return sj.token(name[:-3] if name.endswith(".py") else name or "job")
+
+
+class Relay:
+    """See the module docstring. ``run(stop)`` until ``stop`` is set."""
+
+    def __init__(
+        self,
+        url: str,
+        credentials: Credentials | None = None,
+        *,
+        job: str | None = None,
+        host: str | None = None,
+        agent_token: str | None = None,
+        flush_ms: float = DEFAULT_FLUSH_MS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_frames: int = DEFAULT_MAX_FRAMES,
+        setup_streams: bool = True,
+        stream_limits: dict[str, StreamLimits] | None = None,
+        state_every_s: float = DEFAULT_STATE_EVERY_S,
+        registry_dir: Any = None,
+        agents: Callable[[], list[registry.AgentInfo]] | None = None,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
+        if max_bytes < 1024:
+            raise NatsError(f"--max-msg must be at least 1 KiB, not {max_bytes}")
+        self.url = url
+        self.credentials = credentials or Credentials()
+        self.job = sj.token(job) if job else None
+        self.host = sj.short_host(host or socket.gethostname())
+        self.agent_token = agent_token
+        self.flush_s = flush_ms / 1000.0
+        self.max_bytes = max_bytes
+        self.max_frames = max_frames
+        self.setup_streams = setup_streams
+        self.stream_limits = stream_limits or DEFAULT_STREAM_LIMITS
+        self.state_every_s = state_every_s
+        self._list_agents = agents or (lambda: registry.list_agents(registry_dir))
+        self._note = on_note or (lambda text: log.info("%s", text))
+        self.links: dict[int, AgentLink] = {}
+        self._refused: set[int] = set()
+        self.nc: Any = None
+        self.publish_errors = 0
+        self.max_payload = 1 << 20  # the server's, once connected
+
+    # ------------------------------------------------------------ running
+    async def run(self, stop: asyncio.Event) -> None:
+        self.nc = await connect(self.url, self.credentials, name=f"aclmon-relay@{self.host}")
+        self.max_payload = int(self.nc.max_payload)
+        self.max_bytes = min(self.max_bytes, self.max_payload)
+        try:
+            if self.setup_streams:
+                await self.ensure_streams()
+            await self.nc.subscribe(sj.subject("*", self.host, "*", sj.CMD), cb=self._on_command)
+            tasks = [
+                asyncio.create_task(self._discover(stop)),
+                asyncio.create_task(self._flusher(stop)),
+                asyncio.create_task(self._snapshots(stop)),
+            ]
+            await stop.wait()
+            for task in tasks:
+                task.cancel()
+            for link in list(self.links.values()):
+                if link.task is not None:
+                    link.task.cancel()
+            await asyncio.gather(
+                *tasks, *(lk.task for lk in self.links.values() if lk.task), return_exceptions=True
+            )
+            for link in list(self.links.values()):
+                await self._flush_link(link, force=True)
+        finally:
+            await self._safe_close()
+
+    async def _safe_close(self) -> None:
+        """Close without losing queued publishes: nats-py's flush() can return
+        before publishes queued ahead of its PING were written, so wait until
+        nothing is pending, flush, close, and keep the loop alive briefly."""
+        nc = self.nc
+        if nc is None:
+            return
+        with contextlib.suppress(Exception):
+            deadline = time.monotonic() + 10.0
+            while nc.pending_data_size and time.monotonic() < deadline:
+                await nc.flush(timeout=5)
+            await nc.flush(timeout=5)
+        with contextlib.suppress(Exception):
+            await nc.close()
+        await asyncio.sleep(0.5)
+
+    async def ensure_streams(self) -> None:
+        """Create the class streams that do not exist yet (file storage, limits)."""
+        from nats.js.api import DiscardPolicy, StorageType, StreamConfig
+        from nats.js.errors import NotFoundError
+
+        js = self.nc.jetstream()
+        for cls, name in sj.STREAMS.items():
+            limits = self.stream_limits[cls]
+            try:
+                await js.stream_info(name)
+                continue
+            except NotFoundError:
+                pass
+            config = StreamConfig(
+                name=name,
+                subjects=[sj.subject("*", "*", "*", cls)],
+                storage=StorageType.FILE,
+                max_age=limits.max_age_s,
+                max_bytes=limits.max_bytes,
+                max_msgs_per_subject=limits.max_msgs_per_subject,
+                discard=DiscardPolicy.OLD,
+            )
+            try:
+                await js.add_stream(config)
+            except Exception as exc:  # nats-py raises its API errors with the server's text
+                raise NatsError(f"cannot create stream {name}: {exc}") from exc
+            self._note(f"created stream {name} on {config.subjects[0]}")
+
+    # ------------------------------------------------------------ agents
+    async def _discover(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                agents = await asyncio.to_thread(self._list_agents)
+            except Exception as exc:  # a registry problem must not end the relay
+                log.warning("cannot list agents: %s", exc)
+                agents = []
+            alive = {a.pid for a in agents}
+            self._refused &= alive
+            for info in agents:
+                if info.pid in self.links or info.pid in self._refused:
+                    continue
+                try:
+                    address = parse_address(info.address)
+                except Exception:
+                    continue
+                link = AgentLink(pid=info.pid, host=sj.short_host(info.host) or self.host,
+                                 address=address, job=self.job)  # fmt: skip
+                self.links[info.pid] = link
+                link.task = asyncio.create_task(self._follow(link))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), REGISTRY_POLL_S)
+
+    async def _open(self, link: AgentLink) -> tuple[asyncio.StreamReader, bytes]:
+        address = link.address
+        if address.scheme == "unix":
+            reader, writer = await asyncio.open_unix_connection(address.path, limit=1 << 20)
+        else:
+            reader, writer = await asyncio.open_connection(address.host, address.port)
+        link.writer = writer
+
+        async def message() -> Any:
+            (length,) = _length(await reader.readexactly(HEADER_SIZE))
+            if length > handshake.MAX_HANDSHAKE_FRAME:
+                raise ValueError(f"handshake message of {length} bytes is too big")
+            return msgpack.unpackb(await reader.readexactly(length), raw=False)
+
+        answer = handshake.client_hello(await message(), self.agent_token, readonly=False)
+        writer.write(encode_frame(msgpack.packb(answer, use_bin_type=True)))
+        verdict = await message()
+        if not isinstance(verdict, dict) or not verdict.get("ok"):
+            why = verdict.get("why") if isinstance(verdict, dict) else "refused"
+            raise PermissionError(str(why))
+        link.commands = bool(verdict.get("commands"))
+        return reader, b""
+
+    async def _follow(self, link: AgentLink) -> None:
+        try:
+            reader, _ = await asyncio.wait_for(self._open(link), 5.0)
+        except PermissionError as exc:
+            self._note(f"agent pid {link.pid} refused the relay: {exc}")
+            self._refused.add(link.pid)
+            self.links.pop(link.pid, None)
+            return
+        except (OSError, ValueError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            log.info("cannot connect to agent pid %s yet: %s", link.pid, exc)
+            self.links.pop(link.pid, None)
+            return
+        self._note(
+            f"following pid {link.pid} at {link.address}"
+            + ("" if link.commands else " (the agent allows no commands)")
+        )
+        buffer = bytearray()
+        try:
+            while True:
+                data = await reader.read(_READ_SIZE)
+                if not data:
+                    break
+                buffer += data
+                offsets, stop = split_frames(
+                    buffer, 0, len(buffer), DEFAULT_MAX_FRAME, f"agent pid {link.pid}"
+                )
+                if offsets:
+                    await self._route(link, buffer, offsets, stop)
+                    del buffer[:stop]
+        except FrameError as exc:
+            self._note(f"agent pid {link.pid}: {exc}; dropping the connection")
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            raise
+        finally:
+            if link.writer is not None:
+                link.writer.close()
+            for future in link.replies.values():
+                if not future.done():
+                    future.cancel()
+        await self._flush_link(link, force=True)
+        await self._gone(link)
+        self.links.pop(link.pid, None)
+        self._note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
+
+    async def _route(
+        self, link: AgentLink, buffer: bytearray, offsets: list[int], stop: int
+    ) -> None:
+        now = time.monotonic()
+        batches = link.batches
+        events = batches[sj.EVENTS]
+        routes = _ROUTES
+        for index, start in enumerate(offsets):
+            end = offsets[index + 1] if index + 1 < len(offsets) else stop
+            frame = bytes(buffer[start:end])
+            link.frames_in += 1
+            head = frame[HEADER_SIZE] if len(frame) > HEADER_SIZE + 2 else 0
+            kind = frame[HEADER_SIZE + 1] if 0x90 <= head <= 0x9F else -1
+            if kind == sj.HELLO_KIND and link.job is None:
+                hello = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
+                if isinstance(hello, ev.Hello):
+                    link.job = job_of(hello)
+            elif kind == sj.REPLY_KIND and link.replies:
+                self._match_reply(link, frame)
+            if len(frame) > self.max_payload:
+                link.dropped += 1  # larger than any message the server takes
+                continue
+            # A batch never passes max_bytes, except a single frame larger than
+            # that, which goes alone (it still fits the server's max_payload).
+            if events.frames and events.size + len(frame) > self.max_bytes:
+                await self._publish(link, sj.EVENTS)
+            events.add(frame, now)
+            extra = routes.get(kind)
+            if extra is not None:
+                batch = batches[extra]
+                if batch.frames and batch.size + len(frame) > self.max_bytes:
+                    await self._publish(link, extra)
+                batch.add(frame, now)
+            if frame[HEADER_SIZE + 2] == 0 and kind >= 0:  # seq 0: the agent's snapshot
+                if kind == sj.HELLO_KIND:
+                    link.state_frames = []
+                link.state_frames.append(frame)
+                link.state_dirty = True
+            if events.frames >= self.max_frames:
+                await self._publish(link, sj.EVENTS)
+
+    def _match_reply(self, link: AgentLink, frame: bytes) -> None:
+        reply = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
+        if isinstance(reply, ev.Reply):
+            future = link.replies.pop(reply.request_id, None)
+            if future is not None and not future.done():
+                future.set_result(frame)
+
+    async def _gone(self, link: AgentLink) -> None:
+        """Tell viewers the agent exited: an empty ``state`` message with a header."""
+        if link.job is None:
+            return
+        try:
+            await self.nc.publish(link.subject(sj.STATE), b"", headers={sj.GONE_HEADER: "1"})
+        except Exception:
+            self.publish_errors += 1
+
+    # ------------------------------------------------------------ publishing
+    async def _publish(self, link: AgentLink, cls: str) -> None:
+        batch = link.batches[cls]
+        if not batch.frames:
+            return
+        if link.job is None:
+            return  # held until the agent's Hello names the job (the first frame)
+        data, frames = batch.take()
+        try:
+            await self.nc.publish(link.subject(cls), data)
+        except Exception as exc:  # disconnected, buffer full: count, never stall the agent
+            self.publish_errors += 1
+            if cls == sj.EVENTS:
+                link.dropped += frames
+                log.debug("publish to %s failed: %s", link.subject(cls), exc)
+            return
+        if cls == sj.EVENTS:
+            link.published += frames
+
+    async def _flush_link(self, link: AgentLink, *, force: bool = False) -> None:
+        now = time.monotonic()
+        for cls, batch in link.batches.items():
+            if batch.frames and (force or now - batch.started >= self.flush_s):
+                await self._publish(link, cls)
+        if link.state_dirty and link.job is not None:
+            link.state_dirty = False
+            try:
+                await self.nc.publish(link.subject(sj.STATE), b"".join(link.state_frames))
+            except Exception:
+                self.publish_errors += 1
+        if link.dropped != link.drops_reported and link.job is not None:
+            drops = ev.Drops(0, time.time_ns(), link.dropped, "relay -> nats",
+                             "publish to NATS failed or frame over max_payload")  # fmt: skip
+            frame = encode_frame(ev.encode(drops))
+            try:
+                await self.nc.publish(link.subject(sj.EVENTS), frame)
+                await self.nc.publish(link.subject(sj.SUMMARY), frame)
+                link.drops_reported = link.dropped
+            except Exception:
+                self.publish_errors += 1
+
+    async def _flusher(self, stop: asyncio.Event) -> None:
+        tick = max(self.flush_s / 2, 0.002)
+        while not stop.is_set():
+            await asyncio.sleep(tick)
+            for link in list(self.links.values()):
+                await self._flush_link(link)
+
+    async def _snapshots(self, stop: asyncio.Event) -> None:
+        """Ask every agent for its snapshot now and then, so ``state`` stays current."""
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.state_every_s)
+            if stop.is_set():
+                return
+            for link in list(self.links.values()):
+                if link.commands and link.writer is not None:
+                    command = ev.RequestSnapshot(1, time.time_ns(), int.from_bytes(os.urandom(7)))
+                    with contextlib.suppress(Exception):
+                        link.writer.write(encode_frame(ev.encode(command)))
+
+    # ------------------------------------------------------------ commands
+    async def _on_command(self, msg: Any) -> None:
+        if not msg.reply:
+            return
+        try:
+            answer = await self._command(msg.subject, msg.data)
+        except Exception as exc:  # never let one request end the subscription
+            log.exception("command on %s failed", msg.subject)
+            answer = _refusal(0, ACL_ERROR_API_NOT_SUPPORT, f"relay error: {exc}")
+        with contextlib.suppress(Exception):
+            await msg.respond(answer)
+
+    async def _command(self, subject: str, data: bytes) -> bytes:
+        parsed = sj.parse_subject(subject)
+        if parsed is None:
+            return _refusal(
+                0, ACL_ERROR_INVALID_PARAM, f"not an agent's command subject: {subject}"
+            )
+        offsets, stop = ([], 0)
+        with contextlib.suppress(FrameError):
+            offsets, stop = split_frames(data, 0, len(data), 64 * 1024, "command request")
+        if len(offsets) != 1 or stop != len(data):
+            return _refusal(0, ACL_ERROR_INVALID_PARAM, "a command request is exactly one frame")
+        payload = data[HEADER_SIZE:]
+        command = ev.EventDecoder().decode_payload(payload)
+        if command is None or type(command) not in ev.COMMAND_KINDS:
+            return _refusal(0, ACL_ERROR_INVALID_PARAM, "only command kinds are accepted")
+        request_id: int = command.request_id  # type: ignore[union-attr]
+        link = self.links.get(parsed.pid)
+        if link is None or link.writer is None or link.job != parsed.job:
+            return _refusal(request_id, ACL_ERROR_INVALID_PARAM,
+                            f"no agent pid {parsed.pid} of job {parsed.job} on {self.host}")  # fmt: skip
+        if not link.commands:
+            return _refusal(
+                request_id, ACL_ERROR_API_NOT_SUPPORT,
+                f"agent pid {link.pid} accepts no commands from the relay (commands are off)",
+            )  # fmt: skip
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        link.replies[request_id] = future
+        try:
+            link.writer.write(data)
+            return await asyncio.wait_for(future, COMMAND_TIMEOUT_S)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            return _refusal(request_id, ACL_ERROR_RT_WAIT_TIMEOUT,
+                            f"no reply from agent pid {link.pid}")  # fmt: skip
+        finally:
+            link.replies.pop(request_id, None)
+
+    def totals(self) -> dict[str, int]:
+        links = list(self.links.values())
+        return {
+            "agents": len(links),
+            "frames_in": sum(lk.frames_in for lk in links),
+            "published": sum(lk.published for lk in links),
+            "dropped": sum(lk.dropped for lk in links),
+        }
+
+
+def _refusal(request_id: int, code: int, message: str) -> bytes:
+    reply = ev.Reply(0, time.time_ns(), request_id, code, message, {"from": "relay"})
+    return encode_frame(ev.encode(reply))

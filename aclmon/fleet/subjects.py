@@ -1,0 +1,105 @@
+"""NATS subjects and JetStream streams of the fleet, and how frames are routed.
+
+A subject is ``aclmon.<job>.<host>.<pid>.<class>``. Every frame of an agent
+goes to its ``events`` subject, in order; low-rate kinds are copied to
+``summary``, the kinds nobody may miss to ``alerts``, and the agent's
+snapshot (its ``seq = 0`` frames) to ``state``. Commands are requests on
+``cmd``. The relay routes by the kind byte of each payload without decoding
+it: every payload is a msgpack array ``[kind, seq, ts_ns, ...]`` of fewer
+than 16 elements, so byte 0 is a fixarray header, byte 1 the kind (a positive
+fixint) and byte 2 the first byte of ``seq`` (``0x00`` only for ``seq = 0``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aclmon import events as ev
+
+PREFIX = "aclmon"
+EVENTS = "events"
+SUMMARY = "summary"
+ALERTS = "alerts"
+STATE = "state"
+CMD = "cmd"
+CLASSES = (EVENTS, SUMMARY, ALERTS, STATE)
+
+#: header on an empty ``state`` message: the agent is gone.
+GONE_HEADER = "Aclmon-Gone"
+
+#: one JetStream stream per class (streams may not overlap subjects).
+STREAMS = {
+    EVENTS: "ACLMON_EVENTS",
+    SUMMARY: "ACLMON_SUMMARY",
+    ALERTS: "ACLMON_ALERTS",
+    STATE: "ACLMON_STATE",
+}
+
+#: kinds copied to ``summary`` (a few per second per rank).
+SUMMARY_KINDS = frozenset(
+    cls.KIND  # type: ignore[attr-defined]
+    for cls in (ev.Hello, ev.DeviceSample, ev.HostSample, ev.ProfilingState, ev.Drops)
+)
+#: kinds copied to ``alerts`` (rare, kept longest).
+ALERT_KINDS = frozenset(
+    cls.KIND  # type: ignore[attr-defined]
+    for cls in (ev.AclException, ev.DumpFileSeen, ev.LogLine)
+)
+HELLO_KIND: int = ev.Hello.KIND  # type: ignore[attr-defined]
+REPLY_KIND: int = ev.Reply.KIND  # type: ignore[attr-defined]
+
+_UNSAFE = re.compile(r"[.*>\s]+")
+
+
+def token(text: str) -> str:
+    """``text`` as one subject token: ``.``, ``*``, ``>`` and whitespace become
+    ``_`` (the full value stays in the events)."""
+    cleaned = _UNSAFE.sub("_", text.strip())
+    return cleaned or "_"
+
+
+def short_host(host: str) -> str:
+    """The token of a host name: its first label."""
+    return token(host.split(".", 1)[0] if host else "")
+
+
+def subject(job: str, host: str, pid: int | str, cls: str) -> str:
+    return f"{PREFIX}.{job}.{host}.{pid}.{cls}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a viewer watches: a job, one host of it, or one agent."""
+
+    job: str
+    host: str = "*"
+    pid: str = "*"
+
+    def subject(self, cls: str) -> str:
+        return subject(self.job, self.host, self.pid, cls)
+
+    def describe(self) -> str:
+        parts = [self.job]
+        if self.host != "*":
+            parts.append(self.host)
+        if self.pid != "*":
+            parts.append(self.pid)
+        return "/".join(parts)
+
+
+@dataclass(frozen=True)
+class SourceSubject:
+    job: str
+    host: str
+    pid: int
+    cls: str
+
+
+def parse_subject(text: str) -> SourceSubject | None:
+    """The parts of an agent's subject, or None for anything else (the relay's
+    own subjects, other prefixes)."""
+    parts = text.split(".")
+    if len(parts) != 5 or parts[0] != PREFIX or not parts[3].isdigit():
+        return None
+    return SourceSubject(parts[1], parts[2], int(parts[3]), parts[4])

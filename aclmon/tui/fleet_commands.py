@@ -1,0 +1,123 @@
+"""``aclmon attach --all``, ``attach PID PID …`` and ``attach nats://…``: the fleet.
+
+Imports nothing heavy at module level; Textual and NATS load in the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from aclmon.errors import AclmonError
+
+
+def make_feed(args: argparse.Namespace, targets: list[str]) -> Any:
+    """The fleet feed the arguments name: NATS, or the agents on this host."""
+    from aclmon.fleet.commands import credentials_from, parse_duration
+
+    nats_targets = [t for t in targets if t.startswith(("nats://", "tls://"))]
+    if nats_targets:
+        if len(targets) != 1 or args.all:
+            raise AclmonError("a nats:// target goes alone (no PIDs, no --all)")
+        from aclmon.fleet.connect import parse_target
+        from aclmon.fleet.nats_source import NatsFeed
+
+        url, scope = parse_target(nats_targets[0])
+        token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
+        since = parse_duration(args.since) if args.since else None
+        return NatsFeed(
+            url,
+            scope,
+            credentials_from(args, token),
+            since_s=since,
+            summary_only=args.summary_only,
+            readonly=args.readonly or args.once,
+        )
+    if args.since or args.summary_only:
+        raise AclmonError("--since and --summary-only go with a nats:// target")
+    from aclmon.fleet.local import LocalFeed
+
+    pids = None
+    if targets:
+        if args.all:
+            raise AclmonError("give PIDs or --all, not both")
+        bad = [t for t in targets if not t.isdigit()]
+        if bad:
+            raise AclmonError(f"several targets must all be PIDs, not {', '.join(bad)}")
+        pids = [int(t) for t in targets]
+    return LocalFeed(pids, token=args.token, readonly=args.readonly or args.once)
+
+
+def fleet_once(feed: Any, wait: float, *, connect_timeout: float = 10.0) -> dict[str, Any]:
+    """Connect, take in history (if any) and ``wait`` seconds of live events,
+    return the fleet as JSON values."""
+    from aclmon.store.fleet import EXITED, FleetStore
+
+    fleet = FleetStore()
+    feed.start()
+    deadline = time.monotonic() + connect_timeout
+    while not feed.caught_up.is_set():
+        if feed.state in ("auth-failed", "disconnected", "closed") or time.monotonic() > deadline:
+            break
+        _drain(feed, fleet)
+        time.sleep(0.02)
+    if feed.state != "connected":
+        reason = getattr(feed, "state_reason", "")
+        raise AclmonError(
+            f"could not connect to {feed.description} ({feed.state}"
+            + (f": {reason})" if reason else ")")
+        )
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        _drain(feed, fleet)
+        time.sleep(0.02)
+    _drain(feed, fleet)
+    for key in feed.gone:
+        fleet.mark(key, EXITED)
+    data = fleet.to_json()
+    malformed, unknown = feed.decoder_counts()
+    data["target"] = feed.description
+    data["malformed"] = malformed
+    data["unknown"] = unknown
+    return data
+
+
+def _drain(feed: Any, fleet: Any) -> None:
+    for key, events in feed.poll(200_000):
+        fleet.apply(key, events)
+
+
+def _print_text(data: dict[str, Any]) -> None:
+    print(f"{data['target']}: {len(data['sources'])} sources, executions {data['executions']},"
+          f" exceptions {data['exceptions_total']}")  # fmt: skip
+    for s in data["sources"]:
+        rank = "-" if s["rank"] is None else s["rank"]
+        print(f"  {s['host']} pid {s['pid']} rank {rank} devices {s['devices']} {s['state']}:"
+              f" executions {s['executions']} failures {s['failures']}"
+              f" exceptions {s['exceptions_total']}")  # fmt: skip
+    first = data.get("earliest_exception")
+    if first:
+        print(f"earliest exception: {first['host']} pid {first['pid']} {first['error_code']}"
+              f" {first['op_type']} {first['op_name']}")  # fmt: skip
+
+
+def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:
+    feed = make_feed(args, targets)
+    if args.once:
+        try:
+            data = fleet_once(feed, args.wait)
+        finally:
+            feed.close()
+        if args.json:
+            print(json.dumps(data, indent=2))
+        else:
+            _print_text(data)
+        return 0
+    from aclmon.tui.commands import _check_theme, _keymap
+    from aclmon.tui.fleet import run_fleet_app
+
+    _check_theme(args.theme)
+    return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=_keymap(args))

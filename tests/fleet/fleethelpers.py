@@ -1,0 +1,62 @@
+"""Helpers of the fleet tests: a relay on a thread, waiting with timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aclmon.fleet.relay import Relay
+
+
+class RelayThread:
+    """A :class:`Relay` running its own event loop on a thread."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self.error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            self._ready.set()
+            await self.relay.run(self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def __enter__(self) -> RelayThread:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(20)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what or condition}")

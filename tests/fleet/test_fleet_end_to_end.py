@@ -1,0 +1,171 @@
+"""Three simulated jobs, one relay, one nats-server: what a fleet viewer sees,
+live and, after everything exited, from JetStream; a command over NATS."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fleethelpers import wait_until
+
+from aclmon import events as ev
+from aclmon.bus import registry
+from aclmon.fleet import subjects as sj
+from aclmon.fleet.nats_source import NatsFeed
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
+SIM_JOB = str(ROOT / "tests" / "agent" / "sim_job.py")
+MODEL = ROOT / "aclmon" / "sim" / "models" / "mlp_head.json"
+
+
+def env_for(runtime_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XDG_RUNTIME_DIR"] = str(runtime_dir.parent)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("ACLMON_JOB", None)
+    return env
+
+
+def aclmon(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "aclmon", *args],
+        env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def three_jobs(tmp_path: Path, runtime_dir: Path):
+    model = MODEL
+    acl_json = tmp_path / "acl.json"
+    acl_json.write_text("{}")
+    env = env_for(runtime_dir)
+    stop = tmp_path / "stop"
+    jobs = []
+    try:
+        for rank in range(3):
+            job_env = dict(env, RANK_ID=str(rank), RANK_SIZE="3", DEVICE_ID=str(rank))
+            log = open(tmp_path / f"job{rank}.log", "w")  # noqa: SIM115 (closed below)
+            command = [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.2",
+                       "--profiling-output", str(tmp_path / f"prof{rank}"),
+                       SIM_JOB, str(model), str(acl_json), "--until", str(stop),
+                       "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
+            proc = subprocess.Popen(command, env=job_env, cwd=tmp_path, stdout=log, stderr=log)
+            jobs.append((proc, log))
+        wait_until(lambda: len(registry.list_agents()) == 3, 30, "three agents registered")
+        yield env, stop, [proc for proc, _ in jobs]
+    finally:
+        stop.touch()
+        for proc, log in jobs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def start_relay(nats_url: str, env: dict[str, str], tmp_path: Path, *extra: str):
+    log = open(tmp_path / "relay.log", "w")  # noqa: SIM115 (closed by stop_relay)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aclmon", "relay", "--nats", nats_url, "--job", "train",
+         "--flush-ms", "10", *extra],
+        env=env, stdout=log, stderr=log,
+    )  # fmt: skip
+    return proc, log
+
+
+def stop_relay(relay) -> None:
+    proc, log = relay
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    log.close()
+
+
+def fleet_json(nats_url: str, env: dict[str, str], *extra: str) -> dict:
+    done = aclmon("attach", f"{nats_url}/train", "--once", "--json", *extra, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs, tmp_path):
+    env, stop, jobs = three_jobs
+    relay = start_relay(nats_url, env, tmp_path)
+    try:
+        relay_log = tmp_path / "relay.log"
+        wait_until(lambda: relay_log.read_text().count("following pid") == 3, 30, "relay follows")
+        pids = {proc.pid for proc in jobs}
+
+        live = fleet_json(nats_url, env, "--wait", "1.5")
+        assert {s["pid"] for s in live["sources"]} == pids
+        for source in live["sources"]:
+            assert source["state"] == "live"
+            assert source["executions"] > 0, source
+            assert source["models"] and source["models"][0]["name"]
+
+        # A profiling command over NATS reaches the one agent it names.
+        target = sorted(pids)[1]
+        host = sj.short_host(live["sources"][0]["host"])
+        feed = NatsFeed(nats_url, sj.Scope("train"))
+        feed.start()
+        try:
+            wait_until(lambda: feed.state == "connected", 10, "viewer connected")
+            reply = feed.send_command((host, target), ev.StartProfiling, timeout=10)
+            assert reply.code == 0, reply
+            wait_until(
+                lambda: any(
+                    isinstance(e, ev.ProfilingState) and e.running
+                    for key, events in feed.poll()
+                    if key == (host, target)
+                    for e in events
+                ),
+                15,
+                "the target's profiling running",
+            )
+        finally:
+            feed.close()
+        after = fleet_json(nats_url, env, "--since", "all", "--wait", "0.5")
+        running = {s["pid"]: s for s in after["sources"]}
+        assert set(running) == pids
+
+        # Jobs and relay exit; JetStream still has them.
+        stop.touch()
+        for proc in jobs:
+            proc.wait(30)
+        wait_until(lambda: relay_log.read_text().count("ended (") == 3, 30, "relay saw exits")
+    finally:
+        stop_relay(relay)
+    history = fleet_json(nats_url, env, "--since", "10m", "--wait", "0.3")
+    assert {s["pid"] for s in history["sources"]} == pids
+    for source in history["sources"]:
+        assert source["executions"] > 0, source
+        assert source["state"] == "exited"
+        assert source["gaps"] == 0
+        assert source["dropped"] == 0
+
+
+def test_attach_without_the_token_is_refused(start_nats, runtime_dir):
+    server = start_nats("--auth", "fleet-secret")
+    env = env_for(runtime_dir)
+    env.pop("ACLMON_NATS_TOKEN", None)
+    refused = aclmon("attach", f"{server.url}/train", "--once", "--json", env=env)
+    assert refused.returncode == 1
+    assert "authorization violation" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    allowed = aclmon(
+        "attach", f"{server.url}/train", "--once", "--json", "--wait", "0.2",
+        "--token", "fleet-secret", env=env,
+    )  # fmt: skip
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["sources"] == []

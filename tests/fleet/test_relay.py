@@ -1,0 +1,151 @@
+"""The relay between an in-process bus publisher and a real nats-server."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+from fleethelpers import RelayThread, wait_until
+
+from aclmon import events as ev
+from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
+from aclmon.bus import registry
+from aclmon.bus.publisher import Publisher
+from aclmon.fleet import subjects as sj
+from aclmon.fleet.nats_source import NatsFeed
+from aclmon.fleet.relay import Relay
+from aclmon.store.fleet import FleetStore
+
+HOST = sj.short_host(socket.gethostname())
+
+
+def hello() -> ev.Hello:
+    return ev.Hello(0, 1, *ev.hello_fields("sim", "Ascend910B1", 1))
+
+
+def start_publisher(runtime_dir, **options) -> Publisher:
+    publisher = Publisher(
+        str(runtime_dir / "agent.sock"), snapshot=lambda: [hello()], **options
+    ).start()
+    registry.register(publisher.address)
+    return publisher
+
+
+def drain(feed: NatsFeed, fleet: FleetStore) -> int:
+    for key, events in feed.poll():
+        fleet.apply(key, events)
+    return sum(e.store.state.counters.events for e in fleet.sources.values())
+
+
+def test_frames_reach_a_viewer_in_order_in_small_batches(nats_url, runtime_dir):
+    publisher = start_publisher(runtime_dir)
+    relay = Relay(nats_url, job="unit", max_bytes=2048, flush_ms=5)
+    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    sizes: list[int] = []
+    fleet = FleetStore()
+    try:
+        feed.start()
+        wait_until(lambda: feed.state == "connected", what="viewer connected")
+        with RelayThread(relay):
+            wait_until(lambda: relay.links and relay.links[os.getpid()].job, what="relay follows")
+            count = 3000
+            for i in range(count):
+                publisher.emit(ev.TxMark, f"mark {i} " + "x" * (i % 50))
+            wait_until(lambda: drain(feed, fleet) >= count, what="all events")
+            sizes = [feed.messages]
+        entry = fleet.sources[(HOST, os.getpid())]
+        state = entry.store.state
+        assert state.counters.gaps == 0
+        assert state.tx_marks == count
+        assert state.hello is not None and state.hello.pid == os.getpid()
+        # 3,000 frames of 20-70 bytes in messages of at most 2 KiB: many messages.
+        assert sizes[0] > count * 20 // 2048
+        assert relay.publish_errors == 0
+    finally:
+        feed.close()
+        publisher.close()
+        registry.unregister()
+
+
+def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, runtime_dir):
+    seen: list[ev.Event] = []
+
+    def on_command(event: ev.Event) -> None:
+        seen.append(event)
+        publisher.reply(event.request_id, 0, "profiling started")
+
+    publisher = start_publisher(runtime_dir, on_command=on_command)
+    relay = Relay(nats_url, job="unit", flush_ms=5)
+    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    try:
+        feed.start()
+        with RelayThread(relay):
+            wait_until(lambda: relay.links and relay.links[os.getpid()].commands)
+            key = (HOST, os.getpid())
+            reply = feed.send_command(key, ev.StartProfiling, timeout=5)
+            assert reply.code == 0 and reply.message == "profiling started"
+            assert [type(e) for e in seen] == [ev.StartProfiling]
+            # A non-command frame is refused by the relay and never reaches the agent.
+            import asyncio
+
+            async def raw_request() -> bytes:
+                import nats
+
+                nc = await nats.connect(nats_url)
+                try:
+                    from aclmon.bus.framing import encode_frame
+
+                    frame = encode_frame(ev.encode(ev.TxMark(1, 1, "not a command")))
+                    msg = await nc.request(sj.subject("unit", HOST, os.getpid(), sj.CMD), frame, 5)
+                    return bytes(msg.data)
+                finally:
+                    await nc.close()
+
+            data = asyncio.run(raw_request())
+            refusal = ev.EventDecoder().decode_payload(data[4:])
+            assert isinstance(refusal, ev.Reply) and refusal.code != 0
+            assert "only command kinds" in refusal.message
+            assert len(seen) == 1
+    finally:
+        feed.close()
+        publisher.close()
+        registry.unregister()
+
+
+def test_relay_refuses_commands_when_the_agent_allows_it_none(nats_url, runtime_dir):
+    # A token on the agent and none given to the relay: it may receive, not command.
+    publisher = start_publisher(runtime_dir, token="agent-secret")
+    relay = Relay(nats_url, job="unit", flush_ms=5)
+    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    try:
+        feed.start()
+        with RelayThread(relay):
+            wait_until(lambda: relay.links and relay.links[os.getpid()].job)
+            reply = feed.send_command((HOST, os.getpid()), ev.StartProfiling, timeout=5)
+            assert reply.code == ACL_ERROR_API_NOT_SUPPORT
+            assert "commands are off" in reply.message
+    finally:
+        feed.close()
+        publisher.close()
+        registry.unregister()
+
+
+def test_a_viewer_without_the_token_is_refused(start_nats):
+    server = start_nats("--auth", "s3cret")
+    feed = NatsFeed(server.url, sj.Scope("unit"))
+    feed.start()
+    try:
+        wait_until(lambda: feed.state != "connecting", what="a verdict")
+        assert feed.state == "auth-failed"
+        assert "authorization" in feed.state_reason
+    finally:
+        feed.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("node-1.example.com", "node-1"), ("a b*c>d", "a_b_c_d"), ("", "_")],
+)
+def test_host_tokens(text, expected):
+    assert sj.short_host(text) == expected
