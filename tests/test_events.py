@@ -331,3 +331,32 @@ def test_fast_path_rejects_a_kind_that_only_compares_equal() -> None:
         decoder.decode_many([(True, 1, 2, 3, 4, 5), (15, 1, 2, 3, 4), (15, 1, 2, 3, 4, "5")]) == []
     )
     assert decoder.malformed == 4
+
+
+def test_register_refuses_a_reused_number_or_name() -> None:
+    from typing import NamedTuple
+
+    class Twice(NamedTuple):
+        seq: int
+        ts_ns: int
+
+    with pytest.raises(ValueError, match="kind 1 declared twice"):
+        ev.register(1, "twice")(Twice)
+    with pytest.raises(ValueError, match="'hello' declared twice"):
+        ev.register(250, "hello")(Twice)
+    assert Twice not in ev.KIND_NAMES and 250 not in ev.KINDS
+
+
+def test_every_registry_derives_from_the_registrations() -> None:
+    assert set(typing.get_args(ev.Event)) == set(ev.KINDS.values())
+    for kind, cls in ev.KINDS.items():
+        assert cls.KIND_TUPLE == (kind,)
+        assert ev.kind_name(_sample(cls)) == ev.KIND_NAMES[cls]
+
+
+def test_generated_decoders_keep_their_source() -> None:
+    from aclmon.events import codec
+
+    for kind, decoder in codec._FAST.items():
+        assert decoder.__source__.startswith(f"def decode_{kind}(")
+        assert decoder.__name__ == f"decode_{kind}"

@@ -1,0 +1,35 @@
+"""Events as JSON-ready dicts (``aclmon events --json``, ``--once --json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aclmon.events.schema import KIND_NAMES, DumpFileSeen, Event, TensorDesc
+
+#: JSON keys of fields whose own name would hide the event's ``"kind"``.
+JSON_RENAMED_FIELDS: dict[tuple[type, str], str] = {(DumpFileSeen, "kind"): "file_kind"}
+
+
+def _plain(value: Any) -> Any:
+    """Tuples (and TensorDescs) inside values as JSON lists and objects."""
+    if isinstance(value, TensorDesc):
+        return {name: _plain(v) for name, v in zip(value._fields, value, strict=True)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict: ``{"kind": name, field: value, ...}``.
+
+    ``"kind"`` is always the event's kind name (so ``jq 'select(.kind==...)'``
+    works for every event); a field that is itself called ``kind``
+    (DumpFileSeen) appears under the name in :data:`JSON_RENAMED_FIELDS`.
+    """
+    cls = type(event)
+    out: dict[str, Any] = {"kind": KIND_NAMES[cls]}
+    for name, value in zip(event._fields, event, strict=True):
+        out[JSON_RENAMED_FIELDS.get((cls, name), name)] = _plain(value)
+    return out

@@ -1,0 +1,417 @@
+"""The event and command schema: the one place every kind is declared.
+
+Every event is a typed ``NamedTuple`` whose first two fields are ``seq`` (a
+per-source sequence number, so gaps are visible) and ``ts_ns`` (wall-clock
+nanoseconds). A kind's wire number and its JSON/doc name are declared once,
+by :func:`register` on the class; :data:`KINDS`, :data:`KIND_NAMES`,
+:data:`COMMAND_KINDS`, the ``Event`` union and the decoders in
+:mod:`aclmon.events.codec` all derive from that.
+
+On the wire an event is one msgpack array, positional::
+
+    [kind, seq, ts_ns, field3, field4, ...]
+
+Positional arrays were chosen over maps by measurement (docs/events.md): they
+are about half the bytes and faster to pack and unpack on our event shapes.
+Sequence fields are tuples (msgpack arrays decoded with ``use_list=False``).
+
+Commands (viewer -> agent) and replies (agent -> viewer) are events too, so the
+same framing, recording and decoding serve both directions.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+#: bump when a field is added, removed or changes meaning.
+#: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
+SCHEMA_VERSION = 2
+
+Summary = dict[str, Any]
+
+#: wire kind number -> class. Numbers are part of the format: never reuse one.
+KINDS: dict[int, type] = {}
+#: snake_case name of each kind, as used in JSON output and docs.
+KIND_NAMES: dict[type, str] = {}
+#: kinds a viewer may send to an agent.
+COMMAND_KINDS: frozenset[type] = frozenset()
+
+_T = TypeVar("_T", bound=type)
+
+
+def register(kind: int, name: str, *, command: bool = False) -> Callable[[_T], _T]:
+    """Declare ``cls`` as wire kind ``kind`` named ``name`` (``command``: a
+    viewer may send it). Sets ``cls.KIND`` and ``cls.KIND_TUPLE`` (``(kind,)``:
+    ``(kind,) + event`` is the wire array; encoders batch it with C-level
+    ``map()`` calls instead of a Python loop). Reusing a number or a name is an
+    error at import time."""
+
+    def add(cls: _T) -> _T:
+        global COMMAND_KINDS
+        if kind in KINDS:
+            raise ValueError(f"kind {kind} declared twice ({KINDS[kind].__name__}, {cls.__name__})")
+        if name in KIND_NAMES.values():
+            raise ValueError(f"kind name {name!r} declared twice")
+        KINDS[kind] = cls
+        KIND_NAMES[cls] = name
+        if command:
+            COMMAND_KINDS = COMMAND_KINDS | {cls}
+        cls.KIND = kind  # type: ignore[attr-defined]
+        cls.KIND_TUPLE = (kind,)  # type: ignore[attr-defined]
+        return cls
+
+    return add
+
+
+class TensorDesc(NamedTuple):
+    """One input or output tensor of an operator (from the exception op desc)."""
+
+    dtype: int  # aclDataType
+    format: int  # aclFormat
+    dims: tuple[int, ...]
+    address: int
+    size: int
+    name: str
+
+
+# ---------------------------------------------------------------- lifecycle
+@register(1, "hello")
+class Hello(NamedTuple):
+    """First event of every source: who is talking."""
+
+    seq: int
+    ts_ns: int
+    schema_version: int
+    agent_version: str
+    pid: int
+    host: str
+    argv: tuple[str, ...]
+    runtime: str  # "real" or "sim"
+    soc_name: str
+    device_count: int
+
+
+@register(2, "device_sample")
+class DeviceSample(NamedTuple):
+    """One sample of one device. Utilizations are percent, -1 = not supported."""
+
+    seq: int
+    ts_ns: int
+    device_id: int
+    cube_util: int
+    vector_util: int
+    aicpu_util: int
+    hbm_used: int  # bytes
+    hbm_total: int  # bytes
+    health: str  # "OK", "Alarm", ...
+    temperature_c: float | None
+    power_w: float | None
+
+
+@register(3, "host_sample")
+class HostSample(NamedTuple):
+    """One sample of the job's host process."""
+
+    seq: int
+    ts_ns: int
+    cpu_percent: float
+    rss: int  # bytes
+    threads: int
+
+
+@register(4, "device_set")
+class DeviceSet(NamedTuple):
+    seq: int
+    ts_ns: int
+    device_id: int
+    ret: int
+
+
+@register(5, "device_reset")
+class DeviceReset(NamedTuple):
+    seq: int
+    ts_ns: int
+    device_id: int
+    ret: int
+
+
+@register(6, "context_created")
+class ContextCreated(NamedTuple):
+    seq: int
+    ts_ns: int
+    device_id: int
+    context: int  # handle
+    is_default: bool  # the implicit context of set_device
+
+
+@register(7, "context_destroyed")
+class ContextDestroyed(NamedTuple):
+    seq: int
+    ts_ns: int
+    context: int
+    ret: int
+
+
+@register(8, "context_current")
+class ContextCurrent(NamedTuple):
+    """A thread made ``context`` its current context."""
+
+    seq: int
+    ts_ns: int
+    context: int
+    thread_id: int
+
+
+@register(9, "stream_created")
+class StreamCreated(NamedTuple):
+    seq: int
+    ts_ns: int
+    device_id: int
+    context: int
+    stream: int  # handle (0 = the default stream of the context)
+    stream_id: int  # the id seen in exception info (acl.rt.stream_get_id)
+    priority: int
+    flags: int
+
+
+@register(10, "stream_destroyed")
+class StreamDestroyed(NamedTuple):
+    seq: int
+    ts_ns: int
+    stream: int
+    ret: int
+
+
+@register(11, "stream_sync_begin")
+class StreamSyncBegin(NamedTuple):
+    seq: int
+    ts_ns: int
+    stream: int
+    thread_id: int
+
+
+@register(12, "stream_synchronized")
+class StreamSynchronized(NamedTuple):
+    seq: int
+    ts_ns: int
+    stream: int
+    duration_ns: int
+    ret: int
+    timeout_ms: int  # -1 = no timeout
+
+
+@register(13, "model_loaded")
+class ModelLoaded(NamedTuple):
+    seq: int
+    ts_ns: int
+    model_id: int
+    device_id: int
+    name: str
+    op_count: int
+
+
+@register(14, "model_unloaded")
+class ModelUnloaded(NamedTuple):
+    seq: int
+    ts_ns: int
+    model_id: int
+    ret: int
+
+
+@register(15, "execute_begin")
+class ExecuteBegin(NamedTuple):
+    seq: int
+    ts_ns: int
+    model_id: int
+    stream: int  # 0 = synchronous execute
+    device_id: int
+
+
+@register(16, "execute_end")
+class ExecuteEnd(NamedTuple):
+    seq: int
+    ts_ns: int
+    model_id: int
+    stream: int
+    duration_ns: int
+    ret: int
+
+
+@register(17, "exception")
+class AclException(NamedTuple):
+    """An AI Core (or other device) exception reported by the runtime callback."""
+
+    seq: int
+    ts_ns: int
+    device_id: int
+    stream_id: int
+    task_id: int
+    thread_id: int
+    error_code: int
+    op_name: str
+    op_type: str  # "" when the runtime does not say
+    inputs: tuple[TensorDesc, ...]
+    outputs: tuple[TensorDesc, ...]
+
+
+# ---------------------------------------------------------------- profiling
+@register(18, "profiling_state")
+class ProfilingState(NamedTuple):
+    seq: int
+    ts_ns: int
+    initialized: bool
+    running: bool
+    flags: int  # ACL_PROF_* bitmask
+    aicore_metrics: int  # aclprofAicoreMetrics
+    devices: tuple[int, ...]
+    output_path: str
+    owner: str  # "", "aclmon", "job" or "acl.json"
+    subscribed: bool  # live operator timings through model subscription
+    # The configuration aclmon's next start uses (SetProfilingConfig, else the
+    # agent's initial one): flags 0 means live operator timings.
+    next_flags: int
+    next_metrics: int
+    next_devices: tuple[int, ...]
+
+
+@register(19, "op_timing")
+class OpTiming(NamedTuple):
+    """One operator record from model subscription (times in microseconds)."""
+
+    seq: int
+    ts_ns: int
+    model_id: int
+    op_name: str
+    op_type: str
+    start_us: int
+    end_us: int
+    duration_us: int
+
+
+@register(20, "tx_mark")
+class TxMark(NamedTuple):
+    """An msproftx instant mark."""
+
+    seq: int
+    ts_ns: int
+    message: str
+
+
+@register(21, "tx_range")
+class TxRange(NamedTuple):
+    """An msproftx range (push/pop or range_start/range_stop), sent when it ends."""
+
+    seq: int
+    ts_ns: int
+    message: str
+    start_ns: int
+    end_ns: int
+
+
+# ---------------------------------------------------------------- dumps, logs
+@register(22, "dump_file")
+class DumpFileSeen(NamedTuple):
+    seq: int
+    ts_ns: int
+    path: str
+    kind: str  # "op-dump", "overflow" or "stats"
+    size: int
+    summary: Summary  # decoded header / overflow status in plain values
+
+
+@register(23, "log")
+class LogLine(NamedTuple):
+    """A log line: aclmon's own (``log_file`` empty) or one entry of the job's CANN log (plog).
+
+    The fields after ``text`` were added in schema version 2; an older array without
+    them decodes with these defaults.
+    """
+
+    seq: int
+    ts_ns: int
+    level: str  # "debug", "info", "warning", "error", "event"
+    text: str  # the message; a multi-line plog entry keeps its line breaks
+    module: str = ""  # the plog module (ASCENDCL, GE, RUNTIME, ...); "" for aclmon's own
+    pid: int = 0  # the process that logged it (0: not known)
+    process: str = ""  # its process name as the log gives it
+    logged_ns: int = 0  # the time the log line states, ns since the epoch (0: none)
+    location: str = ""  # "file.cc:123" of the log call ("" when none)
+    log_file: str = ""  # the plog file it was read from ("" for aclmon's own lines)
+
+
+@register(24, "drops")
+class Drops(NamedTuple):
+    """Events lost on purpose: ``total`` dropped so far at ``where``, and why."""
+
+    seq: int
+    ts_ns: int
+    total: int
+    where: str
+    why: str
+
+
+# ---------------------------------------------------------------- commands
+@register(64, "set_profiling_config", command=True)
+class SetProfilingConfig(NamedTuple):
+    """Command: profiling flags, AI Core metrics, devices, sampling interval."""
+
+    seq: int
+    ts_ns: int
+    request_id: int
+    flags: int
+    aicore_metrics: int
+    devices: tuple[int, ...]  # empty = every device in use
+    sample_interval_ms: int  # 0 = leave unchanged
+
+
+@register(65, "start_profiling", command=True)
+class StartProfiling(NamedTuple):
+    seq: int
+    ts_ns: int
+    request_id: int
+
+
+@register(66, "stop_profiling", command=True)
+class StopProfiling(NamedTuple):
+    seq: int
+    ts_ns: int
+    request_id: int
+
+
+@register(67, "request_snapshot", command=True)
+class RequestSnapshot(NamedTuple):
+    """Command: re-publish the current state (for a viewer that joins late)."""
+
+    seq: int
+    ts_ns: int
+    request_id: int
+
+
+@register(68, "ping", command=True)
+class Ping(NamedTuple):
+    seq: int
+    ts_ns: int
+    request_id: int
+
+
+@register(96, "reply")
+class Reply(NamedTuple):
+    """The agent's answer to one command, matched by ``request_id``."""
+
+    seq: int
+    ts_ns: int
+    request_id: int
+    code: int  # 0 = ok, else an ACL error code
+    message: str
+    data: Summary
+
+
+#: every event class, for annotations (derived from the registrations above).
+Event = typing.Union[tuple(KINDS.values())]  # type: ignore[valid-type]  # noqa: UP007
+
+
+def kind_name(event: Event) -> str:
+    """The snake_case name of an event's kind (``"stream_created"``)."""
+    return KIND_NAMES[type(event)]
