@@ -20,3 +20,8 @@ class DecodeError(AclmonError):
         self.offset = offset
         self.reason = reason
         super().__init__(f"{source}: at byte {offset}: {reason}")
+
+
+def no_such_file(path: object) -> str:
+    """The one wording every command uses for a path that does not exist."""
+    return f"{path}: no such file or directory"

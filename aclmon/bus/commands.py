@@ -114,6 +114,13 @@ def _is_recording(path: str) -> bool:
         return False
 
 
+def _looks_like_a_file(source: str) -> bool:
+    """A path that names no agent: not a PID, not an address, not an existing socket."""
+    if source.isdigit() or "://" in source or source.startswith("unix:"):
+        return False
+    return not os.path.exists(source) and not source.endswith(".sock")
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
@@ -205,6 +212,12 @@ def run_events(args: argparse.Namespace) -> int:
             from aclmon.errors import AclmonError
 
             raise AclmonError(f"{args.source} is not an aclmon recording")
+        elif args.source and _looks_like_a_file(args.source):
+            from aclmon.errors import AclmonError, no_such_file
+
+            raise AclmonError(
+                f"{no_such_file(args.source)} (give a recording, a PID, a socket or tcp://)"
+            )
         else:
             events = _live_events(args.source, args.token, stop)
         out = sys.stdout

@@ -161,8 +161,6 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
         ids.append("stream id unknown")  # exception dump names carry none
     if ids:
         print("  " + "  ".join(ids), file=out)
-    if report.get("error"):
-        print(f"  error: {report['error']}", file=out)
     for warning in report.get("warnings", []):
         print(f"  warning: {warning}", file=out)
     for tensor in report.get("tensors", []):
@@ -243,24 +241,43 @@ def _expand(
 
 
 def run_decode(args: argparse.Namespace) -> int:
+    from aclmon.errors import no_such_file
+
     links: dict[str, dict[int, str | None]] = {}
     files, missing = _expand(args.files, recursive=True, links=links)
     failed = bool(missing)
     for path in missing:
-        print(f"aclmon decode: {path}: no such file or directory", file=sys.stderr)
+        print(f"aclmon decode: {no_such_file(path)}", file=sys.stderr)
     for path in files:
         report = decode_report(path, with_stats=not args.no_stats, bins=args.bins)
-        if path in links:
-            # which operator dump each record points at (by task id and stream id)
-            for record in report.get("records", []):
-                if record["output"] in links[path]:
-                    record["op_dump"] = links[path][record["output"]]
-        failed = failed or "error" in report
+        # which operator dump each record points at (by task id and stream id): from the
+        # directory index, or for a file named on its own, among the files beside it
+        for record in report.get("records", []):
+            if path in links and record["output"] in links[path]:
+                record["op_dump"] = links[path][record["output"]]
+            elif path not in links and "record" in record:
+                record["op_dump"] = _op_dump_beside(path, record["record"])
+        if "error" in report:
+            failed = True
+            print(f"aclmon decode: {report['error']}", file=sys.stderr)
         if args.json:
             print(json.dumps(report, sort_keys=False))
         else:
             _print_text(report, sys.stdout)
     return 1 if failed else 0
+
+
+def _op_dump_beside(path: str, record: dict[str, Any]) -> str | None:
+    from aclmon.dump.index import find_op_dump
+    from aclmon.dump.opdebug import overflow_target
+
+    target = overflow_target(record)
+    if target.get("task_id") is None:
+        return None
+    return (
+        find_op_dump(os.path.dirname(path) or ".", target["task_id"], target.get("stream_id"))
+        or None
+    )
 
 
 # ------------------------------------------------------------------ convert
@@ -306,7 +323,7 @@ def _cores() -> int:
 def run_convert(args: argparse.Namespace) -> int:
     from aclmon.dump import proto_enums as pe
     from aclmon.dump.convert import ConvertOptions
-    from aclmon.errors import AclmonError
+    from aclmon.errors import AclmonError, no_such_file
 
     for flag, value in (("-s", args.shape), ("-o", args.output_index), ("-i", args.input_index)):
         if value is not None and not args.format:
@@ -333,7 +350,7 @@ def run_convert(args: argparse.Namespace) -> int:
     inputs = [p for p in args.dump_path.split(",") if p]
     files, missing = _expand(inputs, args.recursive)
     if missing:
-        raise AclmonError(f"no such file or directory: {', '.join(missing)}")
+        raise AclmonError("; ".join(no_such_file(p) for p in missing))
     if not files:
         raise AclmonError(f"no dump files in {args.dump_path}")
     os.makedirs(args.output_path, exist_ok=True)

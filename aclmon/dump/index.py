@@ -149,3 +149,31 @@ class DumpIndex:
         if thread is not None:
             hits.sort(key=lambda f: not (f.name and f.name.thread_id in (None, thread)))
         return hits[0] if hits else None
+
+
+#: files looked at in one directory when linking a single overflow file
+MAX_DIR_SCAN = 20_000
+
+
+def find_op_dump(directory: str, task_id: int, stream_id: int | None) -> str:
+    """The newest operator dump in ``directory`` (not below it) with this task id
+    (and stream id, when the name has one); "" if none. What links an overflow
+    record named on its own to the operator it points at."""
+    best: tuple[int, str] | None = None
+    try:
+        with os.scandir(directory) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_DIR_SCAN:
+                    break
+                name = parse_dump_name(entry.name)
+                if name is None or name.is_overflow or name.task_id != task_id:
+                    continue
+                if stream_id is not None and name.stream_id not in (None, stream_id):
+                    continue
+                if classify(entry.path) != KIND_OP_DUMP:
+                    continue  # exception dumps and nano files are not the operator's dump
+                if best is None or name.timestamp > best[0]:
+                    best = (name.timestamp, entry.path)
+    except OSError:
+        return ""
+    return best[1] if best else ""

@@ -139,6 +139,8 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
 def _replay_command(args: argparse.Namespace) -> int:
     from aclmon.tui.replay import replay_command
 
+    if not getattr(args, "json", False):
+        _check_theme(args.theme)  # a usage error, as for attach and demo: one line, exit 1
     return replay_command(args)
 
 
@@ -249,29 +251,55 @@ def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> 
     return store.to_json()
 
 
+def _percent(value: Any) -> str:
+    """A utilization as text: a device that cannot measure it says so (no -1%)."""
+    if isinstance(value, int) and value >= 0:
+        return f"{value}%"
+    return "n/a" if isinstance(value, int) else "?"
+
+
 def _print_text_summary(data: dict[str, Any]) -> None:
     from aclmon.acl_constants import error_name
 
     target = data.get("target") or {}
     print(
         f"target {target.get('host', '?')}:{target.get('pid', '?')}"
-        f" runtime {target.get('runtime', '?')} soc {target.get('soc_name', '?')}"
+        f" runtime {target.get('runtime', '?')} soc {target.get('soc_name') or '?'}"
     )
     for device in data["devices"]:
-        sample = device.get("sample") or {}
+        sample = device.get("sample")
+        line = f"device {device['device_id']}:"
+        if sample:
+            line += (
+                f" health {sample.get('health', '?')} aicore {_percent(sample.get('cube_util'))}"
+                f" vector {_percent(sample.get('vector_util'))}"
+                f" aicpu {_percent(sample.get('aicpu_util'))}"
+                f" hbm {sample.get('hbm_used', 0) // 2**20}/{sample.get('hbm_total', 0) // 2**20} MiB"
+            )
+        else:
+            line += " no sample yet"
         print(
-            f"device {device['device_id']}: health {sample.get('health', '?')}"
-            f" aicore {sample.get('cube_util', '?')}% vector {sample.get('vector_util', '?')}%"
-            f" aicpu {sample.get('aicpu_util', '?')}%"
-            f" hbm {sample.get('hbm_used', 0) // 2**20}/{sample.get('hbm_total', 0) // 2**20} MiB"
-            f" contexts {len(device['contexts'])}"
+            line + f" contexts {len(device['contexts'])}"
             f" streams {sum(len(c['streams']) for c in device['contexts'])}"
         )
+    for model in data.get("models", []):
+        print(
+            f"model {model['model_id']} {model['name'] or '(unnamed)'}"
+            f" executions {model['executions']} failures {model['failures']}"
+            + ("" if model["loaded"] else " (unloaded)")
+        )
     exceptions = data["exceptions"]
-    print(f"exceptions {exceptions['total']} (dropped {exceptions['dropped']})")
+    print(
+        f"exceptions {exceptions['total']} since start ({len(exceptions['recent'])} recent shown)"
+    )
     for e in exceptions["recent"][-5:]:
         print(f"  dev {e['device_id']} stream {e['stream_id']} task {e['task_id']}"
-              f" {error_name(e['error_code'])} {e['op_type']} {e['op_name']}")  # fmt: skip
+              f" {error_name(e['error_code'])} {e['op_type'] or 'type unknown'} {e['op_name'] or '?'}")  # fmt: skip
+    dumps = data.get("dumps") or {}
+    if dumps.get("total"):
+        print(f"dump files {dumps['total']} since start")
+        for d in dumps.get("recent", [])[-5:]:
+            print(f"  {d['kind']} {os.path.basename(d['path'])}")
     counters = data["counters"]
     print(
         f"events {counters['events']} gaps {counters['gaps']} dropped {counters['agent_dropped']}"

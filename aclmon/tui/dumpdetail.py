@@ -21,8 +21,6 @@ from rich.text import Text
 from aclmon.errors import AclmonError
 from aclmon.tui import fmt
 
-#: files scanned in the overflow file's directory to find the operator dump.
-MAX_DIR_SCAN = 20_000
 #: tensors whose statistics are computed (the rest are listed without them).
 MAX_STAT_TENSORS = 16
 HIST_BINS = 24
@@ -54,28 +52,6 @@ class DumpReport:
     related_note: str = ""
     tensors: list[TensorReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-
-def _find_op_dump(directory: str, task_id: int, stream_id: int | None) -> str:
-    """The newest operator dump in ``directory`` with this task (and stream) id."""
-    from aclmon.dump import parse_dump_name
-
-    best: tuple[int, str] | None = None
-    try:
-        with os.scandir(directory) as entries:
-            for n, entry in enumerate(entries):
-                if n >= MAX_DIR_SCAN:
-                    break
-                name = parse_dump_name(entry.name)
-                if name is None or name.is_overflow or name.task_id != task_id:
-                    continue
-                if stream_id is not None and name.stream_id not in (None, stream_id):
-                    continue
-                if best is None or name.timestamp > best[0]:
-                    best = (name.timestamp, entry.path)
-    except OSError:
-        return ""
-    return best[1] if best else ""
 
 
 def _tensor_reports(path: str, report: DumpReport) -> None:
@@ -110,6 +86,7 @@ def decode_for_view(path: str, kind: str) -> DumpReport:
     report = DumpReport(path, kind)
     try:
         from aclmon.dump import decode_opdebug, explain_status, read_dump
+        from aclmon.dump.index import find_op_dump
         from aclmon.dump.opdebug import overflow_target
 
         if kind == "overflow":
@@ -123,7 +100,7 @@ def decode_for_view(path: str, kind: str) -> DumpReport:
                 report.target = target
                 task, stream = target.get("task_id"), target.get("stream_id")
                 if task is not None:
-                    report.related_path = _find_op_dump(os.path.dirname(path) or ".", task, stream)
+                    report.related_path = find_op_dump(os.path.dirname(path) or ".", task, stream)
                 if not report.related_path:
                     report.related_note = (
                         f"no operator dump for task {task} stream {stream} next to this file"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aclmon import events as ev
-from aclmon.errors import AclmonError
+from aclmon.errors import AclmonError, no_such_file
 
 #: recordings start with these bytes (aclmon.bus.recording.MAGIC; read here
 #: without importing the bus so that discovery stays cheap).
@@ -76,6 +76,8 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     root = Path(path)
     try:
         mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        raise ReplayInputError(no_such_file(root)) from None
     except OSError as exc:
         raise ReplayInputError(f"{root}: {exc.strerror or exc}") from None
     found = ReplayInputs(root)

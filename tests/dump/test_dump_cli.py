@@ -104,8 +104,12 @@ def test_decode_bad_file_exits_1(tmp_path, capsys):
     bad = write(tmp_path, "Add.add.1.2.1700000000000000", struct.pack("<Q", 99) + b"\x0a")
     assert main(["decode", str(bad), str(tmp_path / "missing")]) == 1
     captured = capsys.readouterr()
-    assert "error: Add.add.1.2.1700000000000000: at byte 0: header length 99" in captured.out
-    assert "missing: no such file" in captured.err
+    # the one-line error goes to stderr, in text mode too
+    assert (
+        "aclmon decode: Add.add.1.2.1700000000000000: at byte 0: header length 99" in captured.err
+    )
+    assert "error" not in captured.out
+    assert "missing: no such file or directory" in captured.err
 
 
 def test_convert_npy_names_and_content(dump_dir, tmp_path, capsys):
@@ -352,3 +356,13 @@ def test_decode_stats_csv_shows_every_row(tmp_path, capsys):
     assert main(["decode", "--json", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["kind"] == "stats" and len(report["rows"]) == 100 and report["path"] == str(path)
+
+
+def test_decode_of_an_overflow_file_alone_links_the_operator_dump_beside_it(dump_dir, capsys):
+    src, _ = dump_dir
+    overflow = src / "Opdebug.Node_OpDebug.3.2.1700000000000001"
+    assert main(["decode", "--json", str(overflow)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["records"][0]["op_dump"] == str(src / NAME)
+    assert main(["decode", str(overflow)]) == 0
+    assert f"operator dump: {src / NAME}" in capsys.readouterr().out
