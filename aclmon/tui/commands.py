@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_INTERVAL = 0.25
@@ -177,27 +178,21 @@ def _check_theme(name: str | None) -> None:
         raise AclmonError(f"unknown theme {name!r}; available: {', '.join(sorted(known))}")
 
 
-def _run_app(source: Any, args: argparse.Namespace) -> int:
-    import signal
-
+def _run_app(
+    source: Any, args: argparse.Namespace, abandon: Callable[[], None] | None = None
+) -> int:
     from aclmon.tui.app import AclmonApp
+    from aclmon.tui.lifetime import run_app
 
     _check_theme(args.theme)
     app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=_keymap(args))
-
-    def leave(signum: int, frame: Any) -> None:
-        # SIGTERM/SIGHUP: leave like a quit key, so the terminal is restored and
-        # the caller's cleanup (stopping the demo job) runs.
-        app.exit(128 + signum)
-
-    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        result = app.run()
+        # SIGTERM/SIGHUP/SIGINT leave like a quit key, so the terminal is restored
+        # and the caller's cleanup (stopping the demo job) runs; `abandon` is that
+        # cleanup for when an orderly exit cannot finish (a dead terminal).
+        return run_app(app, abandon=abandon)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         source.close()
-    return int(result or 0)
 
 
 def _pick_agent() -> str:
@@ -361,4 +356,5 @@ def demo_command(args: argparse.Namespace) -> int:
     with DemoJob(record=args.record) as job:
         source = LiveSource(str(job.socket_path), readonly=args.readonly, description="aclmon demo")
         source.recording = bool(args.record)
-        return _run_app(source, args)
+        # On the hard path the process exits within ABANDON_BOUND_S: kill sooner.
+        return _run_app(source, args, abandon=lambda: job.stop(grace=1.0))

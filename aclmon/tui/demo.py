@@ -132,7 +132,9 @@ class DemoJob:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self) -> None:
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to the job's group; SIGKILL if it has not gone within ``grace``
+        seconds (default ``STOP_GRACE``)."""
         process = self.process
         if process is None:
             return
@@ -140,7 +142,7 @@ class DemoJob:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGTERM)
             try:
-                process.wait(STOP_GRACE)
+                process.wait(STOP_GRACE if grace is None else grace)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)

@@ -879,8 +879,9 @@ def replay_command(args: argparse.Namespace) -> int:
         theme=args.theme,
         keymap=keymap,
     )
+    from aclmon.tui.lifetime import run_app
+
     try:
-        result = app.run()
+        return run_app(app)
     finally:
         app.source.close()
-    return int(result or 0)
