@@ -74,7 +74,12 @@ ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR = 507054
 ACL_ERROR_RT_DRV_INTERNAL_ERROR = 507899
 ACL_ERROR_RT_SOCKET_CLOSE = 507901
 ACL_ERROR_GE_PARAM_INVALID = 145000
+ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = 145002
+ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID = 145011
+ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID = 145012
+ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = 145013
 ACL_ERROR_GE_INTERNAL_ERROR = 545000
+ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000
 
 #: code -> (name, meaning), for showing an error in words.
 ERRORS: dict[int, tuple[str, str]] = {
@@ -186,6 +191,23 @@ ERRORS: dict[int, tuple[str, str]] = {
     ACL_ERROR_RT_SOCKET_CLOSE: ("ACL_ERROR_RT_SOCKET_CLOSE", "HDC disconnected"),
     ACL_ERROR_GE_PARAM_INVALID: ("ACL_ERROR_GE_PARAM_INVALID", "graph engine parameter invalid"),
     ACL_ERROR_GE_INTERNAL_ERROR: ("ACL_ERROR_GE_INTERNAL_ERROR", "graph engine internal error"),
+    ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID: (
+        "ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID",
+        "model file path invalid",
+    ),
+    ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID: (
+        "ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID",
+        "dynamic input address invalid",
+    ),
+    ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID: (
+        "ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID",
+        "dynamic input size invalid",
+    ),
+    ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID: (
+        "ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID",
+        "dynamic batch size (or image size) is not one of the model's gears",
+    ),
+    ACL_ERROR_RT_FEATURE_NOT_SUPPORT: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", "feature not supported"),
 }
 
 
@@ -286,6 +308,12 @@ ACL_DEV_ATTR_PHY_CHIP_ID = 402
 ACL_DEV_ATTR_IS_VIRTUAL = 501
 
 ACL_RT_THREAD_LEVEL = 0
+
+# aclLogLevel (acl.app_log)
+ACL_DEBUG = 0
+ACL_INFO = 1
+ACL_WARNING = 2
+ACL_ERROR = 3
 
 # aclrtCallbackBlockType (acl.rt.launch_callback)
 ACL_CALLBACK_NO_BLOCK = 0

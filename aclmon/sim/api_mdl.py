@@ -44,6 +44,49 @@ def load_from_mem(rt: Runtime, model: int, model_size: int) -> tuple[int, int]:
     return _load(rt, lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
 
 
+def _user_memory(rt: Runtime, pointer: int, size: int, what: str) -> int:
+    """0 when user-managed memory (or none, ptr 0) is acceptable, else the error code."""
+    if not pointer:
+        return C.ACL_SUCCESS
+    if size <= 0 or rt.find_allocation(pointer, size) is None:
+        return fail(
+            C.ACL_ERROR_INVALID_PARAM, f"{what} {pointer:#x} is not {size} bytes of device memory"
+        )
+    return C.ACL_SUCCESS
+
+
+@R.needs_init(0)
+def load_from_file_with_mem(
+    rt: Runtime, model_path: str, work_ptr: int, work_size: int, weight_ptr: int, weight_size: int
+) -> tuple[int, int]:
+    code = _user_memory(rt, work_ptr, work_size, "work_ptr") or _user_memory(
+        rt, weight_ptr, weight_size, "weight_ptr"
+    )
+    if code:
+        return 0, code
+    return _load(rt, lambda: M.load_description_file(model_path))
+
+
+@R.needs_init(0)
+def load_from_mem_with_mem(
+    rt: Runtime,
+    model: int,
+    model_size: int,
+    work_ptr: int,
+    work_size: int,
+    weight_ptr: int,
+    weight_size: int,
+) -> tuple[int, int]:
+    if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
+    code = _user_memory(rt, work_ptr, work_size, "work_ptr") or _user_memory(
+        rt, weight_ptr, weight_size, "weight_ptr"
+    )
+    if code:
+        return 0, code
+    return _load(rt, lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
+
+
 def query_size(model_path: str) -> tuple[int, int, int]:
     try:
         parsed = M.load_description_file(model_path)
@@ -134,6 +177,15 @@ def get_input_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
 
 
 def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
+    return _dims(model_desc, index, True)
+
+
+def get_input_dims_v2(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
+    # Differs from get_input_dims only for static AIPP inputs, which the sim has none of.
+    return _dims(model_desc, index, False)
+
+
+def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
     return _dims(model_desc, index, True)
 
 

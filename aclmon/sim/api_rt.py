@@ -6,8 +6,10 @@ returns the pyACL shape. None of them calls another public function.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from aclmon import acl_constants as C
 from aclmon.sim import runtime as R
+from aclmon.sim import slog
 from aclmon.sim.runtime import Runtime, fail, now_ns
 
 MAX_STREAMS_PER_DEVICE = 2048
@@ -106,9 +109,11 @@ def get_device_count(rt: Runtime) -> tuple[int, int]:
     return len(rt.devices), C.ACL_SUCCESS
 
 
-def get_run_mode() -> tuple[int, int]:
-    # A host with PCIe cards: the program must copy between host and device.
-    return C.ACL_HOST, C.ACL_SUCCESS
+@R.needs_init(C.ACL_HOST)
+def get_run_mode(rt: Runtime) -> tuple[int, int]:
+    # ACL_HOST: PCIe cards in a server, the program copies between host and device.
+    # ACL_DEVICE: the program runs on the board, its memory is device memory.
+    return rt.config.run_mode, C.ACL_SUCCESS
 
 
 @R.needs_init(C.ACL_DEVICE_STATUS_ABNORMAL)
@@ -601,6 +606,13 @@ def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: in
         return C.ACL_SUCCESS
     dst_dev = rt.find_allocation(dst, count)
     src_dev = rt.find_allocation(src, count)
+    if kind not in range(8):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
+    if rt.config.run_mode == C.ACL_DEVICE:
+        # On the board the program's own memory is device memory: a copy that
+        # names the host is done as a copy inside the device (as CANN documents).
+        _copy(rt, dst, dst_dev, src, src_dev, count)
+        return C.ACL_SUCCESS
     if kind == C.ACL_MEMCPY_DEFAULT:
         kind = (
             C.ACL_MEMCPY_DEVICE_TO_DEVICE
@@ -624,14 +636,24 @@ def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: in
         C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
         C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
     )
-    if kind not in range(8):
-        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
     if device_dst and dst_dev is None:
         return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"destination {dst:#x} is not device memory")
     if device_src and src_dev is None:
         return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"source {src:#x} is not device memory")
     if (not device_dst and dst_dev is not None) or (not device_src and src_dev is not None):
         return fail(C.ACL_ERROR_RT_PARAM_INVALID, "memcpy kind does not match the pointers")
+    _copy(rt, dst, dst_dev, src, src_dev, count)
+    return C.ACL_SUCCESS
+
+
+def _copy(
+    rt: Runtime,
+    dst: int,
+    dst_dev: tuple[R.Allocation, int] | None,
+    src: int,
+    src_dev: tuple[R.Allocation, int] | None,
+    count: int,
+) -> None:
     if src_dev is not None:
         allocation, offset = src_dev
         data = allocation.buffer[offset : offset + count]
@@ -642,7 +664,6 @@ def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: in
         allocation.buffer[offset : offset + count] = data
     else:
         R.write_host(dst, data.tobytes())
-    return C.ACL_SUCCESS
 
 
 @R.needs_init()
@@ -657,6 +678,8 @@ def memcpy_async(
     target = rt.resolve_stream(stream)
     if isinstance(target, int):
         return target
+    if kind == C.ACL_MEMCPY_HOST_TO_HOST:
+        return fail(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host")
     return _memcpy(rt, dst, dest_max, src, count, kind)
 
 
@@ -701,6 +724,7 @@ def unsubscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
         if not any(s.report_thread == thread_id for s in rt.streams.values()):
             rt.reports.pop(thread_id, None)
         rt.reports_changed.notify_all()
+    rt.drop_callbacks(target)  # nothing will run them now
     return C.ACL_SUCCESS
 
 
@@ -755,9 +779,29 @@ def process_report(rt: Runtime, timeout: int) -> int:
             rt.reports_changed.wait(wait_s)
     try:
         callback.fn(callback.args)
+    except Exception:
+        # pyACL prints the Python error and goes on: the report thread survives and
+        # the stream is released as if the callback had returned.
+        _report_callback_error(callback)
     finally:
         callback.done.set()
     return C.ACL_SUCCESS
+
+
+def _report_callback_error(callback: R.HostCallback) -> None:
+    name = getattr(callback.fn, "__qualname__", repr(callback.fn))
+    error = sys.exc_info()[1]
+    print(
+        f"acl (sim): the host callback {name} raised; report processing goes on:", file=sys.stderr
+    )
+    traceback.print_exc()
+    slog.WRITER.write(
+        slog.LEVEL_ERROR,
+        "ASCENDCL",
+        "callback.cpp:212",
+        "aclrtProcessReport",
+        f"host callback {name} raised {type(error).__name__}: {error}",
+    )
 
 
 # ---------------------------------------------------------------- exception info

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from aclmon import acl_constants as C
 from aclmon.sim import runtime as R
+from aclmon.sim import slog
 from aclmon.sim.acljson import EXCEPTION_SCENES, AclJson, AclJsonError, DumpConfig, parse_acl_json
 from aclmon.sim.config import SimConfig, SimConfigError, load_config
 from aclmon.sim.faults import FaultRuleError
@@ -20,8 +21,20 @@ from aclmon.sim.layouts import ACL_TO_NUMPY
 from aclmon.sim.profiling import Profiler
 from aclmon.sim.runtime import fail
 
+#: sizes of the aclDataTypes the kernels do not compute in.
+_OTHER_TYPE_SIZES = {
+    C.ACL_COMPLEX64: 8,
+    C.ACL_COMPLEX128: 16,
+    C.ACL_COMPLEX32: 4,
+    C.ACL_HIFLOAT8: 1,
+    C.ACL_FLOAT8_E5M2: 1,
+    C.ACL_FLOAT8_E4M3FN: 1,
+    C.ACL_FLOAT8_E8M0: 1,
+}
+
 
 def init(config_path: str | None = None) -> int:
+    slog.WRITER.reconfigure()
     current = R.runtime()
     if current is not None:
         current.init_count += 1
@@ -52,7 +65,27 @@ def init(config_path: str | None = None) -> int:
         except OSError as exc:
             R.end_session()
             return fail(C.ACL_ERROR_INVALID_PROFILING_CONFIG, f"profiler output: {exc}")
+    slog.WRITER.write(
+        slog.LEVEL_INFO,
+        "ASCENDCL",
+        "acl.cpp:231",
+        "aclInit",
+        f"acl init success, config path is [{config_path or ''}], "
+        f"{config.device_count} device(s) of {config.soc_name} (simulated)",
+    )
     return C.ACL_SUCCESS
+
+
+def _log_finalize() -> None:
+    slog.WRITER.write(
+        slog.LEVEL_INFO,
+        "ASCENDCL",
+        "acl.cpp:318",
+        "aclFinalize",
+        "acl finalize success",
+        flush=True,
+    )
+    slog.WRITER.flush()
 
 
 def finalize() -> int:
@@ -61,6 +94,7 @@ def finalize() -> int:
         return fail(C.ACL_ERROR_REPEAT_FINALIZE, "acl.finalize without acl.init")
     rt.extras["prof"].shutdown()
     R.end_session()
+    _log_finalize()
     return C.ACL_SUCCESS
 
 
@@ -84,6 +118,7 @@ def finalize_reference() -> tuple[int, int]:
         return rt.init_count, C.ACL_SUCCESS
     rt.extras["prof"].shutdown()
     R.end_session()
+    _log_finalize()
     return 0, C.ACL_SUCCESS
 
 
@@ -98,6 +133,25 @@ def get_soc_name() -> str:
 
 def get_recent_err_msg() -> str:
     return R.recent_error()
+
+
+def app_log(log_level: int, message: str) -> None:
+    """acl.app_log: one application line in the plog (module APP), like ACL_APP_LOG."""
+    if not isinstance(log_level, int) or not isinstance(message, str):
+        raise TypeError("acl.app_log args parse failed")
+    if log_level not in slog.LEVEL_NAMES:
+        return  # the C macro ignores an unknown level
+    caller = sys._getframe(1)
+    source = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+    slog.WRITER.write(log_level, "APP", source, caller.f_code.co_name, message)
+
+
+def data_type_size(data_type: int) -> int:
+    """Bytes per element of an aclDataType (0 for undefined and sub-byte types)."""
+    dtype = ACL_TO_NUMPY.get(data_type)
+    if dtype is not None:
+        return dtype.itemsize
+    return _OTHER_TYPE_SIZES.get(data_type, 0)
 
 
 def get_device_capability(device_id: int, info: int) -> tuple[int, int]:
@@ -247,6 +301,14 @@ def set_tensor_desc_name(desc: int, name: str) -> None:
     entry = _desc(desc)
     if entry is not None:
         entry.name = name
+
+
+def set_tensor_const(desc: int, data_buffer: int, length: int) -> int:
+    entry = _desc(desc)
+    if entry is None or not data_buffer or length <= 0:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "invalid tensor desc, buffer or length")
+    entry.const_data = R.read_host(data_buffer, length)
+    return C.ACL_SUCCESS
 
 
 def get_tensor_desc_address(desc: int) -> int:

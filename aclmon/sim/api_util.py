@@ -7,6 +7,7 @@ work on real memory (ctypes / numpy), exactly like the C extension.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -75,7 +76,24 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
 def numpy_to_ptr(array: np.ndarray) -> int:
     if not isinstance(array, np.ndarray):
         raise TypeError("acl.util.numpy_to_ptr: expects a numpy array")
+    if not array.flags["C_CONTIGUOUS"]:
+        print(
+            "Warning:The input ndarray is discontiguous. "
+            "Please use acl.util.numpy_contiguous_to_ptr instead.",
+            file=sys.stderr,
+        )
     return int(array.ctypes.data)
+
+
+def numpy_contiguous_to_ptr(array: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(ptr, data_out)``: the address of a C-contiguous copy when ``array`` is not one.
+
+    The caller keeps ``data_out`` alive while the pointer is in use.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError("acl.util.numpy_contiguous_to_ptr: expects a numpy array")
+    contiguous = np.ascontiguousarray(array)
+    return int(contiguous.ctypes.data), contiguous
 
 
 def ptr_to_numpy(ptr: int, shape: tuple[int, ...], np_type: int) -> np.ndarray:

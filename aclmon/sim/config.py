@@ -52,6 +52,9 @@ class SimConfig:
     cost_scale: float = 1.0
     seed: int = 0
     version: tuple[int, int, int] = (1, 15, 0)
+    #: acl.rt.get_run_mode: ACL_HOST (1, a PCIe card in a server) or ACL_DEVICE (0, the
+    #: program runs on the board's own CPU, as on an Atlas 200 DK).
+    run_mode: int = 1
     faults: tuple[FaultRule, ...] = field(default_factory=tuple)
 
 
@@ -67,7 +70,10 @@ _KEYS = {
     "time_scale": ("time_scale", float),
     "cost_scale": ("cost_scale", float),
     "seed": ("seed", int),
+    "run_mode": ("run_mode", str),
 }
+
+RUN_MODES = {"host": 1, "device": 0}
 
 _lock = threading.Lock()
 _override: dict[str, Any] = {}
@@ -83,6 +89,11 @@ def _apply(config: SimConfig, data: dict[str, Any], source: str) -> SimConfig:
         if key not in _KEYS:
             raise SimConfigError(f"{source}: unknown key {key!r}")
         attr, kind = _KEYS[key]
+        if key == "run_mode":
+            if value not in RUN_MODES:
+                raise SimConfigError(f'{source}: run_mode must be "host" or "device"')
+            changes[attr] = RUN_MODES[value]
+            continue
         if kind is str:
             if not isinstance(value, str) or not value:
                 raise SimConfigError(f"{source}: {key} must be a non-empty string")

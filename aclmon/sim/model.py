@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import dumpfile, layouts
+from aclmon.sim import dumpfile, layouts, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
@@ -427,7 +427,17 @@ def execute(
         if raise_code:
             if dump is not None and dump.scene in EXCEPTION_SCENES:
                 _write_exception_dump(rt, model, op, stream, task_id, args, addresses)
-            rt.raise_exception(stream, task_id, raise_code)
+            kernel_base = 0x12C0_4000_0000 + device_id * (1 << 44)
+            rt.raise_exception(
+                stream,
+                task_id,
+                raise_code,
+                op_name=op.name,
+                op_type=op.op_type,
+                core_id=op.index % rt.config.ai_core_count,
+                pc_start=kernel_base + op.index * 0x1000,
+                para_base=addresses.get(op.outputs[0].name, 0),
+            )
             failed = True
             break
         results = _run_kernel(op, args)
@@ -441,9 +451,19 @@ def execute(
         if prof_hook is not None:
             prof_hook(op, stream.stream_id, task_id, start, duration)
         status = overflow_status(op.op_type, args, results) if detect_overflow else 0
+        if status:
+            slog.WRITER.write(
+                slog.LEVEL_WARNING,
+                "RUNTIME",
+                "stream.cc:1624",
+                "ProcessOverflow",
+                f"Aicore overflow happened, device_id={device_id}, stream_id={stream.stream_id}, "
+                f"task_id={task_id}, op_name={op.name}, op_type={op.op_type}, "
+                f"status={status:#x}",
+            )
         if status and stream.overflow_switch and stream.pending_error is None:
             done = _set_event()
-            stream.pending_error = (C.ACL_ERROR_RT_AICORE_OVER_FLOW, done)
+            stream.pending_error = (C.ACL_ERROR_RT_AICORE_OVER_FLOW, done, "")
         wants_dump = dump_step and dump.wants_op(model.name, op.name)  # type: ignore[union-attr]
         if dump is not None and (wants_dump or (status and dump.debug)):
             in_specs = [model.specs[n] for n in op.inputs]

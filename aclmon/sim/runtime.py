@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from aclmon import acl_constants as C
+from aclmon.sim import errmsg, slog
 from aclmon.sim.acljson import AclJson
 from aclmon.sim.config import SimConfig
 from aclmon.sim.faults import FaultState
@@ -63,10 +64,16 @@ def new_handle() -> int:
 _thread_state = threading.local()
 
 
-def fail(code: int, message: str) -> int:
-    """Remember why a call failed (acl.get_recent_err_msg) and return its code."""
-    _thread_state.last_error = f"{C.error_name(code)}({code}): {message}"
+def fail(code: int, message: str, detail: str = "", *, call: tuple[str, str] | None = None) -> int:
+    """Remember why a call failed (acl.get_recent_err_msg), log it, return its code.
+
+    ``detail`` is the device's own text for a failed task (AI Core exception);
+    ``call`` is ``(api module, function)`` when the caller is not on the stack.
+    """
+    api_module, function = call or errmsg.failing_call()
+    _thread_state.last_error = errmsg.compose(code, message, api_module, function, detail)
     _thread_state.last_code = code
+    errmsg.log_failure(code, message, api_module, function)
     return code
 
 
@@ -110,8 +117,9 @@ class Stream:
     busy_until: int = 0
     next_task: int = 0
     overflow_switch: int = 0
-    #: (error code, set when the exception callback has run) of a failed task.
-    pending_error: tuple[int, threading.Event] | None = None
+    #: a failed task's (error code, set once the exception callback has run,
+    #: the device's text for get_recent_err_msg).
+    pending_error: tuple[int, threading.Event, str] | None = None
     #: native id of the thread that processes this stream's host callbacks.
     report_thread: int | None = None
     #: completion events of ACL_CALLBACK_BLOCK callbacks the stream waits for.
@@ -210,6 +218,9 @@ class Device:
         window = UTIL_BUCKETS * UTIL_BUCKET_NS
         return tuple(min(100, round(100 * t / window)) for t in totals)  # type: ignore[return-value]
 
+
+#: how often a synchronize waiting for a blocking host callback checks its thread.
+CALLBACK_POLL_S = 0.05
 
 UNIT_CUBE = 1
 UNIT_VECTOR = 2
@@ -318,12 +329,26 @@ class Runtime:
     # -------------------------------------------------------------- device time
     def wait_stream(self, stream: Stream, timeout_ms: int = -1) -> int:
         """Block until the stream's tasks are done; return its pending error, if any."""
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         while stream.blocking_callbacks:
-            # A blocking host callback holds the stream until process_report ran it.
+            # A blocking host callback holds the stream until process_report ran it,
+            # but never forever: if no live thread can run it any more, fail.
             done = stream.blocking_callbacks[0]
-            if not done.wait(None if timeout_ms < 0 else timeout_ms / 1000):
-                return fail(C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "a blocking callback is pending")
-            stream.blocking_callbacks.pop(0)
+            while not done.wait(CALLBACK_POLL_S):
+                if not self.report_thread_alive(stream):
+                    self.drop_callbacks(stream)
+                    return fail(
+                        C.ACL_ERROR_RT_THREAD_SUBSCRIBE,
+                        f"stream {stream.stream_id} waits for a host callback, but no live "
+                        "thread is subscribed to run it (the report thread ended or "
+                        "unsubscribed)",
+                    )
+                if deadline is not None and time.monotonic() >= deadline:
+                    return fail(
+                        C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "a blocking callback is pending"
+                    )
+            if stream.blocking_callbacks and stream.blocking_callbacks[0] is done:
+                stream.blocking_callbacks.pop(0)
         remaining = stream.busy_until - now_ns()
         if remaining > 0:
             if timeout_ms >= 0 and remaining > timeout_ms * 1_000_000:
@@ -334,10 +359,32 @@ class Runtime:
         if pending is None:
             return C.ACL_SUCCESS
         stream.pending_error = None
-        code, delivered = pending
+        code, delivered, detail = pending
         if threading.get_ident() != self._callback_thread_ident:
             delivered.wait(5.0)  # the callback runs before synchronize reports the error
-        return fail(code, f"a task on stream {stream.stream_id} failed")
+        return fail(
+            code,
+            f"Stream synchronize failed, stream_id={stream.stream_id}, "
+            f"retCode={code:#x}, [{C.error_name(code)}]",
+            detail,
+        )
+
+    def report_thread_alive(self, stream: Stream) -> bool:
+        """Whether a live thread is subscribed to run ``stream``'s host callbacks."""
+        thread_id = stream.report_thread
+        if thread_id is None:
+            return False
+        return any(t.native_id == thread_id for t in threading.enumerate())
+
+    def drop_callbacks(self, stream: Stream) -> None:
+        """Forget callbacks that can no longer run; release whoever waits on them."""
+        with self.lock:
+            waiting = stream.blocking_callbacks[:]
+            stream.blocking_callbacks.clear()
+            for pending in self.reports.values():
+                pending[:] = [c for c in pending if c.done not in waiting]
+        for done in waiting:
+            done.set()
 
     # -------------------------------------------------------------- memory
     def allocate(self, device: Device, size: int) -> Allocation | None:
@@ -393,8 +440,22 @@ class Runtime:
         return True
 
     # -------------------------------------------------------------- exceptions
-    def raise_exception(self, stream: Stream, task_id: int, code: int) -> None:
-        """Report a failed task: queue the callback and arm the stream's error."""
+    def raise_exception(
+        self,
+        stream: Stream,
+        task_id: int,
+        code: int,
+        *,
+        op_name: str = "",
+        op_type: str = "",
+        core_id: int = 0,
+        pc_start: int = 0,
+        para_base: int = 0,
+    ) -> None:
+        """Report a failed task: log it, queue the callback and arm the stream's error."""
+        detail = log_task_exception(
+            stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
+        )
         info = ExceptionInfo(
             new_handle(),
             stream.device.device_id,
@@ -413,7 +474,7 @@ class Runtime:
             else:
                 self._ensure_callback_thread()
                 self._callback_queue.put((info.handle, delivered))
-        stream.pending_error = (code, delivered)
+        stream.pending_error = (code, delivered, detail)
 
     def _ensure_callback_thread(self) -> None:
         if self._callback_thread is None or not self._callback_thread.is_alive():
@@ -451,6 +512,52 @@ class Runtime:
                 self._callback_thread.join(2.0)
 
 
+def log_task_exception(
+    stream: Stream,
+    task_id: int,
+    code: int,
+    op_name: str,
+    op_type: str,
+    core_id: int,
+    pc_start: int,
+    para_base: int,
+) -> str:
+    """The plog lines the runtime writes when the device reports a failed task.
+
+    Returns the device's text, which get_recent_err_msg repeats.
+    """
+    device_id, stream_id = stream.device.device_id, stream.stream_id
+    detail = (
+        f"The error from device(chipId:{device_id}, dieId:0), serial number is {task_id}, "
+        f"there is an aicore error exception, core id is {core_id}, error code = 0, "
+        f"dump info: pc start: {pc_start:#x}, current: {pc_start + 0x16C:#x}, "
+        f"vec error info: 0, mte error info: 0, ifu error info: 0, ccu error info: 0, "
+        f"cube error info: 0, biu error info: 0, aic error mask: 0, para base: {para_base:#x}."
+    )
+    writer = slog.WRITER
+    writer.write(
+        slog.LEVEL_ERROR, "RUNTIME", "device_error_proc.cc:1047", "ProcessCoreErrorInfo", detail
+    )
+    writer.write(
+        slog.LEVEL_ERROR,
+        "RUNTIME",
+        "task_info.cc:1276",
+        "PrintErrorInfo",
+        f"Aicore kernel execute failed, device_id={device_id}, stream_id={stream_id}, "
+        f"report_stream_id={stream_id}, task_id={task_id}, flip_num=0, "
+        f"fault kernel_name={op_name}, program id=0, retCode={code:#x}.",
+    )
+    writer.write(
+        slog.LEVEL_ERROR,
+        "GE",
+        "error_tracking.cc:172",
+        "ProcessException",
+        f"[AIC_INFO] node_name:{op_name}, node_type:{op_type}, stream_id:{stream_id}, "
+        f"task_id:{task_id}",
+    )
+    return detail
+
+
 # ---------------------------------------------------------------- the session
 _session_lock = threading.Lock()
 _runtime: Runtime | None = None
@@ -473,13 +580,15 @@ def needs_init(
     out-parameters, or a NULL handle (0) for ``create_*`` calls (``handle``).
     """
 
-    def uninitialized() -> Any:
-        code = fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called")
-        if handle:
-            return 0
-        return (*failed, code) if failed else code
-
     def decorate(impl: Callable[..., T]) -> Callable[..., T]:
+        where = (impl.__module__.rsplit(".", 1)[-1], impl.__name__)
+
+        def uninitialized() -> Any:
+            code = fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called", call=where)
+            if handle:
+                return 0
+            return (*failed, code) if failed else code
+
         signature = inspect.signature(impl)
         public = signature.replace(parameters=list(signature.parameters.values())[1:])
 
@@ -546,6 +655,8 @@ class TensorDesc:
     acl_format: int
     name: str = ""
     address: int = 0
+    #: bytes given by acl.set_tensor_const (a constant operator input).
+    const_data: bytes | None = None
 
 
 #: data buffer handle -> [device address, size]

@@ -1,0 +1,13 @@
+"""Test-wide settings: the simulated runtime writes its plog under a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def pytest_configure(config: object) -> None:
+    # The sim writes plog files as CANN does (default: $HOME/ascend/log); a test run
+    # must not fill the user's home, and tests that read the plog set their own path.
+    if not os.environ.get("ASCEND_PROCESS_LOG_PATH"):
+        os.environ["ASCEND_PROCESS_LOG_PATH"] = tempfile.mkdtemp(prefix="aclmon-test-plog-")
