@@ -260,8 +260,8 @@ class ReplayEngine:
 
     @property
     def last_ts(self) -> int | None:
-        n = len(self.index)
-        return int(self.index.timestamps[:n].max()) if n else None
+        timestamps = self.index.timestamps  # the running maximum at the end, for the index
+        return int(timestamps.max()) if len(timestamps) else None
 
     # ------------------------------------------------------------ folding
     def _fold(self, store: Store, start: int, stop: int) -> None:

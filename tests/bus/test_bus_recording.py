@@ -330,9 +330,7 @@ def test_index_temporaries_follow_the_chunk_not_the_file(
         assert reader.timestamps.tolist() == [e.ts_ns for e in events]
         assert reader.read_events(20_000, 2) == events[20_000:20_002]
     finally:
-        index_bytes = sum(
-            column.data.nbytes for column in (reader._offsets, reader._times, reader._times_max)
-        )
+        index_bytes = reader.index_nbytes
         reader.close()
     assert file_size > 16 * recording.CHUNK_SIZE
     assert peak - index_bytes < 16 * recording.CHUNK_SIZE, (peak, index_bytes, file_size)
