@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from aclmon import acl_constants as C
+from aclmon.sim import gears
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
@@ -169,6 +172,9 @@ def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], i
     if spec is None:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no tensor at that index")
     dims = list(spec.device_shape)
+    found = R.MODEL_DESCS.get(model_desc)
+    if not outputs and found is not None and found.input_dims:
+        dims = list(found.input_dims[index])  # -1 marks the dynamic dimensions
     return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
 
 
@@ -186,7 +192,76 @@ def get_input_dims_v2(model_desc: int, index: int) -> tuple[dict[str, Any], int]
 
 
 def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    return _dims(model_desc, index, True)
+    """The dims of the gear set last (set_dynamic_*), else of the biggest gear."""
+    found = R.MODEL_DESCS.get(model_desc)
+    if found is None or not 0 <= index < len(found.outputs):
+        return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no output at that index")
+    graph = found.gears.get(found.current_gear, found) if found.current_gear else found
+    spec = graph.outputs[index]
+    dims = list(spec.device_shape)
+    return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- dynamic shapes
+def get_dynamic_batch(model_desc: int) -> tuple[dict[str, Any], int]:
+    found = R.MODEL_DESCS.get(model_desc)
+    if model_desc not in R.MODEL_DESCS:
+        return {}, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    batches = [g[0] for g in found.gears] if found is not None and found.dynamic == "batch" else []
+    return {"batchCount": len(batches), "batch": batches}, C.ACL_SUCCESS
+
+
+def get_dynamic_hw(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
+    found = R.MODEL_DESCS.get(model_desc)
+    if model_desc not in R.MODEL_DESCS:
+        return {}, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    hws = [list(g) for g in found.gears] if found is not None and found.dynamic == "hw" else []
+    return {"hwCount": len(hws), "hw": hws}, C.ACL_SUCCESS
+
+
+def _set_gear(
+    rt: Runtime, model_id: int, dataset: int, index: int, kind: str, gear: tuple[int, ...]
+) -> int:
+    found = rt.models.get(model_id)
+    if found is None:
+        return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    buffers = R.DATASETS.get(dataset)
+    if buffers is None or not 0 <= index < len(buffers) or buffers[index] not in R.DATA_BUFFERS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"the dataset has no buffer {index}")
+    address, size = R.DATA_BUFFERS[buffers[index]]
+    needed = 8 * len(gear)
+    if size < needed:
+        return fail(
+            C.ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID,
+            f"Dynamic input size [{size}] is less than [{needed}], model id:{model_id}",
+        )
+    if rt.find_allocation(address, needed) is None:
+        return fail(
+            C.ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID,
+            f"dynamic input {address:#x} is not device memory, model id:{model_id}",
+        )
+    if found.dynamic != kind or gear not in found.gears:
+        return fail(
+            C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
+            f"The current dynamic input does not match the gear of the model(id:{model_id}).",
+        )
+    rt.write_device(address, np.array(gear, dtype=np.int64))
+    found.current_gear = gear
+    return C.ACL_SUCCESS
+
+
+@R.needs_init()
+def set_dynamic_batch_size(
+    rt: Runtime, model_id: int, dataset: int, index: int, batch_size: int
+) -> int:
+    return _set_gear(rt, model_id, dataset, index, "batch", (batch_size,))
+
+
+@R.needs_init()
+def set_dynamic_hw_size(
+    rt: Runtime, model_id: int, dataset: int, index: int, height: int, width: int
+) -> int:
+    return _set_gear(rt, model_id, dataset, index, "hw", (height, width))
 
 
 def get_input_data_type(model_desc: int, index: int) -> int:
@@ -289,7 +364,21 @@ def _launch(
         out_addresses = [(R.DATA_BUFFERS[b][0], R.DATA_BUFFERS[b][1]) for b in out_bufs]
     except KeyError:
         return None, fail(C.ACL_ERROR_INVALID_PARAM, "a dataset holds a destroyed data buffer")
-    code = M.execute(rt, found, target, in_addresses, out_addresses)
+    graph = found
+    if found.gears:
+        mbatch = found.inputs[found.mbatch_index]
+        raw = rt.read_device(in_addresses[found.mbatch_index], mbatch.nbytes)
+        gear = tuple(int(v) for v in raw.view(np.int64)) if raw is not None else ()
+        if gear not in found.gears:
+            return None, fail(
+                C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
+                f"model {found.name}: the {gears.MBATCH_INPUT} input holds {list(gear)}, not "
+                "one of the model's gears (call set_dynamic_batch_size / set_dynamic_hw_size)",
+            )
+        graph = found.gears[gear]
+        graph.steps = found.steps
+    code = M.execute(rt, graph, target, in_addresses, out_addresses)
+    found.steps = graph.steps
     return target, code
 
 

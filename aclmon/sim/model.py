@@ -11,10 +11,8 @@ and fires injected faults.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import os
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import dumpfile, layouts, slog
+from aclmon.sim import gears, layouts, model_dumps, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
@@ -94,6 +92,13 @@ class Model:
     addresses: dict[str, int]  # weights and activations
     allocations: list[Allocation]
     steps: int = 0
+    #: dynamic models: "batch" or "hw", the graph of every gear, the input dims with
+    #: -1 for the dynamic ones, the gear set last and where its input is.
+    dynamic: str = ""
+    gears: dict[tuple[int, ...], Model] = field(default_factory=dict)
+    input_dims: tuple[tuple[int, ...], ...] = ()
+    current_gear: tuple[int, ...] | None = None
+    mbatch_index: int = -1
 
 
 # ---------------------------------------------------------------- parsing
@@ -142,6 +147,16 @@ def parse_description(data: Any, source: str) -> dict[str, Any]:
     """Validate a model description; returns the pieces :func:`build_model` needs."""
     if not isinstance(data, dict):
         raise ModelError(f"{source}: the model description must be a JSON object")
+    try:
+        dynamic = gears.declared(data, source)
+        if dynamic is not None:
+            return gears.parse(data, source, *dynamic, _parse_static)
+    except gears.GearError as exc:
+        raise ModelError(str(exc)) from None
+    return _parse_static(data, source)
+
+
+def _parse_static(data: dict[str, Any], source: str) -> dict[str, Any]:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ModelError(f"{source}: the model needs a name")
@@ -223,12 +238,19 @@ def _init_weight(spec: TensorSpec, raw: dict[str, Any], model_name: str, seed: i
         values = np.zeros(spec.shape)
     elif init == "constant":
         values = np.full(spec.shape, float(raw.get("value", 0.0)))
+    elif init == "values":
+        values = np.asarray(raw.get("values"), dtype=np.float64)
+        if values.size != int(np.prod(spec.shape)):
+            raise ModelError(f"weight {spec.name}: values must hold {int(np.prod(spec.shape))}")
+        values = values.reshape(spec.shape)
     elif init == "normal":
         fan_in = int(np.prod(spec.shape[1:])) if len(spec.shape) > 1 else spec.shape[0]
         std = float(raw.get("std", 1.0 / np.sqrt(max(fan_in, 1))))
         values = rng.normal(0.0, std, spec.shape)
     else:
-        raise ModelError(f"weight {spec.name}: init must be normal, ones, zeros or constant")
+        raise ModelError(
+            f"weight {spec.name}: init must be normal, ones, zeros, constant or values"
+        )
     return values.astype(spec.dtype)
 
 
@@ -243,8 +265,14 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
     allocations: list[Allocation] = []
     addresses: dict[str, int] = {}
     resident = list(parsed["weights"]) + [s for op in parsed["ops"] for s in op.outputs]
+    # A dynamic model's activations are sized for the biggest gear that uses them.
+    sizes: dict[str, int] = {}
+    for variant in parsed.get("gears", {}).values() or [parsed]:
+        for op in variant["ops"]:
+            for spec in op.outputs:
+                sizes[spec.name] = max(sizes.get(spec.name, 0), spec.nbytes)
     for spec in resident:
-        allocation = rt.allocate(device, spec.nbytes)
+        allocation = rt.allocate(device, sizes.get(spec.name, spec.nbytes))
         if allocation is None:
             for done in allocations:
                 rt.release(done)
@@ -255,6 +283,30 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
         rt.write_device(addresses[spec_name], stored)
     model_id = rt.next_model_id
     rt.next_model_id += 1
+    built = _assemble(rt, parsed, model_id, device, weights, addresses, allocations)
+    if isinstance(built, Model) and "gears" in parsed:
+        built.dynamic = parsed["dynamic"]
+        built.input_dims = parsed["input_dims"]
+        built.mbatch_index = len(built.inputs) - 1
+        for gear, variant in parsed["gears"].items():
+            graph = _assemble(rt, variant, model_id, device, weights, addresses, allocations)
+            if isinstance(graph, int):
+                return graph
+            built.gears[gear] = graph
+    return built
+
+
+def _assemble(
+    rt: Runtime,
+    parsed: dict[str, Any],
+    model_id: int,
+    device: Device,
+    weights: dict[str, tuple[np.ndarray, np.ndarray]],
+    addresses: dict[str, int],
+    allocations: list[Allocation],
+) -> Model | int:
+    """The executable graph of a parsed description on memory already placed."""
+    name = parsed["name"]
     ops = []
     for op in parsed["ops"]:
         states = tuple(s for s in rt.fault_states if s.rule.matches(name, op.name, op.op_type))
@@ -289,6 +341,7 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
     except (KernelError, ValueError, TypeError, KeyError, IndexError) as exc:
         for done in allocations:
             rt.release(done)
+        allocations.clear()
         return fail(C.ACL_ERROR_PARSE_FILE, f"model {name}: {exc}")
     return model
 
@@ -426,7 +479,7 @@ def execute(
         device.add_busy(start, duration, op.unit)
         if raise_code:
             if dump is not None and dump.scene in EXCEPTION_SCENES:
-                _write_exception_dump(rt, model, op, stream, task_id, args, addresses)
+                model_dumps.write_exception_dump(rt, model, op, stream, task_id, args, addresses)
             kernel_base = 0x12C0_4000_0000 + device_id * (1 << 44)
             rt.raise_exception(
                 stream,
@@ -474,7 +527,7 @@ def execute(
                     layouts.to_device(a, s.acl_format, s.acl_dtype)
                     for a, s in zip(args, in_specs, strict=True)
                 ]
-            _write_dumps(
+            model_dumps.write_dumps(
                 rt,
                 model,
                 op,
@@ -495,64 +548,6 @@ def execute(
     return C.ACL_SUCCESS
 
 
-def exception_dump_dir(rt: Runtime, device_id: int) -> Path:
-    """NPU_COLLECT_PATH > ASCEND_WORK_PATH > dump_path > cwd, then extra-info/data-dump/<dev>."""
-    dump = rt.acl_json.dump
-    base = (
-        os.environ.get("NPU_COLLECT_PATH")
-        or os.environ.get("ASCEND_WORK_PATH")
-        or (dump.path if dump is not None else "")
-        or os.getcwd()
-    )
-    return Path(base) / "extra-info" / "data-dump" / str(device_id)
-
-
-def _write_exception_dump(
-    rt: Runtime,
-    model: Model,
-    op: OpSpec,
-    stream: Stream,
-    task_id: int,
-    args: list[np.ndarray],
-    addresses: dict[str, int],
-) -> None:
-    """The failing operator's inputs and (never written) outputs, as an exception dump."""
-    in_specs = [model.specs[n] for n in op.inputs]
-    tensors_in = [
-        dumpfile.DumpTensor(
-            s.acl_dtype,
-            s.acl_format,
-            s.device_shape,
-            s.shape,
-            layouts.to_device(a, s.acl_format, s.acl_dtype).tobytes(),
-            addresses.get(s.name, 0),
-            arg_index=i,
-        )
-        for i, (s, a) in enumerate(zip(in_specs, args, strict=True))
-    ]
-    tensors_out = [
-        dumpfile.DumpTensor(
-            s.acl_dtype,
-            s.acl_format,
-            s.device_shape,
-            s.shape,
-            bytes(s.nbytes),
-            addresses.get(s.name, 0),
-            arg_index=len(in_specs) + i,
-        )
-        for i, s in enumerate(op.outputs)
-    ]
-    ts_us = now_ns() // 1000
-    # Exception dump names carry no stream id: {op_type}.{op_name}.{task_id}.{timestamp}.
-    name = f"exception_info.{dumpfile.sanitize(op.name)}.{task_id}.{ts_us}"
-    # Like the runtime: a dump that cannot be written does not change the error.
-    with contextlib.suppress(OSError):
-        dumpfile.write_atomically(
-            exception_dump_dir(rt, stream.device.device_id) / name,
-            dumpfile.encode_dump(op.name, ts_us, tensors_in, tensors_out),
-        )
-
-
 def _prune_tasks(rt: Runtime) -> None:
     """Forget the older half of the task records (other threads keep inserting)."""
     with rt.lock:
@@ -569,91 +564,3 @@ def _set_event() -> threading.Event:
     event = threading.Event()
     event.set()
     return event
-
-
-def _dump_dir(rt: Runtime, model: Model, device_id: int, step: int, in_model: bool) -> Path:
-    dump = rt.acl_json.dump
-    assert dump is not None
-    base = Path(dump.path) / rt.session_time / str(device_id)
-    if in_model:
-        return base / model.name / str(model.model_id) / str(step)
-    return base
-
-
-def _dump_tensor(spec: TensorSpec, stored: np.ndarray, address: int) -> dumpfile.DumpTensor:
-    return dumpfile.DumpTensor(
-        spec.acl_dtype, spec.acl_format, spec.device_shape, spec.shape, stored.tobytes(), address
-    )
-
-
-def _write_dumps(
-    rt: Runtime,
-    model: Model,
-    op: OpSpec,
-    stream: Stream,
-    task_id: int,
-    step: int,
-    in_stored: list[np.ndarray],
-    out_stored: list[np.ndarray],
-    addresses: dict[str, int],
-    status: int,
-    wanted: bool,
-) -> None:
-    dump = rt.acl_json.dump
-    assert dump is not None
-    in_model = model.name in dump.model_layers or bool(status)
-    directory = _dump_dir(rt, model, stream.device.device_id, step, in_model)
-    ts_us = now_ns() // 1000
-    name = dumpfile.dump_file_name(op.op_type, op.name, task_id, stream.stream_id, ts_us)
-    # An overflow dumps the operator's inputs and outputs whatever dump_mode says.
-    mode = dump.mode if wanted else "all"
-    in_specs = [model.specs[n] for n in op.inputs]
-    in_vals = [
-        (_dump_tensor(s, a, addresses.get(s.name, 0)), a)
-        for s, a in zip(in_specs, in_stored, strict=True)
-    ]
-    out_vals = [
-        (_dump_tensor(s, a, addresses.get(s.name, 0)), a)
-        for s, a in zip(op.outputs, out_stored, strict=True)
-    ]
-    if mode == "input":
-        out_vals = []
-    elif mode == "output":
-        in_vals = []
-    inputs = [t for t, _ in in_vals]
-    outputs = [t for t, _ in out_vals]
-    if dump.data == "stats" and wanted:
-        dumpfile.write_atomically(
-            directory / f"{name}.csv", dumpfile.stats_csv(in_vals, out_vals, dump.stats).encode()
-        )
-    else:
-        dumpfile.write_atomically(
-            directory / name, dumpfile.encode_dump(op.name, ts_us, inputs, outputs)
-        )
-    if status:
-        rule_layout = "old"
-        for state in op.faults:
-            if state.rule.kind == KIND_OVERFLOW:
-                rule_layout = state.rule.record
-        kernel_base = 0x12C0_4000_0000 + stream.device.device_id * (1 << 44)
-        info = dumpfile.OverflowInfo(
-            model_id=model.model_id,
-            stream_id=stream.stream_id,
-            task_id=task_id,
-            pc_start=kernel_base + op.index * 0x1000,
-            para_base=addresses.get(op.outputs[0].name, 0),
-            block_idx=0,
-            core_id=op.index % rt.config.ai_core_count,
-            status=status,
-            cube=op.op_type in CUBE_OPS,
-        )
-        record = (
-            dumpfile.new_overflow_record(info)
-            if rule_layout == "new"
-            else dumpfile.old_overflow_record(info)
-        )
-        debug_task = stream.take_task_id()
-        debug_name = f"Opdebug.Node_OpDebug.{debug_task}.{stream.stream_id}.{ts_us}"
-        dumpfile.write_atomically(
-            directory / debug_name, dumpfile.encode_overflow_file(record, ts_us)
-        )

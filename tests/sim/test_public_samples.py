@@ -85,3 +85,74 @@ def test_async_classifier_survives_a_raising_callback(acl, model_path, tmp_path,
             np.array(data["outputs"][key]), reference_resnet(image), atol=2e-3
         )
     assert "ValueError: a bug in the user's callback" in capfd.readouterr().err
+
+
+MODELS = Path(__file__).parent / "samples" / "models"
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_dynamic_batch_model(acl, tmp_path):
+    result = tmp_path / "result.json"
+    run_sample(
+        "acllite_dynamic.py", os.fspath(MODELS / "classifier_dyn_batch.json"), os.fspath(result),
+        "batch",
+    )
+    data = _result(result)
+    assert data["gears"] == {"batchCount": 3, "batch": [1, 2, 4]}
+    assert data["input_dims"] == [-1, 3, 16, 16]
+    assert data["num_inputs"] == 2 and data["mbatch_index"] == 1
+    assert data["max_output_dims"] == [4, 4]
+    weights = np.array(
+        [0.5, -0.25, 1.0, 0.0, 0.75, 0.5, -1.0, 0.25, -0.5, 1.0, 0.25, 0.5], np.float32
+    ).reshape(3, 4)
+    for run in data["runs"]:
+        batch = run["gear"][0]
+        assert run["cur_dims"] == [batch, 4]
+        image = np.array(run["input"], np.float16).astype(np.float32)
+        pooled = image.mean(axis=(2, 3)).astype(np.float16).astype(np.float32)
+        expected = _softmax((pooled @ weights).astype(np.float16).astype(np.float32))
+        np.testing.assert_allclose(np.array(run["output"]), expected, atol=2e-3)
+    assert data["rejected"]  # batch 3 is not a gear: 145013 and no execution
+
+
+def test_dynamic_hw_model(acl, tmp_path):
+    result = tmp_path / "result.json"
+    run_sample(
+        "acllite_dynamic.py", os.fspath(MODELS / "classifier_dyn_hw.json"), os.fspath(result), "hw"
+    )
+    data = _result(result)
+    assert data["gears"] == {"hwCount": 3, "hw": [[8, 8], [16, 12], [32, 32]]}
+    assert data["input_dims"] == [1, 3, -1, -1]
+    assert data["max_output_dims"] == [1, 3, 32, 32]
+    scale = np.array([2.0, -1.0, 0.5], np.float32).reshape(1, 3, 1, 1)
+    for run in data["runs"]:
+        height, width = run["gear"]
+        assert run["cur_dims"] == [1, 3, height, width]
+        image = np.array(run["input"], np.float32)
+        np.testing.assert_allclose(np.array(run["output"]), np.maximum(image * scale, 0))
+
+
+def test_dynamic_gear_errors(acl):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    model_id, ret = acl.mdl.load_from_file(os.fspath(MODELS / "classifier_dyn_batch.json"))
+    assert ret == 0
+    dataset = acl.mdl.create_dataset()
+    small, _ = acl.rt.malloc(4, 0)
+    acl.mdl.add_dataset_buffer(dataset, acl.create_data_buffer(small, 4))
+    assert (
+        acl.mdl.set_dynamic_batch_size(model_id, dataset, 0, 2)
+        == C.ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID
+    )
+    assert acl.mdl.set_dynamic_batch_size(model_id, dataset, 5, 2) == C.ACL_ERROR_INVALID_PARAM
+    assert acl.mdl.set_dynamic_hw_size(model_id + 99, dataset, 0, 8, 8) == (
+        C.ACL_ERROR_INVALID_MODEL_ID
+    )
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    assert acl.mdl.get_dynamic_hw(desc, -1) == ({"hwCount": 0, "hw": []}, 0)
+    assert acl.mdl.get_input_size_by_index(desc, 1) == 8

@@ -94,6 +94,9 @@ class AclLiteModel:
         ptr = acl.util.bytes_to_ptr(self._host_input)
         size = array.nbytes
         item = self._input_buffer[index]
+        if item["addr"] is not None and item["size"] != size:  # another batch size
+            acl.rt.free(item["addr"])
+            item["addr"] = None
         if item["addr"] is None:
             if self._run_mode == const.ACL_HOST:
                 item["addr"] = utils.copy_data_host_to_device(ptr, size)
