@@ -74,6 +74,9 @@ class Verdict:
     ok: bool
     commands: bool
     why: str = ""
+    #: the client proved who it is (a valid token proof, or the 0600 Unix socket
+    #: without a token); the publisher caps the others separately
+    authenticated: bool = False
 
 
 def judge(policy: Policy, nonce: bytes, hello: Any) -> Verdict:
@@ -88,12 +91,12 @@ def judge(policy: Policy, nonce: bytes, hello: Any) -> Verdict:
         if proof is not None:
             if not hmac.compare_digest(proof, prove(policy.token, nonce)):
                 return Verdict(False, False, "bad token")
-            return Verdict(True, not readonly)
+            return Verdict(True, not readonly, authenticated=True)
         if not policy.loopback:
             return Verdict(False, False, "token required")
         return Verdict(True, False)
     # No token: only the Unix socket's file mode vouches for the client.
-    return Verdict(True, policy.unix and not readonly)
+    return Verdict(True, policy.unix and not readonly, authenticated=policy.unix)
 
 
 def welcome(verdict: Verdict) -> dict[str, Any]:

@@ -12,6 +12,14 @@ event to everyone still listening.
 Commands from authorised, non-readonly connections reach ``on_command`` on
 the publisher thread. ``Ping`` and ``RequestSnapshot`` are answered here,
 since they concern the connection rather than the runtime.
+
+Peers are not trusted before they prove who they are (docs/security.md): a
+connection in its handshake holds at most one 4 KiB frame, must finish within
+``HANDSHAKE_TIMEOUT_S``, and such connections are capped per peer and in total
+(the oldest is closed to make room, so a newcomer always gets its chance);
+viewers that receive without having authenticated have their own cap, apart
+from authenticated ones, so they can never lock a real viewer out. Warnings a
+peer can trigger are aggregated (:mod:`aclmon.bus.lograte`).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.framing import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
+from aclmon.bus.lograte import RateLimitedLog
 from aclmon.bus.transport import Address, Listener, as_address, listen
 from aclmon.errors import AclmonError
 from aclmon.events import (
@@ -56,12 +65,28 @@ DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
 #: most events packed into one batch (bounds one write and the pump's latency)
 BATCH_EVENTS = 4096
 HANDSHAKE_TIMEOUT_S = 5.0
-#: open connections (viewers plus handshakes in progress) served at once; more
-#: are closed at accept so a runaway client cannot exhaust the job's descriptors
+#: authenticated viewers served at once; more are closed at accept so a runaway
+#: client cannot exhaust the job's descriptors
 DEFAULT_MAX_CONNECTIONS = 32
+#: connections still in their handshake, in total and from one peer (an IP
+#: address, or a process on a Unix socket); past these the oldest is closed
+MAX_HANDSHAKES = 16
+MAX_HANDSHAKES_PER_PEER = 4
+#: viewers admitted without authenticating (receive-only), in total and per peer
+MAX_UNAUTHENTICATED = 8
+MAX_UNAUTHENTICATED_PER_PEER = 2
+#: output buffer of an unauthenticated viewer (authenticated ones: subscriber_buffer)
+UNAUTHENTICATED_BUFFER = 1024 * 1024
+#: commands a connection may send that are ignored (it may not send any) before
+#: it is dropped: a well-behaved client sends none
+MAX_IGNORED_COMMANDS = 64
+#: connections accepted per turn of the I/O loop, so that the handshakes already
+#: under way are served between bursts of new ones
+_ACCEPTS_PER_TURN = 8
 #: at most one Drops event per place per interval, carrying the running total
 DROPS_REPORT_INTERVAL_S = 0.5
 _READ_SIZE = 256 * 1024
+MAX_HELLO = handshake.MAX_HANDSHAKE_FRAME
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 _pack_length = HEADER.pack
@@ -70,14 +95,18 @@ _kind_tuple = operator.attrgetter("KIND_TUPLE")
 
 class _Connection:
     __slots__ = (
+        "authenticated",
         "command_frames",
         "commands",
         "dropped",
-        "hello_frames",
+        "hello",
+        "ignored",
         "name",
         "nonce",
         "opened",
         "out",
+        "out_limit",
+        "peer",
         "ready",
         "reported_at",
         "reported_drops",
@@ -85,22 +114,38 @@ class _Connection:
         "want_write",
     )
 
-    def __init__(self, sock: socket.socket, name: str, max_frame: int) -> None:
+    def __init__(self, sock: socket.socket, name: str, peer: str, max_frame: int) -> None:
         self.sock = sock
         self.name = name
+        self.peer = peer
         self.nonce = handshake.make_nonce()
         self.opened = time.monotonic()
         self.ready = False
         self.commands = False
-        # Commands may follow the hello in the same read: the stream's limit
-        # applies here, the hello's own (smaller) one in Publisher._admit.
-        self.hello_frames = FrameDecoder(max_frame, name)
+        self.authenticated = False
+        # The bytes of the hello so far: never more than one handshake frame.
+        self.hello = bytearray()
         self.command_frames = FrameDecoder(max_frame, name)
         self.out = bytearray()
+        self.out_limit = 0
         self.want_write = False
         self.dropped = 0
+        self.ignored = 0
         self.reported_drops = 0
         self.reported_at = 0.0
+
+
+def _peer_of(sock: socket.socket, name: str) -> str:
+    """Who is on the other end, for the per-peer caps: the IP address over TCP,
+    the process over a Unix socket."""
+    if name.startswith("tcp:"):
+        return name[4:].rsplit(":", 1)[0]
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        pid = int.from_bytes(creds[:4], "little")
+    except (OSError, AttributeError):
+        return "unix"
+    return f"unix pid {pid}"
 
 
 class Publisher:
@@ -147,6 +192,8 @@ class Publisher:
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._policy: handshake.Policy | None = None
+        self._warnings = RateLimitedLog(log)
+        self._warn = self._warnings.warning
 
     # ------------------------------------------------------------ public API
     @property
@@ -262,10 +309,13 @@ class Publisher:
         selector = self._selector
         assert selector is not None
         while not self._closing:
+            # New connections are accepted after the reads of this turn: a hello
+            # that has arrived is judged before newcomers can push it out.
+            accept_due = False
             for key, mask in selector.select(0.25):
                 tag = key.data
                 if tag == "listener":
-                    self._accept()
+                    accept_due = True
                 elif tag == "wake":
                     self._drain_wake()
                 else:
@@ -278,6 +328,8 @@ class Publisher:
                     except Exception as exc:  # one bad connection must not stop the bus
                         log.exception("error serving %s", conn.name)
                         self._drop_connection(conn, f"internal error: {exc}")
+            if accept_due:
+                self._accept()
             self._pump()
             self._housekeeping()
         self._drain_wake()
@@ -295,25 +347,46 @@ class Publisher:
 
     def _accept(self) -> None:
         assert self._listener is not None
-        while True:
+        for _ in range(_ACCEPTS_PER_TURN):
             accepted = self._listener.accept()
             if accepted is None:
                 return
             sock, name = accepted
-            if len(self._connections) >= self._max_connections:
-                log.warning("refusing %s: already %d connections", name, len(self._connections))
+            ready = sum(1 for c in self._connections.values() if c.ready)
+            if ready >= self._max_connections + MAX_UNAUTHENTICATED:
+                self._warn("refused", "refusing %s: already %d viewers", name, ready)
                 sock.close()
                 continue
-            conn = _Connection(sock, name, self._max_frame)
+            peer = _peer_of(sock, name)
+            self._make_room_for_handshake(peer)
+            conn = _Connection(sock, name, peer, self._max_frame)
             self._connections[sock.fileno()] = conn
             assert self._selector is not None
             self._selector.register(sock, selectors.EVENT_READ, conn)
             hello = handshake.server_hello(conn.nonce, bool(self._token))
             self._send(conn, encode_frame(_pack(hello)))
 
+    def _make_room_for_handshake(self, peer: str) -> None:
+        """Close the oldest handshakes in progress past the per-peer and total caps."""
+        waiting = [c for c in self._connections.values() if not c.ready]
+        from_peer = [c for c in waiting if c.peer == peer]
+        if len(from_peer) >= MAX_HANDSHAKES_PER_PEER:
+            oldest = min(from_peer, key=lambda c: c.opened)
+            self._drop_connection(oldest, f"closed: more than {MAX_HANDSHAKES_PER_PEER}"
+                                  f" handshakes at once from {peer}", kind="evicted")  # fmt: skip
+            waiting.remove(oldest)
+        if len(waiting) >= MAX_HANDSHAKES:
+            oldest = min(waiting, key=lambda c: c.opened)
+            self._drop_connection(
+                oldest, f"closed: more than {MAX_HANDSHAKES} handshakes at once", kind="evicted"
+            )
+
     def _read(self, conn: _Connection) -> None:
+        # Before the handshake, read no more than what completes one handshake
+        # frame: an unauthenticated peer never makes the job hold more.
+        size = _READ_SIZE if conn.ready else HEADER.size + MAX_HELLO - len(conn.hello)
         try:
-            data = conn.sock.recv(_READ_SIZE)
+            data = conn.sock.recv(size)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -324,21 +397,32 @@ class Publisher:
             return
         try:
             if not conn.ready:
-                payloads = conn.hello_frames.feed(data)
-                if not payloads:
+                hello = conn.hello
+                hello += data
+                if len(hello) < HEADER.size:
                     return
-                if not self._admit(conn, payloads[0]):
+                (length,) = HEADER.unpack_from(hello)
+                if length > MAX_HELLO:
+                    self._drop_connection(
+                        conn,
+                        f"garbage from peer: a handshake frame of {length} bytes"
+                        f" (the limit is {MAX_HELLO})",
+                        kind="garbage",
+                    )
+                    return
+                end = HEADER.size + length
+                if len(hello) < end:
+                    return
+                payload, rest = bytes(hello[HEADER.size : end]), bytes(hello[end:])
+                conn.hello = bytearray()
+                if not self._admit(conn, payload):
                     return
                 # Bytes after the hello belong to the command stream.
-                rest = (
-                    b"".join(encode_frame(p) for p in payloads[1:])
-                    + conn.hello_frames.take_pending()
-                )
                 payloads = conn.command_frames.feed(rest)
             else:
                 payloads = conn.command_frames.feed(data)
         except FrameError as exc:
-            self._drop_connection(conn, f"garbage from peer: {exc}")
+            self._drop_connection(conn, f"garbage from peer: {exc}", kind="garbage")
             return
         for payload in payloads:
             if not self._command(conn, payload):
@@ -346,22 +430,47 @@ class Publisher:
 
     def _admit(self, conn: _Connection, payload: bytes) -> bool:
         hello = None
-        if len(payload) <= handshake.MAX_HANDSHAKE_FRAME:
-            try:
-                hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
-            except Exception:  # garbage: judged below as "not an aclmon bus client"
-                hello = None
+        try:
+            hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+        except Exception:  # garbage: judged below as "not an aclmon bus client"
+            hello = None
         assert self._policy is not None
         verdict = handshake.judge(self._policy, conn.nonce, hello)
+        if verdict.ok:
+            verdict = self._room_for(conn, verdict)
         self._send(conn, encode_frame(_pack(handshake.welcome(verdict))))
         if not verdict.ok:
-            self._drop_connection(conn, f"handshake refused: {verdict.why}")
+            self._drop_connection(conn, f"handshake refused: {verdict.why}", kind="refused")
             return False
         conn.ready = True
         conn.commands = verdict.commands
+        conn.authenticated = verdict.authenticated
+        conn.out_limit = (
+            self._subscriber_buffer
+            if verdict.authenticated
+            else min(self._subscriber_buffer, UNAUTHENTICATED_BUFFER)
+        )
         log.debug("subscriber %s connected (commands: %s)", conn.name, conn.commands)
         self._send_snapshot(conn)
         return True
+
+    def _room_for(self, conn: _Connection, verdict: handshake.Verdict) -> handshake.Verdict:
+        """``verdict``, or a refusal when viewers of its kind are at their caps
+        (authenticated and unauthenticated viewers are counted apart, so the ones
+        without a token can never lock out the ones with it)."""
+        if verdict.authenticated:
+            ready = sum(1 for c in self._connections.values() if c.ready and c.authenticated)
+            if ready < self._max_connections:
+                return verdict
+            return handshake.Verdict(False, False, f"already {ready} viewers")
+        others = [c for c in self._connections.values() if c.ready and not c.authenticated]
+        if len(others) >= MAX_UNAUTHENTICATED:
+            why = f"already {len(others)} viewers without a token (authenticate to get in)"
+        elif sum(1 for c in others if c.peer == conn.peer) >= MAX_UNAUTHENTICATED_PER_PEER:
+            why = f"already {MAX_UNAUTHENTICATED_PER_PEER} viewers without a token from {conn.peer}"
+        else:
+            return verdict
+        return handshake.Verdict(False, False, why)
 
     def _send_snapshot(self, conn: _Connection) -> None:
         if self._snapshot is None:
@@ -393,13 +502,11 @@ class Publisher:
             self._drop_connection(conn, "garbage from peer: malformed command frame")
             return False
         if type(event) not in COMMAND_KINDS:
-            log.info(
-                "%s sent a %s, which is not a command; ignored", conn.name, type(event).__name__
-            )
-            return True
+            return self._ignore(conn, f"{conn.name} sent a {type(event).__name__}, not a command")
         if not conn.commands:
-            log.warning("command %s from receive-only %s ignored", type(event).__name__, conn.name)
-            return True
+            return self._ignore(
+                conn, f"command {type(event).__name__} from receive-only {conn.name} ignored"
+            )
         request_id: int = event.request_id  # type: ignore[union-attr]
         if isinstance(event, Ping):
             self.reply(request_id, 0, "pong")
@@ -414,6 +521,17 @@ class Publisher:
             except Exception as exc:
                 log.exception("command handler failed on %s", type(event).__name__)
                 self.reply(request_id, ACL_ERROR_INTERNAL_ERROR, f"command failed: {exc}")
+        return True
+
+    def _ignore(self, conn: _Connection, what: str) -> bool:
+        """Count a frame ignored from ``conn``; drop it past MAX_IGNORED_COMMANDS."""
+        conn.ignored += 1
+        if conn.ignored > MAX_IGNORED_COMMANDS:
+            self._drop_connection(
+                conn, f"{MAX_IGNORED_COMMANDS} ignored commands: {what}", kind="ignored"
+            )
+            return False
+        self._warn("ignored", "%s", what)
         return True
 
     def _pump(self) -> None:
@@ -431,7 +549,7 @@ class Publisher:
                 # A subscriber with nothing waiting always gets the batch (the
                 # kernel takes what it can, the rest waits), so its buffer holds
                 # at most subscriber_buffer plus one batch.
-                if conn.out and len(conn.out) + len(data) > self._subscriber_buffer:
+                if conn.out and len(conn.out) + len(data) > conn.out_limit:
                     conn.dropped += count
                     with self._drop_lock:
                         self._subscriber_dropped += count
@@ -496,20 +614,23 @@ class Publisher:
         now = time.monotonic()
         for conn in list(self._connections.values()):
             if not conn.ready and now - conn.opened > HANDSHAKE_TIMEOUT_S:
-                self._drop_connection(conn, "no handshake in time")
+                self._drop_connection(conn, "no handshake in time", kind="timeout")
             elif (
                 conn.dropped != conn.reported_drops
                 and now - conn.reported_at >= DROPS_REPORT_INTERVAL_S
             ):
                 conn.reported_drops = conn.dropped
                 conn.reported_at = now
-                log.warning("subscriber %s too slow: %d events dropped", conn.name, conn.dropped)
+                self._warn(
+                    "slow", "subscriber %s too slow: %d events dropped", conn.name, conn.dropped
+                )
                 self.emit(
                     Drops,
                     conn.dropped,
                     f"publisher -> {conn.name}",
                     "subscriber too slow: its buffer was full",
                 )
+        self._warnings.flush()
         if (
             self._queue_dropped != self._queue_reported
             and now - self._queue_reported_at >= DROPS_REPORT_INTERVAL_S
@@ -518,11 +639,13 @@ class Publisher:
             self._queue_reported_at = now
             self.emit(Drops, self._queue_dropped, "publisher queue", "queue full")
 
-    def _drop_connection(self, conn: _Connection, why: str, quiet: bool = False) -> None:
+    def _drop_connection(
+        self, conn: _Connection, why: str, quiet: bool = False, kind: str = "dropped"
+    ) -> None:
         if quiet:
             log.debug("subscriber %s disconnected: %s", conn.name, why)
         else:
-            log.warning("subscriber %s disconnected: %s", conn.name, why)
+            self._warn(kind, "subscriber %s disconnected: %s", conn.name, why)
         fd = conn.sock.fileno()
         if fd != -1:
             assert self._selector is not None
@@ -551,6 +674,7 @@ class Publisher:
 
     def _shutdown(self) -> None:
         self._closing = True
+        self._warnings.flush(force=True)
         for conn in list(self._connections.values()):
             with contextlib.suppress(OSError):
                 conn.sock.close()

@@ -386,7 +386,8 @@ def test_connections_beyond_the_cap_are_closed(sock_path: str) -> None:
         third = RawClient(publisher.address)
         try:
             assert first.handshake()["ok"] and second.handshake()["ok"]
-            assert third.next_payload(5.0) is None  # closed without a hello
+            assert third.handshake() == {"ok": False, "why": "already 2 viewers"}
+            assert third.next_payload(5.0) is None  # and closed
         finally:
             for client in (first, second, third):
                 client.close()
