@@ -16,7 +16,7 @@ overflow every ~15-30 s; its acl.json turns on overflow detection
 (``dump_debug``) and dumps a few operators. It does not start profiling
 itself, but works while someone else (the aclmon agent) profiles it.
 
-    demo_workload.py [--seconds N] [--devices N] [--dump-path DIR] [--quiet]
+    demo_workload.py [--seconds N] [--devices N] [--first-device D] [--dump-path DIR] [--quiet]
 """
 
 import argparse
@@ -230,6 +230,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="aclmon demo pyACL workload")
     parser.add_argument("--seconds", type=float, default=0.0, help="stop after N s (0 = until ^C)")
     parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument(
+        "--first-device", type=int, default=0, help="use devices from this one on (one per rank)"
+    )
     parser.add_argument("--dump-path", default=os.environ.get("ACLMON_DEMO_DUMP_PATH"))
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -261,7 +264,7 @@ def main(argv=None):
     check(acl.rt.set_exception_info_callback(exception_callback), "set_exception_info_callback")
     count, ret = acl.rt.get_device_count()
     check(ret, "get_device_count")
-    devices = list(range(min(args.devices, count)))
+    devices = list(range(args.first_device, min(args.first_device + args.devices, count)))
     log(f"{acl.get_soc_name()}: {len(devices)} of {count} devices, dumps in {dump_path}")
 
     stop = threading.Event()

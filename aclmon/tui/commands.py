@@ -94,6 +94,17 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
 def configure_demo(parser: argparse.ArgumentParser) -> None:
     _add_view_options(parser)
     parser.add_argument("--record", metavar="FILE", help="also record the demo's events to FILE")
+    parser.add_argument(
+        "--ranks",
+        type=int,
+        metavar="N",
+        help="N simulated ranks (one process each, faults on some) in the fleet screen",
+    )
+    parser.add_argument(
+        "--nats",
+        action="store_true",
+        help="with --ranks: through a local nats-server and a relay, as across hosts",
+    )
     parser.set_defaults(handler=demo_command)
 
 
@@ -353,6 +364,15 @@ def demo_command(args: argparse.Namespace) -> int:
     _check_view_args(args)
     _check_theme(args.theme)
     _keymap(args)  # a bad keymap file is reported before the job starts
+    if args.ranks is not None or args.nats:
+        from aclmon.errors import AclmonError
+        from aclmon.tui.fleet_commands import demo_ranks_command
+
+        if args.ranks is None:
+            raise AclmonError("--nats goes with --ranks N")
+        if args.record:
+            raise AclmonError("--record records one job; use `aclmon record` per rank")
+        return demo_ranks_command(args)
     with DemoJob(record=args.record) as job:
         source = LiveSource(str(job.socket_path), readonly=args.readonly, description="aclmon demo")
         source.recording = bool(args.record)

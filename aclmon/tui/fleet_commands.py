@@ -121,3 +121,129 @@ def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:
 
     _check_theme(args.theme)
     return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+
+
+# ------------------------------------------------------------------ demo --ranks
+#: ranks that get the demo's injected faults (exceptions and overflows); the others run clean
+def faulty_ranks(ranks: int) -> set[int]:
+    return {1 % ranks, ranks - 2} if ranks > 2 else {ranks - 1}
+
+
+class RankedDemo:
+    """N demo jobs, one process each, rank environment set, its own device.
+
+    Ranks in :func:`faulty_ranks` keep the demo's injected faults; the others
+    run with none, so the fleet screen has something to point at.
+    """
+
+    DEVICES_PER_HOST = 8
+
+    def __init__(self, ranks: int, job: str = "demo") -> None:
+        if not 1 <= ranks <= 64:
+            raise AclmonError(f"--ranks must be between 1 and 64, not {ranks}")
+        self.ranks = ranks
+        self.job = job
+        self.jobs: list[Any] = []
+
+    def __enter__(self) -> RankedDemo:
+        import subprocess
+        import sys
+
+        from aclmon.tui.demo import DemoError, DemoJob, _die_with_parent
+
+        faulty = faulty_ranks(self.ranks)
+        try:
+            for rank in range(self.ranks):
+                device = rank % self.DEVICES_PER_HOST
+                job = DemoJob(extra_args=["--quiet", "--devices", "1",
+                                          "--first-device", str(device)])  # fmt: skip
+                job.socket_path = job.socket_path.with_name(f"{job.socket_path.stem}-r{rank}.sock")
+                job.log_path = job.log_path.with_name(f"{job.log_path.stem}-r{rank}.log")
+                job.dump_path = job.dump_path.with_name(f"{job.dump_path.name}-r{rank}")
+                job.profiling_path = job.profiling_path.with_name(
+                    f"{job.profiling_path.name}-r{rank}"
+                )
+                env = dict(
+                    os.environ,
+                    ACLMON_JOB=self.job,
+                    RANK_ID=str(rank),
+                    RANK_SIZE=str(self.ranks),
+                    LOCAL_RANK=str(device),
+                    DEVICE_ID=str(device),
+                )
+                if rank not in faulty:
+                    env["ACLMON_SIM_FAULTS"] = "[]"
+                with open(job.log_path, "wb") as log:
+                    job.process = subprocess.Popen(
+                        job.command(), stdin=subprocess.DEVNULL, stdout=log,
+                        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    )  # fmt: skip
+                self.jobs.append(job)
+            deadline = time.monotonic() + 30 + self.ranks
+            for job in self.jobs:
+                while not job.socket_path.exists():
+                    if job.process.poll() is not None:
+                        raise DemoError(f"a demo rank exited at start:\n{job.log_tail()}")
+                    if time.monotonic() > deadline:
+                        raise DemoError(f"a demo rank did not start (log: {job.log_path})")
+                    time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def pids(self) -> list[int]:
+        return [job.process.pid for job in self.jobs if job.process is not None]
+
+    def stop(self) -> None:
+        for job in self.jobs:
+            job.stop()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def demo_ranks_command(args: argparse.Namespace) -> int:
+    """``aclmon demo --ranks N [--nats]``: N simulated ranks in the fleet screen."""
+    import subprocess
+    import sys
+
+    from aclmon.tui.commands import _check_theme, _keymap
+    from aclmon.tui.fleet import run_fleet_app
+
+    _check_theme(args.theme)
+    keymap = _keymap(args)
+    with RankedDemo(args.ranks) as demo:
+        if not args.nats:
+            from aclmon.fleet.local import LocalFeed
+
+            feed: Any = LocalFeed(demo.pids(), readonly=args.readonly)
+            return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+        from aclmon.fleet.connect import Credentials
+        from aclmon.fleet.nats_source import NatsFeed
+        from aclmon.fleet.server import LocalNatsServer
+        from aclmon.fleet.subjects import Scope
+
+        with LocalNatsServer() as server:
+            from aclmon.bus import runtime_dir
+
+            log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
+            with open(log_path, "wb") as log:
+                relay = subprocess.Popen(
+                    [sys.executable, "-m", "aclmon", "relay", "--nats", server.url,
+                     "--job", demo.job],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )  # fmt: skip
+            try:
+                feed = NatsFeed(server.url, Scope(demo.job), Credentials(), since_s=0.0,
+                                readonly=args.readonly)  # fmt: skip
+                return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+            finally:
+                relay.terminate()
+                try:
+                    relay.wait(10)
+                except subprocess.TimeoutExpired:
+                    relay.kill()
+                    relay.wait()

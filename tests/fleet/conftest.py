@@ -7,6 +7,8 @@ install step must not pass silently) and are skipped elsewhere.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +19,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from aclmon.fleet.server import LocalNatsServer, find_nats_server
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run ``async def`` tests (the fleet screen's Pilot tests) in a fresh event loop."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        names = pyfuncitem._fixtureinfo.argnames
+        asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
+        return True
+    return None
 
 
 def _binary() -> str:

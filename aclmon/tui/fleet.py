@@ -1,0 +1,452 @@
+"""The fleet screen: every rank of a job at a glance, drill down into one.
+
+A timer drains the fleet feed (local agents or NATS) into a
+:class:`~aclmon.store.fleet.FleetStore` and repaints when it changed:
+
+- the header: sources (live / exited), executions per second, exceptions,
+  and the earliest exception of the job (usually the root cause when ranks
+  fail one after another);
+- a heat map, one cell per rank, hosts on rows (a flat grid past 16 hosts):
+  the AI Core utilization as shade, ``!`` on a rank with exceptions, ``·``
+  for an exited one. 128 ranks fit a 160x48 terminal with room for the list;
+- one row per rank: host, rank, pid, devices, utilization sparkline, HBM,
+  executions per second and in total, failures, exceptions, overflows, the
+  last error and the state. Ranks with exceptions come first (earliest
+  first, that one marked); then the chosen sort (``s`` cycles rank, host,
+  exec/s, exceptions, utilization); ``/`` filters by any text in the row.
+
+Enter opens the single-agent screens for the rank under the cursor (its own
+store, fed from the same feed; the other ranks keep being folded in the
+background); Esc there comes back here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.color import Color
+from textual.widgets import Footer, Input, Static
+
+from aclmon import events as ev
+from aclmon.errors import AclmonError
+from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
+from aclmon.tui import fmt
+from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.vlist import VirtualList
+
+SORTS = ("rank", "host", "exec/s", "exceptions", "util")
+MAX_BATCH = 200_000
+#: heat-map shades from idle to busy
+SHADES = " ░▒▓█"
+#: hosts on their own heat-map line up to this many; past it, a flat grid
+HEAT_HOST_LINES = 16
+BACK = "back"
+
+
+def sort_rows(
+    rows: list[FleetRow], sort: str, first: SourceKey | None, text: str = ""
+) -> list[FleetRow]:
+    """Rows with exceptions first (earliest first), then by ``sort``; only
+    those whose text contains ``text`` (case-insensitive) when it is given."""
+    if text:
+        needle = text.lower()
+        rows = [r for r in rows if needle in row_words(r)]
+
+    def rank_key(r: FleetRow) -> tuple[Any, ...]:
+        return (r.rank if r.rank is not None else 1 << 30, r.host, r.pid)
+
+    keys = {
+        "rank": rank_key,
+        "host": lambda r: (r.host, *rank_key(r)),
+        "exec/s": lambda r: (-r.executions_per_s, *rank_key(r)),
+        "exceptions": lambda r: (-r.exceptions, *rank_key(r)),
+        "util": lambda r: (-r.cube_util, *rank_key(r)),
+    }
+    alerts = sorted(
+        (r for r in rows if r.exceptions), key=lambda r: (r.first_exception_ns or 0, r.key)
+    )
+    rest = sorted((r for r in rows if not r.exceptions), key=keys[sort])
+    if first is not None:
+        alerts.sort(key=lambda r: r.key != first)  # stable: the earliest stays on top
+    return alerts + rest
+
+
+def row_words(row: FleetRow) -> str:
+    rank = "" if row.rank is None else f"rank {row.rank} r{row.rank}"
+    return f"{row.host} {row.pid} {rank} {row.state} {row.last_error} {row.health}".lower()
+
+
+class FleetApp(App[object]):
+    """See the module docstring. Exits with the key of the rank to open, or None."""
+
+    CSS = """
+    #fleet-header { height: 1; background: $panel; }
+    #heat { height: auto; max-height: 18; padding: 0 1; }
+    #colhead { height: 1; background: $panel; }
+    #rows { height: 1fr; }
+    #filter { dock: bottom; display: none; }
+    #filter.shown { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "next_sort", "Sort", id="fleet.sort"),
+        Binding("slash", "filter", "Filter", id="fleet.filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear"),
+        Binding("q", "quit_fleet", "Quit", id="fleet.quit"),
+        Binding("ctrl+c", "quit_fleet", "Quit", show=False, priority=True, id="fleet.interrupt"),
+    ]
+
+    def __init__(
+        self,
+        feed: Any,
+        fleet: FleetStore,
+        *,
+        interval: float = 0.25,
+        theme: str | None = None,
+        keymap: dict[str, str] | None = None,
+        sort: str = "rank",
+        filter_text: str = "",
+        cursor_key: SourceKey | None = None,
+    ) -> None:
+        super().__init__()
+        self.feed = feed
+        self.fleet = fleet
+        self.interval = interval
+        self._wanted_theme = theme or DEFAULT_DARK
+        self._keymap = dict(keymap or {})
+        self.sort = sort
+        self.filter_text = filter_text
+        self.rows: list[FleetRow] = []
+        self._cursor_key = cursor_key
+        self._painted = -1
+        self._first: SourceKey | None = None
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def compose(self) -> ComposeResult:
+        self.header = Static(id="fleet-header")
+        self.heat = Static(id="heat")
+        self.colhead = Static(id="colhead")
+        self.vlist = VirtualList(self._render_row, id="rows")
+        self.filter_input = Input(placeholder="filter: host, rank, pid, state, error", id="filter")
+        yield self.header
+        yield self.heat
+        yield self.colhead
+        yield self.vlist
+        yield self.filter_input
+        yield Footer()
+
+    def on_mount(self) -> None:
+        themes, _problems = load_themes()
+        for theme in themes.values():
+            self.register_theme(theme)
+        if self._wanted_theme not in self.available_themes:
+            self._wanted_theme = "textual-dark"
+        self.theme = self._wanted_theme
+        if self._keymap:
+            self.set_keymap(self._keymap)
+        self.vlist.set_follow(False)
+        self.tick()
+        self.set_interval(self.interval, self.tick)
+        self.vlist.focus()
+
+    # ------------------------------------------------------------ data
+    def tick(self) -> None:
+        if not self.is_running:
+            return
+        drain(self.feed, self.fleet)
+        if self.fleet.version != self._painted:
+            self.repaint()
+
+    def repaint(self) -> None:
+        self._painted = self.fleet.version
+        earliest = self.fleet.earliest_exception()
+        self._first = earliest[0] if earliest else None
+        key = self.selected_key() or self._cursor_key
+        self.rows = sort_rows(self.fleet.rows(), self.sort, self._first, self.filter_text)
+        self.vlist.set_rows(0, len(self.rows))
+        if key is not None:
+            for index, row in enumerate(self.rows):
+                if row.key == key:
+                    self.vlist.move_cursor_to(index)
+                    break
+        elif self.rows and self.vlist.cursor < 0:
+            self.vlist.move_cursor_to(0)
+        self.vlist.clear_cache()
+        self.header.update(self._header_text(earliest))
+        self.heat.update(self._heat_text())
+        self.colhead.update(self._colhead_text())
+
+    def selected_key(self) -> SourceKey | None:
+        cursor = self.vlist.cursor if self.is_mounted else -1
+        if 0 <= cursor < len(self.rows):
+            return self.rows[cursor].key
+        return None
+
+    # ------------------------------------------------------------ drawing
+    def _style(self, variable: str, **extra: Any) -> Style:
+        value = self.theme_variables.get(variable)
+        color = None
+        if value:
+            try:
+                color = Color.parse(value).rich_color
+            except Exception:  # a theme value we cannot parse: no colour
+                color = None
+        return Style(color=color, **extra)
+
+    def _header_text(self, earliest: tuple[SourceKey, ev.AclException] | None) -> Text:
+        rows = self.fleet.rows()
+        live = sum(1 for r in rows if r.state != EXITED)
+        rate = sum(r.executions_per_s for r in rows)
+        exceptions = sum(r.exceptions for r in rows)
+        text = Text(" aclmon fleet ", style=Style(bold=True))
+        text.append(f" {getattr(self.feed, 'description', '')} ")
+        state = str(getattr(self.feed, "state", ""))
+        if state not in ("connected", ""):
+            reason = str(getattr(self.feed, "state_reason", ""))
+            text.append(f" {state}{': ' + reason if reason else ''} ", style=self._style("error"))
+        text.append(f" {len(rows)} ranks ({live} live, {len(rows) - live} exited) ")
+        text.append(f" {fmt.count(rate)} exec/s ")
+        bad = self._style("error", bold=True)
+        text.append(f" {exceptions} exceptions ", style=bad if exceptions else Style())
+        if earliest is not None:
+            (host, pid), exc = earliest
+            entry = self.fleet.sources[(host, pid)]
+            rank = entry.rank
+            who = f"rank {rank}" if rank is not None else f"pid {pid}"
+            text.append(
+                f" first: {who}@{host} {exc.op_type or exc.op_name} {fmt.utc_time(exc.ts_ns)} ",
+                style=bad,
+            )
+        if self.filter_text:
+            text.append(f" filter: {self.filter_text} ", style=Style(reverse=True))
+        text.append(f" sort: {self.sort} ", style=self._style("foreground-muted"))
+        return text
+
+    def _cell(self, row: FleetRow) -> Text:
+        if row.state == EXITED:
+            return Text("··", style=self._style("foreground-muted"))
+        if row.exceptions:
+            style = self._style("error", bold=True, reverse=row.key == self._first)
+            return Text("!!", style=style)
+        if row.cube_util < 0:
+            return Text("??", style=self._style("foreground-muted"))
+        shade = SHADES[min(len(SHADES) - 1, 1 + row.cube_util // 25)]
+        color = (
+            "success" if row.cube_util >= 50 else "warning" if row.cube_util >= 10 else "primary"
+        )
+        return Text(shade * 2, style=self._style(color))
+
+    def _heat_text(self) -> Text:
+        rows = sorted(
+            self.fleet.rows(),
+            key=lambda r: (r.host, r.rank if r.rank is not None else 1 << 30, r.pid),
+        )
+        if not rows:
+            return Text("waiting for ranks…", style=self._style("foreground-muted"))
+        hosts: dict[str, list[FleetRow]] = {}
+        for row in rows:
+            hosts.setdefault(row.host, []).append(row)
+        width = max(self.size.width - 2, 20)
+        text = Text()
+        if len(hosts) <= HEAT_HOST_LINES:
+            label = min(max(len(h) for h in hosts), 24)
+            per_line = max((width - label - 2) // 3, 1)
+            for index, (host, members) in enumerate(hosts.items()):
+                for start in range(0, len(members), per_line):
+                    name = host[:label] if start == 0 else ""
+                    text.append(f"{name:<{label}}  ", style=self._style("foreground-muted"))
+                    for row in members[start : start + per_line]:
+                        text.append_text(self._cell(row))
+                        text.append(" ")
+                    text.append("\n")
+                del index
+        else:
+            per_line = max(width // 3, 1)
+            for start in range(0, len(rows), per_line):
+                for row in rows[start : start + per_line]:
+                    text.append_text(self._cell(row))
+                    text.append(" ")
+                text.append("\n")
+        text.append("util ", style=self._style("foreground-muted"))
+        for shade, what in zip(SHADES[1:], ("<25%", "<50%", "<75%", "busy"), strict=True):
+            text.append(shade * 2 + f" {what}  ", style=self._style("foreground-muted"))
+        text.append("!! exceptions  ·· exited", style=self._style("foreground-muted"))
+        return text
+
+    def _wide(self) -> bool:
+        return self.size.width >= 120
+
+    def _colhead_text(self) -> Text:
+        if self._wide():
+            head = (f" {'rank':>5} {'host':<16} {'pid':>7} {'dev':<7} {'AI Core':<22}"
+                    f" {'HBM':>17} {'exec/s':>7} {'execs':>8} {'fail':>5} {'exc':>5}"
+                    f" {'ovf':>4}  {'last error':<20} state")  # fmt: skip
+        else:
+            head = (f" {'rank':>5} {'host':<12} {'pid':>7} {'util':>4} {'exec/s':>7}"
+                    f" {'exc':>4} {'last error':<16} state")  # fmt: skip
+        return Text(head, style=Style(bold=True))
+
+    def _render_row(self, index: int, width: int) -> Text:
+        if not 0 <= index < len(self.rows):
+            return Text("")
+        r = self.rows[index]
+        rank = "-" if r.rank is None else str(r.rank)
+        util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
+        devices = ",".join(map(str, r.devices))[:7] or "-"
+        state = r.state if r.health == "OK" else f"{r.state} {r.health}"
+        if self._wide():
+            spark = fmt.sparkline(r.cube_history, 16)
+            hbm = fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-"
+            line = (f" {rank:>5} {r.host[:16]:<16} {r.pid:>7} {devices:<7} {util} {spark}"
+                    f" {hbm:>17} {r.executions_per_s:>7.1f} {r.executions:>8} {r.failures:>5}"
+                    f" {r.exceptions:>5} {r.overflows:>4}  {r.last_error[:20]:<20} {state}")  # fmt: skip
+        else:
+            line = (f" {rank:>5} {r.host[:12]:<12} {r.pid:>7} {util} {r.executions_per_s:>7.1f}"
+                    f" {r.exceptions:>4} {r.last_error[:16]:<16} {state}")  # fmt: skip
+        style = Style()
+        if r.exceptions:
+            style = self._style("error", bold=r.key == self._first)
+        elif r.state == EXITED:
+            style = self._style("foreground-muted")
+        text = Text(line[:width], style=style)
+        if r.key == self._first:
+            text = Text("◆", style=self._style("error", bold=True)) + text[1:]
+        return text
+
+    # ------------------------------------------------------------ keys
+    def action_next_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.repaint()
+
+    def action_filter(self) -> None:
+        self.filter_input.value = self.filter_text
+        self.filter_input.add_class("shown")
+        self.filter_input.focus()
+
+    def action_clear_filter(self) -> None:
+        self.filter_input.remove_class("shown")
+        if self.filter_text:
+            self.filter_text = ""
+            self.repaint()
+        self.vlist.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, message: Input.Changed) -> None:
+        self.filter_text = message.value.strip()
+        self.repaint()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, message: Input.Submitted) -> None:
+        self.filter_input.remove_class("shown")
+        self.vlist.focus()
+
+    @on(VirtualList.Selected, "#rows")
+    def _open(self, message: VirtualList.Selected) -> None:
+        if 0 <= message.index < len(self.rows):
+            self.exit(self.rows[message.index].key)
+
+    def action_quit_fleet(self) -> None:
+        self.exit(None)
+
+
+def drain(feed: Any, fleet: FleetStore, max_events: int = MAX_BATCH) -> None:
+    """Fold what the feed has into the fleet; mark the sources that went away."""
+    for key, events in feed.poll(max_events):
+        fleet.apply(key, events)
+    for key in list(feed.gone):
+        if key in fleet.sources and fleet.sources[key].state != EXITED:
+            fleet.mark(key, EXITED)
+
+
+class MemberSource:
+    """One rank of the fleet as a single-agent source, for the drill-down.
+
+    Its events go to the single-agent app (which folds them into the rank's
+    own store, shared with the fleet); every other rank's events are folded
+    into the fleet meanwhile, so coming back shows them current.
+    """
+
+    recording = False
+
+    def __init__(self, feed: Any, fleet: FleetStore, key: SourceKey) -> None:
+        self.feed = feed
+        self.fleet = fleet
+        self.key = key
+        self.readonly = bool(getattr(feed, "readonly", False))
+        rank = fleet.sources[key].rank if key in fleet.sources else None
+        who = f"rank {rank} " if rank is not None else ""
+        self.description = f"{who}pid {key[1]} on {key[0]} ({getattr(feed, 'description', '')})"
+
+    def start(self) -> None:
+        pass
+
+    @property
+    def state(self) -> str:
+        if self.key in self.feed.gone:
+            return "ended"
+        return str(self.feed.state)
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        mine: list[ev.Event] = []
+        for key, events in self.feed.poll(max_events):
+            if key == self.key:
+                mine.extend(events)
+            else:
+                self.fleet.apply(key, events)
+        return mine
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        return self.feed.send_command(self.key, cls, *fields, timeout=timeout)  # type: ignore[no-any-return]
+
+    def decoder_counts(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def close(self) -> None:
+        pass  # the feed belongs to the fleet screen
+
+
+def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
+    """The fleet screen until the user quits; Enter and Esc move between it and one rank."""
+    from aclmon.tui.app import AclmonApp
+
+    class RankApp(AclmonApp):
+        BINDINGS: ClassVar[list[BindingType]] = [
+            *AclmonApp.BINDINGS,
+            Binding("escape", "back", "Fleet", id="fleet.back"),
+        ]
+
+        def action_back(self) -> None:
+            self.exit(BACK)  # type: ignore[arg-type]
+
+    fleet = FleetStore()
+    feed.start()
+    if feed.state in ("auth-failed",):
+        raise AclmonError(f"could not connect to {feed.description}: {feed.state_reason}")
+    sort, filter_text, cursor = "rank", "", None
+    try:
+        while True:
+            app = FleetApp(feed, fleet, interval=interval, theme=theme, keymap=keymap,
+                           sort=sort, filter_text=filter_text, cursor_key=cursor)  # fmt: skip
+            chosen = app.run()
+            sort, filter_text = app.sort, app.filter_text
+            if chosen is None:
+                return 0
+            cursor = chosen  # type: ignore[assignment]
+            member = MemberSource(feed, fleet, chosen)  # type: ignore[arg-type]
+            rank_app = RankApp(
+                member,  # type: ignore[arg-type]
+                interval=interval,
+                theme=theme,
+                keymap=keymap,
+                store=fleet.sources[chosen].store,  # type: ignore[index]
+            )
+            if rank_app.run() != BACK:
+                return 0
+    finally:
+        feed.close()

@@ -1,0 +1,113 @@
+"""FleetStore (one store per source) and the fleet screen, from fixed events."""
+
+from __future__ import annotations
+
+import threading
+
+from aclmon import events as ev
+from aclmon.store.fleet import EXITED, FleetStore
+from aclmon.tui.fleet import FleetApp, sort_rows
+
+
+def hello(pid: int, host: str) -> ev.Hello:
+    return ev.Hello(1, 1_000, 1, "0.1.0", pid, host, ("train.py",), "sim", "Ascend910B1", 1)
+
+
+def rank_events(pid: int, host: str, *, util: int, exception_at: int | None = None) -> list:
+    events = [
+        hello(pid, host),
+        ev.DeviceSample(2, 2_000, pid % 8, util, 0, 0, 1 << 30, 64 << 30, "OK", None, None),
+        ev.ModelLoaded(3, 3_000, 1, pid % 8, "resnet", 10),
+        ev.ExecuteEnd(4, 4_000, 1, 0, 1_000, 0),
+        ev.ExecuteEnd(5, 1_000_004_000, 1, 0, 1_000, 0),
+    ]
+    if exception_at is not None:
+        events.append(
+            ev.AclException(6, exception_at, pid % 8, 3, 7, 1, 507015, "conv2", "Conv2D", (), ())
+        )
+    return events
+
+
+def test_sources_keep_their_own_state_and_the_earliest_exception_is_found():
+    fleet = FleetStore()
+    fleet.apply(("a", 1), rank_events(1, "a", util=10, exception_at=9_000))
+    # The Hello of another source would restart a single store; here it is its own.
+    fleet.apply(("b", 2), rank_events(2, "b", util=90, exception_at=5_000))
+    fleet.apply(("a", 1), [ev.ExecuteEnd(7, 2_000_000_000, 1, 0, 1_000, 0)])
+    first = fleet.earliest_exception()
+    assert first is not None and first[0] == ("b", 2)
+    data = fleet.to_json()
+    by_pid = {s["pid"]: s for s in data["sources"]}
+    assert by_pid[1]["executions"] == 3 and by_pid[2]["executions"] == 2
+    assert by_pid[1]["models"][0]["name"] == "resnet"
+    assert data["exceptions_total"] == 2
+    assert data["earliest_exception"]["pid"] == 2
+    fleet.mark(("a", 1), EXITED)
+    assert fleet.to_json()["sources"][0]["state"] == EXITED
+
+
+def test_rows_put_exceptions_first_and_filter_by_text():
+    fleet = FleetStore()
+    for pid in range(1, 6):
+        exception_at = {3: 8_000, 5: 6_000}.get(pid)
+        fleet.apply(("h", pid), rank_events(pid, "h", util=pid * 10, exception_at=exception_at))
+    first = fleet.earliest_exception()
+    assert first is not None
+    rows = sort_rows(fleet.rows(), "util", first[0])
+    assert [r.pid for r in rows] == [5, 3, 4, 2, 1]
+    assert [r.pid for r in sort_rows(fleet.rows(), "util", first[0], "conv2d")] == [5, 3]
+
+
+class FixedFeed:
+    """A feed of fixed per-source batches."""
+
+    description = "fixed"
+    state = "connected"
+    state_reason = ""
+    readonly = True
+
+    def __init__(self, batches):
+        self.batches = list(batches)
+        self.gone: set = set()
+        self.caught_up = threading.Event()
+
+    def start(self):
+        pass
+
+    def poll(self, max_events=100_000):
+        out, self.batches = self.batches, []
+        return out
+
+    def close(self):
+        pass
+
+
+async def test_128_ranks_fit_a_160x48_screen_and_enter_opens_one():
+    batches = []
+    for host in range(16):
+        for local in range(8):
+            pid = 1000 + host * 8 + local
+            batches.append(
+                (
+                    (f"node{host:02}", pid),
+                    rank_events(pid, f"node{host:02}", util=(pid * 7) % 100,
+                                exception_at=5_000 if pid == 1042 else None),
+                )
+            )  # fmt: skip
+    feed = FixedFeed(batches)
+    app = FleetApp(feed, FleetStore(), interval=0.05)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        heat_lines = str(app.heat.render()).splitlines()
+        assert len(heat_lines) == 17  # one line per host and the legend
+        assert app.heat.region.height <= 18
+        assert app.vlist.region.height >= 20  # the list keeps room on screen
+        assert len(app.rows) == 128
+        assert app.rows[0].pid == 1042  # the rank with the exception comes first
+        await pilot.press("slash", *"node03", "enter")
+        await pilot.pause()
+        assert {r.host for r in app.rows} == {"node03"}
+        assert len(app.rows) == 8
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert app.return_value == ("node03", 1000 + 3 * 8 + 1)
