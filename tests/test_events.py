@@ -350,7 +350,7 @@ def test_register_refuses_a_reused_number_or_name() -> None:
 def test_every_registry_derives_from_the_registrations() -> None:
     assert set(typing.get_args(ev.Event)) == set(ev.KINDS.values())
     for kind, cls in ev.KINDS.items():
-        assert cls.KIND_TUPLE == (kind,)
+        assert (kind,) == cls.KIND_TUPLE
         assert ev.kind_name(_sample(cls)) == ev.KIND_NAMES[cls]
 
 

@@ -24,6 +24,11 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="FILE", help="also record every event to FILE")
     parser.add_argument("--token", help="require this token from viewers that send commands")
     parser.add_argument(
+        "--job",
+        help="the job's name in Hello and fleet views (default $ACLMON_JOB, else the rank"
+        " table's or the script's name)",
+    )
+    parser.add_argument(
         "--interval",
         type=float,
         default=1.0,
@@ -53,6 +58,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise ScriptError(f"no such script: {args.script}")
     # The job's own command line, for Hello and the registry (`aclmon attach` lists it).
     sys.argv = [args.script, *args.args]
+    if args.job:
+        os.environ["ACLMON_JOB"] = args.job  # read by the agent's Hello
     _stop_agent_on_termination()
     aclmon.agent.start(
         args.listen,

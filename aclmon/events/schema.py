@@ -27,7 +27,8 @@ from typing import Any, NamedTuple, TypeVar
 
 #: bump when a field is added, removed or changes meaning.
 #: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
-SCHEMA_VERSION = 2
+#: 3: Hello gained job, rank, rank_size, local_rank, device_id, rank_env.
+SCHEMA_VERSION = 3
 
 Summary = dict[str, Any]
 
@@ -91,6 +92,15 @@ class Hello(NamedTuple):
     runtime: str  # "real" or "sim"
     soc_name: str
     device_count: int
+    # Schema 3: where the process sits in a multi-process job, from the launcher's
+    # environment (RANK_ID/RANK, RANK_SIZE/WORLD_SIZE, LOCAL_RANK, DEVICE_ID); an
+    # older array decodes with these defaults. -1 = not set.
+    job: str = ""  # --job / $ACLMON_JOB, else the rank table's or the script's name
+    rank: int = -1
+    rank_size: int = -1
+    local_rank: int = -1
+    device_id: int = -1  # the NPU the launcher gave this rank
+    rank_env: Summary = {}  # noqa: RUF012 (never mutated) the launcher variables found
 
 
 @register(2, "device_sample")

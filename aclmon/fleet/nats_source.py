@@ -202,7 +202,6 @@ class NatsFeed:
             disconnected_cb=self._disconnected,
             reconnected_cb=self._reconnected,
         )
-        self.state = CONNECTED
         try:
             await nc.subscribe(self.scope.subject(sj.STATE), cb=self._on_state_live)
             classes = (sj.SUMMARY, sj.ALERTS) if self.summary_only else (sj.EVENTS,)
@@ -223,6 +222,9 @@ class NatsFeed:
                 for cls in classes:
                     await self._replay(cls)
                 asyncio.get_running_loop().create_task(self._watch_caught_up())
+            # Connected once every subscription is in place: nothing published
+            # after this is missed.
+            self.state = CONNECTED
             await self._stop.wait()
         finally:
             with contextlib.suppress(Exception):

@@ -148,9 +148,8 @@ class AgentLink:
 def job_of(hello: ev.Hello) -> str:
     """The job an agent belongs to, as a subject token: the name its Hello
     carries, else the script's name."""
-    identity = getattr(hello, "identity", None)
-    if isinstance(identity, dict) and identity.get("job"):
-        return sj.token(str(identity["job"]))
+    if hello.job:
+        return sj.token(hello.job)
     script = next((a for a in hello.argv if a.endswith(".py")), hello.argv[0] if hello.argv else "")
     name = os.path.basename(script)
     return sj.token(name[:-3] if name.endswith(".py") else name or "job")
@@ -374,8 +373,11 @@ class Relay:
             end = offsets[index + 1] if index + 1 < len(offsets) else stop
             frame = bytes(buffer[start:end])
             link.frames_in += 1
-            head = frame[HEADER_SIZE] if len(frame) > HEADER_SIZE + 2 else 0
-            kind = frame[HEADER_SIZE + 1] if 0x90 <= head <= 0x9F else -1
+            # The array header is one byte (fixarray, up to 15 elements) or three
+            # (array16: Hello has more); the kind and seq follow it.
+            head = frame[HEADER_SIZE] if len(frame) > HEADER_SIZE + 4 else 0
+            at = HEADER_SIZE + 1 if 0x90 <= head <= 0x9F else HEADER_SIZE + 3 if head == 0xDC else 0
+            kind = frame[at] if at and frame[at] < 0x80 else -1
             if kind == sj.HELLO_KIND and link.job is None:
                 hello = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
                 if isinstance(hello, ev.Hello):
@@ -396,7 +398,7 @@ class Relay:
                 if batch.frames and batch.size + len(frame) > self.max_bytes:
                     await self._publish(link, extra)
                 batch.add(frame, now)
-            if frame[HEADER_SIZE + 2] == 0 and kind >= 0:  # seq 0: the agent's snapshot
+            if kind >= 0 and frame[at + 1] == 0:  # seq 0: the agent's snapshot
                 if kind == sj.HELLO_KIND:
                     link.state_frames = []
                 link.state_frames.append(frame)

@@ -5,9 +5,10 @@ goes to its ``events`` subject, in order; low-rate kinds are copied to
 ``summary``, the kinds nobody may miss to ``alerts``, and the agent's
 snapshot (its ``seq = 0`` frames) to ``state``. Commands are requests on
 ``cmd``. The relay routes by the kind byte of each payload without decoding
-it: every payload is a msgpack array ``[kind, seq, ts_ns, ...]`` of fewer
-than 16 elements, so byte 0 is a fixarray header, byte 1 the kind (a positive
-fixint) and byte 2 the first byte of ``seq`` (``0x00`` only for ``seq = 0``).
+it: every payload is a msgpack array ``[kind, seq, ts_ns, ...]`` whose
+header is one byte (fixarray, up to 15 elements) or three (array16, as for
+Hello), followed by the kind (a positive fixint) and the first byte of
+``seq`` (``0x00`` only for ``seq = 0``).
 """
 
 from __future__ import annotations

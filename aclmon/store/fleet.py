@@ -47,14 +47,23 @@ class FleetSource:
 
     @property
     def identity(self) -> dict[str, Any]:
+        """Job, rank, size, local rank, device and launcher variables from the Hello."""
         hello = self.hello
-        identity = getattr(hello, "identity", None) if hello is not None else None
-        return identity if isinstance(identity, dict) else {}
+        if hello is None:
+            return {}
+        return {
+            "job": hello.job,
+            "rank": hello.rank if hello.rank >= 0 else None,
+            "rank_size": hello.rank_size if hello.rank_size >= 0 else None,
+            "local_rank": hello.local_rank if hello.local_rank >= 0 else None,
+            "device_id": hello.device_id if hello.device_id >= 0 else None,
+            "rank_env": dict(hello.rank_env),
+        }
 
     @property
     def rank(self) -> int | None:
-        value = self.identity.get("rank")
-        return value if isinstance(value, int) else None
+        hello = self.hello
+        return hello.rank if hello is not None and hello.rank >= 0 else None
 
     def executions(self) -> int:
         return sum(m.executions for m in self.store.state.models.values())

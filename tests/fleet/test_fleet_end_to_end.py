@@ -14,6 +14,7 @@ import pytest
 from fleethelpers import wait_until
 
 from aclmon import events as ev
+from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_ACL_API, ACL_PROF_TASK_TIME
 from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
@@ -109,6 +110,11 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
 
         live = fleet_json(nats_url, env, "--wait", "1.5")
         assert {s["pid"] for s in live["sources"]} == pids
+        assert sorted(s["rank"] for s in live["sources"]) == [0, 1, 2]
+        for source in live["sources"]:
+            identity = source["identity"]
+            assert identity["rank_size"] == 3 and identity["device_id"] == source["rank"]
+            assert identity["job"] == "sim_job"  # the script's name; the relay's --job wins
         for source in live["sources"]:
             assert source["state"] == "live"
             assert source["executions"] > 0, source
@@ -121,23 +127,29 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
         feed.start()
         try:
             wait_until(lambda: feed.state == "connected", 10, "viewer connected")
+            flags = ACL_PROF_TASK_TIME | ACL_PROF_ACL_API
+            reply = feed.send_command(
+                (host, target), ev.SetProfilingConfig, flags, ACL_AICORE_PIPE_UTILIZATION, (0,), 0,
+                timeout=10,
+            )  # fmt: skip
+            assert reply.code == 0, reply
             reply = feed.send_command((host, target), ev.StartProfiling, timeout=10)
             assert reply.code == 0, reply
-            wait_until(
-                lambda: any(
-                    isinstance(e, ev.ProfilingState) and e.running
-                    for key, events in feed.poll()
-                    if key == (host, target)
-                    for e in events
-                ),
-                15,
-                "the target's profiling running",
-            )
+            running: dict = {}
+
+            def target_running() -> bool:
+                for key, events in feed.poll():
+                    for e in events:
+                        if isinstance(e, ev.ProfilingState):
+                            running[key] = e.running
+                return running.get((host, target), False)
+
+            wait_until(target_running, 15, "the target's profiling running")
+            assert not any(on for key, on in running.items() if key != (host, target))
         finally:
             feed.close()
         after = fleet_json(nats_url, env, "--since", "all", "--wait", "0.5")
-        running = {s["pid"]: s for s in after["sources"]}
-        assert set(running) == pids
+        assert {s["pid"] for s in after["sources"]} == pids
 
         # Jobs and relay exit; JetStream still has them.
         stop.touch()

@@ -149,3 +149,48 @@ def test_a_viewer_without_the_token_is_refused(start_nats):
 )
 def test_host_tokens(text, expected):
     assert sj.short_host(text) == expected
+
+
+def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir):
+    """Hello has more than 15 elements (array16 header): it must still reach
+    ``summary`` and, as snapshot state (seq 0), ``state``."""
+    import asyncio
+
+    publisher = start_publisher(runtime_dir)
+    relay = Relay(nats_url, job="unit", flush_ms=5)
+    got: dict[str, list[str]] = {}
+    try:
+        with RelayThread(relay):
+            wait_until(lambda: relay.links and relay.links[os.getpid()].job)
+            publisher.emit(ev.DeviceSample, 0, 5, 0, 0, 1, 2, "OK", None, None)
+            publisher.emit(ev.LogLine, "error", "boom")
+
+            async def read() -> None:
+                import nats
+
+                from aclmon.bus.framing import StreamDecoder
+
+                nc = await nats.connect(nats_url)
+                js = nc.jetstream()
+                expected = {sj.STATE: 1, sj.SUMMARY: 2, sj.ALERTS: 1}
+                for cls, count in expected.items():
+                    sub = await js.subscribe(
+                        sj.subject("unit", "*", "*", cls), ordered_consumer=True
+                    )
+                    names: list[str] = []
+                    while len(names) < count:
+                        try:
+                            msg = await sub.next_msg(timeout=15)
+                        except Exception:
+                            break
+                        names += [type(e).__name__ for e in StreamDecoder().feed(msg.data)]
+                    got[cls] = names
+                await nc.close()
+
+            asyncio.run(read())
+    finally:
+        publisher.close()
+        registry.unregister()
+    assert got[sj.STATE] == ["Hello"]
+    assert got[sj.SUMMARY][:2] == ["Hello", "DeviceSample"]
+    assert got[sj.ALERTS] == ["LogLine"]
