@@ -10,6 +10,7 @@ each user call exactly once.
 import types as _types
 
 from aclmon.sim import api_mdl as _api_mdl
+from aclmon.sim import api_media as _api_media
 from aclmon.sim import api_prof as _api_prof
 from aclmon.sim import api_rt as _api_rt
 from aclmon.sim import api_top as _api_top
@@ -39,6 +40,6 @@ rt = _submodule("rt", _api_rt)
 mdl = _submodule("mdl", _api_mdl)
 prof = _submodule("prof", _api_prof)
 util = _submodule("util", _api_util)
-# pyACL also registers these submodules; the sim has no functions in them.
-media = _types.ModuleType("acl.media")
+media = _submodule("media", _api_media)
+# pyACL also registers this submodule; the sim has no functions in it.
 op = _types.ModuleType("acl.op")

@@ -86,6 +86,8 @@ def module_of(code: int) -> str:
 
 def c_function(api_module: str, function: str) -> str:
     """``("api_rt", "set_device")`` -> ``"aclrtSetDevice"``."""
+    if api_module == "api_media":
+        function = function.removeprefix("dvpp_")
     camel = "".join(part[:1].upper() + part[1:] for part in function.split("_"))
     return _PREFIX.get(api_module, "acl") + camel
 

@@ -98,7 +98,9 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def test_dynamic_batch_model(acl, tmp_path):
     result = tmp_path / "result.json"
     run_sample(
-        "acllite_dynamic.py", os.fspath(MODELS / "classifier_dyn_batch.json"), os.fspath(result),
+        "acllite_dynamic.py",
+        os.fspath(MODELS / "classifier_dyn_batch.json"),
+        os.fspath(result),
         "batch",
     )
     data = _result(result)
@@ -156,3 +158,59 @@ def test_dynamic_gear_errors(acl):
     assert acl.mdl.get_desc(desc, model_id) == 0
     assert acl.mdl.get_dynamic_hw(desc, -1) == ({"hwCount": 0, "hw": []}, 0)
     assert acl.mdl.get_input_size_by_index(desc, 1) == 8
+
+
+def _nearest(plane: np.ndarray, height: int, width: int) -> np.ndarray:
+    rows = [
+        min(int((i + 0.5) * plane.shape[0] / height), plane.shape[0] - 1) for i in range(height)
+    ]
+    cols = [min(int((j + 0.5) * plane.shape[1] / width), plane.shape[1] - 1) for j in range(width)]
+    return plane[np.ix_(rows, cols)]
+
+
+@pytest.mark.parametrize("run_mode", ["host", "device"])
+def test_dvpp_jpeg_decode_resize_into_a_model(acl, tmp_path, run_mode):
+    from PIL import Image
+
+    sim_config.configure(run_mode=run_mode)
+    h, w = 44, 60
+    yy, xx = np.mgrid[0:h, 0:w]
+    rgb = np.stack([xx * 4, yy * 5, (xx + yy) * 2], axis=-1).astype(np.uint8)
+    jpeg = tmp_path / "picture.jpg"
+    Image.fromarray(rgb).save(jpeg, quality=95)
+    result = tmp_path / "result.json"
+    run_sample(
+        "dvpp_classify.py",
+        os.fspath(jpeg),
+        os.fspath(MODELS / "yuv_row_means.json"),
+        os.fspath(result),
+    )
+    data = _result(result)
+    assert data["decoded"]["width"] == w and data["decoded"]["height"] == h
+    assert (data["decoded"]["width_stride"], data["decoded"]["height_stride"]) == (128, 48)
+    ycbcr = np.asarray(Image.open(jpeg).convert("YCbCr"), dtype=np.float32)
+    y = ycbcr[:, :, 0]
+    chroma = ycbcr[:, :, 1:].reshape(h // 2, 2, w // 2, 2, 2).mean(axis=(1, 3))
+    uv = np.rint(chroma)  # NV12: U V U V ...
+    expected_y = _nearest(y, 32, 32)
+    expected_uv = _nearest(uv, 16, 16).reshape(16, 32)
+    yuv = np.array(data["yuv"], np.uint8).reshape(48, 32)
+    np.testing.assert_array_equal(yuv[:32], expected_y.astype(np.uint8))
+    np.testing.assert_array_equal(yuv[32:], expected_uv.astype(np.uint8))
+    expected = np.concatenate([expected_y, expected_uv]).mean(axis=1)
+    np.testing.assert_allclose(np.array(data["output"]), expected, rtol=1e-6)
+
+
+def test_media_calls_that_are_not_simulated_say_so(acl, monkeypatch):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    pic = acl.media.dvpp_create_pic_desc()
+    config = acl.media.dvpp_create_jpege_config()
+    assert acl.media.dvpp_jpeg_predict_enc_size(pic, config) == (0, C.ACL_ERROR_FEATURE_UNSUPPORTED)
+    assert "JPEG encoding (JPEGE) is not simulated" in acl.get_recent_err_msg()
+    # Without Pillow the JPEG calls answer with the same code, never an AttributeError.
+    monkeypatch.setitem(__import__("sys").modules, "PIL", None)
+    raw = np.frombuffer(b"\xff\xd8\xff\xe0" + bytes(60), np.uint8)
+    size, ret = acl.media.dvpp_jpeg_predict_dec_size(acl.util.numpy_to_ptr(raw), raw.nbytes, 1)
+    assert (size, ret) == (0, C.ACL_ERROR_FEATURE_UNSUPPORTED)
+    assert "needs Pillow" in acl.get_recent_err_msg()

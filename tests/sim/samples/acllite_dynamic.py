@@ -32,8 +32,14 @@ if kind == "batch":
         image = rng.standard_normal((batch, 3, 16, 16)).astype(np.float16)
         out = model.execute([image], batch=batch)
         cur, _ = acl.mdl.get_cur_output_dims(desc, 0)
-        runs.append({"gear": [batch], "input": image.tolist(), "output": out[0].tolist(),
-                     "cur_dims": cur["dims"]})
+        runs.append(
+            {
+                "gear": [batch],
+                "input": image.tolist(),
+                "output": out[0].tolist(),
+                "cur_dims": cur["dims"],
+            }
+        )
     rejected = model.execute([np.zeros((3, 3, 16, 16), np.float16)], batch=3)
 else:
     gears, ret = acl.mdl.get_dynamic_hw(desc, -1)
@@ -41,8 +47,14 @@ else:
         image = rng.standard_normal((1, 3, height, width)).astype(np.float32)
         out = model.execute([image], hw=(height, width))
         cur, _ = acl.mdl.get_cur_output_dims(desc, 0)
-        runs.append({"gear": [height, width], "input": image.tolist(),
-                     "output": out[0].tolist(), "cur_dims": cur["dims"]})
+        runs.append(
+            {
+                "gear": [height, width],
+                "input": image.tolist(),
+                "output": out[0].tolist(),
+                "cur_dims": cur["dims"],
+            }
+        )
     rejected = None
 max_dims, _ = acl.mdl.get_output_dims(desc, 0)
 with open(result_path, "w") as handle:
