@@ -86,6 +86,7 @@ _ACCEPTS_PER_TURN = 8
 #: at most one Drops event per place per interval, carrying the running total
 DROPS_REPORT_INTERVAL_S = 0.5
 _READ_SIZE = 256 * 1024
+_RECEIVE_ONLY_READ_SIZE = 4096
 MAX_HELLO = handshake.MAX_HANDSHAKE_FRAME
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
@@ -383,8 +384,13 @@ class Publisher:
 
     def _read(self, conn: _Connection) -> None:
         # Before the handshake, read no more than what completes one handshake
-        # frame: an unauthenticated peer never makes the job hold more.
-        size = _READ_SIZE if conn.ready else HEADER.size + MAX_HELLO - len(conn.hello)
+        # frame: an unauthenticated peer never makes the job hold more. A
+        # connection that may not send commands has nothing to send: small reads
+        # keep what a flood costs the job small until it is dropped.
+        if not conn.ready:
+            size = HEADER.size + MAX_HELLO - len(conn.hello)
+        else:
+            size = _READ_SIZE if conn.commands else _RECEIVE_ONLY_READ_SIZE
         try:
             data = conn.sock.recv(size)
         except (BlockingIOError, InterruptedError):
