@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import gears
+from aclmon.sim import gears, omfile
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
@@ -35,16 +36,43 @@ def _load(rt: Runtime, loader: Any) -> tuple[int, int]:
     return built.model_id, C.ACL_SUCCESS
 
 
+def _described(models: dict[str, str], model_path: str) -> str | int:
+    """The description to run for ``model_path`` (itself, a sidecar or a mapping)."""
+    described, header = omfile.description_for(model_path, models)
+    if described is None:
+        exists = os.path.exists(model_path)
+        return fail(C.ACL_ERROR_INVALID_FILE, omfile.missing_message(model_path, header, exists))
+    return described
+
+
+def _from_memory(models: dict[str, str], raw: bytes) -> dict[str, Any]:
+    if omfile.looks_like_description(raw):
+        return M.load_description_bytes(raw, "memory")
+    header = omfile.read_header(raw)
+    found = omfile.mapped(models, None, header.name if header else None)
+    if found is None:
+        what = f"an offline model named {header.name!r}" if header else "not a model description"
+        raise M.ModelError(
+            f"the model in memory is {what}; map its name to a model description in the "
+            "'models' of ACLMON_SIM_CONFIG (see docs/sim.md)"
+        )
+    return M.load_description_file(found)
+
+
 @R.needs_init(0)
 def load_from_file(rt: Runtime, model_path: str) -> tuple[int, int]:
-    return _load(rt, lambda: M.load_description_file(model_path))
+    described = _described(dict(rt.config.models), model_path)
+    if isinstance(described, int):
+        return 0, described
+    return _load(rt, lambda: M.load_description_file(described))
 
 
 @R.needs_init(0)
 def load_from_mem(rt: Runtime, model: int, model_size: int) -> tuple[int, int]:
     if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
-    return _load(rt, lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
+    models = dict(rt.config.models)
+    return _load(rt, lambda: _from_memory(models, R.read_host(model, model_size)))
 
 
 def _user_memory(rt: Runtime, pointer: int, size: int, what: str) -> int:
@@ -67,7 +95,10 @@ def load_from_file_with_mem(
     )
     if code:
         return 0, code
-    return _load(rt, lambda: M.load_description_file(model_path))
+    described = _described(dict(rt.config.models), model_path)
+    if isinstance(described, int):
+        return 0, described
+    return _load(rt, lambda: M.load_description_file(described))
 
 
 @R.needs_init(0)
@@ -87,12 +118,17 @@ def load_from_mem_with_mem(
     )
     if code:
         return 0, code
-    return _load(rt, lambda: M.load_description_bytes(R.read_host(model, model_size), "memory"))
+    models = dict(rt.config.models)
+    return _load(rt, lambda: _from_memory(models, R.read_host(model, model_size)))
 
 
 def query_size(model_path: str) -> tuple[int, int, int]:
+    rt = R.runtime()
+    described = _described(dict(rt.config.models) if rt is not None else {}, model_path)
+    if isinstance(described, int):
+        return 0, 0, described
     try:
-        parsed = M.load_description_file(model_path)
+        parsed = M.load_description_file(described)
     except OSError as exc:
         return 0, 0, fail(C.ACL_ERROR_INVALID_FILE, f"cannot read the model: {exc.strerror}")
     except M.ModelError as exc:

@@ -55,6 +55,8 @@ class SimConfig:
     #: acl.rt.get_run_mode: ACL_HOST (1, a PCIe card in a server) or ACL_DEVICE (0, the
     #: program runs on the board's own CPU, as on an Atlas 200 DK).
     run_mode: int = 1
+    #: .om path (as given, absolute, or file name) or model name -> model description.
+    models: tuple[tuple[str, str], ...] = ()
     faults: tuple[FaultRule, ...] = field(default_factory=tuple)
 
 
@@ -71,6 +73,7 @@ _KEYS = {
     "cost_scale": ("cost_scale", float),
     "seed": ("seed", int),
     "run_mode": ("run_mode", str),
+    "models": ("models", dict),
 }
 
 RUN_MODES = {"host": 1, "device": 0}
@@ -89,6 +92,13 @@ def _apply(config: SimConfig, data: dict[str, Any], source: str) -> SimConfig:
         if key not in _KEYS:
             raise SimConfigError(f"{source}: unknown key {key!r}")
         attr, kind = _KEYS[key]
+        if key == "models":
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and k and v for k, v in value.items()
+            ):
+                raise SimConfigError(f"{source}: models must map .om paths or names to files")
+            changes["models"] = tuple(sorted(value.items()))
+            continue
         if key == "run_mode":
             if value not in RUN_MODES:
                 raise SimConfigError(f'{source}: run_mode must be "host" or "device"')
