@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import bisect
 import gc
+import itertools
 import math
 import os
 import re
 import struct
 import threading
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import msgpack
 import numpy as np
@@ -42,11 +44,14 @@ from aclmon.store.state import Store, StoreState
 #: frames between two snapshots, at least: bounds the fold work of any seek.
 DEFAULT_SNAPSHOT_EVERY = 10_000
 #: snapshots kept at most (besides the empty one at position 0). Each costs
-#: ~0.4 MiB with full exception and dump rings, so past this many the spacing
+#: ~0.15 MiB on the 1M-event bench (its rings are places in shared journals; the
+#: op table, streams and devices are copied), so past this many the spacing
 #: grows instead (64 over 1M frames: about one every 16,000-18,000).
 DEFAULT_MAX_SNAPSHOTS = 64
-#: frames folded per read while folding long ranges (bounds the bytes held at once).
-FOLD_BATCH = 20_000
+#: frames decoded and folded at once while folding long ranges: bounds the decoded
+#: events alive at once (20,000 left ~8 MiB more in the replay's peak RSS, and
+#: the builder thread and a seek may fold at the same time; no slower).
+FOLD_BATCH = 5_000
 #: bytes read from the file at once, at most (plus one frame)
 READ_BYTES = 8 * 1024 * 1024
 #: a restore costs about as much as folding this many frames (copying the state).
@@ -226,7 +231,8 @@ class ReplayEngine:
         self._lock = threading.Lock()
         # Sorted snapshot positions and their states; position 0 is the empty store.
         self._snapshot_at: list[int] = [0]
-        self._snapshots: dict[int, StoreState] = {0: self.store.snapshot()}
+        self._journals = {name: RingJournal() for name in RINGS}
+        self._snapshots: dict[int, Snapshot] = {0: self._take_snapshot(self.store.state)}
         # Frame numbers as int64 arrays: 8 bytes each instead of a list slot plus an int object.
         self._markers: dict[str, array[int]] = {EXCEPTION: array("q"), OVERFLOW: array("q")}
         self._scanned = 0  # frames the builder has folded (snapshots and markers cover them)
@@ -276,18 +282,41 @@ class ReplayEngine:
                 c = store.state.counters
                 store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
 
-    def _nearest_snapshot(self, position: int) -> tuple[int, StoreState]:
+    def _nearest_snapshot(self, position: int) -> tuple[int, Snapshot]:
         with self._lock:
             i = bisect.bisect_right(self._snapshot_at, position) - 1
             at = self._snapshot_at[i]
             return at, self._snapshots[at]
+
+    def _take_snapshot(self, state: StoreState) -> Snapshot:
+        """A snapshot of ``state`` (the builder's own store): its rings as places in the
+        journals, everything else copied."""
+        rings = tuple(
+            self._journals[name].record(getattr(state, name), getattr(state, f"{name}_dropped"))
+            for name in RINGS
+        )
+        held = [getattr(state, name) for name in RINGS]
+        try:
+            for name in RINGS:
+                setattr(state, name, deque())  # copied empty: the journal holds the items
+            rest = state.copy()
+        finally:
+            for name, ring in zip(RINGS, held, strict=True):
+                setattr(state, name, ring)
+        return Snapshot(rest, rings)
+
+    def _restore(self, store: Store, snapshot: Snapshot) -> None:
+        """Make ``store`` continue from ``snapshot`` (which stays unchanged)."""
+        store.restore(snapshot.rest)
+        for name, (end, length) in zip(RINGS, snapshot.rings, strict=True):
+            setattr(store.state, name, self._journals[name].ring(end, length))
 
     def state_at(self, position: int) -> StoreState:
         """The fold of frames ``0..position-1`` as a new state (any thread)."""
         position = self._clamp(position)
         at, snapshot = self._nearest_snapshot(position)
         store = self._store_factory()
-        store.restore(snapshot)
+        self._restore(store, snapshot)
         self._fold(store, at, position)
         return store.state
 
@@ -312,7 +341,7 @@ class ReplayEngine:
         if 0 <= forward <= position - at + RESTORE_COST:
             self._fold(self.store, self.position, position)
         else:
-            self.store.restore(snapshot)
+            self._restore(self.store, snapshot)
             self._fold(self.store, at, position)
         self.position = position
         return position
@@ -477,8 +506,7 @@ class ReplayEngine:
                     store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
                 snapshot = None
                 if stop == next_snapshot or (indexed and stop == n):
-                    snapshot = store.snapshot()
-                    _share_dumps(snapshot, self._snapshots[self._snapshot_at[-1]])
+                    snapshot = self._take_snapshot(store.state)
                 with self._lock:
                     for kind, frames in found.items():
                         self._markers[kind].extend(frames)
@@ -512,6 +540,49 @@ class ReplayEngine:
             self._thread.join()
             self._thread = None
         self.frames.close()
+
+
+#: the store's rings (deques it appends to and drops from the left), each with a
+#: ``{name}_dropped`` count: snapshots hold them as places in a :class:`RingJournal`.
+RINGS = ("exceptions", "dumps", "logs")
+
+
+class Snapshot(NamedTuple):
+    """The state at a position: everything but the rings copied (``rest``, its
+    rings empty), and each ring as ``(end, length)`` in its journal."""
+
+    rest: StoreState
+    rings: tuple[tuple[int, int], ...]
+
+
+class RingJournal:
+    """The items of one store ring, each once, in the order the builder's store
+    appended them (as far as snapshots need them).
+
+    A ring at any snapshot is the last ``length`` items appended before it, so a
+    snapshot needs only where it ends in this journal and its length: the items
+    are shared by every snapshot instead of each snapshot copying the whole
+    ring (10,000 exceptions are ~80 KiB of references per copy, for every
+    snapshot). Items that came and went between two snapshots are never
+    recorded. Appended by the builder thread; read by any (list slices only).
+    """
+
+    def __init__(self) -> None:
+        self.items: list[object] = []
+        self._appended = 0  # items the ring had received when last recorded
+
+    def record(self, ring: deque[Any], dropped: int) -> tuple[int, int]:
+        """Note the items ``ring`` (which has dropped ``dropped`` from its left in
+        all) got since the last call; returns ``(end, length)`` for it now."""
+        appended = dropped + len(ring)
+        new = min(appended - self._appended, len(ring))
+        if new > 0:
+            self.items.extend(itertools.islice(ring, len(ring) - new, None))
+        self._appended = appended
+        return len(self.items), len(ring)
+
+    def ring(self, end: int, length: int) -> deque[Any]:
+        return deque(self.items[end - length : end])
 
 
 class SharedParts:
@@ -554,27 +625,6 @@ class SharedParts:
                     outputs=one(2, tuple(one(1, t) for t in e.outputs)),
                 )
         return events
-
-
-def _share_dumps(snapshot: StoreState, previous: StoreState) -> None:
-    """Let ``snapshot`` hold the same dump records as the snapshot before it
-    wherever they are equal.
-
-    ``StoreState.copy`` gives every copy its own copy of each dump summary
-    (a few hundred bytes each, up to ``dump_limit`` of them), so snapshots of
-    a recording with many dump files would each carry the whole ring again.
-    Snapshots are never changed (a restore copies them), so equal records can
-    be shared between them safely.
-    """
-    if not snapshot.dumps or not previous.dumps:
-        return
-    known = {(d.seq, d.ts_ns, d.path): d for d in previous.dumps}
-    shared = []
-    for d in snapshot.dumps:
-        old = known.get((d.seq, d.ts_ns, d.path))
-        shared.append(old if old is not None and old == d else d)
-    snapshot.dumps.clear()
-    snapshot.dumps.extend(shared)
 
 
 def iter_recording_events(engine: ReplayEngine, start: int = 0) -> Iterator[ev.Event]:

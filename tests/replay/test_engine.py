@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -357,18 +358,52 @@ def test_hostile_frames_are_skipped_and_counted_never_raised(tmp_path_factory, f
         reader.close()
 
 
-def test_snapshots_share_equal_dump_records_and_restores_stay_independent(recording):
+def test_snapshots_hold_ring_items_once_and_restores_stay_independent(recording):
     path, events, frames = recording
     reader, engine = open_engine(path, snapshot_every=500)
     try:
-        first, second = engine._snapshots[1000], engine._snapshots[1500]
+        first, second = engine.state_at(1000), engine.state_at(1500)  # restores, no fold
         common = [d for d in second.dumps if any(d is e for e in first.dumps)]
         assert common  # dump files seen before frame 1000 are held once
+        for name in ("exceptions", "dumps"):
+            journal = engine._journals[name].items
+            assert journal and len({id(x) for x in journal}) == len(journal)
+        first.dumps.clear()  # a restored ring is its own
+        engine.seek(len(engine))
         engine.seek(1000)
-        engine.store.state.dumps[0].summary["changed"] = True  # the live copy is its own
-        assert all("changed" not in d.summary for d in first.dumps)
-        engine.seek(1500)
-        assert engine.store.to_json() == expected_at(events, frames, 1500)
+        assert engine.store.to_json() == expected_at(events, frames, 1000)
+        assert len(engine.store.state.dumps) == len(second.dumps) - (
+            sum(type(e) is ev.DumpFileSeen for e, f in zip(events, frames, strict=True)
+                if 1000 <= f < 1500)
+        )  # fmt: skip
+    finally:
+        engine.close()
+        reader.close()
+
+
+@pytest.mark.parametrize("snapshot_every", [7, 100, 1000])
+def test_snapshot_rings_are_the_store_rings_when_the_rings_wrap(recording, snapshot_every):
+    """Small ring limits: items come and go between snapshots, and every restored
+    ring is still exactly the fold's."""
+    path, events, frames = recording
+
+    def small() -> Store:
+        return Store(exception_limit=3, dump_limit=5, log_limit=2)
+
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path, snapshot_every=snapshot_every, store_factory=small)
+    try:
+        engine.build()
+        for position in [*engine._snapshot_at, 1, 1234, len(engine)]:
+            state = engine.state_at(position)
+            fresh = small()
+            fresh.apply_many([e for e, f in zip(events, frames, strict=True) if f < position])
+            for name in ("exceptions", "dumps", "logs"):
+                # as JSON: decoded events hold tuples where the written ones held lists
+                got, want = ([json.dumps(ev.to_json(x)) for x in getattr(st_, name)]
+                             for st_ in (state, fresh.state))  # fmt: skip
+                assert got == want, name
+                assert getattr(state, f"{name}_dropped") == getattr(fresh.state, f"{name}_dropped")
     finally:
         engine.close()
         reader.close()
