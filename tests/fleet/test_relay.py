@@ -49,7 +49,9 @@ def test_frames_reach_a_viewer_in_order_in_small_batches(nats_url, runtime_dir):
         feed.start()
         wait_until(lambda: feed.state == "connected", what="viewer connected")
         with RelayThread(relay):
-            wait_until(lambda: relay.links and relay.links[os.getpid()].frames_in, what="relay follows")
+            wait_until(
+                lambda: relay.links and relay.links[os.getpid()].frames_in, what="relay follows"
+            )
             count = 3000
             for i in range(count):
                 publisher.emit(ev.TxMark, f"mark {i} " + "x" * (i % 50))
