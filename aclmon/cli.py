@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from typing import Any
 
 from aclmon import __version__
 from aclmon.errors import AclmonError
+from aclmon.terminal_text import EscapingStream
 
 #: (subcommand, module that implements it, one-line help)
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -43,6 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prints_text(args: argparse.Namespace) -> bool:
+    """The command writes lines of its own (no screen, and not a user's script)."""
+    if args.command in ("demo", "run"):
+        return False
+    if args.command == "attach":
+        return bool(args.once)
+    if args.command == "replay":
+        return bool(args.json)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -50,6 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    streams = sys.stdout, sys.stderr
+    if _prints_text(args):
+        # Names and messages may come from hostile files or peers: whatever is
+        # printed, a control character in it is shown, never obeyed.
+        sys.stdout = EscapingStream(sys.stdout)  # type: ignore[assignment]
+        sys.stderr = EscapingStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        return _run(args, handler)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args: argparse.Namespace, handler: Any) -> int:
     try:
         return int(handler(args) or 0)
     except AclmonError as exc:
@@ -57,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`aclmon decode DIR | head -1`): stop quietly, and
+        # point stdout at /dev/null so the interpreter's final flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        return 141
 
 
 if __name__ == "__main__":

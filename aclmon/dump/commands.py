@@ -206,12 +206,17 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
 
 
 def _expand(
-    paths: list[str], recursive: bool, links: dict[str, dict[int, str | None]] | None = None
+    paths: list[str],
+    recursive: bool,
+    links: dict[str, dict[int, str | None]] | None = None,
+    skipped: list[tuple[str, bool]] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Files named directly, plus the dump files inside each directory.
 
     With ``recursive``, directories are indexed and ``links`` (if given) maps each
-    overflow file to the operator dumps its records point at.
+    overflow file to the operator dumps its records point at; ``skipped`` (if
+    given) receives ``(line, unreadable)``: one for each file the index could not
+    look at, and one counting the files that are not dumps.
     """
     from aclmon.dump.summary import classify
 
@@ -224,6 +229,12 @@ def _expand(
 
                 index = DumpIndex(path)
                 files.extend(f.path for f in index.files)
+                if skipped is not None:
+                    skipped += [(f"skipped {where}: {why}", True) for where, why in index.skipped]
+                    if index.not_dumps:
+                        plural = "s that are not dump files" if index.not_dumps > 1 else (
+                            " that is not a dump file")  # fmt: skip
+                        skipped.append((f"skipped {index.not_dumps} file{plural} in {path}", False))
                 if links is not None:
                     for link in index.links:
                         target = link.op_dump.path if link.op_dump else None
@@ -244,10 +255,14 @@ def run_decode(args: argparse.Namespace) -> int:
     from aclmon.errors import no_such_file
 
     links: dict[str, dict[int, str | None]] = {}
-    files, missing = _expand(args.files, recursive=True, links=links)
+    skipped: list[tuple[str, bool]] = []
+    files, missing = _expand(args.files, recursive=True, links=links, skipped=skipped)
     failed = bool(missing)
     for path in missing:
         print(f"aclmon decode: {no_such_file(path)}", file=sys.stderr)
+    for line, unreadable in skipped:
+        print(f"aclmon decode: {line}", file=sys.stderr)
+        failed |= unreadable
     for path in files:
         report = decode_report(path, with_stats=not args.no_stats, bins=args.bins)
         # which operator dump each record points at (by task id and stream id): from the

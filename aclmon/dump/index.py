@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aclmon.dump.naming import DumpName, parse_dump_name
-from aclmon.dump.summary import KIND_NANO, KIND_OP_DUMP, KIND_OVERFLOW, classify
+from aclmon.dump.summary import (
+    KIND_NANO,
+    KIND_OP_DUMP,
+    KIND_OVERFLOW,
+    classify,
+    classify_or_raise,
+)
 from aclmon.errors import AclmonError
 
 
@@ -70,6 +76,10 @@ class DumpIndex:
     files: list[IndexedFile] = field(default_factory=list)
     links: list[OverflowLink] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: files (or directories) that could not be looked at, and why
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: readable files that are not dump files
+    not_dumps: int = 0
 
     def __post_init__(self) -> None:
         self.directory = os.fspath(self.directory)
@@ -103,19 +113,24 @@ class DumpIndex:
 
     def _walk(self) -> None:
         root = self.directory
-        for current, dirs, names in os.walk(root, onerror=lambda e: self.errors.append(str(e))):
+
+        def unreadable(exc: OSError) -> None:
+            self.skipped.append((exc.filename or root, (exc.strerror or str(exc)).lower()))
+
+        for current, dirs, names in os.walk(root, onerror=unreadable):
             dirs.sort()
             rel = os.path.relpath(current, root)
             parts = () if rel == "." else tuple(rel.split(os.sep))
             for name in sorted(names):
                 path = os.path.join(current, name)
-                kind = classify(path)
-                if kind is None:
-                    continue
                 try:
-                    size = os.path.getsize(path)
+                    kind = classify_or_raise(path)
+                    size = os.path.getsize(path) if kind is not None else 0
                 except OSError as exc:
-                    self.errors.append(f"{path}: {exc.strerror or exc}")
+                    self.skipped.append((path, (exc.strerror or str(exc)).lower()))
+                    continue
+                if kind is None:
+                    self.not_dumps += 1
                     continue
                 self.files.append(IndexedFile(path, kind, size, parse_dump_name(name), parts))
 

@@ -33,8 +33,11 @@ from aclmon.errors import DecodeError
 
 #: the writer refuses headers of 2 GiB or more (INT_MAX); so do we.
 MAX_HEADER_LEN = (1 << 31) - 1
-#: below this a plain read beats setting up a memory map.
-_MMAP_THRESHOLD = 1 << 20
+#: files up to this size are read into memory, larger ones are mapped. A read
+#: copy cannot fault: a map of a file that another process truncates kills the
+#: reader with SIGBUS when it touches the lost pages (a dump directory is often
+#: still being written), so only files too big to copy are mapped.
+_MMAP_THRESHOLD = 512 << 20
 
 #: DfxTensorType.GENERAL: an exception dump's "input buffer" entry.
 INPUT_TYPE_GENERAL = 1
@@ -201,8 +204,14 @@ class DumpFile:
 def _map_file(path: str, size: int) -> np.ndarray:
     if size == 0:
         return np.zeros(0, dtype=np.uint8)
-    if size < _MMAP_THRESHOLD:
-        return np.fromfile(path, dtype=np.uint8)
+    if size <= _MMAP_THRESHOLD:
+        data = np.fromfile(path, dtype=np.uint8, count=size)
+        if data.size < size:
+            source = os.path.basename(path) or path
+            raise DecodeError(
+                source, data.size, f"the file shrank from {size} bytes while it was being read"
+            )
+        return data
     return np.memmap(path, dtype=np.uint8, mode="r")
 
 

@@ -24,16 +24,22 @@ MAX_LISTED = 64
 
 
 def classify(path: str | os.PathLike[str]) -> str | None:
-    """Kind of a file from its name and first bytes; ``None`` if it is not a dump file."""
-    name = os.path.basename(os.fspath(path))
+    """Kind of a file from its name and first bytes; ``None`` if it is not a dump
+    file or cannot be read (:func:`classify_or_raise` says why)."""
     try:
-        # never open FIFOs or devices: reading one could block the caller forever
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as handle:
-            head = handle.read(16)
+        return classify_or_raise(path)
     except OSError:
         return None
+
+
+def classify_or_raise(path: str | os.PathLike[str]) -> str | None:
+    """:func:`classify`, raising the ``OSError`` of a file that cannot be read."""
+    name = os.path.basename(os.fspath(path))
+    # never open FIFOs or devices: reading one could block the caller forever
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    with open(path, "rb") as handle:
+        head = handle.read(16)
     if name.lower().endswith(".csv"):
         # CANN writes "Input/Output,...", msprobe/MindSpore merged files start "Op Type,..."
         return KIND_STATS if head.startswith((b"Input/Output", b"Op Type")) else None
