@@ -19,7 +19,9 @@ NAME = "Add.add1.3.1.1700000000000000"
 
 
 def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
 
 
 def _aclmon(*args: str, **kw) -> subprocess.CompletedProcess[str]:
