@@ -18,8 +18,13 @@ Figures:
   ``synchronize_stream`` on an idle stream (the sim returns at once).
   ``hook_no_event_ns``: the same for ``set_context`` to the current context
   (the hook runs, nothing is published). ``hook_without_bus_ns``: the
-  ``synchronize_stream`` loop with events appended to a plain deque instead
-  of the publisher, i.e. the hook's own share of ``hook_ns``.
+  ``synchronize_stream`` loop with the hooks' records appended to a plain
+  deque nobody drains instead of the publisher's ring, i.e. the job thread's
+  share of ``hook_ns`` (the rest is the publisher thread taking the records).
+* ``hook_floor_ns``: the same loop with the least a hook can do instead of the
+  agent's hook: a bare wrapper that reads the clock around the call and appends
+  one tuple to a deque. ``hook_over_floor`` = ``hook_ns / hook_floor_ns``
+  (target <= 3), both measured in this process and run, rounds interleaved.
 * ``exception_us``: the agent's exception callback per exception (ids,
   ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a real
   sim exception-info handle.
@@ -185,20 +190,27 @@ def main() -> int:
     hooks = agent.hooks
     n = args.hot_iterations
 
-    def per_call(loop, publish=None) -> tuple[float, float]:
-        """Median added (CPU ns, wall ns) per call of ``loop`` with the hooks installed."""
+    def per_call(loop, sink=None, floor=False) -> tuple[float, float]:
+        """Median added (CPU ns, wall ns) per call of ``loop`` with the hooks installed
+        (``sink``: with the hooks writing there instead of the publisher; ``floor``: with
+        the bare floor wrapper on ``synchronize_stream`` instead of the hooks)."""
         cpu_diffs, wall_diffs = [], []
-        real_publish = agent._publish
+        context = agent.context
+        real_sink = context.sink
         for round_index in range(args.rounds):
             results = {}
             for hooked in (False, True) if round_index % 2 == 0 else (True, False):
                 hooks.uninstall()
-                if hooked:
-                    if publish is not None:
-                        agent._publish = publish
-                    hooks.install()  # the wrappers bind the publish function when installed
+                original = acl.rt.synchronize_stream
+                if hooked and floor:
+                    acl.rt.synchronize_stream = floor_wrapper(original)
+                elif hooked:
+                    if sink is not None:
+                        context.sink = sink
+                    hooks.install()  # the wrappers bind the sink's ring when installed
                 results[hooked] = timed(loop, n)
-                agent._publish = real_publish
+                acl.rt.synchronize_stream = original
+                context.sink = real_sink
             (wall0, cpu0), (wall1, cpu1) = results[False], results[True]
             cpu_diffs.append((cpu1 - cpu0) / n)
             wall_diffs.append((wall1 - wall0) / n)
@@ -206,16 +218,51 @@ def main() -> int:
         hooks.install()
         return statistics.median(cpu_diffs), statistics.median(wall_diffs)
 
+    floor_ring: collections.deque = collections.deque(maxlen=65536)
+
+    def floor_wrapper(original):
+        """The least a hook can do: time the call, append one tuple to a deque."""
+        perf_ns = time.perf_counter_ns
+        append = floor_ring.append
+
+        def synchronize_stream(*args, **kwargs):
+            start = perf_ns()
+            result = original(*args, **kwargs)
+            append((start, perf_ns(), result))
+            return result
+
+        return synchronize_stream
+
     # ---- hooks
     job.sync_loop(2000)  # warm up both the sim and the wrappers
     hook_ns, hook_wall_ns = per_call(job.sync_loop)
     print(f"synchronize_stream: +{hook_ns:5.0f} ns CPU, +{hook_wall_ns:5.0f} ns wall per call")
     quiet_ns, quiet_wall_ns = per_call(job.set_context_loop)
     print(f"set_context (same): +{quiet_ns:5.0f} ns CPU, +{quiet_wall_ns:5.0f} ns wall per call")
-    sink: collections.deque = collections.deque(maxlen=1024)
-    own_ns, own_wall_ns = per_call(job.sync_loop, sink.append)
+
+    class DequeSink:
+        """A sink nobody drains: the records go to a bounded deque."""
+
+        ring_limit = 1 << 30
+
+        def __init__(self) -> None:
+            self.ring: collections.deque = collections.deque(maxlen=1024)
+
+        def submit(self, record) -> bool:
+            self.ring.append(record)
+            return True
+
+        def count_drop(self) -> None:
+            pass
+
+    own_ns, own_wall_ns = per_call(job.sync_loop, DequeSink())
     print(
         f"synchronize_stream, events to a deque: +{own_ns:5.0f} ns CPU, +{own_wall_ns:5.0f} ns wall"
+    )
+    floor_ns, floor_wall_ns = per_call(job.sync_loop, floor=True)
+    print(
+        f"synchronize_stream, bare floor wrapper: +{floor_ns:5.0f} ns CPU,"
+        f" +{floor_wall_ns:5.0f} ns wall; the hook costs {hook_ns / floor_ns:.2f}x the floor"
     )
 
     # ---- model workload
@@ -316,12 +363,15 @@ def main() -> int:
 
     figures = {
         "hook_ns": round(hook_ns, 1),
+        "hook_floor_ns": round(floor_ns, 1),
+        "hook_over_floor": round(hook_ns / floor_ns, 3),
         "exception_us": round(exception_us, 2),
         "stalled_viewer_ratio": round(statistics.median(stalled_cpu), 4),
         "model_loop_ratio": round(statistics.median(model_cpu), 4),
         "hook_no_event_ns": round(quiet_ns, 1),
         "hook_without_bus_ns": round(own_ns, 1),
         "hook_wall_ns": round(hook_wall_ns, 1),
+        "hook_floor_wall_ns": round(floor_wall_ns, 1),
         "exception_wall_us": round(exception_wall_us, 2),
         "stalled_viewer_wall_ratio": round(statistics.median(stalled_wall), 4),
         "model_loop_wall_ratio": round(statistics.median(model_wall), 4),

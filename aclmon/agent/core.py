@@ -2,11 +2,12 @@
 
 Threads:
 
-* the job's own threads run the hook wrappers (build one event, queue it);
+* the job's own threads run the hook wrappers (one record into the publisher's ring);
 * the runtime's callback thread runs the exception capture;
 * ``aclmon-agent`` (the control thread) executes commands, samples devices and
   the host, and polls the dump directory: everything slow happens here;
-* ``aclmon-publisher`` (the bus) does all socket I/O;
+* ``aclmon-publisher`` (the bus) builds and numbers the events of the ring's
+  records and does all socket I/O;
 * ``aclmon-op-timings`` reads the model-subscription pipe while live timings run.
 
 The agent's own failures are counted per place and logged once (stderr via
@@ -23,7 +24,6 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aclmon.acl_constants import (
@@ -31,46 +31,41 @@ from aclmon.acl_constants import (
     ACL_ERROR_INVALID_PARAM,
     ACL_SUCCESS,
 )
+from aclmon.agent.context import (
+    DEFAULT_SAMPLE_INTERVAL_S,
+    AgentConfig,
+    AgentContext,
+    DeviceBinder,
+)
 from aclmon.agent.dumps import DumpWatcher, read_acl_json
 from aclmon.agent.exceptions import ExceptionCapture
 from aclmon.agent.hooks import Hooks
 from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
-from aclmon.agent.sampler import DEFAULT_INTERVAL_S, Sampler
+from aclmon.agent.sampler import Sampler
 from aclmon.agent.state import RuntimeState
 from aclmon.events import (
-    Clock,
-    ContextDestroyed,
-    DeviceReset,
-    ExecuteBegin,
     Hello,
-    LogLine,
-    ModelLoaded,
-    ModelUnloaded,
-    Reply,
     SetProfilingConfig,
     StartProfiling,
     StopProfiling,
-    StreamDestroyed,
-    StreamSyncBegin,
     hello_fields,
 )
 
 log = logging.getLogger("aclmon.agent")
 
-#: commands and internal jobs waiting for the control thread
-TASK_QUEUE_SIZE = 256
 DUMP_POLL_INTERVAL_S = 0.5
-#: a synchronize/execute call still running after this long gets its Begin event
-SLOW_CALL_NS = 50_000_000
 SLOW_CALL_CHECK_S = 0.05
 #: threads with a current context remembered before ended ones are pruned
 MAX_CURRENT_THREADS = 256
-#: frames searched per thread for a synchronize/execute wrapper
-MAX_STACK_DEPTH = 64
 
 
 class Agent:
-    """Observes one job's ``acl`` module and publishes what happens; see the module docstring."""
+    """Observes one job's ``acl`` module and publishes what happens; see the module docstring.
+
+    The agent starts the publisher, builds the :class:`AgentContext` on it and then
+    its parts, each from the context and the sibling parts it uses; it keeps the
+    control thread and answers commands.
+    """
 
     def __init__(
         self,
@@ -79,7 +74,7 @@ class Agent:
         address: str | None = None,
         token: str | None = None,
         record: str | None = None,
-        sample_interval: float = DEFAULT_INTERVAL_S,
+        sample_interval: float = DEFAULT_SAMPLE_INTERVAL_S,
         queue_size: int | None = None,
         profiling_output: str | None = None,
         acl_json: str | None = None,
@@ -87,46 +82,49 @@ class Agent:
         take_exception_callback: bool = False,
     ) -> None:
         self.acl = acl
-        self._take_exception_callback = take_exception_callback
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
+        self.config = AgentConfig(
+            sample_interval=sample_interval,
+            profiling_output=profiling_output or os.path.abspath(f"aclmon-prof-{os.getpid()}"),
+            acl_json=acl_json,
+            take_exception_callback=take_exception_callback,
+        )
+        self.sample_interval = sample_interval
         self._address = address
         self._token = token
         self._record_path = record
         self._queue_size = queue_size
         self._register = register
-        self._acl_json = acl_json
         self.state = RuntimeState()
-        self.hooks = Hooks(self)
+        # The parts, built by start() once the publisher exists.
+        self.context: AgentContext | None = None
+        self.hooks: Hooks | None = None
         self.exceptions: ExceptionCapture | None = None
-        self.profiling = ProfilingController(
-            self, profiling_output or os.path.abspath(f"aclmon-prof-{os.getpid()}")
-        )
+        self.profiling: ProfilingController | None = None
         self.sampler: Sampler | None = None
-        self.sample_interval = sample_interval
         self.dump_watcher: DumpWatcher | None = None
-        self.failures: dict[str, int] = {}
         self.publisher: Any = None
         self.recorder: Any = None
-        self._clock: Clock = Clock()
-        self._publish: Callable[[Any], bool] = _discard
-        self._tasks: queue.Queue[Callable[[], None]] = queue.Queue(TASK_QUEUE_SIZE)
         self._stopping = threading.Event()
         self._control: threading.Thread | None = None
-        self._bound = threading.local()
-        #: [time_ns() - perf_counter_ns()], re-synced by the control thread every
-        #: SLOW_CALL_CHECK_S so the hottest hooks need one clock read, not two
-        self.wall_offset = [time.time_ns() - time.perf_counter_ns()]
-        #: thread id -> start (perf_counter_ns) of the slow call last announced on it
-        self._announced: dict[int, int] = {}
         self._closed = False
         self.started = 0.0
-        # Bound here so hooks can capture them once; replaced in start().
-        self.emit: Callable[..., bool] = self._emit_discard
 
     # ------------------------------------------------------------ lifecycle
     @property
     def address(self) -> str:
         return str(self.publisher.address) if self.publisher is not None else ""
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """place -> failures of the agent's own code there."""
+        return self.context.failures if self.context is not None else {}
+
+    def fail(self, where: str, exc: BaseException) -> None:
+        if self.context is not None:
+            self.context.fail(where, exc)
+        else:
+            log.warning("aclmon agent: %s failed (%s: %s)", where, type(exc).__name__, exc)
 
     def start(self) -> Agent:
         from aclmon.bus.publisher import Publisher
@@ -145,7 +143,8 @@ class Agent:
             # Leave the job as it was: no hooks, no socket, no half-started threads.
             self._closed = True
             self._stopping.set()
-            self.hooks.uninstall()
+            if self.hooks is not None:
+                self.hooks.uninstall()
             publisher.close(flush_timeout=0.0)
             if isinstance(exc, OSError):
                 from aclmon.agent import AgentError
@@ -155,37 +154,37 @@ class Agent:
         return self
 
     def _start_observing(self) -> None:
-        publisher = self.publisher
-        # One sequence for everything this source sends, including the publisher's own
-        # replies and Drops: share its clock.
-        self._clock = publisher.clock
-        self._publish = publisher.publish
-        self.emit = self._make_emit()
+        ctx = self.context = AgentContext(
+            self.acl, self.publisher, config=self.config, state=self.state, logger=log
+        )
+        binder = DeviceBinder(ctx)
+        self.profiling = ProfilingController(ctx, binder, self.config.profiling_output)
+        self.exceptions = ExceptionCapture(ctx)
+        self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
+        self.sampler = Sampler(ctx, binder)
         self.started = time.time()
         if self._record_path:
             from aclmon.agent.recorder import Recorder
 
-            self.recorder = Recorder(self, self._record_path)
+            self.recorder = Recorder(ctx, self._record_path, self.address, self._token)
         self._send_hello()
         self.profiling.publish_state()  # idle until someone starts it: viewers see that too
         self.hooks.install()
-        self.exceptions = ExceptionCapture(self)
         # The callback is registered at the job's next acl.init (a fresh session cannot
         # hold a job callback yet). Registering now could replace one the job set before
         # the agent started, and pyACL cannot tell us: only when the caller says so.
-        if self._take_exception_callback:
+        if self.config.take_exception_callback:
             self._register_exception_callback()
-        self.sampler = Sampler(self, self.sample_interval)
-        if self._acl_json:
-            self._read_acl_json(self._acl_json)
-            if not self._take_exception_callback:
+        if self.config.acl_json:
+            self._read_acl_json(self.config.acl_json)
+            if not self.config.take_exception_callback:
                 text = (
                     "acl was initialised before the agent started: exception capture begins at"
                     " the next acl.init (start the agent first, or pass"
                     " take_exception_callback=True if the job registers its callback later)"
                 )
                 log.warning("aclmon agent: %s", text)
-                self.emit(LogLine, "warning", text)
+                ctx.log_line("warning", text)
         self._control = threading.Thread(
             target=self._control_loop, name="aclmon-agent", daemon=True
         )
@@ -196,7 +195,7 @@ class Agent:
 
                 registry.register(self.address)
             except Exception as exc:  # attach by address still works
-                self.fail("registry", exc)
+                ctx.fail("registry", exc)
         atexit.register(self.close)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork_in_child)
@@ -207,7 +206,8 @@ class Agent:
             return
         self._closed = True
         try:
-            self.hooks.uninstall()
+            if self.hooks is not None:
+                self.hooks.uninstall()
             atexit.unregister(self.close)
             import aclmon.agent
 
@@ -230,17 +230,19 @@ class Agent:
                 self.dump_watcher.poll(final=True)
             except Exception as exc:
                 self.fail("dump watcher", exc)
-        try:
-            self.profiling.close()
-        except Exception as exc:
-            self.fail("profiling shutdown", exc)
+        if self.profiling is not None:
+            try:
+                self.profiling.close()
+            except Exception as exc:
+                self.fail("profiling shutdown", exc)
         if restore:
             if self.exceptions is not None:
                 try:
                     self.exceptions.unregister()
                 except Exception as exc:
                     self.fail("exception callback shutdown", exc)
-            self.hooks.uninstall()
+            if self.hooks is not None:
+                self.hooks.uninstall()
         if self._register:
             try:
                 from aclmon.bus import registry
@@ -250,55 +252,21 @@ class Agent:
                 pass
         if self.publisher is not None:
             self.publisher.close(flush_timeout=0.5)
-        self._publish = _discard
         if self.recorder is not None:
             self.recorder.close()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
     # ------------------------------------------------------------ publishing
-    @property
-    def publish_fn(self) -> Callable[[Any], bool]:
-        """The publisher's ``publish`` itself (hooks bind it once)."""
-        return self._publish
-
-    @property
-    def counter(self) -> Any:
-        """The sequence counter shared with the publisher (``next()`` is atomic)."""
-        return self._clock._counter
-
-    def _make_emit(self) -> Callable[..., bool]:
-        # The hot path of every hook. Same as publish(clock.make(cls, *fields)), minus two
-        # Python frames: the clock's counter is used directly (next() on itertools.count
-        # is atomic under the GIL) and the tuple is built without NamedTuple.__new__
-        # (the field counts are checked by the tests, which decode every kind we send).
-        counter = self._clock._counter
-        publish = self._publish
-        time_ns = time.time_ns
-        tuple_new = tuple.__new__
-
-        def emit(cls: type, *fields: Any) -> bool:
-            return publish(tuple_new(cls, (next(counter), time_ns(), *fields)))
-
-        return emit
-
-    def _emit_discard(self, cls: type, *fields: Any) -> bool:
-        return False
-
-    def make(self, cls: type, *fields: Any) -> Any:
-        """A new event with this source's next sequence number (not yet published)."""
-        return self._clock.make(cls, *fields)
-
-    def publish(self, event: Any) -> bool:
-        return self._publish(event)
-
     def reply(self, request_id: int, code: int, message: str, data: dict[str, Any]) -> None:
-        self.emit(Reply, request_id, int(code), message, data)
+        self.publisher.reply(request_id, int(code), message, data)
 
     def snapshot(self) -> list[Any]:
         return self.state.snapshot()
 
     def _send_hello(self) -> None:
+        ctx = self.context
+        assert ctx is not None
         soc_name = ""
         device_count = 0
         with contextlib.suppress(Exception):  # before acl.init some runtimes cannot say
@@ -309,33 +277,14 @@ class Agent:
                 device_count = int(count)
         except Exception:
             pass
-        hello = self.make(Hello, *hello_fields(self.runtime, soc_name, device_count))
+        hello = ctx.make(Hello, *hello_fields(self.runtime, soc_name, device_count))
         self.state.hello = hello
-        self.publish(hello)
-
-    # ------------------------------------------------------------ failures
-    def fail(self, where: str, exc: BaseException) -> None:
-        """Count one failure of the agent's own code; log the first at each place."""
-        count = self.failures.get(where, 0) + 1
-        self.failures[where] = count
-        if count == 1:
-            log.warning(
-                "aclmon agent: %s failed (%s: %s); further failures here are only counted",
-                where,
-                type(exc).__name__,
-                exc,
-            )
-            with contextlib.suppress(Exception):
-                self.emit(LogLine, "error", f"agent: {where} failed: {type(exc).__name__}: {exc}")
+        ctx.publish(hello)
 
     # ------------------------------------------------------------ control thread
-    def submit(self, task: Callable[[], None]) -> bool:
+    def submit(self, task: Any) -> bool:
         """Run ``task`` on the control thread; False if the queue is full."""
-        try:
-            self._tasks.put_nowait(task)
-            return True
-        except queue.Full:
-            return False
+        return self.context.submit(task) if self.context is not None else False
 
     def _control_loop(self) -> None:
         """Commands, sampling, dump polling and the slow-call watch, until stopped.
@@ -343,21 +292,23 @@ class Agent:
         Each step is fenced on its own, so one failing step (counted) never stops the
         others; in particular commands keep getting replies.
         """
+        ctx = self.context
+        hooks = self.hooks
+        assert ctx is not None and hooks is not None
+        tasks = ctx.tasks
         timers = {"sample": time.monotonic(), "dumps": time.monotonic()}
         while not self._stopping.is_set():
             wait = max(0.0, min(timers.values()) - time.monotonic())
             try:
-                task = self._tasks.get(timeout=min(wait, SLOW_CALL_CHECK_S))
+                task = tasks.get(timeout=min(wait, SLOW_CALL_CHECK_S))
             except queue.Empty:
                 task = None
             if self._stopping.is_set():
                 break
             if task is not None:
                 self._guarded("control task", task)
-            # A list item store is atomic: the hooks read it without a lock.
-            self.wall_offset[0] = time.time_ns() - time.perf_counter_ns()
-            if self.hooks.slow_call_codes:
-                self._guarded("slow call watch", self._announce_slow_calls)
+            ctx.resync_clock()
+            self._guarded("slow call watch", hooks.announce_slow_calls)
             now = time.monotonic()
             if now >= timers["sample"]:
                 if self.sampler is not None:
@@ -370,7 +321,7 @@ class Agent:
                     self._guarded("dump watcher", watcher.poll)
                 timers["dumps"] = now + DUMP_POLL_INTERVAL_S
 
-    def _guarded(self, where: str, step: Callable[[], Any]) -> None:
+    def _guarded(self, where: str, step: Any) -> None:
         try:
             step()
         except Exception as exc:
@@ -386,64 +337,6 @@ class Agent:
         for thread_id in [t for t in list(current) if t not in alive]:
             current.pop(thread_id, None)
 
-    def _announce_slow_calls(self) -> None:
-        """Publish the Begin event of each synchronize/execute that has run too long.
-
-        Nothing is recorded on the job's thread for this: the threads' stacks are
-        searched for a synchronize/execute wrapper frame whose original call has not
-        returned (``start`` set, ``duration`` not yet). A viewer thus still learns which
-        thread is stuck waiting on which stream or model, while a hooked call costs one
-        event.
-        """
-        codes = self.hooks.slow_call_codes
-        now_perf = time.perf_counter_ns()
-        now_wall = time.time_ns()
-        seen: dict[int, int] = {}
-        for thread, frame in sys._current_frames().items():
-            depth = 0
-            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
-                frame = frame.f_back
-                depth += 1
-            if frame is None or depth >= MAX_STACK_DEPTH:
-                continue
-            local = frame.f_locals
-            start = local.get("start")
-            if type(start) is not int or "duration" in local:
-                continue
-            seen[thread] = start
-            if self._announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
-                continue
-            begin_ns = now_wall - (now_perf - start)
-            if codes[frame.f_code] is StreamSyncBegin:
-                event = self.make(StreamSyncBegin, local.get("stream", -1), thread)
-            else:
-                model_id = local.get("model_id", -1)
-                model = self.state.models.get(model_id)
-                event = self.make(
-                    ExecuteBegin,
-                    model_id,
-                    local.get("stream", 0),
-                    model.device_id if model is not None else -1,
-                )
-            self.publish(event._replace(ts_ns=begin_ns))
-            seen[thread] = start
-            self._announced[thread] = start
-        self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
-
-    def bind_device(self, device: int) -> bool:
-        """Make a live context of ``device`` current on the calling (agent) thread."""
-        context = self.state.context_for_device(device)
-        if not context:
-            return False
-        if getattr(self._bound, "context", None) == context:
-            return True
-        ret = self.hooks.original("rt.set_context")(context)
-        if ret != ACL_SUCCESS:
-            self._bound.context = None
-            return False
-        self._bound.context = context
-        return True
-
     # ------------------------------------------------------------ commands
     def _on_command(self, command: Any) -> None:
         """Runs on the publisher thread: hand the command to the control thread."""
@@ -457,9 +350,9 @@ class Agent:
             if isinstance(command, SetProfilingConfig):
                 code, message, data = self._configure(command)
             elif isinstance(command, StartProfiling):
-                code, message, data = self.profiling.start()
+                code, message, data = self._profiling().start()
             elif isinstance(command, StopProfiling):
-                code, message, data = self.profiling.stop()
+                code, message, data = self._profiling().stop()
             else:
                 code, message, data = (
                     ACL_ERROR_INVALID_PARAM,
@@ -481,7 +374,7 @@ class Agent:
             )
         hello = self.state.hello
         device_count = hello.device_count if hello is not None else 0
-        code, message, data = self.profiling.configure(
+        code, message, data = self._profiling().configure(
             command.flags, command.aicore_metrics, tuple(command.devices), device_count
         )
         if code == ACL_SUCCESS and interval_ms:
@@ -490,7 +383,11 @@ class Agent:
         data["sample_interval_ms"] = int(self.sample_interval * 1000)
         return code, message, data
 
-    # ------------------------------------------------------------ observations from hooks
+    def _profiling(self) -> ProfilingController:
+        assert self.profiling is not None  # commands arrive only after start()
+        return self.profiling
+
+    # ------------------------------------------------------------ after acl.init
     def on_acl_init(self, config_path: Any, ret: int) -> None:
         if ret != ACL_SUCCESS:
             return  # REPEAT_INITIALIZE: the session (and our callback) is the one we know
@@ -502,47 +399,18 @@ class Agent:
             self._read_acl_json(str(config_path))
 
     def _read_acl_json(self, config_path: str) -> None:
+        ctx = self.context
+        assert ctx is not None and self.profiling is not None
         config, warning = read_acl_json(config_path)
         if warning:
-            self.emit(LogLine, "warning", warning)
+            ctx.log_line("warning", warning)
         if config.profiler_on:
             self.profiling.acl_json_profiling(
                 config.profiler_output, config.profiler_flags, config.profiler_metrics
             )
         if config.dump_path:
-            self.dump_watcher = DumpWatcher(self, config.dump_path)
-            self.emit(LogLine, "info", f"watching dump directory {config.dump_path}")
-
-    def on_acl_finalize(self, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
-        if self.exceptions is not None:
-            # The runtime session and its callback are gone; the next acl.init registers again.
-            self.exceptions.registered = False
-        # Finalize releases whatever the job did not: say so, so no viewer keeps stale state.
-        state = self.state
-        for model_id in list(state.models):
-            state.models.pop(model_id, None)
-            self.emit(ModelUnloaded, model_id, ACL_SUCCESS)
-        for context in list(state.contexts):
-            for key in state.context_destroyed(context):
-                if isinstance(key, int):
-                    self.emit(StreamDestroyed, key, ACL_SUCCESS)
-            self.emit(ContextDestroyed, context, ACL_SUCCESS)
-        for device in list(state.device_refs):
-            state.device_reset(device, force=True)
-            self.emit(DeviceReset, device, ACL_SUCCESS)
-        state.current.clear()
-
-    def on_model_loaded(self, model_id: int, device: int, name: str) -> None:
-        # op_count 0 = unknown: pyACL's model description does not list the operators.
-        event = self.make(ModelLoaded, model_id, device, name, 0)
-        self.state.models[model_id] = event
-        self.publish(event)
-        self.profiling.model_loaded(model_id, device)
-
-    def op_type_of(self, op_name: str) -> str:
-        return self.state.op_type_of(op_name)
+            self.dump_watcher = DumpWatcher(ctx, config.dump_path)
+            ctx.log_line("info", f"watching dump directory {config.dump_path}")
 
     def _register_exception_callback(self) -> None:
         if self.exceptions is None:
@@ -554,10 +422,6 @@ class Agent:
             return
         if ret != ACL_SUCCESS:
             log.debug("exception callback not registered yet (ret %s); retrying after init", ret)
-
-
-def _discard(event: Any) -> bool:
-    return False
 
 
 def print_listening(agent: Agent, stream: Any = None) -> None:

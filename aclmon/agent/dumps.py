@@ -39,7 +39,7 @@ from aclmon.acl_constants import (
 from aclmon.events import DumpFileSeen
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
+    from aclmon.agent.context import AgentContext
 
 #: an acl.json larger than this is not a config file
 MAX_ACL_JSON_BYTES = 1 << 20
@@ -181,8 +181,8 @@ def op_from_dump_name(name: str) -> tuple[str, str] | None:
 class DumpWatcher:
     """Polls one dump directory tree and publishes each new, complete file."""
 
-    def __init__(self, agent: Agent, root: str) -> None:
-        self.agent = agent
+    def __init__(self, ctx: AgentContext, root: str) -> None:
+        self.ctx = ctx
         self.root = root
         self.started = time.time() - MTIME_SLACK_S
         #: path -> size at the last poll, for files not yet announced
@@ -250,9 +250,9 @@ class DumpWatcher:
         # its kernel, recognised by its directory: the kind says so)
         op = op_from_dump_name(name) if kind == KIND_OP_DUMP else None
         if op is not None:
-            self.agent.state.learn_op_type(op[1], op[0])
+            self.ctx.state.learn_op_type(op[1], op[0])
         self.announced += 1
-        self.agent.emit(DumpFileSeen, path, kind, size, summary)
+        self.ctx.emit(DumpFileSeen, path, kind, size, summary)
 
 
 def describe_dump(path: str, name: str) -> tuple[str, dict[str, Any]]:

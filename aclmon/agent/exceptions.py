@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS, EXCEPTION_INFO_INVALID
-from aclmon.events import AclException, LogLine, TensorDesc
+from aclmon.events import AclException, TensorDesc
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
+    from aclmon.agent.context import AgentContext
 
 #: create_and_get_op_desc's op_name_len: the largest pyACL accepts, so a long
 #: scoped op name is never cut short.
@@ -41,9 +41,9 @@ def _id(value: Any) -> int:
 class ExceptionCapture:
     """Reads each exception into one :class:`AclException` event and chains the job's callback."""
 
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        acl = agent.acl
+    def __init__(self, ctx: AgentContext) -> None:
+        self.ctx = ctx
+        acl = ctx.acl
         self._rt = acl.rt
         self._mdl = acl.mdl
         self._acl = acl
@@ -55,7 +55,7 @@ class ExceptionCapture:
     # ------------------------------------------------------------ registration
     def register(self) -> int:
         """Register the agent's callback with the runtime; returns the ACL code."""
-        ret = self.agent.hooks.original("rt.set_exception_info_callback")(self.callback)
+        ret = self.ctx.original("rt.set_exception_info_callback")(self.callback)
         self.registered = ret == ACL_SUCCESS
         return int(ret)
 
@@ -66,7 +66,7 @@ class ExceptionCapture:
         """Hand the runtime back the job's callback (or none)."""
         if self.registered:
             self.registered = False
-            self.agent.hooks.original("rt.set_exception_info_callback")(self.job_callback)
+            self.ctx.original("rt.set_exception_info_callback")(self.job_callback)
 
     # ------------------------------------------------------------ the callback
     def callback(self, info: int) -> None:
@@ -75,7 +75,7 @@ class ExceptionCapture:
             self._capture(info)
         except BaseException as exc:  # the runtime thread must never see an exception
             with contextlib.suppress(BaseException):
-                self.agent.fail("exception callback", exc)
+                self.ctx.fail("exception callback", exc)
         job_callback = self.job_callback
         if job_callback is not None:
             try:
@@ -91,9 +91,7 @@ class ExceptionCapture:
                         f" so it is dropped:\n{text}",
                         file=sys.stderr,
                     )
-                    self.agent.emit(
-                        LogLine, "error", f"the job's exception callback raised:\n{text}"
-                    )
+                    self.ctx.log_line("error", f"the job's exception callback raised:\n{text}")
                 except BaseException:
                     pass
 
@@ -109,9 +107,9 @@ class ExceptionCapture:
         outputs: tuple[TensorDesc, ...] = ()
         if device >= 0 and stream_id >= 0 and task_id >= 0:
             op_name, inputs, outputs = self._op_details(device, stream_id, task_id)
-        op_type = self.agent.op_type_of(op_name) if op_name else ""
+        op_type = self.ctx.state.op_type_of(op_name) if op_name else ""
         self.captured += 1
-        self.agent.emit(
+        self.ctx.emit(
             AclException,
             device,
             stream_id,

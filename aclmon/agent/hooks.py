@@ -3,9 +3,20 @@
 A wrapper calls the original with exactly the arguments it got and hands back
 exactly what it returned or raised; the observation happens around that call
 and is fenced by ``try`` so that nothing the agent does can reach the job.
-The observation on the job's thread is kept to building one event tuple and
-handing it to the publisher's non-blocking queue; anything slower (decoding,
-profiling calls, subscribing a model) goes to the agent's control thread.
+
+Ordinary calls get their wrapper from one builder (:func:`observed`): an
+optional ``before(args, kwargs)``, the call, then ``after(args, kwargs,
+result)``. The few calls a job makes in its inner loop (``synchronize_stream``,
+``synchronize_device``, ``execute``, ``execute_async``, ``set_context``) have
+hand-written wrappers instead: on the job's thread they read the clock twice
+and append one tuple to the publisher's ring, with every name they use bound in
+the closure (no attribute lookups per call); the event is built and numbered
+later on the publisher's thread (see ``aclmon.bus.publisher.Record``).
+
+When a hooked call fails (a non-zero ACL code), the wrapper asks the runtime
+why on the same thread (``acl.get_recent_err_msg``, which is per thread) and
+sends that with a :class:`~aclmon.events.CallFailed` event; a call that
+succeeds never pays for it.
 
 Wrappers are installed by replacing attributes of ``acl``, ``acl.rt``,
 ``acl.mdl`` and ``acl.prof``. A job that bound a function to a local name
@@ -18,13 +29,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.msproftx import TxHooks
 from aclmon.events import (
+    CallFailed,
     ContextCreated,
     ContextCurrent,
     ContextDestroyed,
@@ -32,37 +46,45 @@ from aclmon.events import (
     DeviceSet,
     ExecuteBegin,
     ExecuteEnd,
+    ModelLoaded,
     ModelUnloaded,
     StreamCreated,
     StreamDestroyed,
     StreamSyncBegin,
     StreamSynchronized,
-    TxMark,
-    TxRange,
 )
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
+    from aclmon.agent.context import AgentContext
+    from aclmon.agent.exceptions import ExceptionCapture
+    from aclmon.agent.profiling import ProfilingController
 
 Wrapper = Callable[..., Any]
+#: (args, kwargs) -> None, run before the original call
+Before = Callable[[tuple[Any, ...], dict[str, Any]], None]
+#: (args, kwargs, result) -> None, run after it
+After = Callable[[tuple[Any, ...], dict[str, Any], Any], None]
 
 #: the ``stream`` of StreamSyncBegin/StreamSynchronized for ``synchronize_device``
 DEVICE_SYNC = -1
+#: a synchronize/execute call still running after this long gets its Begin event
+SLOW_CALL_NS = 50_000_000
+#: frames searched per thread for a synchronize/execute wrapper
+MAX_STACK_DEPTH = 64
 
 _get_ident = threading.get_ident
 _perf_ns = time.perf_counter_ns
-_time_ns = time.time_ns
 _tuple_new = tuple.__new__
 
 
-def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
+def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
     """Argument ``index`` of a call, positional or by keyword (None if absent)."""
     if len(args) > index:
         return args[index]
     return kwargs.get(name)
 
 
-def _ret_of(result: Any) -> int:
+def ret_of(result: Any) -> int:
     """The ACL return code of a result: a bare int, or the last item of a tuple."""
     if type(result) is int:
         return result
@@ -71,50 +93,93 @@ def _ret_of(result: Any) -> int:
     return -1
 
 
-class Hooks:
-    """Installs and removes the wrappers; keeps the originals for the agent's own calls."""
+def observed(
+    name: str,
+    original: Callable[..., Any],
+    fail: Callable[[str, BaseException], None],
+    call_failed: Callable[[str, tuple[Any, ...], dict[str, Any], Any], None] | None,
+    after: After | None = None,
+    before: Before | None = None,
+) -> Wrapper:
+    """The wrapper of an ordinary call: ``before``, the call, ``after``; a failed
+    call is also reported with the runtime's message (``call_failed``; None for a
+    call that returns no ACL code). Each observer is fenced."""
+    where = f"hook {name}"
 
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.acl = agent.acl
-        #: "rt.set_device" -> the original function (the agent calls these, never wrappers)
-        self.originals: dict[str, Callable[..., Any]] = {}
-        #: code object of a wrapper -> the Begin event a long call of it deserves
-        self.slow_call_codes: dict[Any, type] = {}
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if before is not None:
+            try:
+                before(args, kwargs)
+            except Exception as exc:
+                fail(where, exc)
+        result = original(*args, **kwargs)
+        try:
+            if after is not None:
+                after(args, kwargs, result)
+            if call_failed is not None and ret_of(result) not in (ACL_SUCCESS, -1):
+                call_failed(name, args, kwargs, result)
+        except Exception as exc:
+            fail(where, exc)
+        return result
+
+    return wrapper
+
+
+class Hooks:
+    """Installs and removes the wrappers; keeps the originals in ``ctx.originals``.
+
+    Uses the context, the profiling controller (the job's profiling calls make
+    aclmon step aside), the exception capture (the job's callback joins its
+    chain) and ``on_init`` (what the agent does after each ``acl.init``).
+    """
+
+    def __init__(
+        self,
+        ctx: AgentContext,
+        profiling: ProfilingController,
+        capture: ExceptionCapture,
+        on_init: Callable[[Any, int], None],
+    ) -> None:
+        self.ctx = ctx
+        self.acl = ctx.acl
+        self.profiling = profiling
+        self.capture = capture
+        self.on_init = on_init
+        self.tx = TxHooks(ctx)
+        #: code object of a hot wrapper -> what a long call of it is ("sync", "execute"...)
+        self.slow_call_codes: dict[Any, str] = {}
         self._installed: list[tuple[Any, str, Any, Any]] = []
-        #: prof stamp handle -> message (msproftx), and open push ranges per thread
-        self._stamp_messages: dict[int, str] = {}
-        self._tx_pushed: dict[int, list[tuple[str, int]]] = {}
-        self._tx_ranges: dict[int, tuple[str, int]] = {}
+        #: thread id -> start (perf_counter_ns) of the slow call last announced on it
+        self._announced: dict[int, int] = {}
+        self._get_recent_err_msg: Callable[[], Any] | None = getattr(
+            self.acl, "get_recent_err_msg", None
+        )
+
+    @property
+    def originals(self) -> dict[str, Callable[..., Any]]:
+        return self.ctx.originals
+
+    def original(self, qualified: str) -> Callable[..., Any]:
+        return self.ctx.original(qualified)
 
     # ------------------------------------------------------------ install
-    def original(self, qualified: str) -> Callable[..., Any]:
-        """The unwrapped ``acl`` function ``"rt.get_context"`` (or ``"init"`` for top level)."""
-        fn = self.originals.get(qualified)
-        if fn is not None:
-            return fn
-        module_name, _, name = qualified.rpartition(".")
-        module = getattr(self.acl, module_name) if module_name else self.acl
-        return getattr(module, name)  # type: ignore[no-any-return]
-
     def install(self) -> None:
-        for qualified, factory in self._table().items():
+        for qualified, make in self._table().items():
             module_name, _, name = qualified.rpartition(".")
             module = getattr(self.acl, module_name, None) if module_name else self.acl
             original = getattr(module, name, None) if module is not None else None
             if original is None or getattr(original, "__aclmon_original__", None) is not None:
                 continue  # absent in this CANN version, or already wrapped by another agent
-            wrapper = factory(original)
+            wrapper = make(qualified, original)
             # Builtins lack some attributes: update_wrapper copies what exists.
             with contextlib.suppress(AttributeError, TypeError):
                 functools.update_wrapper(wrapper, original)
             wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]
             setattr(module, name, wrapper)
-            self.originals[qualified] = original
-            if qualified.startswith(("rt.synchronize_stream", "rt.synchronize_device")):
-                self.slow_call_codes[wrapper.__code__] = StreamSyncBegin
-            elif qualified.startswith("mdl.execute"):
-                self.slow_call_codes[wrapper.__code__] = ExecuteBegin
+            self.ctx.originals[qualified] = original
+            slow = _SLOW_CALLS.get(qualified)
+            if slow is not None:
+                self.slow_call_codes[wrapper.__code__] = slow
             self._installed.append((module, name, original, wrapper))
 
     def uninstall(self) -> None:
@@ -124,227 +189,209 @@ class Hooks:
                 setattr(module, name, original)
         self._installed.clear()
 
-    def _table(self) -> dict[str, Callable[[Any], Wrapper]]:
-        return {
-            "init": self._init,
-            "finalize": self._finalize,
-            "rt.set_device": self._set_device,
-            "rt.reset_device": functools.partial(self._reset_device, force=False),
-            "rt.reset_device_force": functools.partial(self._reset_device, force=True),
-            "rt.create_context": self._create_context,
-            "rt.destroy_context": self._destroy_context,
+    def _table(self) -> dict[str, Callable[[str, Callable[..., Any]], Wrapper]]:
+        """qualified name -> ``make(name, original) -> wrapper``."""
+        profiling = self.profiling
+        plain = self._observed
+        table: dict[str, Callable[[str, Callable[..., Any]], Wrapper]] = {
+            "init": plain(self._after_init),
+            "finalize": plain(self._after_finalize, self._before_finalize),
+            "rt.set_device": plain(self._after_set_device),
+            "rt.reset_device": plain(functools.partial(self._after_reset_device, force=False)),
+            "rt.reset_device_force": plain(functools.partial(self._after_reset_device, force=True)),
+            "rt.create_context": plain(self._after_create_context),
+            "rt.destroy_context": plain(self._after_destroy_context),
             "rt.set_context": self._set_context,
-            "rt.create_stream": self._create_stream,
-            "rt.create_stream_with_config": self._create_stream_with_config,
-            "rt.destroy_stream": self._destroy_stream,
-            "rt.destroy_stream_force": self._destroy_stream,
-            "rt.synchronize_stream": functools.partial(self._synchronize_stream, timed=False),
-            "rt.synchronize_stream_with_timeout": functools.partial(
-                self._synchronize_stream, timed=True
-            ),
-            "rt.synchronize_device": functools.partial(self._synchronize_device, timed=False),
-            "rt.synchronize_device_with_timeout": functools.partial(
-                self._synchronize_device, timed=True
-            ),
+            "rt.create_stream": plain(self._after_create_stream),
+            "rt.create_stream_with_config": plain(self._after_create_stream_with_config),
+            "rt.destroy_stream": plain(self._after_destroy_stream),
+            "rt.destroy_stream_force": plain(self._after_destroy_stream),
+            "rt.synchronize_stream": functools.partial(self._synchronize, timed=False),
+            "rt.synchronize_stream_with_timeout": functools.partial(self._synchronize, timed=True),
+            "rt.synchronize_device": functools.partial(self._synchronize, timed=False),
+            "rt.synchronize_device_with_timeout": functools.partial(self._synchronize, timed=True),
             "rt.set_exception_info_callback": self._set_exception_info_callback,
-            "mdl.load_from_file": functools.partial(self._load_model, from_file=True),
-            "mdl.load_from_file_with_mem": functools.partial(self._load_model, from_file=True),
-            "mdl.load_from_mem": functools.partial(self._load_model, from_file=False),
-            "mdl.load_from_mem_with_mem": functools.partial(self._load_model, from_file=False),
-            "mdl.unload": self._unload_model,
+            "mdl.load_from_file": plain(functools.partial(self._after_load, from_file=True)),
+            "mdl.load_from_file_with_mem": plain(
+                functools.partial(self._after_load, from_file=True)
+            ),
+            "mdl.load_from_mem": plain(functools.partial(self._after_load, from_file=False)),
+            "mdl.load_from_mem_with_mem": plain(
+                functools.partial(self._after_load, from_file=False)
+            ),
+            "mdl.unload": plain(self._after_unload, self._before_unload),
             "mdl.execute": functools.partial(self._execute, asynchronous=False),
             "mdl.execute_async": functools.partial(self._execute, asynchronous=True),
-            "prof.init": self._prof_init,
-            "prof.finalize": self._prof_finalize,
-            "prof.create_config": self._prof_create_config,
-            "prof.start": self._prof_start,
-            "prof.stop": self._prof_stop,
-            "prof.model_subscribe": self._prof_model_subscribe,
-            "prof.model_unsubscribe": self._prof_model_unsubscribe,
-            "prof.set_stamp_trace_message": self._tx_set_message,
-            "prof.mark": self._tx_mark,
-            "prof.mark_ex": self._tx_mark_ex,
-            "prof.destroy_stamp": self._tx_destroy_stamp,
-            "prof.push": self._tx_push,
-            "prof.pop": self._tx_pop,
-            "prof.range_start": self._tx_range_start,
-            "prof.range_stop": self._tx_range_stop,
+            "prof.init": plain(self._after_prof_init, self._before_prof_init),
+            "prof.finalize": plain(
+                lambda a, k, r: profiling.job_finalize(ret_of(r)),
+            ),
+            "prof.create_config": plain(self._after_prof_create_config),
+            "prof.start": plain(
+                lambda a, k, r: profiling.job_start(arg(a, k, 0, "config"), ret_of(r))
+            ),
+            "prof.stop": plain(
+                lambda a, k, r: profiling.job_stop(arg(a, k, 0, "config"), ret_of(r))
+            ),
+            "prof.model_subscribe": plain(
+                lambda a, k, r: profiling.job_subscribe(arg(a, k, 0, "model_id"), ret_of(r)),
+                lambda a, k: profiling.step_aside("the job subscribes a model itself"),
+            ),
+            "prof.model_unsubscribe": plain(
+                lambda a, k, r: profiling.job_unsubscribe(arg(a, k, 0, "model_id"), ret_of(r))
+            ),
         }
+        for qualified, after in self.tx.observers().items():
+            table[qualified] = plain(after)
+        return table
 
-    # ------------------------------------------------------------ helpers used by observers
-    def _current_context(self) -> int:
-        context, ret = self.original("rt.get_context")()
-        return int(context) if ret == ACL_SUCCESS else 0
+    def _observed(
+        self, after: After | None, before: Before | None = None
+    ) -> Callable[[str, Callable[..., Any]], Wrapper]:
+        def make(name: str, original: Callable[..., Any]) -> Wrapper:
+            failed = None if name in _NO_ACL_CODE else self.call_failed
+            return observed(name, original, self.ctx.fail, failed, after, before)
 
-    def _current_device(self) -> int:
-        device, ret = self.original("rt.get_device")()
-        return int(device) if ret == ACL_SUCCESS else -1
+        return make
 
-    def _stream_id(self, stream: int) -> int:
-        try:
-            stream_id, ret = self.original("rt.stream_get_id")(stream)
-        except Exception:  # older CANN has no stream_get_id, or it rejects the default stream
-            return -1
-        return int(stream_id) if ret == ACL_SUCCESS else -1
-
-    def _publish_stream(self, stream: int, priority: int, flags: int) -> None:
-        agent = self.agent
-        context = self._current_context()
-        device = agent.state.device_of_context(context)
-        if device < 0:
-            device = self._current_device()
-        event = agent.make(
-            StreamCreated, device, context, stream, self._stream_id(stream), priority, flags
-        )
-        agent.state.stream_created(event)
-        agent.publish(event)
-
-    def _publish_default_context(self, device: int) -> None:
-        """set_device made (or reused) the device's default context and stream."""
-        agent = self.agent
-        state = agent.state
-        context = self._current_context()
-        if not context:
+    # ------------------------------------------------------------ failed calls
+    def call_failed(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        """Runs on the failing call's thread: the runtime's message is per thread."""
+        ret = ret_of(result)
+        if ret == ACL_SUCCESS:
             return
-        if context not in state.contexts:
-            created = agent.make(ContextCreated, device, context, True)
-            state.context_created(created)
-            agent.publish(created)
-            default_stream = agent.make(StreamCreated, device, context, 0, self._stream_id(0), 0, 0)
-            state.stream_created(default_stream)
-            agent.publish(default_stream)
-        current = agent.make(ContextCurrent, context, _get_ident())
-        state.current[current.thread_id] = current
-        agent.publish(current)
-
-    def _forget_context(self, context: int, ret: int) -> None:
-        agent = self.agent
-        for key in agent.state.context_destroyed(context):
-            if isinstance(key, int):
-                agent.emit(StreamDestroyed, key, ret)
-        agent.emit(ContextDestroyed, context, ret)
-
-    # ------------------------------------------------------------ acl.init / finalize
-    def _init(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def init(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
+        message = ""
+        get_message = self._get_recent_err_msg
+        if get_message is not None:
             try:
-                config_path = _arg(args, kwargs, 0, "config_path")
-                agent.on_acl_init(config_path, _ret_of(result))
+                message = str(get_message() or "").strip()
             except Exception as exc:
-                agent.fail("hook acl.init", exc)
-            return result
+                self.ctx.fail("acl.get_recent_err_msg", exc)
+        stream = -1
+        if name.startswith("rt.synchronize_stream") or name.startswith("rt.destroy_stream"):
+            stream = arg(args, kwargs, 0, "stream")
+        elif name == "mdl.execute_async":
+            stream = arg(args, kwargs, 3, "stream")
+        self.ctx.emit(CallFailed, name, int(ret), message, _get_ident(), _int_or(stream, -1))
 
-        return init
+    # ------------------------------------------------------------ hot wrappers
+    def _synchronize(self, name: str, original: Callable[..., Any], *, timed: bool) -> Wrapper:
+        """synchronize_stream / synchronize_device (``DEVICE_SYNC``), with or without a timeout.
 
-    def _finalize(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+        StreamSyncBegin is not published from here: the control thread finds calls still
+        waiting after SLOW_CALL_NS on the threads' stacks (this code object, with ``start``
+        set and no ``end`` yet) and announces them (:meth:`announce_slow_calls`).
+        """
+        ctx = self.ctx
+        sink = ctx.sink
+        ring = sink.ring
+        limit = sink.ring_limit
+        append = ring.append
+        drop = sink.count_drop
+        fail = ctx.fail
+        call_failed = self.call_failed
+        where = f"hook {name}"
+        build = _sync_builder(
+            ctx.wall_offset, device=name.startswith("rt.synchronize_device"), timed=timed
+        )
+        size = len
+        if timed or name.startswith("rt.synchronize_device"):
+            # Rarer forms: the builder reads the arguments on the publisher's thread.
+            def synchronize(*args: Any, **kwargs: Any) -> Any:
+                start = _perf_ns()
+                result = original(*args, **kwargs)
+                end = _perf_ns()
+                try:
+                    if result:  # an int ACL code: non-zero only when the call failed
+                        call_failed(name, args, kwargs, result)
+                    if size(ring) < limit:
+                        append((build, start, end, args, kwargs, result))
+                    else:
+                        drop()
+                except Exception as exc:
+                    fail(where, exc)
+                return result
 
-        def finalize(*args: Any, **kwargs: Any) -> Any:
-            try:
-                # aclmon's own profiling session must end before the runtime does.
-                agent.profiling.step_aside("the job is finalizing acl")
-            except Exception as exc:
-                agent.fail("hook acl.finalize", exc)
+            return synchronize
+        build_stream = _sync_stream_builder(ctx.wall_offset)
+
+        # Hand-inlined (no shared builder): the call jobs make most often. The record is
+        # flat (the stream, not args and kwargs): keeping fewer objects alive until the
+        # publisher takes them is measurably cheaper.
+        def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
+            start = _perf_ns()
             result = original(*args, **kwargs)
+            end = _perf_ns()
             try:
-                agent.on_acl_finalize(_ret_of(result))
-            except Exception as exc:
-                agent.fail("hook acl.finalize", exc)
-            return result
-
-        return finalize
-
-    # ------------------------------------------------------------ devices
-    def _set_device(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def set_device(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                device = _arg(args, kwargs, 0, "device_id")
-                ret = _ret_of(result)
-                event = agent.make(DeviceSet, device, ret)
-                if ret == ACL_SUCCESS:
-                    agent.state.device_set(event)
-                agent.publish(event)
-                if ret == ACL_SUCCESS:
-                    self._publish_default_context(device)
-            except Exception as exc:
-                agent.fail("hook rt.set_device", exc)
-            return result
-
-        return set_device
-
-    def _reset_device(self, original: Callable[..., Any], *, force: bool) -> Wrapper:
-        agent = self.agent
-
-        def reset_device(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                device = _arg(args, kwargs, 0, "device_id")
-                ret = _ret_of(result)
-                state = agent.state
-                if ret == ACL_SUCCESS and state.device_reset(device, force):
-                    context = state.default_context.get(device)
-                    if context:
-                        self._forget_context(context, ret)
-                agent.emit(DeviceReset, device, ret)
-            except Exception as exc:
-                agent.fail("hook rt.reset_device", exc)
-            return result
-
-        return reset_device
-
-    # ------------------------------------------------------------ contexts
-    def _create_context(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def create_context(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                context, ret = result
-                if ret == ACL_SUCCESS:
-                    device = _arg(args, kwargs, 0, "device_id")
-                    created = agent.make(ContextCreated, device, context, False)
-                    agent.state.context_created(created)
-                    agent.publish(created)
-                    # aclrtCreateContext also makes the new context current on this thread.
-                    current = agent.make(ContextCurrent, context, _get_ident())
-                    agent.state.current[current.thread_id] = current
-                    agent.publish(current)
-            except Exception as exc:
-                agent.fail("hook rt.create_context", exc)
-            return result
-
-        return create_context
-
-    def _destroy_context(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def destroy_context(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                context = _arg(args, kwargs, 0, "context")
-                ret = _ret_of(result)
-                if ret == ACL_SUCCESS:
-                    self._forget_context(context, ret)
+                if result:  # an int ACL code: non-zero only when the call failed
+                    call_failed(name, args, kwargs, result)
+                if size(ring) < limit:
+                    append(
+                        (
+                            build_stream,
+                            start,
+                            end,
+                            args[0] if args else kwargs.get("stream", 0),
+                            result,
+                        )
+                    )
                 else:
-                    agent.emit(ContextDestroyed, context, ret)
+                    drop()
             except Exception as exc:
-                agent.fail("hook rt.destroy_context", exc)
+                fail(where, exc)
             return result
 
-        return destroy_context
+        return synchronize_stream
 
-    def _set_context(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        publish = agent.publish_fn
-        counter = agent.counter
-        current = agent.state.current
+    def _execute(self, name: str, original: Callable[..., Any], *, asynchronous: bool) -> Wrapper:
+        """mdl.execute / execute_async; ExecuteBegin is deferred like StreamSyncBegin."""
+        ctx = self.ctx
+        sink = ctx.sink
+        ring = sink.ring
+        limit = sink.ring_limit
+        append = ring.append
+        drop = sink.count_drop
+        fail = ctx.fail
+        call_failed = self.call_failed
+        where = f"hook {name}"
+        build = _execute_builder(ctx.wall_offset, asynchronous)
+        size = len
 
+        # Hand-inlined (no shared builder): runs once per model step; a flat record.
+        def execute(*args: Any, **kwargs: Any) -> Any:
+            start = _perf_ns()
+            result = original(*args, **kwargs)
+            end = _perf_ns()
+            try:
+                if result:
+                    call_failed(name, args, kwargs, result)
+                if size(ring) < limit:
+                    model_id = args[0] if args else kwargs.get("model_id")
+                    if asynchronous:
+                        stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
+                        append((build, start, end, model_id, stream, result))
+                    else:
+                        append((build, start, end, model_id, 0, result))
+                else:
+                    drop()
+            except Exception as exc:
+                fail(where, exc)
+            return result
+
+        return execute
+
+    def _set_context(self, name: str, original: Callable[..., Any]) -> Wrapper:
+        ctx = self.ctx
+        publish = ctx.publish
+        fail = ctx.fail
+        call_failed = self.call_failed
+        current = ctx.state.current
+        time_ns = time.time_ns
+
+        # Hand-inlined: jobs often set the same context in every step, and only a change
+        # is news, so the common call costs one dict lookup.
         def set_context(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
             try:
@@ -352,145 +399,238 @@ class Hooks:
                     context = args[0] if args else kwargs.get("context")
                     thread = _get_ident()
                     previous = current.get(thread)
-                    # Jobs often set the same context in every step: only a change is news.
                     if previous is None or previous[2] != context:
-                        event = _tuple_new(
-                            ContextCurrent, (next(counter), _time_ns(), context, thread)
-                        )
+                        event = ContextCurrent(0, time_ns(), context, thread)
                         current[thread] = event
                         publish(event)
+                else:
+                    call_failed(name, args, kwargs, result)
             except Exception as exc:
-                agent.fail("hook rt.set_context", exc)
+                fail("hook rt.set_context", exc)
             return result
 
         return set_context
 
+    # ------------------------------------------------------------ slow calls
+    def announce_slow_calls(self) -> None:
+        """Publish the Begin event of each synchronize/execute that has run too long
+        (runs on the control thread).
+
+        Nothing is recorded on the job's thread for this: the threads' stacks are
+        searched for a hot wrapper frame whose original call has not returned
+        (``start`` set, ``end`` not yet). A viewer thus still learns which thread is
+        stuck waiting on which stream or model, while a hooked call costs one record.
+        """
+        codes = self.slow_call_codes
+        if not codes:
+            return
+        ctx = self.ctx
+        now_perf = time.perf_counter_ns()
+        now_wall = time.time_ns()
+        seen: dict[int, int] = {}
+        for thread, frame in sys._current_frames().items():
+            depth = 0
+            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
+                frame = frame.f_back
+                depth += 1
+            if frame is None or depth >= MAX_STACK_DEPTH:
+                continue
+            local = frame.f_locals
+            start = local.get("start")
+            if type(start) is not int or "end" in local:
+                continue
+            seen[thread] = start
+            if self._announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
+                continue
+            args = local.get("args", ())
+            kwargs = local.get("kwargs", {})
+            begin_ns = now_wall - (now_perf - start)
+            # One code object serves several calls: the closure's ``name`` says which.
+            what = _SLOW_CALLS.get(local.get("name", ""), codes[frame.f_code])
+            if what == "sync":
+                event = ctx.make(StreamSyncBegin, arg(args, kwargs, 0, "stream"), thread)
+            elif what == "device":
+                event = ctx.make(StreamSyncBegin, DEVICE_SYNC, thread)
+            else:
+                model_id = arg(args, kwargs, 0, "model_id")
+                stream = arg(args, kwargs, 3, "stream") if what == "execute_async" else 0
+                model = ctx.state.models.get(model_id)
+                device = model.device_id if model is not None else -1
+                event = ctx.make(ExecuteBegin, model_id, stream or 0, device)
+            ctx.publish(event._replace(ts_ns=begin_ns))
+            self._announced[thread] = start
+        self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
+
+    # ------------------------------------------------------------ helpers used by observers
+    def _current_context(self) -> int:
+        context, ret = self.ctx.original("rt.get_context")()
+        return int(context) if ret == ACL_SUCCESS else 0
+
+    def _current_device(self) -> int:
+        device, ret = self.ctx.original("rt.get_device")()
+        return int(device) if ret == ACL_SUCCESS else -1
+
+    def _stream_id(self, stream: int) -> int:
+        try:
+            stream_id, ret = self.ctx.original("rt.stream_get_id")(stream)
+        except Exception:  # older CANN has no stream_get_id, or it rejects the default stream
+            return -1
+        return int(stream_id) if ret == ACL_SUCCESS else -1
+
+    def _publish_stream(self, stream: int, priority: int, flags: int) -> None:
+        ctx = self.ctx
+        context = self._current_context()
+        device = ctx.state.device_of_context(context)
+        if device < 0:
+            device = self._current_device()
+        event = ctx.make(
+            StreamCreated, device, context, stream, self._stream_id(stream), priority, flags
+        )
+        ctx.state.stream_created(event)
+        ctx.publish(event)
+
+    def _publish_current(self, context: int) -> None:
+        current = self.ctx.make(ContextCurrent, context, _get_ident())
+        self.ctx.state.current[current.thread_id] = current
+        self.ctx.publish(current)
+
+    def _publish_default_context(self, device: int) -> None:
+        """set_device made (or reused) the device's default context and stream."""
+        ctx = self.ctx
+        state = ctx.state
+        context = self._current_context()
+        if not context:
+            return
+        if context not in state.contexts:
+            created = ctx.make(ContextCreated, device, context, True)
+            state.context_created(created)
+            ctx.publish(created)
+            default_stream = ctx.make(StreamCreated, device, context, 0, self._stream_id(0), 0, 0)
+            state.stream_created(default_stream)
+            ctx.publish(default_stream)
+        self._publish_current(context)
+
+    def _forget_context(self, context: int, ret: int) -> None:
+        ctx = self.ctx
+        for key in ctx.state.context_destroyed(context):
+            if isinstance(key, int):
+                ctx.emit(StreamDestroyed, key, ret)
+        ctx.emit(ContextDestroyed, context, ret)
+
+    # ------------------------------------------------------------ acl.init / finalize
+    def _after_init(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        self.on_init(arg(args, kwargs, 0, "config_path"), ret_of(result))
+
+    def _before_finalize(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        # aclmon's own profiling session must end before the runtime does.
+        self.profiling.step_aside("the job is finalizing acl")
+
+    def _after_finalize(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if ret_of(result) != ACL_SUCCESS:
+            return
+        # The runtime session and its callback are gone; the next acl.init registers again.
+        self.capture.registered = False
+        # Finalize releases whatever the job did not: say so, so no viewer keeps stale state.
+        ctx = self.ctx
+        state = ctx.state
+        for model_id in list(state.models):
+            state.models.pop(model_id, None)
+            ctx.emit(ModelUnloaded, model_id, ACL_SUCCESS)
+        for context in list(state.contexts):
+            for key in state.context_destroyed(context):
+                if isinstance(key, int):
+                    ctx.emit(StreamDestroyed, key, ACL_SUCCESS)
+            ctx.emit(ContextDestroyed, context, ACL_SUCCESS)
+        for device in list(state.device_refs):
+            state.device_reset(device, force=True)
+            ctx.emit(DeviceReset, device, ACL_SUCCESS)
+        state.current.clear()
+
+    # ------------------------------------------------------------ devices
+    def _after_set_device(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        device = arg(args, kwargs, 0, "device_id")
+        ret = ret_of(result)
+        event = self.ctx.make(DeviceSet, device, ret)
+        if ret == ACL_SUCCESS:
+            self.ctx.state.device_set(event)
+        self.ctx.publish(event)
+        if ret == ACL_SUCCESS:
+            self._publish_default_context(device)
+
+    def _after_reset_device(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, *, force: bool
+    ) -> None:
+        device = arg(args, kwargs, 0, "device_id")
+        ret = ret_of(result)
+        state = self.ctx.state
+        if ret == ACL_SUCCESS and state.device_reset(device, force):
+            context = state.default_context.get(device)
+            if context:
+                self._forget_context(context, ret)
+        self.ctx.emit(DeviceReset, device, ret)
+
+    # ------------------------------------------------------------ contexts
+    def _after_create_context(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        context, ret = result
+        if ret != ACL_SUCCESS:
+            return
+        created = self.ctx.make(ContextCreated, arg(args, kwargs, 0, "device_id"), context, False)
+        self.ctx.state.context_created(created)
+        self.ctx.publish(created)
+        # aclrtCreateContext also makes the new context current on this thread.
+        self._publish_current(context)
+
+    def _after_destroy_context(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        context = arg(args, kwargs, 0, "context")
+        ret = ret_of(result)
+        if ret == ACL_SUCCESS:
+            self._forget_context(context, ret)
+        else:
+            self.ctx.emit(ContextDestroyed, context, ret)
+
     # ------------------------------------------------------------ streams
-    def _create_stream(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+    def _after_create_stream(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        stream, ret = result
+        if ret == ACL_SUCCESS:
+            self._publish_stream(stream, 0, 0)
 
-        def create_stream(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                stream, ret = result
-                if ret == ACL_SUCCESS:
-                    self._publish_stream(stream, 0, 0)
-            except Exception as exc:
-                agent.fail("hook rt.create_stream", exc)
-            return result
+    def _after_create_stream_with_config(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        stream, ret = result
+        if ret == ACL_SUCCESS:
+            priority = arg(args, kwargs, 0, "priority") or 0
+            flags = arg(args, kwargs, 1, "flag") or 0
+            self._publish_stream(stream, int(priority), int(flags))
 
-        return create_stream
-
-    def _create_stream_with_config(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def create_stream_with_config(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                stream, ret = result
-                if ret == ACL_SUCCESS:
-                    priority = _arg(args, kwargs, 0, "priority") or 0
-                    flags = _arg(args, kwargs, 1, "flag") or 0
-                    self._publish_stream(stream, int(priority), int(flags))
-            except Exception as exc:
-                agent.fail("hook rt.create_stream_with_config", exc)
-            return result
-
-        return create_stream_with_config
-
-    def _destroy_stream(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def destroy_stream(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                stream = _arg(args, kwargs, 0, "stream")
-                ret = _ret_of(result)
-                if ret == ACL_SUCCESS:
-                    agent.state.stream_destroyed(stream)
-                agent.emit(StreamDestroyed, stream, ret)
-            except Exception as exc:
-                agent.fail("hook rt.destroy_stream", exc)
-            return result
-
-        return destroy_stream
-
-    def _synchronize_stream(self, original: Callable[..., Any], *, timed: bool) -> Wrapper:
-        agent = self.agent
-        publish = agent.publish_fn
-        counter = agent.counter
-        fail = agent.fail
-        wall_offset = agent.wall_offset
-
-        # StreamSyncBegin is not published from here: the control thread finds calls
-        # still waiting after SLOW_CALL_NS on the threads' stacks (this code object,
-        # with `start` and `stream` set and no `duration` yet) and announces them.
-        def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
-            stream = timeout_ms = -1
-            try:
-                stream = args[0] if args else kwargs.get("stream", 0)
-                if timed:
-                    timeout_ms = args[1] if len(args) > 1 else kwargs.get("timeout", -1)
-            except Exception as exc:
-                fail("hook rt.synchronize_stream", exc)
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            end = _perf_ns()
-            duration = end - start
-            try:
-                ret = result if type(result) is int else _ret_of(result)
-                # agent.emit(StreamSynchronized, ...) inlined: this is the hottest path. The
-                # wall-clock time is the end reading plus the offset the agent keeps in sync.
-                publish(
-                    _tuple_new(
-                        StreamSynchronized,
-                        (next(counter), end + wall_offset[0], stream, duration, ret, timeout_ms),
-                    )
-                )
-            except Exception as exc:
-                fail("hook rt.synchronize_stream", exc)
-            return result
-
-        return synchronize_stream
-
-    def _synchronize_device(self, original: Callable[..., Any], *, timed: bool) -> Wrapper:
-        agent = self.agent
-        fail = agent.fail
-
-        # Published as StreamSynchronized with stream = DEVICE_SYNC (every stream of the
-        # thread's current device); a long wait gets its StreamSyncBegin like a stream sync.
-        def synchronize_device(*args: Any, **kwargs: Any) -> Any:
-            stream = DEVICE_SYNC
-            timeout_ms = -1
-            try:
-                if timed:
-                    timeout_ms = args[0] if args else kwargs.get("timeout", -1)
-            except Exception as exc:
-                fail("hook rt.synchronize_device", exc)
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            duration = _perf_ns() - start
-            try:
-                agent.emit(StreamSynchronized, stream, duration, _ret_of(result), timeout_ms)
-            except Exception as exc:
-                fail("hook rt.synchronize_device", exc)
-            return result
-
-        return synchronize_device
+    def _after_destroy_stream(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        stream = arg(args, kwargs, 0, "stream")
+        ret = ret_of(result)
+        if ret == ACL_SUCCESS:
+            self.ctx.state.stream_destroyed(stream)
+        self.ctx.emit(StreamDestroyed, stream, ret)
 
     # ------------------------------------------------------------ exception callback
-    def _set_exception_info_callback(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+    def _set_exception_info_callback(self, name: str, original: Callable[..., Any]) -> Wrapper:
+        capture = self.capture
+        fail = self.ctx.fail
 
+        # Not from the builder: it may answer without calling the original at all.
         def set_exception_info_callback(*args: Any, **kwargs: Any) -> Any:
             # The agent's callback stays registered and the job's becomes the next link of
             # the chain. Anything but a plain valid call goes to the original, so the job
             # sees exactly the error (TypeError, ACL code) it would see without the agent.
-            capture = agent.exceptions
             callback = args[0] if args else None
             if (
-                capture is not None
-                and capture.registered
+                capture.registered
                 and len(args) <= 1
                 and not kwargs
                 and (callback is None or callable(callback))
@@ -499,326 +639,123 @@ class Hooks:
                 return ACL_SUCCESS
             result = original(*args, **kwargs)
             try:
-                if capture is not None and _ret_of(result) == ACL_SUCCESS:
-                    capture.job_callback = _arg(args, kwargs, 0, "fn")
+                if ret_of(result) == ACL_SUCCESS:
+                    capture.job_callback = arg(args, kwargs, 0, "fn")
                     if capture.registered:
                         capture.reregister()  # the original call replaced ours: put it back
             except Exception as exc:
-                agent.fail("hook rt.set_exception_info_callback", exc)
+                fail("hook rt.set_exception_info_callback", exc)
             return result
 
         return set_exception_info_callback
 
     # ------------------------------------------------------------ models
-    def _load_model(self, original: Callable[..., Any], *, from_file: bool) -> Wrapper:
-        agent = self.agent
+    def _after_load(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, *, from_file: bool
+    ) -> None:
+        model_id, ret = result
+        if ret != ACL_SUCCESS:
+            return
+        if from_file:
+            name = os.path.basename(str(arg(args, kwargs, 0, "model_path")))
+        else:
+            name = f"model-{model_id}"
+        device = self._current_device()
+        # op_count 0 = unknown: pyACL's model description does not list the operators.
+        event = self.ctx.make(ModelLoaded, int(model_id), device, name, 0)
+        self.ctx.state.models[int(model_id)] = event
+        self.ctx.publish(event)
+        self.profiling.model_loaded(int(model_id), device)
 
-        def load_model(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                model_id, ret = result
-                if ret == ACL_SUCCESS:
-                    if from_file:
-                        path = _arg(args, kwargs, 0, "model_path")
-                        name = os.path.basename(str(path))
-                    else:
-                        name = f"model-{model_id}"
-                    agent.on_model_loaded(int(model_id), self._current_device(), name)
-            except Exception as exc:
-                agent.fail("hook mdl.load", exc)
-            return result
+    def _before_unload(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        # Live timings subscribed this model: unsubscribe before it goes away.
+        self.profiling.model_unloading(arg(args, kwargs, 0, "model_id"))
 
-        return load_model
-
-    def _unload_model(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def unload(*args: Any, **kwargs: Any) -> Any:
-            model_id = _arg(args, kwargs, 0, "model_id")
-            try:
-                # Live timings subscribed this model: unsubscribe before it goes away.
-                agent.profiling.model_unloading(model_id)
-            except Exception as exc:
-                agent.fail("hook mdl.unload", exc)
-            result = original(*args, **kwargs)
-            try:
-                ret = _ret_of(result)
-                if ret == ACL_SUCCESS:
-                    agent.state.models.pop(model_id, None)
-                agent.emit(ModelUnloaded, model_id, ret)
-            except Exception as exc:
-                agent.fail("hook mdl.unload", exc)
-            return result
-
-        return unload
-
-    def _execute(self, original: Callable[..., Any], *, asynchronous: bool) -> Wrapper:
-        agent = self.agent
-        publish = agent.publish_fn
-        counter = agent.counter
-        fail = agent.fail
-        wall_offset = agent.wall_offset
-
-        # ExecuteBegin is deferred like StreamSyncBegin (see synchronize_stream).
-        def execute(*args: Any, **kwargs: Any) -> Any:
-            model_id = stream = -1
-            try:
-                model_id = args[0] if args else kwargs.get("model_id")
-                stream = 0
-                if asynchronous:
-                    stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
-            except Exception as exc:
-                fail("hook mdl.execute", exc)
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            end = _perf_ns()
-            duration = end - start
-            try:
-                ret = result if type(result) is int else _ret_of(result)
-                publish(
-                    _tuple_new(
-                        ExecuteEnd,
-                        (next(counter), end + wall_offset[0], model_id, stream, duration, ret),
-                    )
-                )
-            except Exception as exc:
-                fail("hook mdl.execute", exc)
-            return result
-
-        return execute
+    def _after_unload(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        model_id = arg(args, kwargs, 0, "model_id")
+        ret = ret_of(result)
+        if ret == ACL_SUCCESS:
+            self.ctx.state.models.pop(model_id, None)
+        self.ctx.emit(ModelUnloaded, model_id, ret)
 
     # ------------------------------------------------------------ profiling by the job
-    def _prof_init(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+    def _before_prof_init(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.profiling.step_aside("the job called acl.prof.init")
 
-        def init(*args: Any, **kwargs: Any) -> Any:
-            try:
-                agent.profiling.step_aside("the job called acl.prof.init")
-            except Exception as exc:
-                agent.fail("hook prof.init", exc)
-            result = original(*args, **kwargs)
-            try:
-                path = _arg(args, kwargs, 0, "path")
-                agent.profiling.job_init(str(path or ""), _ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.init", exc)
-            return result
+    def _after_prof_init(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        path = arg(args, kwargs, 0, "path")
+        self.profiling.job_init(str(path or ""), ret_of(result))
 
-        return init
+    def _after_prof_create_config(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        devices = arg(args, kwargs, 0, "device_list")
+        metrics = arg(args, kwargs, 1, "aicore_metrics")
+        flags = arg(args, kwargs, 3, "data_type_config")
+        self.profiling.job_config(result, devices, metrics, flags)
 
-    def _prof_finalize(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
 
-        def finalize(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                agent.profiling.job_finalize(_ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.finalize", exc)
-            return result
+#: hot wrappers whose long calls the control thread announces, and what they are
+_SLOW_CALLS = {
+    "rt.synchronize_stream": "sync",
+    "rt.synchronize_stream_with_timeout": "sync",
+    "rt.synchronize_device": "device",
+    "rt.synchronize_device_with_timeout": "device",
+    "mdl.execute": "execute",
+    "mdl.execute_async": "execute_async",
+}
 
-        return finalize
 
-    def _prof_create_config(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+#: hooked calls whose result is not an ACL code (a handle, 0 on failure; or None)
+_NO_ACL_CODE = frozenset({"prof.create_config", "prof.destroy_stamp"})
 
-        def create_config(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                devices = _arg(args, kwargs, 0, "device_list")
-                metrics = _arg(args, kwargs, 1, "aicore_metrics")
-                flags = _arg(args, kwargs, 3, "data_type_config")
-                agent.profiling.job_config(result, devices, metrics, flags)
-            except Exception as exc:
-                agent.fail("hook prof.create_config", exc)
-            return result
 
-        return create_config
+def _int_or(value: Any, default: int) -> int:
+    return value if type(value) is int else default
 
-    def _prof_start(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
 
-        def start(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                agent.profiling.job_start(_arg(args, kwargs, 0, "config"), _ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.start", exc)
-            return result
+def _sync_builder(wall_offset: list[int], *, device: bool, timed: bool) -> Any:
+    """The publisher-side half of a synchronize wrapper: its record as StreamSynchronized."""
 
-        return start
+    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+        _, start, end, args, kwargs, result = record
+        if device:
+            stream = DEVICE_SYNC
+            timeout_ms = (args[0] if args else kwargs.get("timeout", -1)) if timed else -1
+        else:
+            stream = args[0] if args else kwargs.get("stream", 0)
+            timeout_ms = (args[1] if len(args) > 1 else kwargs.get("timeout", -1)) if timed else -1
+        ret = result if type(result) is int else ret_of(result)
+        return _tuple_new(
+            StreamSynchronized,
+            (next(counter), end + wall_offset[0], stream, end - start, ret, timeout_ms),
+        )
 
-    def _prof_stop(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+    return build
 
-        def stop(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                agent.profiling.job_stop(_arg(args, kwargs, 0, "config"), _ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.stop", exc)
-            return result
 
-        return stop
+def _sync_stream_builder(wall_offset: list[int]) -> Any:
+    """The publisher-side half of the synchronize_stream wrapper."""
 
-    def _prof_model_subscribe(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+        _, start, end, stream, result = record
+        ret = result if type(result) is int else ret_of(result)
+        return _tuple_new(
+            StreamSynchronized,
+            (next(counter), end + wall_offset[0], stream, end - start, ret, -1),
+        )
 
-        def model_subscribe(*args: Any, **kwargs: Any) -> Any:
-            model_id = _arg(args, kwargs, 0, "model_id")
-            try:
-                agent.profiling.step_aside("the job subscribes a model itself")
-            except Exception as exc:
-                agent.fail("hook prof.model_subscribe", exc)
-            result = original(*args, **kwargs)
-            try:
-                agent.profiling.job_subscribe(model_id, _ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.model_subscribe", exc)
-            return result
+    return build
 
-        return model_subscribe
 
-    def _prof_model_unsubscribe(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
+def _execute_builder(wall_offset: list[int], asynchronous: bool) -> Any:
+    """The publisher-side half of an execute wrapper: its record as ExecuteEnd."""
 
-        def model_unsubscribe(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                agent.profiling.job_unsubscribe(_arg(args, kwargs, 0, "model_id"), _ret_of(result))
-            except Exception as exc:
-                agent.fail("hook prof.model_unsubscribe", exc)
-            return result
+    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+        _, start, end, model_id, stream, result = record
+        ret = result if type(result) is int else ret_of(result)
+        return _tuple_new(
+            ExecuteEnd, (next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
+        )
 
-        return model_unsubscribe
-
-    # ------------------------------------------------------------ msproftx
-    def _tx_set_message(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        messages = self._stamp_messages
-
-        def set_stamp_trace_message(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                if _ret_of(result) == ACL_SUCCESS and len(messages) < 4096:
-                    stamp = _arg(args, kwargs, 0, "stamp")
-                    message = str(_arg(args, kwargs, 1, "msg"))
-                    length = _arg(args, kwargs, 2, "msg_len")
-                    if isinstance(length, int):  # the runtime keeps msg_len bytes
-                        message = message.encode()[: max(length, 0)].decode("utf-8", "replace")
-                    messages[stamp] = message
-            except Exception as exc:
-                agent.fail("hook prof.set_stamp_trace_message", exc)
-            return result
-
-        return set_stamp_trace_message
-
-    def _tx_mark(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        messages = self._stamp_messages
-
-        def mark(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                if _ret_of(result) == ACL_SUCCESS:
-                    agent.emit(TxMark, messages.get(_arg(args, kwargs, 0, "stamp"), ""))
-            except Exception as exc:
-                agent.fail("hook prof.mark", exc)
-            return result
-
-        return mark
-
-    def _tx_mark_ex(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-
-        def mark_ex(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                if _ret_of(result) == ACL_SUCCESS:
-                    agent.emit(TxMark, str(_arg(args, kwargs, 0, "msg")))
-            except Exception as exc:
-                agent.fail("hook prof.mark_ex", exc)
-            return result
-
-        return mark_ex
-
-    def _tx_destroy_stamp(self, original: Callable[..., Any]) -> Wrapper:
-        messages = self._stamp_messages
-
-        def destroy_stamp(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            with contextlib.suppress(Exception):
-                messages.pop(_arg(args, kwargs, 0, "stamp"), None)
-            return result
-
-        return destroy_stamp
-
-    def _tx_push(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        messages = self._stamp_messages
-        pushed = self._tx_pushed
-
-        def push(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                if _ret_of(result) == ACL_SUCCESS:
-                    stack = pushed.setdefault(_get_ident(), [])
-                    if len(stack) < 256:
-                        message = messages.get(_arg(args, kwargs, 0, "stamp"), "")
-                        stack.append((message, _time_ns()))
-            except Exception as exc:
-                agent.fail("hook prof.push", exc)
-            return result
-
-        return push
-
-    def _tx_pop(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        pushed = self._tx_pushed
-
-        def pop(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                stack = pushed.get(_get_ident())
-                if _ret_of(result) == ACL_SUCCESS and stack:
-                    message, start_ns = stack.pop()
-                    agent.emit(TxRange, message, start_ns, _time_ns())
-            except Exception as exc:
-                agent.fail("hook prof.pop", exc)
-            return result
-
-        return pop
-
-    def _tx_range_start(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        messages = self._stamp_messages
-        ranges = self._tx_ranges
-
-        def range_start(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                range_id, ret = result
-                if ret == ACL_SUCCESS and len(ranges) < 4096:
-                    message = messages.get(_arg(args, kwargs, 0, "stamp"), "")
-                    ranges[range_id] = (message, _time_ns())
-            except Exception as exc:
-                agent.fail("hook prof.range_start", exc)
-            return result
-
-        return range_start
-
-    def _tx_range_stop(self, original: Callable[..., Any]) -> Wrapper:
-        agent = self.agent
-        ranges = self._tx_ranges
-
-        def range_stop(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                opened = ranges.pop(_arg(args, kwargs, 0, "range_id"), None)
-                if opened is not None and _ret_of(result) == ACL_SUCCESS:
-                    agent.emit(TxRange, opened[0], opened[1], _time_ns())
-            except Exception as exc:
-                agent.fail("hook prof.range_stop", exc)
-            return result
-
-        return range_stop
+    return build

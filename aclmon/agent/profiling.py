@@ -42,10 +42,10 @@ from aclmon.acl_constants import (
     error_text,
     prof_flag_names,
 )
-from aclmon.events import LogLine, OpTiming, ProfilingState
+from aclmon.events import OpTiming, ProfilingState
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
+    from aclmon.agent.context import AgentContext, DeviceBinder
 
 DEFAULT_METRICS = ACL_AICORE_PIPE_UTILIZATION
 #: SetProfilingConfig.flags value that asks for live operator timings (model subscription).
@@ -58,10 +58,13 @@ Outcome = tuple[int, str, dict[str, Any]]
 
 
 class ProfilingController:
-    """Executes profiling commands and follows the job's own profiling calls."""
+    """Executes profiling commands and follows the job's own profiling calls.
 
-    def __init__(self, agent: Agent, output_path: str) -> None:
-        self.agent = agent
+    Uses the context and the device binder (profiling calls need a current context)."""
+
+    def __init__(self, ctx: AgentContext, binder: DeviceBinder, output_path: str) -> None:
+        self.ctx = ctx
+        self.binder = binder
         # Serialises aclmon's own session changes (control thread) against the job's
         # profiling calls (job threads), which make aclmon step aside.
         self._lock = threading.RLock()
@@ -91,7 +94,7 @@ class ProfilingController:
 
     # ------------------------------------------------------------ state
     def publish_state(self) -> None:
-        event = self.agent.make(
+        event = self.ctx.make(
             ProfilingState,
             self.initialized,
             self.running,
@@ -105,16 +108,16 @@ class ProfilingController:
             self.aicore_metrics,
             self.devices,
         )
-        self.agent.state.profiling = event
-        self.agent.publish(event)
+        self.ctx.state.profiling = event
+        self.ctx.publish(event)
 
     def _original(self, name: str) -> Any:
-        return self.agent.hooks.original(f"prof.{name}")
+        return self.ctx.original(f"prof.{name}")
 
     def _runtime_says(self) -> str:
         """``": <the runtime's last error message>"``, for calls that return only a handle."""
         try:
-            text = str(self.agent.acl.get_recent_err_msg() or "").strip()
+            text = str(self.ctx.acl.get_recent_err_msg() or "").strip()
         except Exception:  # older CANN without it
             text = ""
         return f": {text}" if text else ""
@@ -202,7 +205,7 @@ class ProfilingController:
         return outcome
 
     def _devices_to_profile(self) -> list[int]:
-        return list(self.devices) if self.devices else self.agent.state.devices_in_use()
+        return list(self.devices) if self.devices else self.ctx.state.devices_in_use()
 
     def _start_api(self) -> Outcome:
         devices = self._devices_to_profile()
@@ -212,7 +215,7 @@ class ProfilingController:
                 "the job has not set a device yet; name the devices in the profiling config",
                 {},
             )
-        self.agent.bind_device(devices[0])
+        self.binder.bind(devices[0])
         ret = self._original("init")(self.output_path)
         if ret != ACL_SUCCESS:
             if ret == ACL_ERROR_PROF_ALREADY_RUN:
@@ -244,7 +247,7 @@ class ProfilingController:
         self.active_output = self.output_path
         data: dict[str, Any] = {"mode": "api", "output_path": self.output_path}
         message = f"profiling started on devices {devices}, writing to {self.output_path}"
-        if self.agent.state.models:
+        if self.ctx.state.models:
             message += (
                 "; live operator timings need model subscription, which CANN does not allow"
                 " together with API-mode profiling (ACL_ERROR_PROF_API_CONFLICT):"
@@ -258,7 +261,7 @@ class ProfilingController:
         if ret != ACL_SUCCESS or type(size) is not int or size <= 0:
             code = ret or ACL_ERROR_INVALID_PARAM
             return code, f"live operator timings are unavailable: {error_text(code)}", {}
-        live = LiveTimings(self.agent, size, self.aicore_metrics)
+        live = LiveTimings(self.ctx, self.binder, size, self.aicore_metrics)
         if not live.open():
             return (
                 ACL_ERROR_INVALID_PROFILING_CONFIG,
@@ -271,9 +274,9 @@ class ProfilingController:
         self.initialized = False
         self.active_flags = LIVE_TIMINGS
         self.active_metrics = self.aicore_metrics
-        self.active_devices = tuple(self.agent.state.devices_in_use())
+        self.active_devices = tuple(self.ctx.state.devices_in_use())
         self.active_output = ""
-        models = list(self.agent.state.models.values())
+        models = list(self.ctx.state.models.values())
         failures = {}
         for model in models:
             code = live.subscribe(model.model_id, model.device_id)
@@ -332,22 +335,21 @@ class ProfilingController:
             if self.owner != "aclmon":
                 return
             self._teardown()
-        self.agent.emit(LogLine, "warning", f"aclmon stopped its profiling session: {reason}")
+        self.ctx.log_line("warning", f"aclmon stopped its profiling session: {reason}")
         self.publish_state()
 
     def model_loaded(self, model_id: int, device: int) -> None:
         if self._live is not None:
-            self.agent.submit(lambda: self._subscribe_later(model_id, device))
+            self.ctx.submit(lambda: self._subscribe_later(model_id, device))
 
     def _subscribe_later(self, model_id: int, device: int) -> None:
         with self._lock:
             live = self._live
-            if live is None or model_id not in self.agent.state.models:
+            if live is None or model_id not in self.ctx.state.models:
                 return
             code = live.subscribe(model_id, device)
         if code != ACL_SUCCESS:
-            self.agent.emit(
-                LogLine,
+            self.ctx.log_line(
                 "warning",
                 f"live operator timings: model {model_id} not subscribed: {error_text(code)}",
             )
@@ -443,8 +445,11 @@ class LiveTimings:
     file may have reused.
     """
 
-    def __init__(self, agent: Agent, op_desc_size: int, aicore_metrics: int) -> None:
-        self.agent = agent
+    def __init__(
+        self, ctx: AgentContext, binder: DeviceBinder, op_desc_size: int, aicore_metrics: int
+    ) -> None:
+        self.ctx = ctx
+        self.binder = binder
         self.op_desc_size = op_desc_size
         self.aicore_metrics = aicore_metrics
         self.models: set[int] = set()
@@ -455,7 +460,7 @@ class LiveTimings:
         self.records = 0
 
     def _original(self, name: str) -> Any:
-        return self.agent.hooks.original(f"prof.{name}")
+        return self.ctx.original(f"prof.{name}")
 
     def open(self) -> bool:
         """A new pipe, subscribe config and reader thread."""
@@ -477,7 +482,7 @@ class LiveTimings:
     def subscribe(self, model_id: int, device: int) -> int:
         if not self._config and not self.open():
             return ACL_ERROR_INVALID_PROFILING_CONFIG
-        self.agent.bind_device(device)
+        self.binder.bind(device)
         ret = self._original("model_subscribe")(model_id, self._config)
         if ret == ACL_SUCCESS:
             self.models.add(model_id)
@@ -538,15 +543,15 @@ class LiveTimings:
                     try:
                         self._parse(chunk)
                     except Exception as exc:
-                        self.agent.fail("op timing records", exc)
+                        self.ctx.fail("op timing records", exc)
         except OSError as exc:
-            self.agent.fail("op timing pipe", exc)
+            self.ctx.fail("op timing pipe", exc)
         finally:
             os.close(read_fd)
 
     def _pointer(self, chunk: bytes) -> tuple[int, Any]:
         """A pointer to ``chunk`` for the op getters, and the object that keeps it alive."""
-        util = self.agent.acl.util
+        util = self.ctx.acl.util
         to_ptr = getattr(util, "bytes_to_ptr", None)
         if to_ptr is not None:
             return int(to_ptr(chunk)), chunk
@@ -556,14 +561,14 @@ class LiveTimings:
         return int(util.numpy_to_ptr(array)), array
 
     def _parse(self, chunk: bytes) -> None:
-        prof = self.agent.acl.prof
+        prof = self.ctx.acl.prof
         length = len(chunk)
         pointer, keep_alive = self._pointer(chunk)
         count, ret = prof.get_op_num(pointer, length)
         if ret != ACL_SUCCESS:
             return
         count = min(int(count), length // self.op_desc_size)
-        agent = self.agent
+        ctx = self.ctx
         for index in range(count):
             name, ret_name = prof.get_op_name(pointer, length, index, ACL_PROF_MAX_OP_NAME_LEN)
             op_type, ret_type = prof.get_op_type(pointer, length, index, ACL_PROF_MAX_OP_TYPE_LEN)
@@ -573,7 +578,7 @@ class LiveTimings:
             end = int(prof.get_op_end(pointer, length, index))
             duration = int(prof.get_op_duration(pointer, length, index))
             model_id = int(prof.get_model_id(pointer, length, index))
-            agent.state.learn_op_type(name, op_type)
-            agent.emit(OpTiming, model_id, name, op_type, start, end, duration)
+            ctx.state.learn_op_type(name, op_type)
+            ctx.emit(OpTiming, model_id, name, op_type, start, end, duration)
             self.records += 1
         del keep_alive

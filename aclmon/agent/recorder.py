@@ -13,23 +13,26 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
+    from aclmon.agent.context import AgentContext
 
 CONNECT_TIMEOUT_S = 2.0
 POLL_TIMEOUT_S = 0.2
 
 
 class Recorder:
-    def __init__(self, agent: Agent, path: str) -> None:
+    """Subscribes to the publisher at ``address`` (with its ``token``, if it has one)
+    and writes what arrives to ``path``."""
+
+    def __init__(self, ctx: AgentContext, path: str, address: str, token: str | None) -> None:
         from aclmon.bus.recording import RecordingWriter
         from aclmon.bus.subscriber import Subscriber
 
-        self.agent = agent
+        self.ctx = ctx
         self.path = path
         self.writer = RecordingWriter(
-            path, {"source": "aclmon agent", "pid": os.getpid(), "runtime": agent.runtime}
+            path, {"source": "aclmon agent", "pid": os.getpid(), "runtime": ctx.runtime}
         )
-        self.subscriber = Subscriber(agent.address, token=agent._token, readonly=True).start()
+        self.subscriber = Subscriber(address, token=token, readonly=True).start()
         # Wait for the handshake so that the recording starts with the job, not later.
         self.subscriber.wait_connected(CONNECT_TIMEOUT_S)
         self._stop = threading.Event()
@@ -46,7 +49,7 @@ class Recorder:
                     writer.write_many(events)
                     writer.flush()
             except Exception as exc:  # a full disk must not end the job: stop recording
-                self.agent.fail("recorder", exc)
+                self.ctx.fail("recorder", exc)
                 return
 
     def close(self) -> None:
@@ -59,6 +62,6 @@ class Recorder:
                 self.writer.write_many(events)
                 events = self.subscriber.poll(1_000_000, 0.05)
         except Exception as exc:
-            self.agent.fail("recorder", exc)
+            self.ctx.fail("recorder", exc)
         self.subscriber.close()
         self.writer.close()

@@ -20,9 +20,7 @@ from aclmon.acl_constants import (
 from aclmon.events import DeviceSample, HostSample
 
 if TYPE_CHECKING:
-    from aclmon.agent.core import Agent
-
-DEFAULT_INTERVAL_S = 1.0
+    from aclmon.agent.context import AgentContext, DeviceBinder
 
 
 def _percent(value: object) -> int:
@@ -30,9 +28,12 @@ def _percent(value: object) -> int:
 
 
 class Sampler:
-    def __init__(self, agent: Agent, interval_s: float = DEFAULT_INTERVAL_S) -> None:
-        self.agent = agent
-        self.interval_s = interval_s
+    """Samples the host process and each device in use; uses the context and the
+    device binder (to make a context of the device current on its own thread)."""
+
+    def __init__(self, ctx: AgentContext, binder: DeviceBinder) -> None:
+        self.ctx = ctx
+        self.binder = binder
         self._process = None
         try:
             import psutil
@@ -40,15 +41,15 @@ class Sampler:
             self._process = psutil.Process()
             self._process.cpu_percent(None)  # the first call only sets the baseline
         except Exception as exc:
-            agent.fail("host sampler", exc)
+            ctx.fail("host sampler", exc)
 
     def sample(self) -> None:
         self.sample_host()
-        for device in self.agent.state.devices_in_use():
+        for device in self.ctx.state.devices_in_use():
             try:
                 self.sample_device(device)
             except Exception as exc:
-                self.agent.fail("device sampler", exc)
+                self.ctx.fail("device sampler", exc)
 
     def sample_host(self) -> None:
         process = self._process
@@ -60,13 +61,13 @@ class Sampler:
                 rss = int(process.memory_info().rss)
                 threads = int(process.num_threads())
         except Exception as exc:  # psutil.Error (process gone) or an OS quirk
-            self.agent.fail("host sampler", exc)
+            self.ctx.fail("host sampler", exc)
             return
-        self.agent.emit(HostSample, cpu, rss, threads)
+        self.ctx.emit(HostSample, cpu, rss, threads)
 
     def sample_device(self, device: int) -> None:
-        agent = self.agent
-        rt = agent.acl.rt
+        ctx = self.ctx
+        rt = ctx.acl.rt
         cube = vector = aicpu = DEVICE_UTILIZATION_NOT_SUPPORT
         rate = getattr(rt, "get_device_utilization_rate", None)
         if rate is not None:
@@ -76,7 +77,7 @@ class Sampler:
                 vector = _percent(info.get("vector_utilization"))
                 aicpu = _percent(info.get("aicpu_utilization"))
         used = total = 0
-        if agent.bind_device(device):
+        if self.binder.bind(device):
             for attr in (ACL_HBM_MEM, ACL_DDR_MEM):  # 310-class devices have DDR, not HBM
                 free, total_bytes, ret = rt.get_mem_info(attr)
                 if ret == ACL_SUCCESS and total_bytes > 0:
@@ -88,4 +89,4 @@ class Sampler:
             status, ret = query(device)
             if ret == ACL_SUCCESS and status != ACL_DEVICE_STATUS_NORMAL:
                 health = "Alarm"
-        agent.emit(DeviceSample, device, cube, vector, aicpu, used, total, health, None, None)
+        ctx.emit(DeviceSample, device, cube, vector, aicpu, used, total, health, None, None)

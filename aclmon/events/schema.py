@@ -362,6 +362,20 @@ class Drops(NamedTuple):
     why: str
 
 
+@register(25, "call_failed")
+class CallFailed(NamedTuple):
+    """A hooked pyACL call returned an error code; ``message`` is what the runtime said
+    about it (``acl.get_recent_err_msg()`` on the calling thread, "" when it says nothing)."""
+
+    seq: int
+    ts_ns: int
+    api: str  # "rt.synchronize_stream", "mdl.load_from_file", ...
+    ret: int
+    message: str
+    thread_id: int
+    stream: int  # the stream handle the call was about (-1: none)
+
+
 # ---------------------------------------------------------------- commands
 @register(64, "set_profiling_config", command=True)
 class SetProfilingConfig(NamedTuple):
