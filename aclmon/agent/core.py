@@ -5,7 +5,8 @@ Threads:
 * the job's own threads run the hook wrappers (one record into the publisher's ring);
 * the runtime's callback thread runs the exception capture;
 * ``aclmon-agent`` (the control thread) executes commands, samples devices and
-  the host, and polls the dump directory: everything slow happens here;
+  the host, polls the dump directory and follows the job's CANN log (plog):
+  everything slow happens here;
 * ``aclmon-publisher`` (the bus) builds and numbers the events of the ring's
   records and does all socket I/O;
 * ``aclmon-op-timings`` reads the model-subscription pipe while live timings run.
@@ -40,6 +41,7 @@ from aclmon.agent.context import (
 from aclmon.agent.dumps import DumpWatcher, read_acl_json
 from aclmon.agent.exceptions import ExceptionCapture
 from aclmon.agent.hooks import Hooks
+from aclmon.agent.plog import PlogTail
 from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
 from aclmon.agent.sampler import Sampler
 from aclmon.agent.state import RuntimeState
@@ -80,6 +82,7 @@ class Agent:
         acl_json: str | None = None,
         register: bool = True,
         take_exception_callback: bool = False,
+        plog: bool = True,
     ) -> None:
         self.acl = acl
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
@@ -88,6 +91,7 @@ class Agent:
             profiling_output=profiling_output or os.path.abspath(f"aclmon-prof-{os.getpid()}"),
             acl_json=acl_json,
             take_exception_callback=take_exception_callback,
+            plog=plog,
         )
         self.sample_interval = sample_interval
         self._address = address
@@ -103,6 +107,7 @@ class Agent:
         self.profiling: ProfilingController | None = None
         self.sampler: Sampler | None = None
         self.dump_watcher: DumpWatcher | None = None
+        self.plog: PlogTail | None = None
         self.publisher: Any = None
         self.recorder: Any = None
         self._stopping = threading.Event()
@@ -162,6 +167,8 @@ class Agent:
         self.exceptions = ExceptionCapture(ctx)
         self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
         self.sampler = Sampler(ctx, binder)
+        if self.config.plog:
+            self.plog = PlogTail(ctx)
         self.started = time.time()
         if self._record_path:
             from aclmon.agent.recorder import Recorder
@@ -230,6 +237,13 @@ class Agent:
                 self.dump_watcher.poll(final=True)
             except Exception as exc:
                 self.fail("dump watcher", exc)
+        if self.plog is not None:
+            try:
+                # The runtime flushes its log at exit: take what it wrote last.
+                self.plog.poll()
+                self.plog.poll()
+            except Exception as exc:
+                self.fail("plog tail", exc)
         if self.profiling is not None:
             try:
                 self.profiling.close()
@@ -319,6 +333,8 @@ class Agent:
                 watcher = self.dump_watcher
                 if watcher is not None:
                     self._guarded("dump watcher", watcher.poll)
+                if self.plog is not None:
+                    self._guarded("plog tail", self.plog.poll)
                 timers["dumps"] = now + DUMP_POLL_INTERVAL_S
 
     def _guarded(self, where: str, step: Any) -> None:

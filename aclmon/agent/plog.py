@@ -1,0 +1,181 @@
+"""Following the job's own CANN log (plog) and publishing its warnings and errors.
+
+Runs on the agent's control thread (never on a job thread), a bounded amount
+per poll: it finds this process's log files (``plog-{pid}_*.log`` and
+``device-{pid}_*.log`` under ``$ASCEND_PROCESS_LOG_PATH`` or
+``$HOME/ascend/log``, old and new layouts; :mod:`aclmon.dump.plog`), reads
+what was appended since the last poll, parses it into entries (multi-line
+entries whole) and publishes each entry of level WARNING or above as a
+:class:`~aclmon.events.LogLine`. At most ``RATE`` lines a second go out (a
+burst of ``BURST``); the rest are counted and reported as
+:class:`~aclmon.events.Drops` (``where = "plog tail"``).
+
+Files that exist when the tail starts are followed from their end (the lines
+are older than the agent); files that appear later from their start. The
+runtime buffers its log and flushes on errors and at exit, so lines arrive in
+bursts. With ``ASCEND_SLOG_PRINT_TO_STDOUT=1`` the runtime writes no files:
+the tail says so once and does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aclmon.dump.plog import (
+    PlogEntry,
+    PlogParser,
+    at_least,
+    find_log_files,
+    log_root,
+    logs_go_to_stdout,
+)
+from aclmon.events import Drops, LogLine
+
+if TYPE_CHECKING:
+    from aclmon.agent.context import AgentContext
+
+#: lines published per second at most, and the burst allowed above that
+RATE = 50.0
+BURST = 200.0
+#: bytes read per file and per poll, at most; files followed at most
+READ_PER_FILE = 256 * 1024
+MAX_FILES = 16
+#: look for new log files this often
+DISCOVER_INTERVAL_S = 2.0
+#: the lowest level published
+THRESHOLD = "warning"
+
+
+class _Followed:
+    __slots__ = ("inode", "offset", "parser", "partial", "path")
+
+    def __init__(self, path: Path, offset: int, inode: int) -> None:
+        self.path = path
+        self.offset = offset
+        self.inode = inode
+        self.parser = PlogParser()
+        self.partial = b""
+
+
+class PlogTail:
+    """See the module docstring. :meth:`poll` is called by the control thread."""
+
+    def __init__(
+        self,
+        ctx: AgentContext,
+        pid: int | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.pid = os.getpid() if pid is None else pid
+        env = dict(os.environ if environ is None else environ)
+        self.root = log_root(env)
+        self.to_stdout = logs_go_to_stdout(env)
+        self.files: dict[Path, _Followed] = {}
+        self.published = 0
+        self.dropped = 0
+        self._reported_drops = 0
+        self._tokens = BURST
+        self._refilled = time.monotonic()
+        self._discovered = 0.0
+        self._started = False
+
+    def poll(self) -> int:
+        """One pass: new files, new lines; returns the lines published."""
+        if not self._started:
+            self._started = True
+            if self.to_stdout:
+                self.ctx.log_line(
+                    "info",
+                    "CANN logs go to stdout (ASCEND_SLOG_PRINT_TO_STDOUT=1): no plog files to"
+                    " follow",
+                )
+                return 0
+            self._discover(first=True)
+        if self.to_stdout:
+            return 0
+        now = time.monotonic()
+        if now - self._discovered >= DISCOVER_INTERVAL_S:
+            self._discover(first=False)
+        published = 0
+        for followed in list(self.files.values()):
+            published += self._read(followed)
+        if self.dropped != self._reported_drops:
+            self._reported_drops = self.dropped
+            self.ctx.emit(
+                Drops,
+                self.dropped,
+                "plog tail",
+                f"more than {RATE:g} log lines a second",
+            )
+        return published
+
+    def _discover(self, first: bool) -> None:
+        self._discovered = time.monotonic()
+        for path in find_log_files(self.root, self.pid):
+            if path in self.files or len(self.files) >= MAX_FILES:
+                continue
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            # Older than the agent: follow from the end; new: from the start.
+            self.files[path] = _Followed(path, info.st_size if first else 0, info.st_ino)
+
+    def _read(self, followed: _Followed) -> int:
+        try:
+            with open(followed.path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if info.st_ino != followed.inode or info.st_size < followed.offset:
+                    # replaced or truncated: start over
+                    followed.inode = info.st_ino
+                    followed.offset = 0
+                    followed.partial = b""
+                handle.seek(followed.offset)
+                data = handle.read(READ_PER_FILE)
+        except OSError:
+            return 0
+        followed.offset += len(data)
+        entries: list[PlogEntry] = []
+        if data:
+            data = followed.partial + data
+            cut = data.rfind(b"\n") + 1
+            followed.partial = data[cut:]
+            if len(followed.partial) > READ_PER_FILE:  # no newline for ages: not log text
+                followed.partial = b""
+            lines = data[:cut].decode("utf-8", "replace").splitlines()
+            entries = followed.parser.feed(lines)
+        else:
+            # The writer is quiet: the open entry is as complete as it gets.
+            last = followed.parser.flush()
+            if last is not None:
+                entries = [last]
+        return sum(self._publish(entry, followed.path) for entry in entries)
+
+    def _publish(self, entry: PlogEntry, path: Path) -> int:
+        if not at_least(entry.level, THRESHOLD):
+            return 0
+        now = time.monotonic()
+        self._tokens = min(BURST, self._tokens + (now - self._refilled) * RATE)
+        self._refilled = now
+        if self._tokens < 1.0:
+            self.dropped += 1
+            return 0
+        self._tokens -= 1.0
+        self.published += 1
+        self.ctx.emit(
+            LogLine,
+            entry.level,
+            entry.text,
+            entry.module,
+            entry.pid,
+            entry.process,
+            entry.logged_ns,
+            entry.location,
+            str(path),
+        )
+        return 1

@@ -1,0 +1,111 @@
+"""The plog tail: the job's own CANN log files, warnings and errors published, bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aclmon.agent import plog as plog_module
+from aclmon.agent.context import AgentContext, MemorySink
+from aclmon.agent.plog import PlogTail
+from aclmon.events import Drops, LogLine
+
+PID = 4242
+
+
+def entry(level: str, text: str, module: str = "RUNTIME", pid: int = PID) -> str:
+    return f"[{level}] {module}({pid},python3):2024-05-01-12:00:00.123.456 [stream.cc:77]{text}\n"
+
+
+def tail_in(root: Path, **env: str) -> tuple[PlogTail, MemorySink]:
+    sink = MemorySink()
+    environ = {"ASCEND_PROCESS_LOG_PATH": str(root), "HOME": "/nonexistent", **env}
+    return PlogTail(AgentContext(object(), sink), pid=PID, environ=environ), sink
+
+
+def log_lines(sink: MemorySink) -> list[LogLine]:
+    return [e for e in sink.take() if type(e) is LogLine]
+
+
+def test_new_warnings_and_errors_of_this_process_are_published(tmp_path: Path):
+    (tmp_path / "debug" / "plog").mkdir(parents=True)
+    old = tmp_path / "debug" / "plog" / f"plog-{PID}_20240501120000000.log"
+    old.write_text(entry("ERROR", "before the agent"))
+    other = tmp_path / "debug" / "plog" / "plog-7_20240501120000000.log"
+    other.write_text("")
+    tail, sink = tail_in(tmp_path)
+    assert tail.poll() == 0  # what was there before is not news
+    with old.open("a") as f:
+        f.write(entry("INFO", "not published"))
+        f.write(entry("ERROR", "aclrtSynchronizeStream failed\n    stream_id:3, task_id:12."))
+        f.write(entry("WARNING", "overflow", module="GE"))
+    other.write_text(entry("ERROR", "another process", pid=7))
+    tail.poll()
+    tail.poll()  # the writer went quiet: the last entry is complete
+    lines = log_lines(sink)
+    assert [(line.level, line.module, line.text) for line in lines] == [
+        ("error", "RUNTIME", "aclrtSynchronizeStream failed\n    stream_id:3, task_id:12."),
+        ("warning", "GE", "overflow"),
+    ]
+    first = lines[0]
+    assert (first.pid, first.process, first.location) == (PID, "python3", "stream.cc:77")
+    assert first.logged_ns > 0 and first.log_file == str(old)
+    # a device log that appears later is read from its start
+    (tmp_path / "debug" / "device-0").mkdir()
+    device = tmp_path / "debug" / "device-0" / f"device-{PID}_20240501120000001.log"
+    device.write_text(entry("ERROR", "from the device", module="AICPU"))
+    tail._discovered = 0.0  # look for new files now
+    tail.poll()
+    tail.poll()
+    assert [line.text for line in log_lines(sink)] == ["from the device"]
+
+
+def test_a_partial_line_waits_for_its_end(tmp_path: Path):
+    (tmp_path / "plog").mkdir()
+    tail, sink = tail_in(tmp_path)
+    tail.poll()
+    path = tmp_path / "plog" / f"plog-{PID}_1.log"
+    text = entry("ERROR", "split in two")
+    path.write_text(text[:30])
+    tail._discovered = 0.0
+    tail.poll()
+    tail.poll()
+    assert log_lines(sink) == []
+    with path.open("a") as f:
+        f.write(text[30:])
+    tail.poll()
+    tail.poll()
+    assert [line.text for line in log_lines(sink)] == ["split in two"]
+
+
+def test_a_flood_is_rate_limited_and_the_drops_counted(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(plog_module, "BURST", 10.0)
+    monkeypatch.setattr(plog_module, "RATE", 0.001)
+    (tmp_path / "plog").mkdir()
+    tail, sink = tail_in(tmp_path)
+    tail.poll()
+    path = tmp_path / "plog" / f"plog-{PID}_1.log"
+    path.write_text("".join(entry("ERROR", f"line {i}") for i in range(30)) + "garbage\x00\n")
+    tail._discovered = 0.0
+    tail.poll()
+    tail.poll()
+    events = sink.take()
+    assert sum(type(e) is LogLine for e in events) == 10
+    drops = [e for e in events if type(e) is Drops]
+    assert drops and drops[-1].total == 20 and drops[-1].where == "plog tail"
+
+
+def test_logs_on_stdout_are_said_once_and_not_followed(tmp_path: Path):
+    (tmp_path / "plog").mkdir()
+    (tmp_path / "plog" / f"plog-{PID}_1.log").write_text(entry("ERROR", "x"))
+    tail, sink = tail_in(tmp_path, ASCEND_SLOG_PRINT_TO_STDOUT="1")
+    tail.poll()
+    tail.poll()
+    (line,) = log_lines(sink)
+    assert "ASCEND_SLOG_PRINT_TO_STDOUT=1" in line.text and line.log_file == ""
+    assert tail.files == {}
+
+
+def test_a_missing_log_directory_is_quietly_nothing(tmp_path: Path):
+    tail, sink = tail_in(tmp_path / "missing")
+    assert tail.poll() == 0 and tail.poll() == 0
+    assert sink.take() == []
