@@ -167,7 +167,10 @@ class Device:
         self.refcount = 0
         self.default_context: Context | None = None
         self.total_bytes = config.hbm_bytes
-        self.used_bytes = 0
+        # The driver and runtime keep part of the HBM (firmware, task queues):
+        # get_mem_info's free starts below total, as on a real card.
+        self.reserved_bytes = min(config.hbm_bytes // 32, 4 << 30)
+        self.used_bytes = self.reserved_bytes
         self._next_address = 0x12C0_0000_0000 + device_id * self.ADDRESS_SPACING
         self._next_stream_id = 0
         self.lock = threading.Lock()
@@ -194,7 +197,7 @@ class Device:
     def release(self, size: int) -> None:
         rounded = ((size + 31) // 32) * 32 + 32
         with self.lock:
-            self.used_bytes = max(0, self.used_bytes - rounded)
+            self.used_bytes = max(self.reserved_bytes, self.used_bytes - rounded)
 
     def add_busy(self, start_ns: int, duration_ns: int, unit: int) -> None:
         index = start_ns // UTIL_BUCKET_NS
