@@ -3,11 +3,16 @@
 Decoding treats input as hostile: :class:`EventDecoder` validates each array
 against the kind's field types (taken from :mod:`aclmon.events.schema`),
 counts malformed and unknown events, and skips them; it never raises into its
-caller. Framing and batches of frames are :mod:`aclmon.bus.wire`'s job.
+caller. Beyond types: a float field holds a finite number (NaN or an infinity
+becomes ``None`` where the field may be ``None``, "not known"; elsewhere the
+event is malformed), and the maps and arrays inside a dict field nest at most
+:data:`MAX_NESTING` deep, so whatever passes can be shown, compared and written
+as JSON without surprises. Framing and batches of frames are :mod:`aclmon.bus.wire`'s job.
 """
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Iterable
@@ -35,6 +40,29 @@ def unpack_payload(payload: bytes) -> Any:
 
 # ---------------------------------------------------------------- validation
 _NoneType = type(None)
+#: how deep maps and arrays may nest inside a dict field (real summaries: < 8)
+MAX_NESTING = 32
+
+
+def nesting_within(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether the containers in ``value`` nest at most ``limit`` deep (no recursion)."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        kind = type(item)
+        if kind is dict:
+            children = item.values()
+        elif kind is tuple or kind is list:
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        for child in children:
+            if type(child) in (dict, tuple, list):
+                push((child, depth + 1))
+    return True
 
 
 def _accepts(annotation: Any) -> tuple[type, ...]:
@@ -69,6 +97,8 @@ class _KindSpec:
         "defaults",
         "exact",
         "field_types",
+        "floats",
+        "maps",
         "nested",
         "nfields",
         "nrequired",
@@ -92,7 +122,13 @@ class _KindSpec:
         self.nested = tuple(
             (i, _element_type(a)) for i, a in enumerate(annotations) if _element_type(a) is not None
         )
-        self.plain = not self.nested
+        # (index, may be None) of float fields: they must hold finite numbers.
+        self.floats = tuple(
+            (i, _NoneType in t) for i, t in enumerate(self.field_types) if t[0] is float
+        )
+        # indices of dict fields: their nesting is bounded
+        self.maps = tuple(i for i, t in enumerate(self.field_types) if t[0] is dict)
+        self.plain = not (self.nested or self.floats or self.maps)
 
 
 _tuple_new = tuple.__new__
@@ -125,6 +161,7 @@ def _fast_decoder(spec: _KindSpec, kind: int | None) -> Any:
         "_new": _tuple_new,
         "_elements_are": _elements_are,
         "_tensors": _fast_tensors,
+        "_nesting_within": nesting_within,
     }
     params = ["obj", "_type=type", "_int=int", "_tuple=tuple", "_cls=_cls", "_new=_new"]
     checks = []
@@ -132,6 +169,10 @@ def _fast_decoder(spec: _KindSpec, kind: int | None) -> Any:
         namespace[f"_t{i}"] = accepted
         params.append(f"_t{i}=_t{i}")
         checks.append(f"_type(f{i}) is _t{i}")
+        if accepted is float:
+            checks.append(f"f{i} - f{i} == 0.0")  # finite: NaN and infinities are not
+        elif accepted is dict:
+            checks.append(f"_nesting_within(f{i})")
     fields = ", ".join(f"f{i}" for i in range(spec.nfields))
     name = f"decode_{kind}" if kind is not None else f"decode_{spec.cls.__name__}"
     lines = [f"def {name}({', '.join(params)}):"]
@@ -182,6 +223,16 @@ def _check_fields(spec: _KindSpec, fields: tuple[Any, ...]) -> tuple[Any, ...] |
         for value, accepted in zip(fields, spec.field_types, strict=True):
             if not isinstance(value, accepted):
                 return None
+    for index in spec.maps:
+        if not nesting_within(fields[index]):
+            return None
+    if spec.floats:
+        for index, optional in spec.floats:
+            value = fields[index]
+            if type(value) is float and not math.isfinite(value):
+                if not optional:
+                    return None
+                fields = (*fields[:index], None, *fields[index + 1 :])
     if not spec.nested:
         return fields
     out = list(fields)
