@@ -123,7 +123,7 @@ def measure(path: str, started: float) -> dict[str, float]:
     import asyncio
 
     from aclmon.tui.replay import build_app
-    from aclmon.tui.replay_inputs import find_inputs
+    from aclmon.tui.replay.inputs import find_inputs
 
     imported = time.perf_counter() - started
     result: dict[str, float] = {"import_s": round(imported, 3)}
@@ -200,7 +200,7 @@ def measure_baseline(path: str) -> dict[str, float]:
     import asyncio
 
     from aclmon.tui.replay import build_app
-    from aclmon.tui.replay_inputs import find_inputs
+    from aclmon.tui.replay.inputs import find_inputs
 
     async def run() -> None:
         app = build_app(find_inputs(path), interval=0.25)

@@ -1,11 +1,16 @@
-"""The aclmon Textual app: a frame (header, view tabs, footer) around four views.
+"""The aclmon Textual app: a frame (header, view tabs, footer) around the views.
 
 Data flow: a timer polls the source (never blocking) every ``interval``
 seconds, applies the batch to the store in one go, updates the header, and
-repaints the visible view only if the store changed. Keys that change what is
-shown repaint at once instead of waiting for the timer. Commands go to the
-agent from one background thread, in the order they were given; replies come
-back to the UI thread and into the store.
+hands the store to the visible view only if the store changed. Views own what
+they show (filters, the pending profiling configuration, the detail pane) as
+reactives and post messages up (``ProfilingView.ConfigRequested``,
+``ExceptionsView.Opened``, ``DumpsView.DecodeRequested``…); the app answers by
+calling their methods. Commands go to the agent from one background thread, in
+the order they were given; replies come back to the UI thread and into the store.
+
+The views draw whatever store they are given, so another screen (a fleet
+drill-down) can show one source's store in the same views.
 """
 
 from __future__ import annotations
@@ -21,32 +26,24 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.style import Style
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Footer
 
 from aclmon import events as ev
-from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS, error_text
 from aclmon.errors import AclmonError
 from aclmon.store import Store
-from aclmon.tui import fmt
 from aclmon.tui.dumpdetail import decode_for_view, render_report
+from aclmon.tui.header import HeaderBar, TabBar
 from aclmon.tui.palette import VIEW_TITLES, AclmonCommands
 from aclmon.tui.screens import ExceptionDetail, HelpScreen, related_dumps
-from aclmon.tui.sources import CONNECTED, DISCONNECTED, ENDED, Source
-from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
-from aclmon.tui.views import (
-    METRIC_ORDER,
-    DevicesView,
-    DumpsView,
-    ExceptionsView,
-    ProfilingView,
-    View,
-    theme_style,
-)
+from aclmon.tui.sources import Source
+from aclmon.tui.style import theme_style
+from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.views import DevicesView, DumpsView, ExceptionsView, ProfilingView, View
+from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
 
 DEFAULT_INTERVAL = 0.25
@@ -54,6 +51,8 @@ DEFAULT_INTERVAL = 0.25
 MAX_BATCH = 50_000
 COMMAND_TIMEOUT = 3.0
 VIEWS = tuple(VIEW_TITLES)
+#: the pair Ctrl+T switches between (the palette offers every theme).
+THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
 
 
 def keymap_path() -> Path:
@@ -76,17 +75,31 @@ def load_keymap(path: Path, *, required: bool = False) -> dict[str, str]:
     return data
 
 
+def binding_rows(bindings: list[Any], keymap: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(keys as typed, description, id) of each binding, after the user's keymap."""
+    out = []
+    for b in bindings:
+        if isinstance(b, Binding):
+            keys = keymap.get(b.id or "", b.key)
+            out.append((keys.replace("question_mark", "?").replace("slash", "/"), b.description,
+                        b.id or ""))  # fmt: skip
+    return out
+
+
 class AclmonApp(App[int]):
-    CSS_PATH = "app.tcss"
+    # Absolute: Textual resolves a relative path beside the subclass (replay/).
+    CSS_PATH = Path(__file__).parent / "app.tcss"
     TITLE = "aclmon"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {AclmonCommands}
+    # The tab bar shows the view keys: the footer keeps its room for the view's
+    # own keys, Help and Quit (which must fit at 80 columns).
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "show_view('devices')", "Devices", id="view.devices"),
-        Binding("2", "show_view('exceptions')", "Exceptions", id="view.exceptions"),
-        Binding("3", "show_view('profiling')", "Profiling", id="view.profiling"),
-        Binding("4", "show_view('dumps')", "Dumps", id="view.dumps"),
+        Binding("1", "show_view('devices')", "Devices", show=False, id="view.devices"),
+        Binding("2", "show_view('exceptions')", "Exceptions", show=False, id="view.exceptions"),
+        Binding("3", "show_view('profiling')", "Profiling", show=False, id="view.profiling"),
+        Binding("4", "show_view('dumps')", "Dumps", show=False, id="view.dumps"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
-        Binding("ctrl+t", "next_theme", "Theme", id="app.theme"),
+        Binding("ctrl+t", "toggle_dark", "Dark/light", show=False, id="app.theme"),
         Binding("q", "quit", "Quit", id="app.quit"),
         # A monitor quits on Ctrl+C like any terminal tool (Textual's default only hints).
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
@@ -103,6 +116,7 @@ class AclmonApp(App[int]):
         store: Store | None = None,
         start_view: str = "devices",
         max_batch: int = MAX_BATCH,
+        group_dumps: bool = False,
     ) -> None:
         super().__init__()
         if interval <= 0:
@@ -114,8 +128,9 @@ class AclmonApp(App[int]):
         self._clock = clock
         self._wanted_theme = theme or DEFAULT_DARK
         self._theme_chosen = theme is not None
-        self._keymap = dict(keymap or {})
+        self.user_keymap = dict(keymap or {})
         self._start_view = start_view if start_view in VIEWS else "devices"
+        self._group_dumps = group_dumps
         self.current_view = self._start_view
         self._painted_version = -1
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
@@ -123,14 +138,7 @@ class AclmonApp(App[int]):
         self._command_numbers = itertools.count(1)
         self._last_command = 0
         self._commands = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aclmon-commands")
-        self.command_note = ""
-        self.prof_flags = 0
-        self.prof_metric = METRIC_ORDER[0]
-        self.prof_devices: tuple[int, ...] = ()
-        self._prof_seen: ev.ProfilingState | None = None
-        self.dump_detail_shown = False
         self.theme_problems: list[str] = []
-        self._header_text = ""
         self._started = False
 
     # ---------------------------------------------------------------- frame
@@ -161,8 +169,8 @@ class AclmonApp(App[int]):
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: while a modal screen is up, app queries search that screen.
-        self._header = Static(id="header")
-        self._tabs = Static(id="tabs")
+        self.header = HeaderBar(id="header")
+        self.tabs = TabBar(VIEW_TITLES, id="tabs")
         self._switcher = ContentSwitcher(initial=self._start_view, id="views")
         self.devices_view = DevicesView(id="devices")
         self.exceptions_view = ExceptionsView(id="exceptions")
@@ -174,8 +182,8 @@ class AclmonApp(App[int]):
             "profiling": self.profiling_view,
             "dumps": self.dumps_view,
         }
-        yield self._header
-        yield self._tabs
+        yield self.header
+        yield self.tabs
         with self._switcher:
             yield from self.views.values()
         yield Footer()
@@ -193,8 +201,20 @@ class AclmonApp(App[int]):
             # Our theme files were not found (an unusual install): Textual's own will do.
             self._wanted_theme = "textual-dark"
         self.theme = self._wanted_theme
-        if self._keymap:
-            self.set_keymap(self._keymap)
+        for problem in self.theme_problems:
+            # Said once, at start: a broken theme file is skipped, not silently.
+            self.log.warning(f"theme skipped: {problem}")
+            self.notify(f"theme skipped: {problem}", severity="warning", timeout=8)
+        if self.user_keymap:
+            unknown = sorted(set(self.user_keymap) - self.binding_ids())
+            if unknown:
+                message = f"keymap: unknown binding id(s) {', '.join(unknown)} (see ? for ids)"
+                self.log.warning(message)
+                self.notify(message, severity="warning", timeout=8)
+            self.set_keymap(self.user_keymap)
+        self.profiling_view.readonly = self.source.readonly
+        self.dumps_view.grouped = self._group_dumps
+        self.tabs.current = self.current_view
         self.source.start()
         self._started = True
         self.tick()
@@ -213,18 +233,18 @@ class AclmonApp(App[int]):
             self.call_after_refresh(self._repaint)
 
     def on_resize(self) -> None:
-        # The header and the device table fit their content to the width.
+        # The header and the tables fit their content to the width.
         if self._started:
             self.call_after_refresh(self._repaint)
 
     def _repaint(self) -> None:
         if not self._live:
             return
-        self._header_text = ""  # same text, new colours: draw it again
-        for vlist in (self.exceptions_view.vlist, self.dumps_view.vlist):
+        for vlist in self.query(VirtualList):
             vlist.clear_cache()
         self.refresh_view(force=True)
-        self._update_header()
+        self.header.show(self.store, self.source, self.events_per_s, force=True)
+        self.tabs.watch_current()
 
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:
@@ -243,8 +263,7 @@ class AclmonApp(App[int]):
         self.events_per_s = (
             (self.store.state.counters.events - first_n) / (now - first_t) if now > first_t else 0.0
         )
-        self._sync_profiling()
-        self._update_header()
+        self.header.show(self.store, self.source, self.events_per_s)
         self.refresh_view()
 
     @property
@@ -267,86 +286,16 @@ class AclmonApp(App[int]):
             self.views[self.current_view].update_from(self.store)
             self._update_tabs()
 
-    def _sync_profiling(self) -> None:
-        prof = self.store.state.profiling
-        if prof is not None and prof is not self._prof_seen:
-            # The agent's state is the truth: what we asked for is now what it has.
-            self._prof_seen = prof
-            self.prof_flags = prof.flags
-            self.prof_metric = prof.aicore_metrics
-            self.prof_devices = tuple(prof.devices)
-
-    def _update_header(self) -> None:
-        s = self.store.state
-        dim = theme_style(self, "aclmon-dim")
-        bad = theme_style(self, "aclmon-bad", bold=True)
-        good = theme_style(self, "aclmon-idle", bold=True)
-        # Narrow terminals keep what matters most: target, connection, rate, losses.
-        compact = self.size.width < 130
-        text = Text(" aclmon ", style=Style(bold=True))
-        if s.hello is not None:
-            h = s.hello
-            text.append(f" {h.host}:{h.pid} ", style=Style(bold=True))
-            if compact:
-                text.append(h.runtime, style=dim)
-            else:
-                text.append(f"{h.runtime} · {h.soc_name} ×{h.device_count}", style=dim)
-        else:
-            text.append(f" {self.source.description}", style=dim)
-        state = self.source.state
-        text.append("  │ ", style=dim)
-        if state == CONNECTED:
-            text.append("● connected", style=good)
-        elif state == ENDED:
-            text.append("■ ended", style=dim)
-        elif state == DISCONNECTED:
-            text.append("● disconnected, reconnecting…", style=bad)
-        else:
-            text.append(f"● {state}", style=theme_style(self, "aclmon-busy", bold=True))
-        reason = getattr(self.source, "state_reason", "")
-        if reason and state != CONNECTED:
-            text.append(f" ({reason[:60]})", style=dim)
-        c = s.counters
-        text.append("  │ ", style=dim)
-        text.append(f"{fmt.count(self.events_per_s)} ev/s", style=Style(bold=True))
-        if not compact:
-            text.append(f"  {fmt.count(c.events)} events", style=dim)
-        lost = c.agent_dropped + c.gaps
-        text.append("  │ ", style=dim)
-        losses = (
-            f"drop {c.agent_dropped} gap {c.gaps} bad {c.malformed}"
-            if compact
-            else f"dropped {c.agent_dropped} · gaps {c.gaps} · malformed {c.malformed}"
-        )
-        text.append(losses, style=bad if lost or c.malformed else dim)
-        if self.source.recording:
-            text.append("  │ ", style=dim)
-            text.append("⏺ REC", style=bad)
-        if self.source.readonly:
-            text.append("  │ read-only", style=dim)
-        if s.newest_ts_ns and not compact:
-            text.append(f"  │ {fmt.utc_time(s.newest_ts_ns, with_ms=False)} UTC", style=dim)
-        plain = text.plain
-        if plain != self._header_text:
-            self._header_text = plain
-            self._header.update(text)
-
     def _update_tabs(self) -> None:
         s = self.store.state
-        counts = {
-            "exceptions": f" ({s.exceptions_total})" if s.exceptions_total else "",
-            "dumps": f" ({s.dumps_total})" if s.dumps_total else "",
-            "profiling": " ●" if s.profiling is not None and s.profiling.running else "",
-            "devices": f" ({len(s.devices)})" if s.devices else "",
-        }
-        active = theme_style(self, "footer-key-foreground", bold=True, reverse=True)
-        dim = theme_style(self, "aclmon-dim")
-        text = Text()
-        for n, view in enumerate(VIEWS, start=1):
-            label = f" {n} {VIEW_TITLES[view]}{counts[view]} "
-            text.append(label, style=active if view == self.current_view else dim)
-            text.append(" ")
-        self._tabs.update(text)
+        self.tabs.show_counts(
+            {
+                "exceptions": f" ({s.exceptions_total})" if s.exceptions_total else "",
+                "dumps": f" ({s.dumps_total})" if s.dumps_total else "",
+                "profiling": " ●" if s.profiling is not None and s.profiling.running else "",
+                "devices": f" ({len(s.devices)})" if s.devices else "",
+            }
+        )
 
     # ---------------------------------------------------------------- views
     def action_show_view(self, view: str) -> None:
@@ -354,8 +303,13 @@ class AclmonApp(App[int]):
             return
         self.current_view = view
         self._switcher.current = view
+        self.tabs.current = view
         self._focus_view()
         self.refresh_view(force=True)
+
+    @on(TabBar.Selected)
+    def _tab_clicked(self, message: TabBar.Selected) -> None:
+        self.action_show_view(message.view)
 
     def _focus_view(self) -> None:
         widget = self.views[self.current_view]
@@ -368,36 +322,36 @@ class AclmonApp(App[int]):
         self.action_show_view("devices")
         self.call_after_refresh(self.devices_view.jump_to_device, device_id)
 
-    def action_next_theme(self) -> None:
-        names = sorted(self.available_themes)
-        index = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(index + 1) % len(names)]
+    def action_toggle_dark(self) -> None:
+        """Switch between aclmon's dark and light themes (from any theme: to the dark one)."""
+        dark, light = THEME_PAIR
+        wanted = light if self.theme == dark else dark
+        if wanted in self.available_themes:
+            self.theme = wanted
         self.notify(f"theme {self.theme}", timeout=2)
 
-    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
-        def rows(bindings: list[Any]) -> list[tuple[str, str, str]]:
-            out = []
-            for b in bindings:
-                if not isinstance(b, Binding):
-                    continue
-                keys = self._keymap.get(b.id or "", b.key)
-                out.append((keys.replace("question_mark", "?"), b.description, b.id or ""))
-            return out
+    def binding_ids(self) -> set[str]:
+        return {row[2] for _title, rows in self.help_sections() for row in rows if row[2]}
 
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        keymap = self.user_keymap
         return [
             (
                 "Everywhere",
                 [
-                    *rows(list(AclmonApp.BINDINGS)),
+                    *binding_rows(list(AclmonApp.BINDINGS), keymap),
                     ("ctrl+p", "Command palette", ""),
                     ("ctrl+q", "Quit", ""),
                 ],
             ),
-            ("Lists (exceptions, dumps)", rows(list(VirtualList.BINDINGS))),
-            ("Devices view", rows(list(DevicesView.BINDINGS))),
-            ("Exceptions view", rows(list(ExceptionsView.BINDINGS))),
-            ("Profiling view", rows(list(ProfilingView.BINDINGS))),
-            ("Exception detail", rows(list(ExceptionDetail.BINDINGS))),
+            ("Lists (exceptions, dumps)", binding_rows(list(VirtualList.BINDINGS), keymap)),
+            ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
+            ("Devices view", binding_rows(list(DevicesView.BINDINGS), keymap)),
+            ("Exceptions view", binding_rows(list(ExceptionsView.BINDINGS), keymap)),
+            ("Profiling view", binding_rows(list(ProfilingView.BINDINGS), keymap)),
+            ("Dumps view", binding_rows(list(DumpsView.BINDINGS), keymap)),
+            ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
+            ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
         ]
 
     def action_help(self) -> None:
@@ -405,31 +359,20 @@ class AclmonApp(App[int]):
             return
         self.push_screen(HelpScreen(self.help_sections(), str(keymap_path())))
 
-    @on(VirtualList.Selected, "#exceptions-list")
-    def _open_exception(self, message: VirtualList.Selected) -> None:
-        view = self.exceptions_view
-        exception = view.exception_at(message.index)
-        if exception is not None:
-            dumps = related_dumps(exception, list(self.store.state.dumps))
-            self.push_screen(ExceptionDetail(exception, dumps, self.store.state.newest_ts_ns))
+    @on(ExceptionsView.Opened)
+    def _open_exception(self, message: ExceptionsView.Opened) -> None:
+        exception = message.exception
+        dumps = related_dumps(exception, list(self.store.state.dumps))
+        self.push_screen(ExceptionDetail(exception, dumps, self.store.state.newest_ts_ns))
 
-    @on(VirtualList.Selected, "#dumps-list")
-    def _open_dump(self, message: VirtualList.Selected) -> None:
-        view = self.dumps_view
-        dump = view.dump_at(message.index)
-        if dump is None:
-            return
-        self.dump_detail_shown = True
-        view.vlist.set_follow(False)  # new files must not replace what is being read
-        view.show_detail(
-            Text(f"decoding {os.path.basename(dump.path)}…", style=theme_style(self, "aclmon-dim"))
-        )
-        self._decode_dump(dump.path, dump.kind)
+    @on(DumpsView.DecodeRequested)
+    def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:
+        self._decode_dump(message.dump.path, message.dump.kind)
 
     @work(thread=True, exclusive=True, group="dump-decode")
     def _decode_dump(self, path: str, kind: str) -> None:
-        report = decode_for_view(path, kind)
-        self.call_from_thread(self._show_dump_report, report)
+        report = decode_for_view(self.source.resolve_path(path), kind)
+        self._call_ui(self._show_dump_report, report)
 
     def _show_dump_report(self, report: Any) -> None:
         styles = {
@@ -439,21 +382,21 @@ class AclmonApp(App[int]):
         self.dumps_view.show_detail(render_report(report, styles))
 
     # ---------------------------------------------------------------- commands
-    def send_command(self, cls: type, *fields: Any) -> int | None:
+    def send_command(
+        self, cls: type, *fields: Any, then: Callable[[ev.Reply], None] | None = None
+    ) -> int | None:
         """Send a command (fields after ``request_id``) to the agent in the
-        background; the reply lands in the store. Returns the app's own number
-        for it, or None when read-only."""
+        background; the reply lands in the store (and goes to ``then``). Returns
+        the app's own number for it, or None when read-only (nothing is sent)."""
         if self.source.readonly:
-            self.command_note = "read-only: command not sent"
-            self.refresh_view(force=True)
+            self.profiling_view.note = "read-only: nothing is sent"
             return None
         number = self._last_command = next(self._command_numbers)
-        self.command_note = f"{ev.KIND_NAMES[cls]} sent, waiting for the agent…"
-        self._commands.submit(self._send_blocking, cls, number, fields)
-        self.refresh_view(force=True)
+        self.profiling_view.note = f"{ev.KIND_NAMES[cls]} sent, waiting for the agent…"
+        self._commands.submit(self._send_blocking, cls, number, fields, then)
         return number
 
-    def _send_blocking(self, cls: type, number: int, fields: tuple[Any, ...]) -> None:
+    def _send_blocking(self, cls: type, number: int, fields: tuple[Any, ...], then: Any) -> None:
         name = ev.KIND_NAMES[cls]
         try:
             reply = self.source.send_command(cls, *fields, timeout=COMMAND_TIMEOUT)
@@ -462,61 +405,55 @@ class AclmonApp(App[int]):
         except Exception as exc:  # a broken connection must not kill the command thread
             self._call_ui(self._command_failed, number, f"{name}: {type(exc).__name__}: {exc}")
         else:
-            self._call_ui(self._command_replied, number, reply)
+            self._call_ui(self._command_replied, number, reply, then)
 
     def _call_ui(self, fn: Callable[..., None], *args: Any) -> None:
         # RuntimeError: the app already stopped, nobody is left to show it to.
         with contextlib.suppress(RuntimeError):
             self.call_from_thread(fn, *args)
 
-    def _command_replied(self, number: int, reply: ev.Reply) -> None:
+    def _command_replied(self, number: int, reply: ev.Reply, then: Any) -> None:
         # The same reply also arrives in the event stream, in sequence; this copy
         # is applied out of band, so it must not take part in gap counting.
         self.store.apply(reply._replace(seq=0))
         if number == self._last_command:
-            self.command_note = ""
-        if reply.code != 0:
-            self.notify(f"{error_text(reply.code)}\n{reply.message}", severity="error", timeout=6)
+            self.profiling_view.note = ""
+        if then is not None:
+            then(reply)
+        if reply.code != 0 and self.current_view != "profiling":
+            # Said once: in the Profiling view's reply line when it is visible, else here.
+            self.notify(reply_text(reply), severity="error", timeout=6)
         self.refresh_view(force=True)
 
     def _command_failed(self, number: int, message: str) -> None:
-        self.command_note = message
+        self.profiling_view.note = message
         self.refresh_view(force=True)
 
-    def _send_config(self) -> None:
+    @on(ProfilingView.ConfigRequested)
+    def _config_requested(self, message: ProfilingView.ConfigRequested) -> None:
+        self.send_config(message.config)
+
+    def send_config(self, config: ProfilingConfig) -> None:
+        def applied(reply: ev.Reply) -> None:
+            # Accepted: the agent's state now holds it (it published it before
+            # replying); refused: the edit stays pending, beside the refusal.
+            if reply.code == 0 and self.profiling_view.pending == config:
+                self.profiling_view.pending = None
+
         self.send_command(
-            ev.SetProfilingConfig, self.prof_flags, self.prof_metric, self.prof_devices, 0
+            ev.SetProfilingConfig, config.flags, config.metric, config.devices, 0, then=applied
         )
 
-    def action_toggle_flag(self, value: int) -> None:
-        if value not in {v for _, v in PROF_FLAGS}:
-            return
-        self.prof_flags ^= value
-        self._send_config()
+    @on(ProfilingView.StartRequested)
+    def _start_requested(self, message: ProfilingView.StartRequested) -> None:
+        if message.config is not None:
+            self.send_config(message.config)
+        self.send_command(ev.StartProfiling)
 
-    def set_metric(self, metric: int) -> None:
-        if metric in AICORE_METRICS:
-            self.prof_metric = metric
-            self._send_config()
-
-    def action_next_metric(self) -> None:
-        index = METRIC_ORDER.index(self.prof_metric) if self.prof_metric in METRIC_ORDER else -1
-        self.set_metric(METRIC_ORDER[(index + 1) % len(METRIC_ORDER)])
-
-    def action_next_devices(self) -> None:
-        """Cycle: every device in use -> device 0 -> device 1 -> … -> every device."""
-        ids = self.store.device_ids()
-        if not ids:
-            choices: list[tuple[int, ...]] = [()]
-        else:
-            choices = [(), *((i,) for i in ids)]
-        index = choices.index(self.prof_devices) if self.prof_devices in choices else -1
-        self.prof_devices = choices[(index + 1) % len(choices)]
-        self._send_config()
+    @on(ProfilingView.StopRequested)
+    def _stop_requested(self) -> None:
+        self.send_command(ev.StopProfiling)
 
     def action_toggle_profiling(self) -> None:
-        prof = self.store.state.profiling
-        if prof is not None and prof.running:
-            self.send_command(ev.StopProfiling)
-        else:
-            self.send_command(ev.StartProfiling)
+        """Start or stop (the palette's entry): as ``p`` in the Profiling view."""
+        self.profiling_view.action_start_stop()

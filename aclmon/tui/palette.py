@@ -1,5 +1,8 @@
-"""Command palette provider: switch view, toggle a profiling flag, jump to a
-device, switch theme."""
+"""Command palette provider: switch view, profiling (start/stop, check a flag
+or choose a metric in the pending configuration), jump to a device, switch theme.
+
+It reaches into the app (as Textual's own palette examples do); the views never do.
+"""
 
 from __future__ import annotations
 
@@ -28,18 +31,35 @@ class AclmonCommands(Provider):
         out: list[tuple[str, Callable[[], object], str]] = []
         for view, title in VIEW_TITLES.items():
             out.append((f"View: {title}", partial(app.action_show_view, view), "switch view"))
-        out.append(
-            ("Profiling: start / stop", app.action_toggle_profiling, "start or stop profiling")
-        )
-        for name, value in PROF_FLAGS:
-            on = "on" if app.prof_flags & value else "off"
+        profiling = app.profiling_view
+        if profiling.check_action("start_stop", ()):
             out.append(
-                (f"Profiling: toggle {name}", partial(app.action_toggle_flag, value), f"now {on}")
+                ("Profiling: start / stop", app.action_toggle_profiling, "start or stop profiling")
             )
-        for value, (name, _json_name) in AICORE_METRICS.items():
-            out.append(
-                (f"Profiling: AI Core metric {name}", partial(app.set_metric, value), "metric")
-            )
+        if not profiling.readonly:
+
+            def edit(change: Callable[[], None]) -> None:
+                change()
+                app.action_show_view("profiling")
+
+            wanted = profiling.wanted
+            for name, value in PROF_FLAGS:
+                on = "checked" if wanted.flags & value else "unchecked"
+                out.append(
+                    (
+                        f"Profiling: toggle {name}",
+                        partial(edit, partial(profiling.toggle_flag, value)),
+                        f"now {on}; Enter in the view applies",
+                    )
+                )
+            for value, (name, _json_name) in AICORE_METRICS.items():
+                out.append(
+                    (
+                        f"Profiling: AI Core metric {name}",
+                        partial(edit, partial(profiling.set_metric, value)),
+                        "Enter in the view applies",
+                    )
+                )
         for device_id in app.store.device_ids():
             out.append(
                 (

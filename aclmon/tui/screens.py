@@ -19,7 +19,8 @@ from aclmon import events as ev
 from aclmon.acl_constants import error_text
 from aclmon.dump.opdebug import overflow_target
 from aclmon.tui import fmt
-from aclmon.tui.views import tensor_table, theme_style
+from aclmon.tui.style import theme_style
+from aclmon.tui.views.tables import tensor_table
 
 
 def related_dumps(

@@ -61,6 +61,11 @@ class Source(ABC):
         """(malformed, unknown) input the source skipped so far."""
         return (0, 0)
 
+    def resolve_path(self, path: str) -> str:
+        """Where a file the events name is found now (a replayed recording names
+        files where the job wrote them; they may have moved since)."""
+        return path
+
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Stop background work and release sockets or files."""
 
@@ -268,6 +273,9 @@ class WithDumpDirectory(Source):
 
     def decoder_counts(self) -> tuple[int, int]:
         return self.inner.decoder_counts()
+
+    def resolve_path(self, path: str) -> str:
+        return self.inner.resolve_path(path)
 
     def close(self) -> None:
         self.inner.close()

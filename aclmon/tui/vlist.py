@@ -15,6 +15,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
@@ -153,10 +154,25 @@ class VirtualList(ScrollView, can_focus=True):
         if self.cursor >= 0:
             self.post_message(self.Selected(self, self.cursor))
 
-    def on_click(self, event: object) -> None:
-        offset = getattr(event, "y", None)
-        if offset is not None and self._count:
-            self.move_cursor_to(self._offset + round(self.scroll_y) + int(offset))
+    def scroll_to_cursor(self) -> None:
+        """Scroll so the cursor's row is visible (a list shown again, or resized)."""
+        if self.cursor >= 0:
+            row = self.cursor - self._offset
+            top = round(self.scroll_y)
+            height = max(1, self.scrollable_content_region.height)
+            if not top <= row < top + height:
+                self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click selects the row under it; a double click opens it (as Enter)."""
+        if not self._count:
+            return
+        index = self._offset + round(self.scroll_y) + int(event.y)
+        if index >= self._offset + self._count:
+            return
+        self.move_cursor_to(index)
+        if event.chain >= 2:
+            self.action_select()
 
     # ---------------------------------------------------------------- render
     def render_line(self, y: int) -> Strip:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclmon.tui.replay_inputs import (
+from aclmon.tui.replay.inputs import (
     RECORDING_MAGIC,
     UNGROUPED,
     ReplayInputError,

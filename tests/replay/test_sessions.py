@@ -16,9 +16,10 @@ from session import watch_live_and_record
 from aclmon.bus.recording import RecordingReader
 from aclmon.cli import main
 from aclmon.store.replay import ReplayEngine
+from aclmon.tui.app import AclmonApp
 from aclmon.tui.dumpdetail import decode_for_view
-from aclmon.tui.replay import DumpDirectorySource, GroupedDumpsView, build_app
-from aclmon.tui.replay_inputs import dump_events, find_inputs, resolve_dump_path
+from aclmon.tui.replay import DumpDirectorySource, ReplayApp, build_app
+from aclmon.tui.replay.inputs import dump_events, find_inputs, resolve_dump_path
 
 SIZE = (150, 44)
 #: sampled kinds: a live viewer may join after the first few samples were sent
@@ -126,7 +127,8 @@ async def test_a_dump_directory_opens_grouped_in_the_dumps_view(sim_session):
         await wait_for(pilot, lambda: app.store.state.dumps_total == 11)
         await pilot.pause()
         view = app.dumps_view
-        assert isinstance(view, GroupedDumpsView)
+        # the plain app, grouped: none of the timeline's keys in its footer
+        assert view.grouped and not isinstance(app, ReplayApp) and isinstance(app, AclmonApp)
         rows = [view._render_row(i, 140).plain for i in range(view.vlist.row_count)]
         assert rows[0].startswith(" Overflow records")
         assert "AI Core: floating-point computation overflow" in rows[1] and "→ Add add1" in rows[1]
@@ -231,7 +233,7 @@ def test_a_recording_is_found_by_its_header_whatever_its_name(sim_session, tmp_p
 
 
 def test_reading_a_dump_directory_stops_when_asked(sim_session):
-    from aclmon.tui.replay_inputs import Cancelled
+    from aclmon.tui.replay.inputs import Cancelled
 
     files = find_inputs(sim_session.dumps).dump_files
     seen = []

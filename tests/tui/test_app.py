@@ -10,7 +10,6 @@ from aclmon import events as ev
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
-from aclmon.tui.views import FLAG_KEYS
 from aclmon.tui.vlist import VirtualList
 
 
@@ -26,7 +25,7 @@ async def test_number_keys_switch_views_and_show_their_content():
         assert "8 exception(s)" in static_text(app, "#exceptions-status")
         await pilot.press("3")
         assert app.current_view == "profiling"
-        assert "running" in static_text(app, "#prof-state")
+        assert "LIVE OPERATOR TIMINGS  ● on" in static_text(app, "#prof-state")
         assert "resnet50/conv1/Conv2D" in static_text(app, "#prof-ops")
         await pilot.press("4")
         assert app.current_view == "dumps"
@@ -130,54 +129,184 @@ async def test_exception_ring_bound_is_visible():
         assert vlist.row_count == 5 and vlist.first_index == 3
 
 
-@pytest.mark.parametrize("index", range(len(PROF_FLAGS)))
-async def test_each_flag_key_reaches_the_agent_and_the_reply_is_shown(index):
+async def test_stray_keys_in_the_profiling_view_send_nothing():
     agent = FakeAgent()
     app = make_app(agent=agent)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
-        before = app.prof_flags
-        await pilot.press(FLAG_KEYS[index])
-        await wait_for(pilot, lambda: app.store.state.last_reply is not None)
-        command = agent.commands[-1]
-        assert isinstance(command, ev.SetProfilingConfig)
-        assert command.flags == before ^ PROF_FLAGS[index][1]
-        assert command.aicore_metrics == app.prof_metric and command.devices == (0, 1)
-        await wait_for(pilot, lambda: "owned by acl.json" in static_text(app, "#prof-reply"))
-        assert "ACL_ERROR_PROF_ALREADY_RUN" in static_text(app, "#prof-reply")
+        view = app.profiling_view
+        assert app.focused is view
+        # Follow / down / up / first elsewhere: here they move the cursor, nothing more.
+        await pilot.press("j", "k", "f", "g", "G", "down", "j", "n", "s", "c", "o", "slash")
+        await pilot.pause()
+        assert agent.commands == [] and view.pending is None
+        assert view.cursor == 2
+        await pilot.press("space")  # an edit: pending, shown, not sent
+        await pilot.pause()
+        assert agent.commands == []
+        assert (
+            view.pending is not None
+            and view.pending.flags == view.configured.flags ^ (PROF_FLAGS[2][1])
+        )
+        assert "Enter applies, Esc discards" in static_text(app, "#prof-state")
+        assert "AICORE_METRICS*" in static_text(app, "#prof-flags")
+        await pilot.press("escape")
+        assert view.pending is None and agent.commands == []
+        await pilot.press("enter")  # nothing pending: nothing to apply
+        await pilot.pause()
+        assert agent.commands == []
 
 
-async def test_start_stop_metric_and_devices_keys():
+async def test_enter_applies_exactly_the_pending_set():
     agent = FakeAgent()
     app = make_app(agent=agent)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "p")
+        await pilot.press("3")
+        view = app.profiling_view
+        configured = view.configured
+        await pilot.press("space")  # ACL_API off
+        await pilot.press("down", "down", "down", "space")  # AICPU on
+        await pilot.press("m", "v", "v")  # next metric; devices: all -> 0
+        await pilot.pause()
+        assert agent.commands == []
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(agent.commands) == 1)
-        assert isinstance(agent.commands[0], ev.StopProfiling)  # the scenario's profiling runs
-        await pilot.press("m")
-        await wait_for(pilot, lambda: len(agent.commands) == 2)
+        await pilot.pause(0.1)
+        command = agent.commands[0]
+        assert isinstance(command, ev.SetProfilingConfig) and len(agent.commands) == 1
+        assert command.flags == configured.flags ^ PROF_FLAGS[0][1] ^ PROF_FLAGS[3][1]
         metrics = list(AICORE_METRICS)
-        assert agent.commands[1].aicore_metrics == metrics[metrics.index(1) + 1]
-        await pilot.press("v")
-        await wait_for(pilot, lambda: len(agent.commands) == 3)
-        # devices cycle: (0, 1) is not a single-device choice, so it restarts at "all"
-        assert agent.commands[2].devices == ()
-        await pilot.press("v")
-        await wait_for(pilot, lambda: len(agent.commands) == 4)
-        assert agent.commands[3].devices == (0,)
-        await wait_for(pilot, lambda: "devices 0 (v)" in static_text(app, "#prof-state"))
+        assert command.aicore_metrics == metrics[metrics.index(configured.metric) + 1]
+        assert command.devices == (0,)
+        # The agent refused (acl.json owns it): said once, the edit stays pending beside it.
+        await wait_for(pilot, lambda: "owned by acl.json" in static_text(app, "#prof-reply"))
+        reply = static_text(app, "#prof-reply")
+        assert reply.count("ACL_ERROR_PROF_ALREADY_RUN") == 1
+        assert view.pending is not None
+        assert not app.query("Toast")  # the view shows it: no toast repeats it
+
+
+@pytest.mark.parametrize("index", range(len(PROF_FLAGS)))
+async def test_each_flag_is_checked_by_space_or_a_click_and_sent_by_enter(index):
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        view = app.profiling_view
+        before = view.configured.flags
+        rows = view._rows_per_column()
+        await pilot.click("#prof-flags", offset=(1 + (index // rows) * 28 + 3, index % rows))
+        await pilot.pause()
+        assert view.cursor == index and view.pending is not None
+        assert view.pending.flags == before ^ PROF_FLAGS[index][1]
+        await pilot.press("space")  # and back
+        assert view.pending is None
+        await pilot.press("space", "enter")
+        await wait_for(pilot, lambda: len(agent.commands) == 1)
+        assert agent.commands[0].flags == before ^ PROF_FLAGS[index][1]
+
+
+class AcceptingAgent:
+    """Accepts every command and answers with the state an agent would publish."""
+
+    def __init__(self, source_events: list) -> None:
+        self.commands: list[object] = []
+        self.config = (0, 1, ())
+        self.running = False
+        self.live = False
+        self.app: AclmonApp | None = None
+
+    def state(self) -> ev.ProfilingState:
+        flags, metric, devices = self.config
+        return ev.ProfilingState(
+            0, T0 + 10**13, self.running and not self.live, self.running,
+            0 if self.live or not self.running else flags, metric, devices if self.running else (),
+            "", "aclmon" if self.running else "", self.running and self.live,
+            flags, metric, devices,
+        )  # fmt: skip
+
+    def __call__(self, command: object) -> ev.Reply:
+        self.commands.append(command)
+        if isinstance(command, ev.SetProfilingConfig):
+            self.config = (command.flags, command.aicore_metrics, tuple(command.devices))
+        elif isinstance(command, ev.StartProfiling):
+            self.running, self.live = True, self.config[0] == 0
+        elif isinstance(command, ev.StopProfiling):
+            self.running = self.live = False
+        assert self.app is not None
+        self.app.source.extend([self.state()])
+        return ev.Reply(0, 0, command.request_id, 0, "ok", {})
+
+
+async def test_start_stop_live_timings_and_choices_that_survive_a_stop():
+    agent = AcceptingAgent([])
+    events = [e for e in build_events() if not isinstance(e, ev.ProfilingState)]
+    app = make_app(agent=agent, events=events)
+    agent.app = app
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        view = app.profiling_view
+        # No state yet: the view says what the agent starts with, no hidden flags.
+        assert "live operator timings (no flag checked)" in static_text(app, "#prof-state")
+        await pilot.press("space", "m", "v", "enter")  # ACL_API, next metric, device 0
+        await wait_for(pilot, lambda: view.pending is None and view.configured.flags == 1)
+        app.tick()
+        assert "devices 0" in static_text(app, "#prof-state")
+        await pilot.press("p")  # start profiling to files, as configured
+        await wait_for(pilot, lambda: isinstance(agent.commands[-1], ev.StartProfiling))
+        await wait_for(pilot, lambda: app.store.state.profiling.running)
+        app.tick()
+        await pilot.pause()
+        assert "● profiling to files" in static_text(app, "#prof-state")
+        assert "●ACL_API" in static_text(app, "#prof-flags")
+        await pilot.press("p")  # stop
+        await wait_for(pilot, lambda: isinstance(agent.commands[-1], ev.StopProfiling))
+        await wait_for(pilot, lambda: not app.store.state.profiling.running)
+        app.tick()
+        await pilot.pause()
+        flags = static_text(app, "#prof-flags")
+        assert "●" not in flags.split("\n[x] used")[0]  # nothing runs: nothing marked active
+        state = static_text(app, "#prof-state")
+        metric = list(AICORE_METRICS)[2]
+        assert AICORE_METRICS[metric][1] in state and "devices 0" in state  # survived the stop
+        await pilot.press("t")  # live operator timings: config with no flags, then start
+        await wait_for(pilot, lambda: len(agent.commands) == 5)
+        assert isinstance(agent.commands[3], ev.SetProfilingConfig)
+        assert agent.commands[3].flags == 0 and agent.commands[3].aicore_metrics == metric
+        assert isinstance(agent.commands[4], ev.StartProfiling)
+        await wait_for(pilot, lambda: app.store.state.profiling.subscribed)
+        app.tick()
+        await pilot.pause()
+        assert "LIVE OPERATOR TIMINGS  ● on" in static_text(app, "#prof-state")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(agent.commands[-1], ev.StopProfiling))
 
 
 async def test_readonly_never_sends():
     agent = FakeAgent()
     app = make_app(agent=agent, readonly=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "a", "p")
+        await pilot.press("3", "space", "enter", "p", "t", "m", "v", "a", "escape")
+        await pilot.click("#prof-flags", offset=(4, 0))
+        await pilot.pause()
+        assert agent.commands == [] and app.profiling_view.pending is None
+        assert "read-only viewer: nothing here can be changed" in static_text(app, "#prof-state")
+        assert "[+] asked" not in static_text(app, "#prof-flags")
+        assert "read-only" in static_text(app, "#header")
+        footer_keys = {k for k, b in app.screen.active_bindings.items() if b.binding.show}
+        assert not footer_keys & {"p", "t", "enter", "space", "m", "v"}
+
+
+async def test_no_start_stop_when_the_jobs_acl_json_owns_profiling():
+    agent = FakeAgent()
+    owned = ev.ProfilingState(0, T0 + 10**13, True, True, 1, 1, (), "/out", "acl.json", False,
+                              0, 1, ())  # fmt: skip
+    app = make_app(agent=agent, events=[*build_events(), owned])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "p", "t")
         await pilot.pause()
         assert agent.commands == []
-        assert "read-only" in static_text(app, "#prof-state")
-        assert "read-only: command not sent" in static_text(app, "#prof-reply")
-        assert "read-only" in static_text(app, "#header")
+        assert "aclmon does not offer start/stop" in static_text(app, "#prof-state")
 
 
 async def test_command_failure_is_shown_in_words():
@@ -188,7 +317,7 @@ async def test_command_failure_is_shown_in_words():
 
     app = make_app(agent=broken_agent)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "b")
+        await pilot.press("3", "space", "enter")
         await wait_for(pilot, lambda: "no reply within 3 s" in static_text(app, "#prof-reply"))
 
 
@@ -239,7 +368,7 @@ async def test_help_screen_lists_every_binding_with_its_id():
         assert isinstance(app.screen, HelpScreen)
         body = static_text(app, "#help-body")
         for binding_id in ("view.devices", "app.theme", "exceptions.follow", "list.open",
-                           "profiling.start_stop", "profiling.flag.task_time", "detail.close"):  # fmt: skip
+                           "profiling.start_stop", "profiling.check", "detail.close"):  # fmt: skip
             assert binding_id in body
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -282,8 +411,9 @@ async def test_palette_switches_theme_and_jumps_to_a_device():
         await pilot.press("ctrl+p")
         await pilot.press(*"toggle ACL_PROF_AICPU")
         await pilot.pause(0.3)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: app.store.state.last_reply is not None)
+        await pilot.press("enter")  # checks it in the pending set and shows it; sends nothing
+        await wait_for(pilot, lambda: app.current_view == "profiling")
+        assert app.profiling_view.pending is not None and app.store.state.last_reply is None
 
 
 async def test_quit_key_exits():

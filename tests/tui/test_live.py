@@ -75,7 +75,7 @@ async def test_profiling_toggle_reaches_the_agent_and_the_reply_is_shown(sim_job
         assert "connected" in static_text(app, "#header")
         assert "sim" in static_text(app, "#header")
         await wait_for(pilot, lambda: "stream" in static_text(app, "#device-tree-0"), timeout=10)
-        await pilot.press("3", "d")  # toggle ACL_PROF_AICPU: a SetProfilingConfig to the agent
+        await pilot.press("3", "down", "down", "down", "space", "enter")  # check ACL_PROF_AICPU
         await wait_for(pilot, lambda: app.store.state.last_reply is not None, timeout=10)
         reply = static_text(app, "#prof-reply")
         assert "last reply" in reply
@@ -86,7 +86,9 @@ async def test_profiling_toggle_reaches_the_agent_and_the_reply_is_shown(sim_job
             lambda: app.store.state.profiling is not None and app.store.state.profiling.running,
             timeout=10,
         )
-        await wait_for(pilot, lambda: "running" in static_text(app, "#prof-state"), timeout=5)
+        await wait_for(
+            pilot, lambda: "● profiling to files" in static_text(app, "#prof-state"), timeout=5
+        )
         await pilot.press("p")
         await wait_for(pilot, lambda: not app.store.state.profiling.running, timeout=10)
         # replies come both in the stream and from send_command: no false gaps

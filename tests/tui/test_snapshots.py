@@ -1,4 +1,5 @@
-"""Snapshots of each view in the dark and the light theme, from the fixed scenario.
+"""Snapshots of each view at 80x24 and 160x48, in the dark and the light theme,
+from the fixed scenario.
 
 Update after an intended change with ``pytest tests/tui --snapshot-update`` and
 look at every SVG in tests/tui/__snapshots__ before committing it.
@@ -7,27 +8,31 @@ look at every SVG in tests/tui/__snapshots__ before committing it.
 from __future__ import annotations
 
 import pytest
-from tui_helpers import SIZE, make_app
+from tui_helpers import make_app
 
 THEMES = ("aclmon-dark", "aclmon-light")
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 # dumps: highlight the overflow record so its explained status shows beside the list
-VIEW_KEYS = {"devices": ["1"], "exceptions": ["2"], "profiling": ["3"], "dumps": ["4", "up"]}
+VIEW_KEYS = {
+    "devices": ["1"],
+    "exceptions": ["2"],
+    "profiling": ["3"],
+    "dumps": ["4", "up"],
+    "exception-detail": ["2", "up", "enter"],
+    "help": ["question_mark"],
+}
 
 
+@pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("theme", THEMES)
 @pytest.mark.parametrize("view", list(VIEW_KEYS))
-def test_view(snap_compare, view, theme):
-    assert snap_compare(make_app(theme=theme), press=VIEW_KEYS[view], terminal_size=SIZE)
+def test_view(snap_compare, view, theme, size):
+    assert snap_compare(make_app(theme=theme), press=VIEW_KEYS[view], terminal_size=SIZES[size])
 
 
-@pytest.mark.parametrize("theme", THEMES)
-def test_exception_detail(snap_compare, theme):
-    assert snap_compare(make_app(theme=theme), press=["2", "up", "enter"], terminal_size=SIZE)
-
-
-def test_profiling_reply(snap_compare):
-    async def toggle(pilot):
-        await pilot.press("3", "d")
+def test_profiling_pending_and_reply(snap_compare):
+    async def edit_and_apply(pilot):
+        await pilot.press("3", "down", "down", "down", "space", "enter")
         for _ in range(100):
             if pilot.app.store.state.last_reply is not None:
                 break
@@ -37,8 +42,4 @@ def test_profiling_reply(snap_compare):
         pilot.app.tick()
         await pilot.pause()
 
-    assert snap_compare(make_app(), run_before=toggle, terminal_size=SIZE)
-
-
-def test_help(snap_compare):
-    assert snap_compare(make_app(), press=["question_mark"], terminal_size=SIZE)
+    assert snap_compare(make_app(), run_before=edit_and_apply, terminal_size=(160, 48))

@@ -118,9 +118,9 @@ def build_events() -> list[ev.Event]:
         ("resnet50/avgpool/ReduceMeanD", "ReduceMeanD", 31),
         ("trans_Cast_17", "Cast", 5),
     ]
-    b.add(ev.ProfilingState, True, True, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
-          ACL_AICORE_PIPE_UTILIZATION, (0, 1), "/var/prof/job-4242", "aclmon", True,
-          ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
+    # aclmon's live operator timings run; the next start is configured for files.
+    b.add(ev.ProfilingState, False, True, 0, ACL_AICORE_PIPE_UTILIZATION, (0, 1), "", "aclmon",
+          True, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
           ACL_AICORE_PIPE_UTILIZATION, (0, 1))  # fmt: skip
     for rep in range(8):
         for name, op_type, base_us in ops:

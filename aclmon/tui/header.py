@@ -1,0 +1,145 @@
+"""The frame's top two lines: the target/connection header and the view tabs."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from aclmon.store import Store
+from aclmon.tui import fmt
+from aclmon.tui.sources import CONNECTED, DISCONNECTED, ENDED, Source
+from aclmon.tui.style import middle, theme_style
+
+
+class HeaderBar(Static):
+    """Who is watched, the connection, the event rate and what was lost."""
+
+    DEFAULT_CSS = """
+    HeaderBar { height: 1; background: $panel; color: $foreground; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._shown = ""
+
+    def show(
+        self, store: Store, source: Source, events_per_s: float, *, force: bool = False
+    ) -> None:
+        """Redraw from the store and the source (only when the text changed, or ``force``)."""
+        s = store.state
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        good = theme_style(self, "aclmon-idle", bold=True)
+        width = self.size.width or 160
+        # Narrow terminals keep what matters most: target, connection, rate, losses.
+        compact = width < 130
+        text = Text(" aclmon ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
+        if s.hello is not None:
+            h = s.hello
+            text.append(f" {h.host}:{h.pid} ", style=Style(bold=True))
+            if compact:
+                text.append(h.runtime, style=dim)
+            else:
+                text.append(f"{h.runtime} · {h.soc_name} ×{h.device_count}", style=dim)
+        else:
+            text.append(f" {middle(source.description, 40)}", style=dim)
+        state = source.state
+        text.append("  │ ", style=dim)
+        if state == CONNECTED:
+            text.append("● connected", style=good)
+        elif state == ENDED:
+            text.append("■ ended", style=dim)
+        elif state == DISCONNECTED:
+            text.append("● disconnected, reconnecting…", style=bad)
+        else:
+            text.append(f"● {state}", style=theme_style(self, "aclmon-busy", bold=True))
+        reason = getattr(source, "state_reason", "")
+        if reason and state != CONNECTED:
+            text.append(f" ({middle(reason, 60 if not compact else 30)})", style=dim)
+        c = s.counters
+        text.append("  │ ", style=dim)
+        text.append(f"{fmt.count(events_per_s)} ev/s", style=Style(bold=True))
+        if not compact:
+            text.append(f"  {fmt.count(c.events)} events", style=dim)
+        lost = c.agent_dropped + c.gaps
+        text.append("  │ ", style=dim)
+        losses = (
+            f"drop {c.agent_dropped} gap {c.gaps} bad {c.malformed}"
+            if compact
+            else f"dropped {c.agent_dropped} · gaps {c.gaps} · malformed {c.malformed}"
+        )
+        text.append(losses, style=bad if lost or c.malformed else dim)
+        if source.recording:
+            text.append("  │ ", style=dim)
+            text.append("⏺ REC", style=bad)
+        if source.readonly:
+            text.append("  │ read-only", style=dim)
+        if s.newest_ts_ns and not compact:
+            text.append(f"  │ {fmt.utc_time(s.newest_ts_ns, with_ms=False)} UTC", style=dim)
+        plain = text.plain
+        if force or plain != self._shown:
+            self._shown = plain
+            self.update(text)
+
+
+class TabBar(Static):
+    """One tab per view (number key, title, count); a click selects a view."""
+
+    DEFAULT_CSS = """
+    TabBar { height: 1; background: $surface; padding: 0 1; }
+    """
+
+    class Selected(Message):
+        """A tab was clicked: show ``view``."""
+
+        def __init__(self, view: str) -> None:
+            super().__init__()
+            self.view = view
+
+    current: reactive[str] = reactive("", layout=False)
+    """The view shown."""
+
+    def __init__(self, titles: dict[str, str], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.titles = dict(titles)
+        self.counts: dict[str, str] = {}
+        self._spans: list[tuple[int, int, str]] = []
+
+    def show_counts(self, counts: dict[str, str]) -> None:
+        if counts != self.counts:
+            self.counts = dict(counts)
+            self._draw()
+
+    def watch_current(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        active = theme_style(self, "footer-key-foreground", bold=True, reverse=True)
+        dim = theme_style(self, "aclmon-dim")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        spans = []
+        narrow = (self.size.width or 160) < 100
+        for n, (view, title) in enumerate(self.titles.items(), start=1):
+            if narrow:
+                title = title.split(" ")[0]
+            label = f" {n} {title}{self.counts.get(view, '')} "
+            start = len(text)
+            text.append(label, style=active if view == self.current else dim)
+            spans.append((start, len(text), view))
+            text.append(" ")
+        self._spans = spans
+        self.update(text)
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def on_click(self, event: events.Click) -> None:
+        x = event.x - 1  # the left padding
+        for start, end, view in self._spans:
+            if start <= x < end:
+                self.post_message(self.Selected(view))
+                return

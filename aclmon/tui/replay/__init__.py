@@ -1,0 +1,120 @@
+"""``aclmon replay PATH``: a recording (with its timeline) or a dump directory
+in the same screens as a live session.
+
+Modules: :mod:`.inputs` finds what PATH holds (no Textual), :mod:`.summary`
+is ``--json``, :mod:`.sources` the recording and dump-directory sources,
+:mod:`.timeline` the timeline widget and go-to-time prompt, :mod:`.app` the
+recording's app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from aclmon.errors import AclmonError
+from aclmon.store import Store
+from aclmon.store.replay import ReplayEngine
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.replay.app import SPEEDS, ReplayApp
+from aclmon.tui.replay.inputs import ReplayInputs
+from aclmon.tui.replay.sources import (
+    DumpDirectorySource,
+    LateIndex,
+    RecordingSource,
+    recording_warnings,
+)
+from aclmon.tui.replay.timeline import SeekTimeScreen
+
+__all__ = [
+    "SPEEDS",
+    "DumpDirectorySource",
+    "RecordingSource",
+    "ReplayApp",
+    "SeekTimeScreen",
+    "build_app",
+    "recording_warnings",
+    "replay_command",
+]
+
+
+def build_app(
+    inputs: ReplayInputs,
+    *,
+    speed: float = 1.0,
+    play: bool = False,
+    start_at: str | None = None,
+    **kwargs: Any,
+) -> AclmonApp:
+    """The replay app for what ``find_inputs`` found (not yet running)."""
+    if not SPEEDS[0] <= speed <= SPEEDS[-1]:
+        raise AclmonError(
+            f"--speed must be between {SPEEDS[0]:g} and {SPEEDS[-1]:g}, not {speed:g}"
+        )
+    recording = inputs.recording
+    if recording is None:
+        # A dump directory alone: the plain app over its files, grouped, every
+        # file kept (the live ring keeps the newest 2000).
+        kwargs.setdefault("store", Store(dump_limit=max(2_000, len(inputs.dump_files))))
+        kwargs.setdefault("start_view", "dumps")
+        return AclmonApp(DumpDirectorySource(inputs), group_dumps=True, **kwargs)
+    index = LateIndex(recording)  # a bad header raises here: one clear error, no screen
+    engine = ReplayEngine(index, recording)
+    warnings = []
+    others = [p for p in inputs.recordings if p != recording]
+    if others:
+        warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")
+    return ReplayApp(
+        RecordingSource(engine, f"replay {recording.name}", index, inputs),
+        engine=engine,
+        inputs=inputs,
+        speed=speed,
+        play=play,
+        start_at=start_at,
+        warnings=warnings,
+        **kwargs,
+    )
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """``aclmon replay PATH`` (see :func:`aclmon.tui.commands.configure_replay`)."""
+    import json
+
+    from aclmon.tui.replay.inputs import find_inputs
+
+    inputs = find_inputs(args.path)
+    if args.json:
+        from aclmon.tui.replay.summary import replay_summary
+
+        text = json.dumps(replay_summary(inputs), indent=2)
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:  # `aclmon replay --json x | head`: the reader left early
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    if not 0 < args.interval <= 60:
+        raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")
+
+    from aclmon.tui.app import keymap_path, load_keymap
+
+    keymap = (
+        load_keymap(Path(args.keymap), required=True) if args.keymap else load_keymap(keymap_path())
+    )
+    app = build_app(
+        inputs,
+        speed=args.speed,
+        play=args.play,
+        start_at=args.at,
+        interval=args.interval,
+        theme=args.theme,
+        keymap=keymap,
+    )
+    from aclmon.tui.lifetime import run_app
+
+    try:
+        return run_app(app)
+    finally:
+        app.source.close()

@@ -1,0 +1,357 @@
+"""``aclmon replay`` of a recording: the live app plus a timeline.
+
+The store is the :class:`~aclmon.store.replay.ReplayEngine`'s, so what is on
+screen at any point is the fold of the events before it: exactly what the live
+view showed then. Seeks that would fold many frames run on a worker thread and
+swap the finished state in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer
+
+from aclmon.errors import AclmonError
+from aclmon.store.replay import (
+    EXCEPTION,
+    OVERFLOW,
+    ReplayEngine,
+    SeekTimeError,
+    parse_seek_time,
+)
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.replay.inputs import ReplayInputs
+from aclmon.tui.replay.sources import LateIndex, RecordingSource, recording_warnings
+from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
+from aclmon.tui.sources import Source
+
+#: playback speeds, slowest first (x0.25 .. x64)
+SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+#: seeks folding more frames than this run on a worker thread
+SYNC_SEEK_FRAMES = 30_000
+#: the [ and ] keys move this far in recording time
+JUMP_NS = 10_000_000_000
+MARKER_KINDS = (EXCEPTION, OVERFLOW)
+#: Textual key names shown as the characters a user types (help screen)
+_KEY_SYMBOLS = {
+    "full_stop": ".",
+    "comma": ",",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "greater_than_sign": ">",
+    "less_than_sign": "<",
+    "colon": ":",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
+
+
+class ReplayApp(AclmonApp):
+    """The live app over a recording: its timeline and keys. (A dump directory
+    alone opens in the plain app: see :func:`build_app`.)"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "play_pause", "Play/pause", id="replay.play"),
+        Binding("full_stop", "step(1)", "Step", id="replay.step"),
+        Binding("comma", "step(-1)", "Back", show=False, id="replay.back"),
+        Binding("plus,equals_sign", "speed(1)", "Faster", id="replay.faster"),
+        Binding("minus", "speed(-1)", "Slower", show=False, id="replay.slower"),
+        Binding("greater_than_sign,n", "marker(1)", "Next exc/ovf", id="replay.next_marker"),
+        Binding("less_than_sign,N", "marker(-1)", "Prev exc/ovf", show=False, id="replay.prev"),
+        Binding("right_square_bracket", "jump(1)", "+10s", show=False, id="replay.forward"),
+        Binding("left_square_bracket", "jump(-1)", "-10s", show=False, id="replay.backward"),
+        Binding("colon,t", "seek_prompt", "Go to time", id="replay.goto"),
+        Binding("S", "seek_to('start')", "Start", show=False, id="replay.start"),
+        Binding("E", "seek_to('end')", "End", show=False, id="replay.end"),
+    ]
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        engine: ReplayEngine,
+        inputs: ReplayInputs | None = None,
+        speed: float = 1.0,
+        play: bool = False,
+        start_at: str | None = None,
+        warnings: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs["store"] = engine.store
+        super().__init__(source, **kwargs)
+        self.engine = engine
+        self.inputs = inputs
+        self.speed = min(SPEEDS, key=lambda s: abs(s - speed))
+        self.playing = False
+        self.seeking = False
+        self._base_warnings = list(warnings or [])
+        self.warnings = list(self._base_warnings)
+        self._autoplay = play
+        self._start_at = start_at
+        self._play_ts = 0
+        self._played_at = 0.0
+        self.timeline = Timeline(engine)
+
+    # ---------------------------------------------------------------- frame
+    def compose(self) -> ComposeResult:
+        # Reuse the live frame as is; add the timeline above the footer.
+        for widget in super().compose():
+            if isinstance(widget, Footer):
+                yield self.timeline
+            yield widget
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        if self.engine is not None:
+            # After the first screen: the builder competes with the UI for the GIL.
+            self.call_after_refresh(self._start_indexing)
+            if self._autoplay:
+                self.set_playing(True)
+            self._warnings_timer = self.set_interval(0.2, self._check_warnings)
+            self._refresh_timeline()
+
+    def _start_indexing(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        if isinstance(engine.index, LateIndex):
+            engine.index.open()
+        engine.start_background()
+
+    def _check_warnings(self) -> None:
+        """Add the file's problems to the timeline once the index knows them."""
+        engine = self.engine
+        assert engine is not None
+        self.warnings = self._base_warnings + recording_warnings(engine)
+        if engine.ready or engine.builder_error:
+            self._warnings_timer.stop()
+        self._refresh_timeline()
+
+    @property
+    def cursor_ts(self) -> int:
+        if self.playing and self._play_ts:
+            return self._play_ts
+        engine = self.engine
+        if engine is None:
+            return 0
+        return engine.time_at(engine.position) or (engine.first_ts or 0)
+
+    def _refresh_timeline(self) -> None:
+        timeline = self.timeline
+        with self.batch_update():
+            timeline.playing = self.playing
+            timeline.seeking = self.seeking
+            timeline.speed = self.speed
+            timeline.cursor_ts = self.cursor_ts
+            timeline.warnings = tuple(self.warnings)
+            timeline.refresh_timeline()
+
+    # ---------------------------------------------------------------- refresh
+    def tick(self) -> None:
+        engine = self.engine
+        if engine is not None and self._start_at and engine.index.indexed:
+            # --at needs the whole index (``end`` is the end of the file, not of what
+            # the indexer has reached so far): applied on the first tick after it.
+            start_at, self._start_at = self._start_at, None
+            self.seek_text(start_at)
+        if engine is not None and self.playing and not self.seeking:
+            self._advance()
+        super().tick()
+        self._refresh_timeline()
+
+    def _advance(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        now = self._clock()
+        elapsed = max(0.0, now - self._played_at)
+        self._played_at = now
+        if not self._play_ts:
+            # Playing began before the indexer had seen a frame: start at the first one.
+            self._play_ts = engine.first_ts or 0
+            if not self._play_ts:
+                return
+        self._play_ts += int(elapsed * self.speed * 1e9)
+        more = self._guarded(engine.play_to, self._play_ts, self.max_batch)
+        if more:
+            # Too many events for one tick: let recording time wait for the fold.
+            self._play_ts = engine.time_at(engine.position) or self._play_ts
+        if engine.position >= len(engine) and engine.index.indexed:
+            self.set_playing(False)
+
+    def set_playing(self, playing: bool) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        if playing and engine.position >= len(engine) and engine.index.indexed:
+            playing = False  # nothing left to play
+        self.playing = playing
+        if isinstance(self.source, RecordingSource):
+            self.source.playing = playing
+        self._played_at = self._clock()
+        self._play_ts = engine.time_at(engine.position) or (engine.first_ts or 0)
+        self._after_move()
+
+    def _guarded(self, call: Callable[..., Any], *args: Any) -> Any:
+        """An engine call that reads the file: a file damaged or cut since it was
+        indexed gives one notice and stops playback, never a traceback."""
+        try:
+            return call(*args)
+        except AclmonError as exc:
+            self.playing = False
+            if isinstance(self.source, RecordingSource):
+                self.source.playing = False
+            self.notify(str(exc), severity="error", timeout=8)
+            return None
+
+    def _after_move(self) -> None:
+        # The header's event rate would compare counts across the jump (even
+        # go negative going back): start measuring again from here.
+        self._rate_samples.clear()
+        self.refresh_view()
+        self.header.show(self.store, self.source, self.events_per_s)
+        self._refresh_timeline()
+
+    # ---------------------------------------------------------------- actions
+    def action_play_pause(self) -> None:
+        engine = self.engine
+        if engine is None or self.seeking:
+            return
+        if not self.playing and engine.position >= len(engine) and engine.index.indexed:
+            self._guarded(engine.seek, 0)  # at the end: play from the start again, like any player
+        self.set_playing(not self.playing)
+
+    def action_step(self, count: int) -> None:
+        engine = self.engine
+        if engine is None or self.seeking:
+            return
+        self.set_playing(False)
+        if count > 0:
+            self._guarded(engine.step, count)
+        else:
+            self._guarded(engine.step_back, -count)
+        self._after_move()
+
+    def action_speed(self, direction: int) -> None:
+        i = SPEEDS.index(self.speed) + direction
+        self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i))]
+        if self.playing:
+            # keep the recording time continuous across the change
+            self._played_at = self._clock()
+        self._refresh_timeline()
+
+    def action_jump(self, direction: int) -> None:
+        if self.engine is not None:
+            self.seek_time(self.cursor_ts + direction * JUMP_NS)
+
+    def action_seek_to(self, where: str) -> None:
+        self.seek_text(where)
+
+    def action_marker(self, direction: int) -> None:
+        """Jump just past the next (or previous) exception or overflow dump,
+        and show it in its view."""
+        engine = self.engine
+        if engine is None or self.seeking:
+            return
+        if direction > 0:
+            frame = self._guarded(engine.next_marker, MARKER_KINDS, engine.position)
+        else:
+            # Back to the newest marker already folded; if the cursor sits just
+            # past it (it was jumped to), on to the one before, like a player's
+            # "previous chapter".
+            frame = self._guarded(engine.previous_marker, MARKER_KINDS, engine.position)
+            if frame is not None and frame + 1 == engine.position:
+                frame = self._guarded(engine.previous_marker, MARKER_KINDS, frame)
+        if frame is None:
+            self.notify("no more exceptions or overflows that way", timeout=2)
+            return
+        view = "dumps" if frame in engine.markers(OVERFLOW) else "exceptions"
+        self.set_playing(False)
+        self.seek_position(frame + 1, then_show=view)
+
+    def action_seek_prompt(self) -> None:
+        if self.engine is None:
+            return
+
+        def chosen(text: str | None) -> None:
+            if text:
+                self.seek_text(text)
+
+        self.set_playing(False)
+        self.push_screen(SeekTimeScreen(), chosen)
+
+    # ---------------------------------------------------------------- seeking
+    def seek_text(self, text: str) -> None:
+        engine = self.engine
+        if engine is None or engine.first_ts is None:
+            return
+        try:
+            ts = parse_seek_time(text, engine.first_ts, engine.last_ts or 0, self.cursor_ts)
+        except SeekTimeError as exc:
+            self.notify(str(exc), severity="error", timeout=5)
+            return
+        self.seek_time(ts)
+
+    def seek_time(self, ts_ns: int) -> None:
+        engine = self.engine
+        if engine is not None:
+            self.seek_position(engine.position_of_time(ts_ns))
+
+    def seek_position(self, position: int, *, then_show: str | None = None) -> None:
+        """Show the state at ``position``: at once when cheap, else from a worker."""
+        engine = self.engine
+        if engine is None or self.seeking:
+            return
+        was_playing = self.playing
+        if engine.cost(position) <= SYNC_SEEK_FRAMES:
+            self._guarded(engine.seek, position)
+            self._seeked(then_show, was_playing)
+            return
+        self.seeking = True
+        self._refresh_timeline()
+        self._seek_in_background(position, then_show, was_playing)
+
+    @work(thread=True, exclusive=True, group="replay-seek")
+    def _seek_in_background(self, position: int, then_show: str | None, playing: bool) -> None:
+        engine = self.engine
+        assert engine is not None
+        try:
+            state = engine.state_at(position)
+        except AclmonError as exc:
+            self._call_ui(self._seek_failed, str(exc))
+            return
+        self._call_ui(self._install, position, state, then_show, playing)
+
+    def _install(self, position: int, state: Any, then_show: str | None, playing: bool) -> None:
+        assert self.engine is not None
+        self.engine.install(position, state)
+        self.seeking = False
+        self._seeked(then_show, playing)
+
+    def _seek_failed(self, message: str) -> None:
+        self.seeking = False
+        self.notify(message, severity="error", timeout=6)
+        self._refresh_timeline()
+
+    def _seeked(self, then_show: str | None, playing: bool) -> None:
+        self.set_playing(playing)
+        if then_show is not None:
+            self.action_show_view(then_show)
+            vlist = self.views[then_show].query("VirtualList")
+            if vlist:
+                vlist.first().action_last()  # type: ignore[attr-defined]
+        self._after_move()
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        sections = super().help_sections()
+        rows = []
+        for b in ReplayApp.BINDINGS:
+            if isinstance(b, Binding):
+                keys = self._keymap.get(b.id or "", b.key)
+                shown = ",".join(_KEY_SYMBOLS.get(k, k) for k in keys.split(","))
+                rows.append((shown, b.description, b.id or ""))
+        return [("Replay timeline", rows), *sections]

@@ -1,0 +1,180 @@
+"""The replay timeline (where the replay is, the recording as a bar with its
+exceptions and overflows) and the go-to-time prompt."""
+
+from __future__ import annotations
+
+import bisect
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from aclmon.store.replay import EXCEPTION, OVERFLOW, ReplayEngine
+from aclmon.tui import fmt
+from aclmon.tui.style import theme_style
+
+
+class Timeline(Static):
+    """Two lines under the views: where the replay is, and the whole recording
+    as a bar with its exceptions (✖) and overflows (▲) marked."""
+
+    # A fixed height: its text changes on every tick, its size never should
+    # (an auto height would make every update re-layout the screen).
+    DEFAULT_CSS = """
+    Timeline {
+        height: 2;
+        background: $surface;
+    }
+    """
+
+    playing: reactive[bool] = reactive(False)
+    """Playback runs."""
+    seeking: reactive[bool] = reactive(False)
+    """A seek is folding on a worker thread."""
+    speed: reactive[float] = reactive(1.0)
+    """Playback speed (recording seconds per wall second)."""
+    cursor_ts: reactive[int] = reactive(0)
+    """Recording time shown (ns)."""
+    warnings: reactive[tuple[str, ...]] = reactive(())
+    """What is wrong with the file (a cut, an index error)."""
+
+    def __init__(self, engine: ReplayEngine) -> None:
+        super().__init__(id="timeline")
+        self.engine = engine
+
+    def watch_playing(self) -> None:
+        self.refresh_timeline()
+
+    def watch_seeking(self) -> None:
+        self.refresh_timeline()
+
+    def watch_speed(self) -> None:
+        self.refresh_timeline()
+
+    def watch_warnings(self) -> None:
+        self.refresh_timeline()
+
+    def refresh_timeline(self) -> None:
+        """Redraw: the position moves with the engine, on every tick."""
+        if not self.is_mounted:
+            return
+
+        engine = self.engine
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        n = len(engine)
+        pos = engine.position
+        first = engine.first_ts or 0
+        last = engine.last_ts or 0
+        now = self.cursor_ts
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if self.seeking:
+            line.append(" ⧗ seeking… ", style=busy)
+        elif self.playing:
+            line.append(" ▶ playing ", style=Style(bold=True))
+        elif pos >= n and engine.index.indexed:
+            line.append(" ■ at the end ", style=dim)
+        else:
+            line.append(" ⏸ paused ", style=Style(bold=True))
+        line.append(f"x{_speed_label(self.speed)}  ", style=Style(bold=True))
+        if now:
+            line.append(f"{fmt.utc_time(now)} UTC  ")
+            line.append(f"{_clock(now - first)} / {_clock(last - first)}  ", style=dim)
+        line.append(f"event {pos:,} / {n:,}", style=dim)
+        ahead_exc = _count_after(engine.markers(EXCEPTION), pos)
+        ahead_ovf = _count_after(engine.markers(OVERFLOW), pos)
+        if ahead_exc or ahead_ovf:
+            line.append(f"  ·  ahead: {ahead_exc} exception(s), {ahead_ovf} overflow(s)", style=dim)
+        if not engine.ready:
+            done = engine.scanned / n if n else 0.0
+            line.append(f"  ·  indexing {done:.0%}", style=busy)
+        if pos == 0 and not self.playing and not self.seeking and n:
+            line.append(
+                "  ·  space plays · E goes to the end · > finds the next exception or overflow",
+                style=dim,
+            )
+        for warning in self.warnings:
+            line.append(f"  ·  ⚠ {warning}", style=bad)
+        bar = self._bar(max(10, self.size.width - 2), n, pos, engine, dim, bad)
+        self.update(Text.assemble(line, "\n ", bar))
+
+    @staticmethod
+    def _bar(width: int, n: int, pos: int, engine: ReplayEngine, dim: Style, bad: Style) -> Text:
+        cells = ["━"] * width
+        styles: list[Style | None] = [None] * width
+        cursor = min(width - 1, pos * width // n) if n else 0
+        for i in range(cursor + 1, width):
+            cells[i] = "─"
+            styles[i] = dim
+        for kind, mark in ((OVERFLOW, "▲"), (EXCEPTION, "✖")):
+            for frame in engine.markers(kind):
+                cell = min(width - 1, frame * width // n) if n else 0
+                cells[cell] = mark
+                styles[cell] = bad
+        cells[cursor] = "●"
+        styles[cursor] = Style(bold=True)
+        text = Text(no_wrap=True)
+        for char, style in zip(cells, styles, strict=True):
+            text.append(char, style=style or Style())
+        return text
+
+
+def _count_after(frames: list[int], position: int) -> int:
+    return len(frames) - bisect.bisect_left(frames, position)
+
+
+def _speed_label(speed: float) -> str:
+    return f"{speed:g}"
+
+
+def _clock(ns: int) -> str:
+    """A duration as H:MM:SS.mmm."""
+    ns = max(0, ns)
+    seconds, rest = divmod(ns, 1_000_000_000)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    return f"{hours}:{minutes:02}:{seconds:02}.{rest // 1_000_000:03}"
+
+
+class SeekTimeScreen(ModalScreen[str | None]):
+    """Asks for a time to jump to."""
+
+    DEFAULT_CSS = """
+    SeekTimeScreen {
+        align: center middle;
+    }
+    #seek-box {
+        width: 80%;
+        height: auto;
+        background: $surface;
+        border: round $primary;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_none", "Cancel", id="replay.seek_cancel"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="seek-box"):
+            yield Static(
+                "Jump to: start · end · +10s · -2m · 90 (s from start) ·"
+                " 14:03:07.250 (UTC) · 2026-12-02T14:03:07Z",
+                classes="title",
+            )
+            yield Input(placeholder="time", id="seek-input")
+            yield Static(id="seek-error")
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        self.dismiss(message.value)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

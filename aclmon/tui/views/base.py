@@ -1,0 +1,31 @@
+"""What every view shares: it draws the store the app hands it."""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+
+from aclmon.store import Store
+
+
+class View(Vertical):
+    """Base of a view. The app calls :meth:`update_from` with the store when it
+    changed (on the refresh timer, only while the view is visible); the view
+    keeps it, so a change of its own state (a reactive) redraws at once with
+    :meth:`redraw`. Views never reach into the app: they post messages up."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.store: Store | None = None
+
+    def update_from(self, store: Store) -> None:
+        self.store = store
+        self.redraw()
+
+    @property
+    def width(self) -> int:
+        """Columns to fit: the view's own once laid out, else the screen's."""
+        return self.size.width or self.app.size.width or 160
+
+    def redraw(self) -> None:
+        """Draw from ``self.store`` (nothing before the first store)."""
+        raise NotImplementedError

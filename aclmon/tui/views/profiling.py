@@ -1,0 +1,429 @@
+"""The Profiling view: a checklist of ACL_PROF_* flags that sends nothing until
+Enter, the AI Core metric and devices, start/stop of profiling to files, live
+operator timings on their own key, the agent's reply, and operator timings.
+
+Safety: every key here either moves the cursor or edits the *pending*
+configuration; only Enter (apply), ``p`` (start/stop) and ``t`` (live timings)
+post a message that leads to a command, and none of them exists in a
+read-only viewer.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, NamedTuple
+
+from rich.console import Group
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from aclmon import events as ev
+from aclmon.acl_constants import (
+    ACL_AICORE_PIPE_UTILIZATION,
+    AICORE_METRICS,
+    PROF_FLAGS,
+    error_name,
+    error_text,
+)
+from aclmon.tui import fmt
+from aclmon.tui.style import middle, theme_style
+from aclmon.tui.views.base import View
+
+#: metric cycle order for ``m``.
+METRIC_ORDER: tuple[int, ...] = tuple(AICORE_METRICS)
+TOP_OPS = 25
+#: width of one checklist cell (``> [x] ● TASK_TIME_L0 *``).
+CELL_WIDTH = 28
+#: who owns profiling when aclmon must not offer start/stop.
+FOREIGN_OWNERS = ("acl.json", "job")
+
+
+class ProfilingConfig(NamedTuple):
+    """A profiling configuration: what a start uses (flags 0 = live operator timings)."""
+
+    flags: int
+    metric: int
+    devices: tuple[int, ...]
+
+
+#: what an agent that has not said anything yet would use.
+INITIAL_CONFIG = ProfilingConfig(0, ACL_AICORE_PIPE_UTILIZATION, ())
+
+
+def agent_config(prof: ev.ProfilingState | None) -> ProfilingConfig:
+    """The configuration the agent's next start uses, as it reported it."""
+    if prof is None:
+        return INITIAL_CONFIG
+    return ProfilingConfig(prof.next_flags, prof.next_metrics, tuple(prof.next_devices))
+
+
+def reply_text(reply: ev.Reply) -> str:
+    """A reply in words, the error said once: the agent's message already names
+    the code when it explains a refusal."""
+    if reply.code == 0:
+        return reply.message or "ok"
+    if error_name(reply.code) in reply.message:
+        return reply.message
+    return (
+        f"{error_text(reply.code)} — {reply.message}" if reply.message else error_text(reply.code)
+    )
+
+
+class ProfilingView(View):
+    """ACL_PROF_* checklist, metric, devices, start/stop, live timings, reply, op timings."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "move(1)", "Down", show=False, id="profiling.down"),
+        Binding("up,k", "move(-1)", "Up", show=False, id="profiling.up"),
+        Binding("right,l", "move_column(1)", "Right", show=False, id="profiling.right"),
+        Binding("left,h", "move_column(-1)", "Left", show=False, id="profiling.left"),
+        Binding("space", "toggle", "Check", id="profiling.check"),
+        Binding("enter", "apply", "Apply", id="profiling.apply"),
+        Binding("escape", "discard", "Discard", id="profiling.discard"),
+        # m and v are shown beside what they change (the footer must fit 80 columns).
+        Binding("m", "next_metric", "Metric", show=False, id="profiling.metric"),
+        Binding("v", "next_devices", "Devices", show=False, id="profiling.devices"),
+        Binding("p", "start_stop", "Start/stop", id="profiling.start_stop"),
+        Binding("t", "live_timings", "Live timings", id="profiling.live"),
+    ]
+    can_focus = True
+
+    class ConfigRequested(Message):
+        """Enter: send this configuration to the agent."""
+
+        def __init__(self, config: ProfilingConfig) -> None:
+            super().__init__()
+            self.config = config
+
+    class StartRequested(Message):
+        """Start profiling; with ``config``, set it first (live timings: flags 0)."""
+
+        def __init__(self, config: ProfilingConfig | None = None) -> None:
+            super().__init__()
+            self.config = config
+
+    class StopRequested(Message):
+        """Stop aclmon's profiling session."""
+
+    readonly: reactive[bool] = reactive(False)
+    """Nothing can be changed from this viewer: no key sends, the view says so."""
+    pending: reactive[ProfilingConfig | None] = reactive(None)
+    """The edited configuration Enter would send (None: no change)."""
+    cursor: reactive[int] = reactive(0)
+    """The checklist row under the cursor (index into ``PROF_FLAGS``)."""
+    note: reactive[str] = reactive("")
+    """What happened to the last command (sent, failed); empty when settled."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(id="prof-state", classes="panel")
+            yield Static(id="prof-flags", classes="panel")
+            yield Static(id="prof-reply", classes="panel")
+            yield Static(id="prof-ops", classes="panel")
+
+    # ------------------------------------------------------------ state
+    @property
+    def prof(self) -> ev.ProfilingState | None:
+        return self.store.state.profiling if self.store is not None else None
+
+    @property
+    def configured(self) -> ProfilingConfig:
+        return agent_config(self.prof)
+
+    @property
+    def wanted(self) -> ProfilingConfig:
+        """What the checklist shows: the pending edit, else the agent's configuration."""
+        return self.pending if self.pending is not None else self.configured
+
+    def _edit(self, config: ProfilingConfig) -> None:
+        self.pending = None if config == self.configured else config
+
+    def watch_pending(self) -> None:
+        self.redraw()
+        self.refresh_bindings()
+
+    def watch_cursor(self) -> None:
+        self.redraw()
+
+    def watch_note(self) -> None:
+        self.redraw()
+
+    def watch_readonly(self) -> None:
+        self.redraw()
+        self.refresh_bindings()
+
+    @property
+    def _foreign(self) -> bool:
+        prof = self.prof
+        return prof is not None and prof.owner in FOREIGN_OWNERS
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("move", "move_column"):
+            return True
+        if self.readonly:
+            return False
+        if action in ("start_stop", "live_timings"):
+            return not self._foreign
+        if action in ("apply", "discard"):
+            return self.pending is not None
+        return True
+
+    # ------------------------------------------------------------ keys
+    def action_move(self, delta: int) -> None:
+        self.cursor = (self.cursor + delta) % len(PROF_FLAGS)
+
+    def action_move_column(self, delta: int) -> None:
+        rows = self._rows_per_column()
+        target = self.cursor + delta * rows
+        if 0 <= target < len(PROF_FLAGS):
+            self.cursor = target
+
+    def action_toggle(self, index: int | None = None) -> None:
+        if index is not None:
+            self.cursor = index
+        wanted = self.wanted
+        self._edit(wanted._replace(flags=wanted.flags ^ PROF_FLAGS[self.cursor][1]))
+
+    def toggle_flag(self, value: int) -> None:
+        """Check or uncheck one flag in the pending configuration (the palette's way)."""
+        wanted = self.wanted
+        self._edit(wanted._replace(flags=wanted.flags ^ value))
+
+    def set_metric(self, metric: int) -> None:
+        if metric in AICORE_METRICS:
+            self._edit(self.wanted._replace(metric=metric))
+
+    def action_apply(self) -> None:
+        if self.pending is not None:
+            self.post_message(self.ConfigRequested(self.pending))
+
+    def action_discard(self) -> None:
+        self.pending = None
+
+    def action_next_metric(self) -> None:
+        metric = self.wanted.metric
+        index = METRIC_ORDER.index(metric) if metric in METRIC_ORDER else -1
+        self.set_metric(METRIC_ORDER[(index + 1) % len(METRIC_ORDER)])
+
+    def action_next_devices(self) -> None:
+        """Cycle: every device in use -> device 0 -> device 1 -> … -> every device."""
+        ids = self.store.device_ids() if self.store is not None else []
+        choices: list[tuple[int, ...]] = [(), *((i,) for i in ids)]
+        devices = self.wanted.devices
+        index = choices.index(devices) if devices in choices else -1
+        self._edit(self.wanted._replace(devices=choices[(index + 1) % len(choices)]))
+
+    def action_start_stop(self) -> None:
+        prof = self.prof
+        if prof is not None and prof.running and prof.owner == "aclmon":
+            self.post_message(self.StopRequested())
+        elif self.pending is not None:
+            self.note = "apply (Enter) or discard (Esc) the checked changes before starting"
+        else:
+            self.post_message(self.StartRequested())
+
+    def action_live_timings(self) -> None:
+        prof = self.prof
+        if prof is not None and prof.running and prof.owner == "aclmon":
+            if prof.subscribed:
+                self.post_message(self.StopRequested())
+            else:
+                self.note = "stop profiling to files (p) first: CANN runs one kind at a time"
+            return
+        self.post_message(self.StartRequested(self.wanted._replace(flags=0)))
+
+    def on_click(self, event: events.Click) -> None:
+        flags = self.query_one("#prof-flags", Static)
+        if event.widget is not flags:
+            return
+        x, y = event.x - 1, event.y  # the panel's left padding
+        rows = self._rows_per_column()
+        if 0 <= y < rows and x >= 0:
+            index = (x // CELL_WIDTH) * rows + y
+            if index < len(PROF_FLAGS) and not self.readonly:
+                self.action_toggle(index)
+
+    # ------------------------------------------------------------ drawing
+    def _columns(self) -> int:
+        width = self.width - 2
+        return max(1, min(3, width // CELL_WIDTH))
+
+    def _rows_per_column(self) -> int:
+        columns = self._columns()
+        return (len(PROF_FLAGS) + columns - 1) // columns
+
+    def redraw(self) -> None:
+        if self.store is None or not self.is_mounted:
+            return
+        self._draw_state()
+        self._draw_flags()
+        self._draw_reply()
+        self._draw_ops()
+
+    def _draw_state(self) -> None:
+        prof = self.prof
+        dim = theme_style(self, "aclmon-dim")
+        good = theme_style(self, "aclmon-idle", bold=True)
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        key = theme_style(self, "footer-key-foreground", bold=True)
+        bold = Style(bold=True)
+        text = Text()
+        text.append("PROFILING  ", style=bold)
+        if prof is None:
+            text.append("no state from the agent yet", style=dim)
+        elif prof.running and not prof.subscribed:
+            text.append("● profiling to files", style=good)
+        elif prof.running:
+            text.append("○ not profiling to files", style=dim)
+        elif prof.initialized:
+            text.append("○ initialized, not collecting", style=busy)
+        else:
+            text.append("○ stopped", style=dim)
+        if prof is not None and prof.owner:
+            foreign = prof.owner in FOREIGN_OWNERS
+            text.append(f"   owned by {prof.owner}", style=bad if foreign else dim)
+        if prof is not None and prof.output_path:
+            text.append(f"   output {middle(prof.output_path, 48)}", style=dim)
+        text.append("\nLIVE OPERATOR TIMINGS  ", style=bold)
+        live = prof is not None and prof.subscribed
+        text.append("● on" if live else "○ off", style=good if live else dim)
+        if not self.readonly and not self._foreign:
+            text.append("   t ", style=key)
+            text.append("stop" if live else "start", style=dim)
+        wanted = self.wanted
+        text.append("\nNEXT START  ", style=bold)
+        if wanted.flags:
+            count = bin(wanted.flags).count("1")
+            text.append(f"profiling to files with {count} flag(s)")
+        else:
+            text.append("live operator timings (no flag checked)")
+        metric_name = AICORE_METRICS.get(wanted.metric, (f"metric {wanted.metric}", ""))[1]
+        narrow = self.width < 120
+        text.append("\n  " if narrow else "   ", style=dim)
+        text.append("AI Core metric ", style=dim)
+        text.append(metric_name, style=bold)
+        if not self.readonly:
+            text.append(" m", style=key)
+        text.append("   devices ", style=dim)
+        devices = ", ".join(map(str, wanted.devices)) if wanted.devices else "all in use"
+        text.append(devices, style=bold)
+        if not self.readonly:
+            text.append(" v", style=key)
+        if self.pending is not None:
+            text.append("\n  " if narrow else "   ")
+            text.append("changed: Enter applies, Esc discards", style=busy)
+        if self.readonly:
+            text.append("\nread-only viewer: nothing here can be changed", style=bad)
+        elif self._foreign:
+            assert prof is not None
+            text.append(
+                f"\nthe job's {prof.owner} runs profiling: aclmon does not offer start/stop",
+                style=bad,
+            )
+        elif not (prof is not None and prof.running and prof.owner == "aclmon"):
+            text.append("\np ", style=key)
+            what = "profiling to files" if wanted.flags else "live operator timings"
+            text.append(f"starts {what} as configured", style=dim)
+        else:
+            text.append("\np ", style=key)
+            text.append("stops", style=dim)
+        self.query_one("#prof-state", Static).update(text)
+
+    def _draw_flags(self) -> None:
+        prof = self.prof
+        dim = theme_style(self, "aclmon-dim")
+        good = theme_style(self, "aclmon-idle", bold=True)
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        cursor_style = theme_style(self, "footer-key-foreground", bold=True)
+        # Only a running session has active flags: a stopped one shows none.
+        active = prof.flags if prof is not None and prof.running else 0
+        configured = self.configured.flags
+        wanted = self.wanted.flags
+        focused = self.has_focus
+        rows = self._rows_per_column()
+        lines = [Text(no_wrap=True) for _ in range(rows)]
+        for index, (name, value) in enumerate(PROF_FLAGS):
+            line = lines[index % rows]
+            short = name.removeprefix("ACL_PROF_")
+            on = bool(wanted & value)
+            changed = bool((wanted ^ configured) & value)
+            cell = Text(no_wrap=True)
+            here = index == self.cursor and not self.readonly
+            cell.append("›" if here else " ", style=cursor_style)
+            cell.append("[x]" if on else "[ ]", style=busy if changed else good if on else dim)
+            cell.append("●" if active & value else " ", style=good)
+            cell.append(
+                short,
+                style=(Style(bold=True) if on else dim)
+                + (Style(reverse=True) if here and focused else Style()),
+            )
+            cell.append("*" if changed else " ", style=busy)
+            cell.truncate(CELL_WIDTH, pad=True)
+            line.append(cell)
+        legend = Text("[x] used by the next start · * changed · ● collecting now", style=dim)
+        if not self.readonly:
+            legend.append("\n↑↓←→ move · space/click checks · Enter applies · Esc discards",
+                          style=dim)  # fmt: skip
+        self.query_one("#prof-flags", Static).update(Group(*lines, legend))
+
+    def _draw_reply(self) -> None:
+        assert self.store is not None
+        dim = theme_style(self, "aclmon-dim")
+        good = theme_style(self, "aclmon-idle", bold=True)
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        reply = Text()
+        reply.append("AGENT  ", style=dim + Style(bold=True))
+        if self.note:
+            reply.append(self.note + "   ", style=busy)
+        last = self.store.state.last_reply
+        if last is None:
+            reply.append("no reply yet", style=dim)
+        else:
+            reply.append("last reply: ")
+            reply.append(reply_text(last), style=good if last.code == 0 else bad)
+        self.query_one("#prof-reply", Static).update(reply)
+
+    def _draw_ops(self) -> None:
+        assert self.store is not None
+        store = self.store
+        s = store.state
+        dim = theme_style(self, "aclmon-dim")
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        ops = Table(expand=True, box=None, header_style=dim + Style(bold=True), pad_edge=False)
+        ops.add_column("OPERATOR", ratio=3, no_wrap=True, overflow="ellipsis")
+        ops.add_column("TYPE", ratio=1, no_wrap=True, overflow="ellipsis")
+        for column in ("COUNT", "TOTAL", "MEAN", "MAX"):
+            ops.add_column(column, justify="right", no_wrap=True)
+        top = store.top_ops(TOP_OPS)
+        for o in top:
+            ops.add_row(o.op_name, o.op_type, str(o.count), fmt.duration_us(o.total_us),
+                        fmt.duration_us(o.mean_us), fmt.duration_us(o.max_us))  # fmt: skip
+        title = Text("TOP OPERATORS BY TOTAL TIME  ", style=Style(bold=True))
+        title.append(f"{s.op_timings_total} timings · {len(s.ops)} operators", style=dim)
+        if s.op_timings_untracked:
+            title.append(f" · {s.op_timings_untracked} timings of untracked operators", style=busy)
+        widget = self.query_one("#prof-ops", Static)
+        if not top:
+            hint = Text("no operator timings yet: they arrive while live op timings are on (t)",
+                        style=dim)  # fmt: skip
+            widget.update(Group(title, hint))
+        else:
+            widget.update(Group(title, ops))
+
+    def on_focus(self) -> None:
+        self.redraw()
+
+    def on_blur(self) -> None:
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self.redraw()
