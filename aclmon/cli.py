@@ -24,7 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("attach", "aclmon.tui.commands", "watch a running job that has the agent"),
     ("replay", "aclmon.tui.commands", "open a recording or a dump directory"),
     ("run", "aclmon.agent.commands", "run a script with the agent installed"),
-    ("record", "aclmon.bus.commands", "record a live job's events to a file"),
+    ("record", "aclmon.fleet.commands", "record a live job's events to a file"),
     ("relay", "aclmon.fleet.commands", "forward this host's agents to NATS (one per host)"),
     ("events", "aclmon.bus.commands", "print a recording's or a job's events as JSON lines"),
     ("decode", "aclmon.dump.commands", "print what dump and overflow files contain"),

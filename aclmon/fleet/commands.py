@@ -131,3 +131,92 @@ def relay_command(args: argparse.Namespace) -> int:
     totals = relay.totals()
     note(f"stopped; publish errors {relay.publish_errors}, frames dropped {totals['dropped']}")
     return 0
+
+
+# ------------------------------------------------------------------ record nats://
+def configure_record(parser: argparse.ArgumentParser) -> None:
+    """``aclmon record``: the bus command, plus one source of a fleet over NATS."""
+    from aclmon.bus.commands import configure_record as configure_bus_record
+
+    configure_bus_record(parser)
+    parser.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="nats:// only: start this far back in JetStream (30s, 10m, all); default: live",
+    )
+    add_nats_credentials(parser)
+    parser.set_defaults(handler=record_command)
+    parser.epilog = (
+        "Records until interrupted (Ctrl-C or SIGTERM), then prints the count. A target"
+        " nats://SERVER/JOB/HOST/PID records that agent's events as forwarded by its relay."
+    )
+
+
+def record_command(args: argparse.Namespace) -> int:
+    from aclmon.bus.commands import run_record
+    from aclmon.fleet.connect import is_nats_target
+
+    if not is_nats_target(args.target):
+        if args.since:
+            from aclmon.errors import AclmonError
+
+            raise AclmonError("--since goes with a nats:// target")
+        return int(run_record(args))
+    return record_nats(args)
+
+
+def record_nats(args: argparse.Namespace) -> int:
+    """One source's ``events`` subject into today's recording format."""
+    import signal
+    import time
+
+    from aclmon.bus.recording import RecordingWriter
+    from aclmon.errors import AclmonError
+    from aclmon.fleet.connect import parse_target
+    from aclmon.fleet.nats_source import NatsFeed
+
+    url, scope = parse_target(args.target)
+    if scope.pid == "*":
+        raise AclmonError(
+            f"{args.target}: a recording holds one source; name it as nats://SERVER/JOB/HOST/PID"
+        )
+    token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
+    since = parse_duration(args.since) if args.since else None
+    feed = NatsFeed(url, scope, credentials_from(args, token), since_s=since, readonly=True)
+    stopping = []
+    previous = {
+        sig: signal.signal(sig, lambda *_: stopping.append(1))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    written = 0
+    try:
+        try:
+            writer = RecordingWriter(
+                args.file,
+                {"tool": "aclmon record", "target": args.target, "started_ns": time.time_ns()},
+            )
+        except OSError as exc:
+            raise AclmonError(f"cannot write {args.file}: {exc.strerror}") from None
+        feed.start()
+        try:
+            while not stopping:
+                if feed.state in ("auth-failed", "disconnected") and feed.state_reason:
+                    raise AclmonError(f"{args.target}: {feed.state_reason}")
+                for _key, events in feed.poll(50_000):
+                    if args.count:
+                        events = events[: args.count - written]
+                    if events:
+                        writer.write_many(events)
+                        written += len(events)
+                writer.flush()
+                if args.count and written >= args.count:
+                    break
+                time.sleep(0.05)
+        finally:
+            writer.close()
+    finally:
+        feed.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"recorded {written} events to {args.file}")
+    return 0

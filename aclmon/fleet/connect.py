@@ -120,13 +120,19 @@ async def connect(
 
     import asyncio
 
-    # With reconnects allowed, nats-py retries a refused CONNECT forever; the
-    # first authorization error before we are connected ends the attempt.
+    # With reconnects allowed, nats-py retries a first connection that fails
+    # (refused, unreachable, not authorized) forever; the first error before we
+    # are connected ends the attempt.
     refused = asyncio.Event()
     connected = False
+    first_error: list[str] = []
 
     async def on_error(exc: Exception) -> None:
-        if not connected and "authorization" in str(exc).lower():
+        if not connected and not refused.is_set():
+            text = str(exc) or type(exc).__name__
+            if "authorization" in text.lower():
+                text = "authorization violation (wrong or missing token or credentials)"
+            first_error.append(text)
             refused.set()
         if error_cb is not None:
             await error_cb(exc)
@@ -153,9 +159,7 @@ async def connect(
         attempt.cancel()
         with contextlib.suppress(BaseException):
             await attempt
-        why = "authorization violation (wrong or missing token or credentials)"
-        if not refused.is_set():
-            why = f"no answer within {connect_timeout * 3:g} s"
+        why = first_error[0] if first_error else f"no answer within {connect_timeout * 3:g} s"
         raise NatsError(f"cannot connect to {url}: {why}")
     try:
         client = attempt.result()

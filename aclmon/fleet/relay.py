@@ -105,12 +105,13 @@ class _Batch:
         self.frames = 0
         self.started = 0.0
 
-    def add(self, frame: bytes, now: float) -> None:
+    def add(self, frame: bytes, now: float, frames: int = 1) -> None:
+        """Append one frame, or ``frames`` whole frames in one piece."""
         if not self.parts:
             self.started = now
         self.parts.append(frame)
         self.size += len(frame)
-        self.frames += 1
+        self.frames += frames
 
     def take(self) -> tuple[bytes, int]:
         data = b"".join(self.parts)
@@ -345,6 +346,9 @@ class Relay:
                 if offsets:
                     await self._route(link, buffer, offsets, stop)
                     del buffer[:stop]
+                    # Batches due go out now, not at the flusher's next tick:
+                    # on a busy machine a timer fires late, a read does not wait.
+                    await self._flush_link(link)
         except FrameError as exc:
             self._note(f"agent pid {link.pid}: {exc}; dropping the connection")
         except (OSError, asyncio.IncompleteReadError):
@@ -365,46 +369,79 @@ class Relay:
     async def _route(
         self, link: AgentLink, buffer: bytearray, offsets: list[int], stop: int
     ) -> None:
+        """Route the complete frames of one read. The ``events`` batch takes
+        runs of consecutive frames as single pieces (no copy per frame); each
+        frame is only looked at for its kind and whether ``seq`` is 0."""
         now = time.monotonic()
+        data = bytes(buffer[:stop])
         batches = link.batches
         events = batches[sj.EVENTS]
         routes = _ROUTES
-        for index, start in enumerate(offsets):
-            end = offsets[index + 1] if index + 1 < len(offsets) else stop
-            frame = bytes(buffer[start:end])
-            link.frames_in += 1
+        max_bytes, max_frames = self.max_bytes, self.max_frames
+        count = len(offsets)
+        piece = offsets[0] if offsets else 0  # start of the run not yet in the batch
+        piece_frames = 0
+        link.frames_in += count
+        for index in range(count):
+            start = offsets[index]
+            end = offsets[index + 1] if index + 1 < count else stop
             # The array header is one byte (fixarray, up to 15 elements) or three
             # (array16: Hello has more); the kind and seq follow it.
-            head = frame[HEADER_SIZE] if len(frame) > HEADER_SIZE + 4 else 0
-            at = HEADER_SIZE + 1 if 0x90 <= head <= 0x9F else HEADER_SIZE + 3 if head == 0xDC else 0
-            kind = frame[at] if at and frame[at] < 0x80 else -1
-            if kind == sj.HELLO_KIND and link.job is None:
-                hello = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
-                if isinstance(hello, ev.Hello):
-                    link.job = job_of(hello)
-            elif kind == sj.REPLY_KIND and link.replies:
-                self._match_reply(link, frame)
-            if len(frame) > self.max_payload:
-                link.dropped += 1  # larger than any message the server takes
+            head = data[start + HEADER_SIZE] if end - start > HEADER_SIZE + 4 else 0
+            at = start + (HEADER_SIZE + 1 if 0x90 <= head <= 0x9F else
+                          HEADER_SIZE + 3 if head == 0xDC else -start)  # fmt: skip
+            kind = data[at] if at > start and data[at] < 0x80 else -1
+            if (
+                kind in routes
+                or kind == sj.HELLO_KIND
+                or kind == sj.REPLY_KIND
+                or (kind >= 0 and data[at + 1] == 0)
+            ):
+                self._special(link, data[start:end], kind, at - start, now)
+            size = end - start
+            if size > self.max_payload:  # larger than any message the server takes
+                if piece_frames:
+                    events.add(data[piece:start], now, piece_frames)
+                link.dropped += 1
+                piece, piece_frames = end, 0
                 continue
-            # A batch never passes max_bytes, except a single frame larger than
-            # that, which goes alone (it still fits the server's max_payload).
-            if events.frames and events.size + len(frame) > self.max_bytes:
+            # A message never passes max_bytes (a single larger frame goes alone)
+            # nor max_frames.
+            if (events.frames or piece_frames) and (
+                events.size + (end - piece) > max_bytes
+                or events.frames + piece_frames >= max_frames
+            ):
+                if piece_frames:
+                    events.add(data[piece:start], now, piece_frames)
                 await self._publish(link, sj.EVENTS)
-            events.add(frame, now)
-            extra = routes.get(kind)
-            if extra is not None:
-                batch = batches[extra]
-                if batch.frames and batch.size + len(frame) > self.max_bytes:
-                    await self._publish(link, extra)
-                batch.add(frame, now)
-            if kind >= 0 and frame[at + 1] == 0:  # seq 0: the agent's snapshot
-                if kind == sj.HELLO_KIND:
-                    link.state_frames = []
-                link.state_frames.append(frame)
-                link.state_dirty = True
-            if events.frames >= self.max_frames:
-                await self._publish(link, sj.EVENTS)
+                for extra in (sj.SUMMARY, sj.ALERTS):
+                    if batches[extra].size > max_bytes:
+                        await self._publish(link, extra)
+                piece, piece_frames = start, 0
+            piece_frames += 1
+        if piece_frames:
+            events.add(data[piece:stop], now, piece_frames)
+        for extra in (sj.SUMMARY, sj.ALERTS):
+            if batches[extra].size > max_bytes or batches[extra].frames >= max_frames:
+                await self._publish(link, extra)
+
+    def _special(self, link: AgentLink, frame: bytes, kind: int, at: int, now: float) -> None:
+        """A frame that goes beyond ``events``: summary/alerts copies, the
+        snapshot (``state``), the Hello that names the job, a Reply awaited."""
+        if kind == sj.HELLO_KIND and link.job is None:
+            hello = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
+            if isinstance(hello, ev.Hello):
+                link.job = job_of(hello)
+        elif kind == sj.REPLY_KIND and link.replies:
+            self._match_reply(link, frame)
+        extra = _ROUTES.get(kind)
+        if extra is not None and len(frame) <= self.max_payload:
+            link.batches[extra].add(frame, now)
+        if frame[at + 1] == 0:  # seq 0: the agent's snapshot
+            if kind == sj.HELLO_KIND:
+                link.state_frames = []
+            link.state_frames.append(frame)
+            link.state_dirty = True
 
     def _match_reply(self, link: AgentLink, frame: bytes) -> None:
         reply = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])

@@ -166,6 +166,21 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
         assert source["gaps"] == 0
         assert source["dropped"] == 0
 
+    # One source's stream into today's recording format.
+    source = history["sources"][0]
+    host = sj.short_host(source["host"])
+    recording = tmp_path / "rank.aclrec"
+    done = aclmon("record", f"{nats_url}/train/{host}/{source['pid']}", str(recording),
+                  "--since", "all", "--count", "200", env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    from aclmon.bus.recording import RecordingReader
+
+    with RecordingReader(recording, background=False) as reader:
+        events = list(reader.iter_events())
+    assert len(events) == 200
+    assert isinstance(events[0], ev.Hello) and events[0].pid == source["pid"]
+    assert events[0].rank == source["rank"]
+
 
 def test_attach_without_the_token_is_refused(start_nats, runtime_dir):
     server = start_nats("--auth", "fleet-secret")
