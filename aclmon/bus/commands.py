@@ -178,6 +178,8 @@ def _recording_events(path: str, follow: bool, stop: _StopFlag) -> Iterator[Any]
     from aclmon.bus.recording import RecordingReader
 
     with RecordingReader(path, background=False) as reader:
+        if reader.schema_warning:
+            print(f"aclmon events: warning: {reader.schema_warning}", file=sys.stderr)
         done = 0
         while True:
             yield from reader.iter_events(done)
@@ -197,6 +199,17 @@ def _live_events(target: str | None, token: str | None, stop: _StopFlag) -> Iter
             yield from subscriber.poll(10_000, 0.2)
     finally:
         subscriber.close()
+        skipped = [
+            f"{count} {what}"
+            for count, what in (
+                (subscriber.malformed, "malformed frames skipped"),
+                (subscriber.unknown, "events of unknown kinds skipped"),
+                (subscriber.gaps, "events missed in the sequence"),
+            )
+            if count
+        ]
+        if skipped:
+            print(f"aclmon events: {subscriber.address}: {', '.join(skipped)}", file=sys.stderr)
 
 
 def run_events(args: argparse.Namespace) -> int:

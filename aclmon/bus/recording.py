@@ -26,6 +26,7 @@ file that is still being written).
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import threading
 import time
@@ -97,7 +98,15 @@ class RecordingWriter:
         if len(info) > MAX_SOURCE_INFO:
             raise DecodeError(str(self.path), 0, f"source info of {len(info)} bytes is too big")
         self.created_ns = time.time_ns()
-        self._file: BinaryIO = open(self.path, "wb")  # noqa: SIM115 (lives as long as the writer)
+        # Owner-only whatever the umask: events carry command lines, op names, paths.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
+        except OSError:
+            os.close(fd)
+            raise
+        self._file: BinaryIO = os.fdopen(fd, "wb")
         self._file.write(
             FILE_HEADER.pack(MAGIC, FORMAT_VERSION, SCHEMA_VERSION, self.created_ns, len(info))
             + info
@@ -485,6 +494,14 @@ class RecordingReader:
         self._done = threading.Event()
         self.cut: Cut | None = None
         self.error: str | None = None
+        #: set when the file comes from a newer aclmon (it still opens)
+        self.schema_warning: str | None = None
+        if self.header.schema_version > SCHEMA_VERSION:
+            self.schema_warning = (
+                f"{self.source} was recorded with event schema {self.header.schema_version},"
+                f" newer than this aclmon's {SCHEMA_VERSION}: events of kinds it does not"
+                " know are skipped (and counted), the rest is shown"
+            )
         self.decoder = EventDecoder()
         self._thread: threading.Thread | None = None
         if background:

@@ -18,6 +18,7 @@ import collections
 import contextlib
 import itertools
 import logging
+import operator
 import os
 import secrets
 import socket
@@ -31,14 +32,23 @@ import msgpack
 from aclmon.bus import handshake
 from aclmon.bus.framing import (
     DEFAULT_MAX_FRAME,
-    FrameDecoder,
+    HEADER,
+    HEADER_SIZE,
     FrameError,
     StreamDecoder,
     encode_frame,
 )
 from aclmon.bus.transport import Address, as_address, connect
 from aclmon.errors import AclmonError
-from aclmon.events import COMMAND_KINDS, KIND_NAMES, Event, Hello, Reply, encode
+from aclmon.events import (
+    COMMAND_KINDS,
+    KIND_NAMES,
+    Event,
+    Hello,
+    Reply,
+    encode,
+    missed_between,
+)
 
 log = logging.getLogger("aclmon.bus")
 
@@ -52,6 +62,7 @@ CLOSED = "closed"
 #: decoded events held for poll() before the reader stops reading
 DEFAULT_BUFFER_EVENTS = 200_000
 _READ_SIZE = 1024 * 1024
+_seq_of = operator.itemgetter(0)
 
 
 class CommandTimeout(AclmonError):
@@ -282,22 +293,27 @@ class Subscriber:
 
     def _handshake(self, sock: socket.socket) -> bytes:
         """Run the handshake; returns bytes already received after it."""
-        # Event frames (the snapshot) may follow the welcome in the same read,
-        # so the stream's own limit applies; handshake messages are checked
-        # against their smaller one.
-        frames = FrameDecoder(self._max_frame, str(self.address))
-        payloads: list[bytes] = []
+        # Event frames (the snapshot, or anything else) may follow the welcome in
+        # the same read: frames are taken one at a time, so only the two handshake
+        # messages are judged here (against their own small limit) and whatever
+        # follows is left, unparsed, to the event stream and its own checks.
+        received = bytearray()
 
         def next_message() -> Any:
-            while not payloads:
+            while True:
+                if len(received) >= HEADER_SIZE:
+                    (length,) = HEADER.unpack_from(received)
+                    if length > handshake.MAX_HANDSHAKE_FRAME:
+                        raise ValueError(f"handshake message of {length} bytes is too big")
+                    end = HEADER_SIZE + length
+                    if len(received) >= end:
+                        payload = bytes(received[HEADER_SIZE:end])
+                        del received[:end]
+                        return msgpack.unpackb(payload, raw=False)
                 data = sock.recv(65536)
                 if not data:
                     raise OSError("connection closed during handshake")
-                payloads.extend(frames.feed(data))
-            payload = payloads.pop(0)
-            if len(payload) > handshake.MAX_HANDSHAKE_FRAME:
-                raise ValueError(f"handshake message of {len(payload)} bytes is too big")
-            return msgpack.unpackb(payload, raw=False)
+                received.extend(data)
 
         hello = next_message()
         answer = handshake.client_hello(hello, self._token, self.readonly)
@@ -307,10 +323,8 @@ class Subscriber:
             why = verdict.get("why") if isinstance(verdict, dict) else None
             raise _HandshakeRefused(str(why or "refused"))
         self.commands_allowed = bool(verdict.get("commands")) and not self.readonly
-        # Whatever followed the welcome is already event frames.
-        leftover = b"".join(encode_frame(p) for p in payloads) + frames.take_pending()
         sock.settimeout(None)
-        return leftover
+        return bytes(received)
 
     def _receive(self, sock: socket.socket, leftover: bytes) -> str:
         decoder = StreamDecoder(self._max_frame, str(self.address))
@@ -361,8 +375,15 @@ class Subscriber:
     def _count_gaps(self, events: list[Event]) -> None:
         first = events[0][0]
         last = events[-1][0]
-        # The common batch: consecutive numbers continuing the last one.
-        if first == self._last_seq + 1 and last - first == len(events) - 1 and first:
+        # The common batch: consecutive numbers continuing the last one (the ends
+        # and the sum agree with that; a bogus number inside would break the sum).
+        count = len(events)
+        if (
+            first == self._last_seq + 1
+            and last - first == count - 1
+            and first
+            and sum(map(_seq_of, events)) == (first + last) * count // 2
+        ):
             self._last_seq = last
             return
         previous = self._last_seq
@@ -371,7 +392,7 @@ class Subscriber:
             if seq == 0:  # snapshot state, outside the sequence
                 continue
             if seq > previous + 1 and previous and type(event) is not Hello:
-                self.gaps += seq - previous - 1
+                self.gaps += missed_between(previous, seq)
             # A Hello or a smaller number: a new or restarted source.
             previous = seq
         self._last_seq = previous

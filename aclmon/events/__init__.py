@@ -12,7 +12,7 @@
 Every public name is re-exported here: ``from aclmon.events import StreamCreated``.
 """
 
-from aclmon.events.clock import Clock, hello_fields
+from aclmon.events.clock import Clock, hello_fields, missed_between
 from aclmon.events.codec import EventDecoder, encode, unpack_payload
 from aclmon.events.json import JSON_RENAMED_FIELDS, to_json
 from aclmon.events.schema import (
@@ -103,6 +103,7 @@ __all__ = [
     "encode",
     "hello_fields",
     "kind_name",
+    "missed_between",
     "register",
     "to_json",
     "unpack_payload",

@@ -27,6 +27,17 @@ class Clock:
         return cls(next(self._counter), time.time_ns(), *fields)
 
 
+#: a jump in the sequence larger than this is not events lost (no publisher
+#: drops that many) but a bogus number: it counts as one missed event, no more
+IMPLAUSIBLE_GAP = 1 << 32
+
+
+def missed_between(previous: int, seq: int) -> int:
+    """Events missing between sequence numbers ``previous`` and ``seq`` (> previous)."""
+    missed = seq - previous - 1
+    return 1 if missed > IMPLAUSIBLE_GAP else missed
+
+
 def hello_fields(runtime: str, soc_name: str, device_count: int) -> tuple[Any, ...]:
     """The fields of a Hello for this process (after seq and ts_ns)."""
     identity = rank_identity(os.environ, sys.argv)

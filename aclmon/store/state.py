@@ -579,7 +579,7 @@ class Store:
             # A Hello starts (or restarts) a source; a smaller seq means the source
             # restarted its clock (a new agent): neither is a gap.
             if seq > last + 1 and last and type(event) is not ev.Hello:
-                counters.gaps += seq - last - 1
+                counters.gaps += ev.missed_between(last, seq)  # a bogus jump counts once
             s.last_seq = seq
         if event.ts_ns > s.newest_ts_ns:
             s.newest_ts_ns = event.ts_ns

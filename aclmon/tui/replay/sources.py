@@ -196,6 +196,9 @@ def recording_warnings(engine: ReplayEngine) -> list[str]:
     """What is wrong with the file, once the index knows (a cut, an index error)."""
     reader: Any = engine.index
     out = []
+    schema_warning = getattr(reader, "schema_warning", None)
+    if schema_warning:
+        out.append(schema_warning)
     cut = getattr(reader, "cut", None)
     if cut is not None:
         what = "damaged" if cut.damaged else "truncated"
