@@ -24,6 +24,11 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="FILE", help="also record every event to FILE")
     parser.add_argument("--token", help="require this token from viewers that send commands")
     parser.add_argument(
+        "--relay",
+        metavar="URL",
+        help="nats://… : start this host's `aclmon relay` to that server if none is running",
+    )
+    parser.add_argument(
         "--job",
         help="the job's name in Hello and fleet views (default $ACLMON_JOB, else the rank"
         " table's or the script's name)",
@@ -60,6 +65,14 @@ def run_command(args: argparse.Namespace) -> int:
     sys.argv = [args.script, *args.args]
     if args.job:
         os.environ["ACLMON_JOB"] = args.job  # read by the agent's Hello
+    if args.relay:
+        # A separate process: the job itself never loads NATS.
+        from aclmon.fleet.hostrelay import ensure_relay
+
+        pid, started = ensure_relay(args.relay)
+        if started:
+            print(f"aclmon run: started this host's relay to {args.relay} (pid {pid})",
+                  file=sys.stderr)  # fmt: skip
     _stop_agent_on_termination()
     aclmon.agent.start(
         args.listen,

@@ -119,6 +119,10 @@ def relay_command(args: argparse.Namespace) -> int:
         on_note=note,
     )
 
+    from aclmon.fleet.hostrelay import hold_relay_lock
+
+    lock = hold_relay_lock()  # `aclmon run --relay` sees this host has a relay
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -127,7 +131,10 @@ def relay_command(args: argparse.Namespace) -> int:
         note(f"relaying this host's agents to {args.nats} (Ctrl-C stops)")
         await relay.run(stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        lock.close()
     totals = relay.totals()
     note(f"stopped; publish errors {relay.publish_errors}, frames dropped {totals['dropped']}")
     return 0

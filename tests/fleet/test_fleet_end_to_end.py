@@ -196,3 +196,41 @@ def test_attach_without_the_token_is_refused(start_nats, runtime_dir):
     )  # fmt: skip
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["sources"] == []
+
+
+def test_run_with_relay_starts_one_relay_for_the_host(nats_url, runtime_dir, tmp_path):
+    from aclmon.fleet.hostrelay import running_relay
+
+    env = env_for(runtime_dir)
+    stop = tmp_path / "stop"
+    jobs = []
+    relay_pid = None
+    try:
+        for rank in range(2):
+            log = open(tmp_path / f"job{rank}.log", "w")  # noqa: SIM115 (closed below)
+            command = [sys.executable, "-m", "aclmon", "run", "--sim", "--relay", nats_url,
+                       "--job", "relayed", SIM_JOB, str(MODEL), "/dev/null", "--until", str(stop),
+                       "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
+            jobs.append((subprocess.Popen(command, env=env, stdout=log, stderr=log), log))
+        wait_until(lambda: len(registry.list_agents()) == 2, 30, "two agents")
+        relay_pid = running_relay(runtime_dir)
+        assert relay_pid and relay_pid > 0
+        started = sum((tmp_path / f"job{r}.log").read_text().count("started this host's relay")
+                      for r in range(2))  # fmt: skip
+        assert started == 1
+        done = aclmon("attach", f"{nats_url}/relayed", "--once", "--json", "--wait", "1",
+                      env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert len(json.loads(done.stdout)["sources"]) == 2
+    finally:
+        stop.touch()
+        for proc, log in jobs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+        if relay_pid and relay_pid > 0:
+            os.kill(relay_pid, signal.SIGTERM)
+            wait_until(lambda: running_relay(runtime_dir) is None, 20, "the relay stopped")

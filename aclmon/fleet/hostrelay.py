@@ -1,0 +1,89 @@
+"""One relay per host: is one running for this user's agents, and start one if not.
+
+A running relay holds a shared ``flock`` on ``relay.lock`` in the runtime
+directory (the one that holds the agent registry) for as long as it runs, with
+its pid written in the file. ``aclmon run --relay URL`` calls
+:func:`ensure_relay`: under an exclusive ``relay-start.lock`` (so ranks starting
+together start one relay, not eight) it checks for a running relay and, if
+there is none, starts ``aclmon relay --nats URL`` detached (its own session,
+output to ``relay.log``) and waits until it holds the lock. Nothing here
+imports NATS: the job only spawns a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from aclmon.bus.transport import runtime_dir
+
+LOCK_NAME = "relay.lock"
+START_LOCK_NAME = "relay-start.lock"
+LOG_NAME = "relay.log"
+
+
+def hold_relay_lock(directory: Path | None = None) -> IO[str]:
+    """Called by a relay: mark this host as having one (keep the file open)."""
+    handle = open((directory or runtime_dir()) / LOCK_NAME, "a+")  # noqa: SIM115 (held open)
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def running_relay(directory: Path | None = None) -> int | None:
+    """The pid of a relay running for this runtime directory, or None."""
+    path = (directory or runtime_dir()) / LOCK_NAME
+    try:
+        handle = open(path)  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = handle.read().strip().splitlines()
+            return int(text[0]) if text and text[0].isdigit() else -1
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
+def ensure_relay(url: str, *, job: str | None = None, timeout: float = 10.0) -> tuple[int, bool]:
+    """``(pid, started)``: the host's relay, started now if there was none."""
+    directory = runtime_dir()
+    with open(directory / START_LOCK_NAME, "a") as start_lock:
+        fcntl.flock(start_lock, fcntl.LOCK_EX)
+        pid = running_relay(directory)
+        if pid is not None:
+            return pid, False
+        command = [sys.executable, "-m", "aclmon", "relay", "--nats", url]
+        if job:
+            command += ["--job", job]
+        with open(directory / LOG_NAME, "ab") as log:
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = running_relay(directory)
+            if pid is not None:
+                return pid, True
+            if process.poll() is not None:
+                from aclmon.errors import AclmonError
+
+                tail = ""
+                with contextlib.suppress(OSError):
+                    tail = (directory / LOG_NAME).read_text(errors="replace").strip()
+                    tail = tail.splitlines()[-1] if tail else ""
+                raise AclmonError(f"the relay for {url} exited at start: {tail}")
+            time.sleep(0.05)
+        return process.pid, True
