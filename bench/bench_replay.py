@@ -150,6 +150,13 @@ def measure(path: str, started: float) -> dict[str, float]:
             result["snapshots_ready_s"] = round(time.perf_counter() - built, 3)
             result["rss_ready_mb"] = rss_mb()  # index + snapshots + markers + first screen
             result["snapshots"] = len(engine._snapshot_at)
+            # what the replay's own structures hold (for the breakdown in docs/replay.md)
+            reader = getattr(engine.index, "reader", engine.index)
+            result["index_mb"] = round(reader.index_nbytes / 2**20, 1)
+            result["snapshots_mb"] = round(
+                sum(len(s.rest) for s in engine._snapshots.values()) / 2**20, 2
+            )
+            result["journal_items"] = sum(len(j.items) for j in engine._journals.values())
             result["frames"] = len(engine)
 
             async def timed_seek(name: str, seek: Callable[[], None], target: int) -> None:
@@ -290,6 +297,11 @@ def main() -> int:
         f"  the same app on an empty recording: {figures['baseline_rss_mb']:.0f} MiB;"
         f" above it {figures['peak_rss_mb'] - figures['baseline_rss_mb']:.0f} MiB"
         f" = {figures['rss_over_baseline_per_file_size']:.2f}x the file size"
+    )
+    print(
+        f"  held by the replay: index {figures['index_mb']:.1f} MiB, {figures['snapshots']}"
+        f" snapshots {figures['snapshots_mb']:.2f} MiB (their rings: {figures['journal_items']:,}"
+        " events held once in journals)"
     )
     print(json.dumps(figures))
     return 0

@@ -528,6 +528,24 @@ def test_shared_parts_keep_events_equal_and_hold_repeated_parts_once():
     assert parts.share(list(more)) == more and len(parts._parts) == 4
 
 
+def test_shared_parts_hold_the_repeated_words_of_dump_records_once():
+    from aclmon.store.replay import SharedParts
+
+    def dump(seq: int) -> ev.DumpFileSeen:
+        explained = ("AI Core: floating-point computation overflow " + "(0x020)",)
+        record = {"output": 0, "explained": explained, "record": {"task_id": seq}}
+        summary = {"kind": "over" + "flow", "task_id": seq, "records": (record,)}
+        return ev.DumpFileSeen(seq, T0 + seq, f"/d/Opdebug.{seq}", "over" + "flow", 2099, summary)
+
+    decoded = [dump(n) for n in range(3)]
+    shared = SharedParts().share(list(decoded))
+    assert shared == decoded
+    assert shared[0].kind is shared[2].kind is shared[1].summary["kind"]
+    records = [d.summary["records"][0] for d in shared]
+    assert records[0]["explained"] is records[2]["explained"]
+    assert records[0]["record"] == {"task_id": 0} and decoded[0].summary["records"][0] is not None
+
+
 @pytest.mark.parametrize("max_snapshots", [2, 3, 5])
 def test_the_end_gets_its_own_snapshot_within_the_bound(recording, max_snapshots):
     path, events, frames = recording
