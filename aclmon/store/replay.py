@@ -44,12 +44,12 @@ from aclmon.errors import AclmonError
 from aclmon.store.state import Store, StoreState
 
 #: frames between two snapshots, at least: bounds the fold work of any seek.
-DEFAULT_SNAPSHOT_EVERY = 10_000
+DEFAULT_SNAPSHOT_EVERY = 5_000
 #: snapshots kept at most (besides the empty one at position 0). Each costs
 #: ~12 KiB on the 1M-event bench (its rings are places in shared journals, the
-#: rest is compressed), so past this many the spacing
-#: grows instead (64 over 1M frames: about one every 16,000-18,000).
-DEFAULT_MAX_SNAPSHOTS = 64
+#: rest is compressed; 256 of them ~3 MiB), so past this many the spacing
+#: grows instead (1M frames: one every 5,000; 4M frames: one every ~16,000).
+DEFAULT_MAX_SNAPSHOTS = 256
 #: frames decoded and folded at once while folding long ranges: bounds the decoded
 #: events alive at once (20,000 left ~8 MiB more in the replay's peak RSS, and
 #: the builder thread and a seek may fold at the same time; no slower).
