@@ -35,10 +35,10 @@ _EXPORTS = {
     "Address": "aclmon.bus.transport",
     "parse_address": "aclmon.bus.transport",
     "runtime_dir": "aclmon.bus.transport",
-    "FrameDecoder": "aclmon.bus.framing",
-    "FrameError": "aclmon.bus.framing",
-    "StreamDecoder": "aclmon.bus.framing",
-    "encode_frame": "aclmon.bus.framing",
+    "FrameDecoder": "aclmon.events.wire",
+    "FrameError": "aclmon.events.wire",
+    "StreamDecoder": "aclmon.events.wire",
+    "encode_frame": "aclmon.events.wire",
     "Publisher": "aclmon.bus.publisher",
     "Subscriber": "aclmon.bus.subscriber",
     "CommandRefused": "aclmon.bus.subscriber",
@@ -82,8 +82,8 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from aclmon.bus import registry
-    from aclmon.bus.framing import FrameDecoder, FrameError, StreamDecoder, encode_frame
     from aclmon.bus.publisher import Publisher
     from aclmon.bus.recording import Cut, RecordingHeader, RecordingReader, RecordingWriter
     from aclmon.bus.subscriber import CommandRefused, CommandTimeout, Subscriber
     from aclmon.bus.transport import Address, parse_address, runtime_dir
+    from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame

@@ -44,7 +44,6 @@ import msgpack
 
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
-from aclmon.bus.framing import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
 from aclmon.bus.lograte import RateLimitedLog
 from aclmon.bus.transport import Address, Listener, as_address, listen
 from aclmon.errors import AclmonError
@@ -58,6 +57,7 @@ from aclmon.events import (
     Reply,
     RequestSnapshot,
 )
+from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
 
 log = logging.getLogger("aclmon.bus")
 

@@ -38,7 +38,9 @@ from typing import Any, BinaryIO, NamedTuple, overload
 import msgpack
 import numpy as np
 
-from aclmon.bus.framing import (
+from aclmon.errors import DecodeError
+from aclmon.events import SCHEMA_VERSION, Event, EventDecoder, encode, unpack_payload
+from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
     HEADER,
     HEADER_SIZE,
@@ -46,8 +48,6 @@ from aclmon.bus.framing import (
     StreamDecoder,
     split_frames,
 )
-from aclmon.errors import DecodeError
-from aclmon.events import SCHEMA_VERSION, Event, EventDecoder, encode
 
 MAGIC = b"ACLMREC\0"
 FORMAT_VERSION = 1
@@ -601,7 +601,7 @@ class RecordingReader:
     @staticmethod
     def _slow_timestamp(payload: bytes) -> int:
         try:
-            obj = msgpack.unpackb(payload, use_list=False, raw=False, strict_map_key=True)
+            obj = unpack_payload(payload)
         except Exception:
             return 0
         if isinstance(obj, tuple) and len(obj) >= 3 and type(obj[2]) is int and obj[2] >= 0:

@@ -2,7 +2,7 @@
 
 A daemon thread connects (with backoff between attempts), runs the handshake,
 then reads large chunks and decodes them in one pass
-(:class:`~aclmon.bus.framing.StreamDecoder`). Decoded events wait in a
+(:class:`~aclmon.events.wire.StreamDecoder`). Decoded events wait in a
 bounded buffer for ``poll()``; when it is full the thread stops reading, so
 the publisher sees a slow subscriber and drops for it rather than the viewer
 growing without bound.
@@ -30,14 +30,6 @@ from typing import Any
 import msgpack
 
 from aclmon.bus import handshake
-from aclmon.bus.framing import (
-    DEFAULT_MAX_FRAME,
-    HEADER,
-    HEADER_SIZE,
-    FrameError,
-    StreamDecoder,
-    encode_frame,
-)
 from aclmon.bus.transport import Address, as_address, connect
 from aclmon.errors import AclmonError
 from aclmon.events import (
@@ -48,6 +40,14 @@ from aclmon.events import (
     Reply,
     encode,
     missed_between,
+)
+from aclmon.events.wire import (
+    DEFAULT_MAX_FRAME,
+    HEADER,
+    HEADER_SIZE,
+    FrameError,
+    StreamDecoder,
+    encode_frame,
 )
 
 log = logging.getLogger("aclmon.bus")

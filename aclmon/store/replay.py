@@ -21,13 +21,11 @@ the file to read the frames from, so it is testable on its own.
 from __future__ import annotations
 
 import bisect
-import gc
 import itertools
 import math
 import os
 import pickle
 import re
-import struct
 import threading
 import zlib
 from array import array
@@ -36,11 +34,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-import msgpack
 import numpy as np
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
+from aclmon.events.wire import HEADER, HEADER_SIZE, BatchDecoder
 from aclmon.store.state import Store, StoreState
 
 #: frames between two snapshots, at least: bounds the fold work of any seek.
@@ -59,7 +57,6 @@ READ_BYTES = 8 * 1024 * 1024
 #: a restore costs about as much as folding this many frames (copying the state).
 RESTORE_COST = 2_000
 
-_LENGTH = struct.Struct("<I")
 _KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
 _KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
 OVERFLOW = "overflow"
@@ -106,9 +103,9 @@ class FrameFile:
         last = int(offsets[-1])
         begin = int(offsets[0])
         try:
-            head = os.pread(self._fd, 4, last)
-            if len(head) == 4:
-                end = last + 4 + _LENGTH.unpack(head)[0]
+            head = os.pread(self._fd, HEADER_SIZE, last)
+            if len(head) == HEADER_SIZE:
+                end = last + HEADER_SIZE + HEADER.unpack(head)[0]
                 data = os.pread(self._fd, end - begin, begin)
                 if len(data) == end - begin:
                     return begin, data, offsets
@@ -140,41 +137,9 @@ class FrameFile:
 
     def _decode_piece(self, start: int, stop: int, decoder: ev.EventDecoder) -> list[ev.Event]:
         begin, data, offsets = self.span(start, stop)
-        view = memoryview(data)
-        rel = (offsets - begin).tolist()
-        ends = [*rel[1:], len(data)]
-        payloads = [view[a + 4 : b] for a, b in zip(rel, ends, strict=True)]
-        # The unpacked batch holds no cycles: keep the cyclic GC from rescanning it.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            unpacker = msgpack.Unpacker(
-                use_list=False, raw=False, strict_map_key=True, max_buffer_size=len(data) + 1
-            )
-            objs: list[object] | None = []
-            try:
-                unpacker.feed(b"".join(payloads))
-                unpack, tell = unpacker.unpack, unpacker.tell
-                end = 0
-                for payload in payloads:
-                    end += len(payload)
-                    objs.append(unpack())  # type: ignore[union-attr]
-                    # Each object must end exactly where its frame ends: junk can
-                    # swallow the start of the next frame, and the count of objects
-                    # (even the boundaries after it) can still come out right.
-                    if tell() != end:
-                        objs = None
-                        break
-            except Exception:  # garbage: msgpack raises many types
-                objs = None
-            if objs is not None:
-                return decoder.decode_many(objs)
-            # Some payload is not exactly one object: frame by frame, so only bad frames are lost.
-            events = (decoder.decode_payload(bytes(p)) for p in payloads)
-            return [e for e in events if e is not None]
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        # A fresh batch decoder per piece: several threads read the same file.
+        batch = BatchDecoder(decoder, max_buffer=len(data) + 1)
+        return batch.decode(data, (offsets - begin).tolist(), len(data))
 
     def kinds(self, start: int, stop: int) -> np.ndarray:
         """The wire kind of each frame from its second payload byte (-1 when the
@@ -185,7 +150,7 @@ class FrameFile:
     def _kinds_piece(self, start: int, stop: int) -> np.ndarray:
         begin, data, offsets = self.span(start, stop)
         raw = np.frombuffer(data, dtype=np.uint8)
-        at = offsets - begin + 4
+        at = offsets - begin + HEADER_SIZE
         last = len(raw) - 1
         marker = raw[np.minimum(at, last)]
         kind = raw[np.minimum(at + 1, last)].astype(np.int64)

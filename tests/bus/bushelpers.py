@@ -11,8 +11,8 @@ import msgpack
 
 from aclmon import events as ev
 from aclmon.bus import handshake
-from aclmon.bus.framing import FrameDecoder, encode_frame
 from aclmon.bus.transport import connect, parse_address
+from aclmon.events.wire import FrameDecoder, encode_frame
 
 LIVENESS_TIMEOUT = 10.0  # generous: a limit for hangs, never a speed assertion
 

@@ -295,7 +295,7 @@ def test_command_sent_with_the_hello_is_served(sock_path: str) -> None:
     import msgpack
 
     from aclmon.bus import handshake
-    from aclmon.bus.framing import encode_frame
+    from aclmon.events.wire import encode_frame
 
     with Publisher(sock_path) as publisher:
         client = RawClient(publisher.address)

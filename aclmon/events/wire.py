@@ -1,17 +1,18 @@
-"""Frames over a byte stream: ``u32 LE length`` + one msgpack payload.
+"""The wire: frames (``u32 LE length`` + one msgpack payload) and batch decoding.
 
-The same frames travel over sockets and fill recordings after their header.
-Every length is checked against a maximum before a single byte of the frame is
-buffered, so a hostile peer cannot make us allocate more than it really sent
-(and never more than ``max_frame``).
+The one module that knows how events travel as bytes: sockets (the bus's
+publisher and subscriber), recordings (after their file header) and replay all
+use it. Every length is checked against a maximum before a single byte of the
+frame is buffered, so a hostile peer cannot make us allocate more than it
+really sent (and never more than ``max_frame``).
 
-Two readers share the rules:
-
-- :class:`FrameDecoder` returns raw payloads (used for the command direction
-  and by tests and tools that want bytes);
-- :class:`StreamDecoder` goes straight from bytes to validated events with one
-  streaming msgpack ``Unpacker`` over large reads: the fast path of a
-  subscriber (see docs/events.md, "Decoding speed").
+- :func:`encode_frame` / :func:`split_frames`: one frame out, frame offsets in;
+- :class:`FrameDecoder` returns raw payloads (the command direction, tests and
+  tools that want bytes);
+- :class:`BatchDecoder` turns the complete frames of one buffer into validated
+  events with one streaming msgpack ``Unpacker`` (the fast path of every
+  subscriber and of replay, see docs/events.md, "Decoding speed");
+- :class:`StreamDecoder` = incremental splitting + :class:`BatchDecoder`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 import msgpack
 
 from aclmon.errors import DecodeError
-from aclmon.events import Event, EventDecoder
+from aclmon.events.codec import EventDecoder
+from aclmon.events.schema import Event
 
 #: the length prefix
 HEADER = struct.Struct("<I")
@@ -128,38 +130,23 @@ class FrameDecoder:
         return payloads
 
 
-class StreamDecoder:
-    """Bytes in, validated events out, in one pass per read.
+class BatchDecoder:
+    """The complete frames of one buffer -> validated events, in one pass.
 
-    The payloads of all complete frames of a read (lengths checked against
-    ``max_frame`` first) are joined (the length prefixes cut out in one numpy
-    masked copy) and unpacked by one streaming ``msgpack.Unpacker`` in C,
-    then validated as a batch (:meth:`EventDecoder.decode_many`). Unless
-    every object ends exactly where its frame ends (a malformed frame), that
-    read is decoded again frame by frame, so only the bad frames are lost;
-    they are counted as malformed by ``events``. Only an oversized length
-    raises :class:`FrameError`: past it the stream has lost sync.
+    The payloads (length prefixes cut out in one numpy masked copy) are fed
+    to one streaming ``msgpack.Unpacker`` in C, then validated as a batch
+    (:meth:`EventDecoder.decode_many`). Unless every object ends exactly
+    where its frame ends (a malformed frame), the buffer is decoded again
+    frame by frame, so only the bad frames are lost; they are counted as
+    malformed by ``events``. The unpacker is kept from one batch to the next
+    unless a bad frame may have left half an object in it.
     """
 
-    __slots__ = (
-        "_buffer",
-        "_consumed",
-        "_failed",
-        "_unpacker",
-        "events",
-        "frames",
-        "max_frame",
-        "source",
-    )
+    __slots__ = ("_max_buffer", "_unpacker", "events")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, source: str = "stream") -> None:
-        self.max_frame = max_frame
-        self.source = source
-        self.events = EventDecoder()
-        self.frames = 0
-        self._buffer = b""  # the incomplete frame after the last read
-        self._consumed = 0  # stream offset of _buffer[0], for error messages
-        self._failed: FrameError | None = None
+    def __init__(self, events: EventDecoder | None = None, max_buffer: int = 64 << 20) -> None:
+        self.events = events if events is not None else EventDecoder()
+        self._max_buffer = max_buffer
         self._unpacker = self._new_unpacker()
 
     def _new_unpacker(self) -> Any:
@@ -168,10 +155,105 @@ class StreamDecoder:
             raw=False,
             strict_map_key=True,
             # Starts small (msgpack's default preallocates 1 MiB) and grows
-            # with what is fed; the cap only has to fit one read's payloads.
-            read_size=64 * 1024,
-            max_buffer_size=max(self.max_frame * 2, 64 * 1024 * 1024),
+            # with what is fed; the cap only has to fit one batch's payloads.
+            read_size=min(64 * 1024, self._max_buffer),
+            max_buffer_size=self._max_buffer,
         )
+
+    def decode(self, data: bytes | bytearray, starts: list[int], stop: int) -> list[Event]:
+        """Events of the complete frames starting at ``starts`` in
+        ``data[:stop]`` (``stop``: where the last one ends)."""
+        if not starts:
+            return []
+        # Unpacking a batch creates tens of thousands of tuples at once, which
+        # sets off the cyclic GC over and over (it was ~40% of decoding time);
+        # they hold no cycles, so collection waits until the batch is done.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._decode(data, starts, stop)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _decode(self, data: bytes | bytearray, starts: list[int], stop: int) -> list[Event]:
+        # numpy only here: the publisher side (inside the monitored job)
+        # imports this module too and never needs it.
+        import numpy as np
+
+        count = len(starts)
+        offsets = np.array(starts, dtype=np.int64)
+        first = starts[0]
+        # The payloads joined: every 4-byte length prefix cut out in one
+        # masked copy, instead of slicing each payload and joining the slices.
+        keep = np.ones(stop - first, dtype=bool)
+        for k in range(HEADER_SIZE):
+            keep[offsets - first + k] = False
+        raw = np.frombuffer(data, dtype=np.uint8, count=stop - first, offset=first)
+        joined = raw[keep].tobytes()
+        del keep, raw
+        unpacker = self._unpacker
+        base = unpacker.tell()
+        # Where each frame's payload ends in the unpacker's stream: where the
+        # next frame starts (or stop), less the prefixes so far. A batch is
+        # only trusted when every object ends exactly at its frame's end: a
+        # junk frame can hold an unfinished object that swallows the start of
+        # the next frame (or several objects), and counts alone can still
+        # agree. Ending on every boundary means each object was parsed from
+        # its own frame's bytes only, exactly as unpacking it alone would.
+        ends = offsets[1:] - first - HEADER_SIZE * np.arange(1, count, dtype=np.int64)
+        expected = [*ends.tolist(), stop - first - HEADER_SIZE * count]
+        if base:
+            expected = [end + base for end in expected]
+        tell = unpacker.tell
+        positions: list[int] = []
+        record_position = positions.append
+        try:
+            unpacker.feed(joined)
+            # record_position() returns None: the condition only notes where
+            # each object ended, in C-level calls (no Python loop body).
+            objs = [obj for obj in unpacker if record_position(tell()) is None]
+        except Exception:  # invalid msgpack (msgpack raises many types), or too big
+            positions = []
+        if positions != expected:
+            # Some payload is not exactly one msgpack object, and the Unpacker
+            # may hold half of one: start a fresh one and go frame by frame,
+            # so only the bad frames are lost (counted as malformed).
+            self._unpacker = self._new_unpacker()
+            decode_payload = self.events.decode_payload
+            view = memoryview(data)
+            events = (
+                decode_payload(bytes(view[begin + HEADER_SIZE : end]))
+                for begin, end in pairwise([*starts, stop])
+            )
+            return [e for e in events if e is not None]
+        return self.events.decode_many(objs)
+
+
+class StreamDecoder:
+    """Bytes in, validated events out, in one pass per read.
+
+    Splits the stream into frames (lengths checked against ``max_frame``
+    first) and decodes the complete frames of each read as one batch
+    (:class:`BatchDecoder`). Only an oversized length raises
+    :class:`FrameError`: past it the stream has lost sync.
+    """
+
+    __slots__ = ("_batch", "_buffer", "_consumed", "_failed", "frames", "max_frame", "source")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, source: str = "stream") -> None:
+        self.max_frame = max_frame
+        self.source = source
+        self.frames = 0
+        self._buffer = b""  # the incomplete frame after the last read
+        self._consumed = 0  # stream offset of _buffer[0], for error messages
+        self._failed: FrameError | None = None
+        self._batch = BatchDecoder(max_buffer=max(max_frame * 2, 64 * 1024 * 1024))
+
+    @property
+    def events(self) -> EventDecoder:
+        """The validator, with its ``malformed`` and ``unknown`` counts."""
+        return self._batch.events
 
     @property
     def pending(self) -> int:
@@ -180,11 +262,11 @@ class StreamDecoder:
 
     @property
     def malformed(self) -> int:
-        return self.events.malformed
+        return self._batch.events.malformed
 
     @property
     def unknown(self) -> int:
-        return self.events.unknown
+        return self._batch.events.unknown
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         if self._failed is not None:
@@ -205,66 +287,4 @@ class StreamDecoder:
         if not starts:
             return []
         self.frames += len(starts)
-        # Unpacking a batch creates tens of thousands of tuples at once, which
-        # sets off the cyclic GC over and over (it was ~40% of decoding time);
-        # they hold no cycles, so collection waits until the batch is done.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return self._decode_batch(work, starts, stop)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-
-    def _decode_batch(self, work: bytes | bytearray, starts: list[int], stop: int) -> list[Event]:
-        """Events of the complete frames starting at ``starts`` in
-        ``work[:stop]`` (``stop``: where the last one ends)."""
-        # numpy only here: the publisher side (inside the monitored job)
-        # imports this module too and never needs it.
-        import numpy as np
-
-        count = len(starts)
-        offsets = np.array(starts, dtype=np.int64)
-        # The payloads joined: every 4-byte length prefix cut out in one
-        # masked copy, instead of slicing each payload and joining the slices.
-        keep = np.ones(stop, dtype=bool)
-        for k in range(HEADER_SIZE):
-            keep[offsets + k] = False
-        joined = np.frombuffer(work, dtype=np.uint8, count=stop)[keep].tobytes()
-        del keep
-        unpacker = self._unpacker
-        base = unpacker.tell()
-        # Where each frame's payload ends in the unpacker's stream: where the
-        # next frame starts (or stop), less the prefixes so far. A batch is
-        # only trusted when every object ends exactly at its frame's end: a
-        # junk frame can hold an unfinished object that swallows the start of
-        # the next frame (or several objects), and counts alone can still
-        # agree. Ending on every boundary means each object was parsed from
-        # its own frame's bytes only, exactly as unpacking it alone would.
-        ends = offsets[1:] - HEADER_SIZE * np.arange(1, count, dtype=np.int64)
-        expected = [*ends.tolist(), stop - HEADER_SIZE * count]
-        if base:
-            expected = [end + base for end in expected]
-        tell = unpacker.tell
-        positions: list[int] = []
-        record_position = positions.append
-        try:
-            unpacker.feed(joined)
-            # record_position() returns None: the condition only notes where
-            # each object ended, in C-level calls (no Python loop body).
-            objs = [obj for obj in unpacker if record_position(tell()) is None]
-        except Exception:  # invalid msgpack: msgpack raises many types
-            positions = []
-        if positions != expected:
-            # Some payload is not exactly one msgpack object, and the Unpacker
-            # may hold half of one: start a fresh one and go frame by frame,
-            # so only the bad frames are lost (counted as malformed).
-            self._unpacker = self._new_unpacker()
-            decode_payload = self.events.decode_payload
-            bounds = [*starts, stop]
-            events = (
-                decode_payload(bytes(work[begin + HEADER_SIZE : end]))
-                for begin, end in pairwise(bounds)
-            )
-            return [e for e in events if e is not None]
-        return self.events.decode_many(objs)
+        return self._batch.decode(work, starts, stop)
