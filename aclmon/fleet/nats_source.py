@@ -17,7 +17,7 @@ server has JetStream), then:
   are no execution counts then).
 
 Each message holds whole frames of one source, decoded by that source's own
-:class:`~aclmon.bus.framing.StreamDecoder`. Commands are NATS requests to the
+:class:`~aclmon.events.wire.StreamDecoder`. Commands are NATS requests to the
 relay on the agent's ``cmd`` subject; a credential that may not publish there
 makes the feed read-only (the server reports a permissions violation).
 """
@@ -34,8 +34,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from aclmon import events as ev
-from aclmon.bus.framing import FrameDecoder, FrameError, StreamDecoder, encode_frame
 from aclmon.errors import AclmonError
+from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials, NatsError, connect
 

@@ -3,7 +3,7 @@
 For each agent in the registry (polled every second, so new ones are followed
 and exited ones let go) the relay is an ordinary bus client over the agent's
 Unix socket, allowed commands. It reads large chunks, splits them into frames
-(:func:`~aclmon.bus.framing.split_frames`) and routes each by its kind byte
+(:func:`~aclmon.events.wire.split_frames`) and routes each by its kind byte
 (:mod:`aclmon.fleet.subjects`) without decoding it: every frame to
 ``events``, copies to ``summary`` / ``alerts``, and the snapshot frames
 (``seq = 0``) to ``state``. Frames are batched per (agent, class) and
@@ -49,14 +49,14 @@ from aclmon.acl_constants import (
     ACL_ERROR_RT_WAIT_TIMEOUT,
 )
 from aclmon.bus import handshake, registry
-from aclmon.bus.framing import (
+from aclmon.bus.transport import Address, parse_address
+from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
     HEADER_SIZE,
     FrameError,
     encode_frame,
     split_frames,
 )
-from aclmon.bus.transport import Address, parse_address
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials, NatsError, connect
 

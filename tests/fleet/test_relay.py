@@ -97,7 +97,7 @@ def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, run
 
                 nc = await nats.connect(nats_url)
                 try:
-                    from aclmon.bus.framing import encode_frame
+                    from aclmon.events.wire import encode_frame
 
                     frame = encode_frame(ev.encode(ev.TxMark(1, 1, "not a command")))
                     msg = await nc.request(sj.subject("unit", HOST, os.getpid(), sj.CMD), frame, 5)
