@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.msproftx import TxHooks
 from aclmon.events import (
+    DEVICE_SYNC,
+    SLOW_CALL_NS,
     CallFailed,
     ContextCreated,
     ContextCurrent,
@@ -65,10 +67,6 @@ Before = Callable[[tuple[Any, ...], dict[str, Any]], None]
 #: (args, kwargs, result) -> None, run after it
 After = Callable[[tuple[Any, ...], dict[str, Any], Any], None]
 
-#: the ``stream`` of StreamSyncBegin/StreamSynchronized for ``synchronize_device``
-DEVICE_SYNC = -1
-#: a synchronize/execute call still running after this long gets its Begin event
-SLOW_CALL_NS = 50_000_000
 #: frames searched per thread for a synchronize/execute wrapper
 MAX_STACK_DEPTH = 64
 

@@ -17,9 +17,11 @@ from aclmon.events.codec import EventDecoder, encode, unpack_payload
 from aclmon.events.json import JSON_RENAMED_FIELDS, to_json
 from aclmon.events.schema import (
     COMMAND_KINDS,
+    DEVICE_SYNC,
     KIND_NAMES,
     KINDS,
     SCHEMA_VERSION,
+    SLOW_CALL_NS,
     AclException,
     CallFailed,
     ContextCreated,
@@ -60,10 +62,12 @@ from aclmon.events.schema import (
 
 __all__ = [
     "COMMAND_KINDS",
+    "DEVICE_SYNC",
     "JSON_RENAMED_FIELDS",
     "KINDS",
     "KIND_NAMES",
     "SCHEMA_VERSION",
+    "SLOW_CALL_NS",
     "AclException",
     "CallFailed",
     "Clock",

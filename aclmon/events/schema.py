@@ -32,6 +32,13 @@ SCHEMA_VERSION = 3
 
 Summary = dict[str, Any]
 
+#: ``stream`` of the StreamSyncBegin / StreamSynchronized of ``synchronize_device``:
+#: every stream of the thread's current device (docs/agent.md).
+DEVICE_SYNC = -1
+#: the agent announces ExecuteBegin and StreamSyncBegin only for a call still
+#: running after this long, with the call's start time as ``ts_ns`` (docs/agent.md).
+SLOW_CALL_NS = 50_000_000
+
 #: wire kind number -> class. Numbers are part of the format: never reuse one.
 KINDS: dict[int, type] = {}
 #: snake_case name of each kind, as used in JSON output and docs.

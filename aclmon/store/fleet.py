@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aclmon import events as ev
-from aclmon.store.state import Store
+from aclmon.store.fold import Store
 
 SourceKey = tuple[str, int]
 

@@ -39,7 +39,8 @@ import numpy as np
 from aclmon import events as ev
 from aclmon.errors import AclmonError
 from aclmon.events.wire import HEADER, HEADER_SIZE, BatchDecoder
-from aclmon.store.state import Store, StoreState
+from aclmon.store.fold import Store
+from aclmon.store.state import StoreState
 
 #: frames between two snapshots, at least: bounds the fold work of any seek.
 DEFAULT_SNAPSHOT_EVERY = 5_000

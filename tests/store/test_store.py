@@ -78,7 +78,7 @@ def test_fold_builds_devices_tree_models_and_counts():
     assert list(dev.cube_history) == [50, 70]
     assert dev.sample.hbm_used == 11 << 30
     ctx = s.contexts[0xA0]
-    assert ctx.streams == [0xB0, 0xB1]
+    assert list(ctx.streams) == [0xB0, 0xB1]
     assert s.streams[(0xA0, 0xB0)].state == "idle"  # execute ended
     # The sync failure and the exception (stream_id 3 = handle 0xB0) count as errors.
     assert s.streams[(0xA0, 0xB1)].errors == 1 and s.streams[(0xA0, 0xB1)].last_sync_ns == 5_000_000

@@ -1,0 +1,115 @@
+"""The state as plain JSON values: ``aclmon attach --once --json`` and friends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.acl_constants import error_name
+from aclmon.store.state import OpStats, StoreState, StreamState
+
+
+def top_ops(s: StoreState, limit: int) -> list[OpStats]:
+    """Operators by total time, largest first (ties by name, for a stable order)."""
+    return sorted(s.ops.values(), key=lambda o: (-o.total_us, o.op_name))[:limit]
+
+
+def state_to_json(s: StoreState) -> dict[str, Any]:
+    """The state as plain JSON values (``aclmon attach --once --json``)."""
+    c = s.counters
+    return {
+        "target": ev.to_json(s.hello) if s.hello else None,
+        "newest_ts_ns": s.newest_ts_ns,
+        "host": ev.to_json(s.host) if s.host else None,
+        "devices": [
+            {
+                "device_id": d.device_id,
+                "sample": ev.to_json(d.sample) if d.sample else None,
+                "set_ret": d.set_ret,
+                "reset": d.reset,
+                "device_syncs": d.syncs,
+                "last_device_sync_ns": d.last_sync_ns,
+                "last_device_sync_ret": d.last_sync_ret,
+                "device_sync_errors": d.sync_errors,
+                "device_synchronizing": d.synchronizing,
+                "contexts": [
+                    {
+                        "context": ctx.context,
+                        "is_default": ctx.is_default,
+                        "destroyed": ctx.destroyed,
+                        "streams": [
+                            _stream_json(s.streams[(ctx.context, h)])
+                            for h in ctx.streams
+                            if (ctx.context, h) in s.streams
+                        ],
+                    }
+                    for ctx in s.contexts.values()
+                    if ctx.device_id == d.device_id
+                ],
+            }
+            for d in (s.devices[i] for i in sorted(s.devices))
+        ],
+        "models": [
+            {
+                "model_id": m.model_id,
+                "device_id": m.device_id,
+                "name": m.name,
+                "op_count": m.op_count,
+                "loaded": m.loaded,
+                "running": m.running,
+                "executions": m.executions,
+                "failures": m.failures,
+                "last_duration_ns": m.last_duration_ns,
+            }
+            for m in s.models.values()
+        ],
+        "exceptions": {
+            "total": s.exceptions_total,
+            "dropped": s.exceptions_dropped,
+            "recent": [ev.to_json(e) for e in list(s.exceptions)[-20:]],
+        },
+        "profiling": ev.to_json(s.profiling) if s.profiling else None,
+        "last_reply": ev.to_json(s.last_reply) if s.last_reply else None,
+        "ops": [
+            {
+                "op_name": o.op_name,
+                "op_type": o.op_type,
+                "count": o.count,
+                "total_us": o.total_us,
+                "mean_us": round(o.mean_us, 3),
+                "max_us": o.max_us,
+            }
+            for o in top_ops(s, 50)
+        ],
+        "dumps": {
+            "total": s.dumps_total,
+            "dropped": s.dumps_dropped,
+            "recent": [ev.to_json(d) for d in list(s.dumps)[-20:]],
+        },
+        "counters": {
+            "events": c.events,
+            "per_kind": dict(sorted(c.per_kind.items())),
+            "gaps": c.gaps,
+            "agent_dropped": c.agent_dropped,
+            "agent_drops": dict(sorted(c.agent_drops.items())),
+            "malformed": c.malformed,
+            "unknown": c.unknown,
+            "streams_forgotten": s.stream_history.forgotten,
+            "contexts_forgotten": s.context_history.forgotten,
+            "models_forgotten": s.model_history.forgotten,
+        },
+    }
+
+
+def _stream_json(stream: StreamState) -> dict[str, Any]:
+    return {
+        "stream": stream.stream,
+        "stream_id": stream.stream_id,
+        "priority": stream.priority,
+        "flags": stream.flags,
+        "state": stream.state,
+        "last_sync_ns": stream.last_sync_ns,
+        "syncs": stream.syncs,
+        "errors": stream.errors,
+        "last_error": error_name(stream.last_error) if stream.last_error else None,
+    }

@@ -1,0 +1,648 @@
+"""The fold: :class:`Store` applies events, in order, to a :class:`StoreState`.
+
+The store imports no Textual. Each event kind has one handler; the state model
+is :mod:`aclmon.store.state`, Begin/End pairing :mod:`aclmon.store.pairing`,
+the JSON export :mod:`aclmon.store.export`.
+
+No event walks every stream: streams are found through the indexes kept in the
+state (by handle, by exception-info id), and destroyed streams, contexts and
+unloaded models are forgotten, oldest first, past ``destroyed_limit`` of each,
+so the cost of an event does not grow with how many the job has made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aclmon import events as ev
+from aclmon.events import DEVICE_SYNC
+from aclmon.store.export import state_to_json, top_ops
+from aclmon.store.pairing import (
+    PENDING_LIMIT,
+    SAME_CALL_NS,
+    closest,
+    distance,
+    note_begin,
+    note_end,
+    take_back,
+)
+from aclmon.store.state import (
+    DESTROYED_LIMIT,
+    DUMP_LIMIT,
+    EXCEPTION_LIMIT,
+    LOG_LIMIT,
+    OP_LIMIT,
+    REPLY_LIMIT,
+    STREAM_DESTROYED,
+    THREAD_LIMIT,
+    ContextState,
+    DeviceState,
+    ModelState,
+    OpStats,
+    StoreState,
+    StreamState,
+    new_state,
+)
+
+
+class Store:
+    """Folds events into a :class:`StoreState`.
+
+    ``version`` goes up with every applied batch, so a view can skip repainting
+    when nothing changed since it last looked.
+    """
+
+    def __init__(
+        self,
+        *,
+        exception_limit: int = EXCEPTION_LIMIT,
+        dump_limit: int = DUMP_LIMIT,
+        log_limit: int = LOG_LIMIT,
+        op_limit: int = OP_LIMIT,
+        destroyed_limit: int = DESTROYED_LIMIT,
+    ) -> None:
+        self.state = new_state(
+            exception_limit=exception_limit,
+            dump_limit=dump_limit,
+            log_limit=log_limit,
+            op_limit=op_limit,
+            destroyed_limit=destroyed_limit,
+        )
+        self.version = 0
+        self._handlers: dict[type, Any] = {
+            ev.Hello: self._hello,
+            ev.DeviceSample: self._device_sample,
+            ev.HostSample: self._host_sample,
+            ev.DeviceSet: self._device_set,
+            ev.DeviceReset: self._device_reset,
+            ev.ContextCreated: self._context_created,
+            ev.ContextDestroyed: self._context_destroyed,
+            ev.ContextCurrent: self._context_current,
+            ev.StreamCreated: self._stream_created,
+            ev.StreamDestroyed: self._stream_destroyed,
+            ev.StreamSyncBegin: self._stream_sync_begin,
+            ev.StreamSynchronized: self._stream_synchronized,
+            ev.ModelLoaded: self._model_loaded,
+            ev.ModelUnloaded: self._model_unloaded,
+            ev.ExecuteBegin: self._execute_begin,
+            ev.ExecuteEnd: self._execute_end,
+            ev.AclException: self._exception,
+            ev.ProfilingState: self._profiling_state,
+            ev.OpTiming: self._op_timing,
+            ev.TxMark: self._tx_mark,
+            ev.TxRange: self._tx_range,
+            ev.DumpFileSeen: self._dump_file,
+            ev.LogLine: self._log,
+            ev.Drops: self._drops,
+            ev.Reply: self._reply,
+        }
+
+    # ------------------------------------------------------------ public
+    def apply(self, event: ev.Event) -> None:
+        self._apply(event)
+        self.version += 1
+
+    def apply_many(self, events: list[ev.Event]) -> None:
+        if not events:
+            return
+        apply = self._apply
+        for event in events:
+            apply(event)
+        self.version += 1
+
+    def note_decoder_counts(self, malformed: int, unknown: int) -> None:
+        """Record the source decoder's running totals of skipped input."""
+        counters = self.state.counters
+        if counters.malformed != malformed or counters.unknown != unknown:
+            counters.malformed = malformed
+            counters.unknown = unknown
+            self.version += 1
+
+    def snapshot(self) -> StoreState:
+        """An independent copy of the state (later events do not change it)."""
+        return self.state.copy()
+
+    def restore(self, snapshot: StoreState) -> None:
+        """Continue from ``snapshot`` (which stays untouched and reusable)."""
+        self.state = snapshot.copy()
+        self.version += 1
+
+    # ------------------------------------------------------------ queries
+    def stream_by_id(self, device_id: int, stream_id: int) -> StreamState | None:
+        """The stream with this exception-info id on this device: the first
+        live one, else the newest destroyed one."""
+        streams = self.state.streams
+        found = None
+        for key in self.state.stream_ids.get((device_id, stream_id), ()):
+            stream = streams[key]
+            if stream.state != STREAM_DESTROYED:
+                return stream
+            found = stream
+        return found
+
+    def top_ops(self, limit: int) -> list[OpStats]:
+        """Operators by total time, largest first (ties by name, for a stable order)."""
+        return top_ops(self.state, limit)
+
+    def resolve_stream(
+        self, handle: int, *, thread_id: int | None = None, device_id: int | None = None
+    ) -> StreamState | None:
+        """The stream an event naming only ``handle`` is about.
+
+        StreamDestroyed, StreamSyncBegin, StreamSynchronized, ExecuteBegin and
+        ExecuteEnd carry a stream handle but no context, and handles are not unique
+        (every context's default stream is 0). The rule, first match wins, a live
+        stream before a destroyed one:
+
+        1. the stream with this handle in ``thread_id``'s current context (only
+           StreamSyncBegin names its thread);
+        2. the stream with this handle in the context most recently made current
+           by any thread;
+        3. the most recently created stream with this handle.
+
+        ``device_id`` (ExecuteBegin's device, or the model's device for ExecuteEnd)
+        excludes streams of other devices at every step. None if no stream matches.
+        StreamSynchronized and ExecuteEnd first try the stream holding a matching
+        pending Begin (resolved when the Begin came); stream ``DEVICE_SYNC`` (-1) never
+        comes here: it is a device-level figure (DeviceState.syncs).
+        """
+        s = self.state
+        streams = s.streams
+        fallback: StreamState | None = None
+        contexts = []
+        if thread_id is not None:
+            thread_context = s.thread_contexts.get(thread_id)
+            if thread_context is not None:
+                contexts.append(thread_context)
+        if s.current_context is not None:
+            contexts.append(s.current_context)
+        for context in contexts:
+            stream = streams.get((context, handle))
+            if stream is not None and (device_id is None or stream.device_id == device_id):
+                if stream.state != STREAM_DESTROYED:
+                    return stream
+                fallback = fallback or stream
+        # Newest first: _add_stream (re)inserts each new stream at the end.
+        for key in reversed(s.stream_handles.get(handle, {})):
+            stream = streams[key]
+            if device_id is None or stream.device_id == device_id:
+                if stream.state != STREAM_DESTROYED:
+                    return stream
+                fallback = fallback or stream
+        return fallback
+
+    def _sync_device(self, thread_id: int | None = None) -> DeviceState | None:
+        """The device a synchronize_device (stream = DEVICE_SYNC) waited on.
+
+        The device of the thread's current context, else of the context most
+        recently made current, else the only device we know; None if ambiguous.
+        """
+        s = self.state
+        candidates = []
+        if thread_id is not None and thread_id in s.thread_contexts:
+            candidates.append(s.thread_contexts[thread_id])
+        if s.current_context is not None:
+            candidates.append(s.current_context)
+        for context in candidates:
+            ctx = s.contexts.get(context)
+            if ctx is not None:
+                return self._device(ctx.device_id)
+        if len(s.devices) == 1:
+            return next(iter(s.devices.values()))
+        return None
+
+    def device_ids(self) -> list[int]:
+        return sorted(self.state.devices)
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON values (``aclmon attach --once --json``)."""
+        return state_to_json(self.state)
+
+    # ------------------------------------------------------------ fold
+    def _apply(self, event: ev.Event) -> None:
+        s = self.state
+        counters = s.counters
+        counters.events += 1
+        name = ev.KIND_NAMES.get(type(event), "?")
+        counters.per_kind[name] = counters.per_kind.get(name, 0) + 1
+        seq = event.seq
+        # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
+        if seq:
+            last = s.last_seq
+            # A Hello starts (or restarts) a source; a smaller seq means the source
+            # restarted its clock (a new agent): neither is a gap.
+            if seq > last + 1 and last and type(event) is not ev.Hello:
+                counters.gaps += ev.missed_between(last, seq)  # a bogus jump counts once
+            s.last_seq = seq
+        if event.ts_ns > s.newest_ts_ns:
+            s.newest_ts_ns = event.ts_ns
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _refresh(self, stream: StreamState) -> None:
+        """Re-derive the stream's state and keep the index of streams with Begins pending."""
+        stream.refresh()
+        key = (stream.context, stream.stream)
+        if stream.pending_syncs or stream.pending_executes:
+            self.state.pending_streams.add(key)
+        else:
+            self.state.pending_streams.discard(key)
+
+    def _pending_streams(self, handle: int | None) -> list[StreamState]:
+        """Streams (with this handle) that have a Begin pending, in key order.
+
+        Slow calls are rare, so this small index spares End events, the commonest
+        events, a walk over every stream."""
+        s = self.state
+        if not s.pending_streams:
+            return []
+        found = []
+        for key in sorted(s.pending_streams):
+            stream = s.streams.get(key)
+            if stream is not None and (handle is None or key[1] == handle):
+                found.append(stream)
+        return found
+
+    def _add_stream(self, ctx: ContextState, stream: StreamState) -> None:
+        s = self.state
+        key = stream.key
+        s.streams[key] = stream
+        s.stream_handles.setdefault(stream.stream, {})[key] = None
+        s.stream_ids.setdefault((stream.device_id, stream.stream_id), {})[key] = None
+        ctx.streams[stream.stream] = None
+
+    def _forget_stream(self, key: tuple[int, int]) -> None:
+        """Remove a stream and every trace of it from the indexes."""
+        s = self.state
+        stream = s.streams.pop(key)
+        for index, by in (
+            (s.stream_handles, stream.stream),
+            (s.stream_ids, (stream.device_id, stream.stream_id)),
+        ):
+            keys = index.get(by)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del index[by]
+        ctx = s.contexts.get(key[0])
+        if ctx is not None:
+            ctx.streams.pop(key[1], None)
+        s.pending_streams.discard(key)
+        s.stream_history.discard(key)
+
+    def _forget_context(self, context: int) -> None:
+        s = self.state
+        ctx = s.contexts.pop(context)
+        for handle in list(ctx.streams):
+            if (context, handle) in s.streams:
+                self._forget_stream((context, handle))
+        s.context_history.discard(context)
+
+    def _destroyed(self, stream: StreamState) -> None:
+        """Mark ``stream`` destroyed; it stays only while in the bounded history."""
+        stream.state = STREAM_DESTROYED
+        gone = self.state.stream_history.add(stream.key)
+        if gone is not None:
+            self._forget_stream(gone)
+
+    def _device(self, device_id: int) -> DeviceState:
+        devices = self.state.devices
+        device = devices.get(device_id)
+        if device is None:
+            device = devices[device_id] = DeviceState(device_id)
+        return device
+
+    def _hello(self, e: ev.Hello) -> None:
+        s = self.state
+        if s.hello is not None and (e.pid, e.host) != (s.hello.pid, s.hello.host):
+            # Another process now (the job was restarted behind the same address):
+            # what we knew about the old one is history, not state. Counters and
+            # the sequence carry on; the rest starts afresh.
+            fresh = new_state(
+                **s.limits(),
+                last_seq=s.last_seq,
+                newest_ts_ns=s.newest_ts_ns,
+                counters=s.counters,
+            )
+            self.state = fresh
+        self.state.hello = e
+
+    def _device_sample(self, e: ev.DeviceSample) -> None:
+        d = self._device(e.device_id)
+        d.sample = e
+        d.cube_history.append(e.cube_util)
+        d.vector_history.append(e.vector_util)
+        d.aicpu_history.append(e.aicpu_util)
+        d.hbm_history.append(e.hbm_used)
+
+    def _host_sample(self, e: ev.HostSample) -> None:
+        self.state.host = e
+        self.state.host_cpu_history.append(e.cpu_percent)
+
+    def _device_set(self, e: ev.DeviceSet) -> None:
+        d = self._device(e.device_id)
+        d.set_ret = e.ret
+        if e.ret == 0:
+            d.reset = False
+
+    def _device_reset(self, e: ev.DeviceReset) -> None:
+        if e.ret == 0:
+            self._device(e.device_id).reset = True
+
+    def _context_created(self, e: ev.ContextCreated) -> None:
+        self._device(e.device_id)
+        current = self.state.contexts.get(e.context)
+        if e.seq == 0 and current is not None and current.device_id == e.device_id:
+            # A snapshot re-sent on reconnect: the context we know, keep what we saw of it.
+            current.destroyed = False
+            self.state.context_history.discard(e.context)
+            return
+        if current is not None:  # a handle reused after destroy: its streams are gone too
+            self._forget_context(e.context)
+        self.state.contexts[e.context] = ContextState(e.context, e.device_id, e.is_default)
+
+    def _context_destroyed(self, e: ev.ContextDestroyed) -> None:
+        ctx = self.state.contexts.get(e.context)
+        if ctx is None or e.ret != 0:
+            return
+        ctx.destroyed = True
+        for handle in list(ctx.streams):
+            stream = self.state.streams.get((e.context, handle))
+            if stream is not None and stream.state != STREAM_DESTROYED:
+                self._destroyed(stream)
+        gone = self.state.context_history.add(e.context)
+        if gone is not None:
+            self._forget_context(gone)
+
+    def _context_current(self, e: ev.ContextCurrent) -> None:
+        s = self.state
+        s.current_context = e.context
+        threads = s.thread_contexts
+        # Re-inserted so the dict is oldest-first; the oldest thread goes at the bound.
+        threads.pop(e.thread_id, None)
+        if len(threads) >= THREAD_LIMIT:
+            del threads[next(iter(threads))]
+        threads[e.thread_id] = e.context
+        ctx = s.contexts.get(e.context)
+        # Bounded by the job's thread count; cap anyway against a hostile stream.
+        if ctx is not None and len(ctx.threads) < 4096:
+            ctx.threads.add(e.thread_id)
+
+    def _stream_created(self, e: ev.StreamCreated) -> None:
+        s = self.state
+        self._device(e.device_id)
+        ctx = s.contexts.get(e.context)
+        if ctx is None:  # joined late without the context's event: make a place for it
+            ctx = s.contexts[e.context] = ContextState(e.context, e.device_id, False)
+        key = (e.context, e.stream)
+        old = s.streams.get(key)
+        if (
+            e.seq == 0
+            and old is not None
+            and old.stream_id == e.stream_id
+            and old.state != STREAM_DESTROYED
+        ):
+            ctx.streams[e.stream] = None
+            return  # snapshot of a stream we know: keep its syncs and errors
+        # A handle reused after destroy: forget destroyed streams with this handle in
+        # other contexts; live ones, such as the other contexts' default streams
+        # (handle 0), stay.
+        for other_key in list(s.stream_handles.get(e.stream, ())):
+            if other_key != key and s.streams[other_key].state == STREAM_DESTROYED:
+                self._forget_stream(other_key)
+        # Forgotten and added again: the indexes stay in creation order
+        # (resolve_stream's step 3).
+        if old is not None:
+            self._forget_stream(key)
+        self._add_stream(
+            ctx, StreamState(e.stream, e.stream_id, e.device_id, e.context, e.priority, e.flags)
+        )
+
+    def _stream_destroyed(self, e: ev.StreamDestroyed) -> None:
+        if e.stream == DEVICE_SYNC or e.ret != 0:
+            return
+        stream = self.resolve_stream(e.stream)
+        if stream is not None and stream.state != STREAM_DESTROYED:
+            self._destroyed(stream)
+
+    def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
+        if e.stream == DEVICE_SYNC:
+            device = self._sync_device(e.thread_id)
+            if device is not None and note_begin(
+                device.pending_syncs, device.recent_sync_ends, e.ts_ns
+            ):
+                device.synchronizing = True
+            return
+        stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
+        if stream is not None and stream.state != STREAM_DESTROYED:
+            note_begin(stream.pending_syncs, stream.recent_sync_ends, e.ts_ns)
+            self._refresh(stream)
+
+    def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
+        if e.stream == DEVICE_SYNC:
+            self._device_synchronized(e)
+            return
+        start = e.ts_ns - e.duration_ns
+        # A stream whose sync Begin (resolved through its thread) is pending is the
+        # better guess; otherwise the usual resolution.
+        waiting = (
+            [st for st in self._pending_streams(e.stream) if st.pending_syncs]
+            if self.state.pending_streams
+            else None
+        )
+        if waiting:
+            stream = min(waiting, key=lambda st: distance(st.pending_syncs, start))
+        else:
+            stream = self.resolve_stream(e.stream)
+        if stream is None:
+            return
+        stream.syncs += 1
+        stream.last_sync_ns = e.duration_ns
+        stream.last_sync_ret = e.ret
+        if e.ret != 0:
+            stream.errors += 1
+            stream.last_error = e.ret
+        if stream.pending_syncs:
+            take_back(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
+            self._refresh(stream)
+        else:  # nothing pending: the derived state cannot change
+            note_end(stream.recent_sync_ends, start, e.duration_ns)
+
+    def _device_synchronized(self, e: ev.StreamSynchronized) -> None:
+        # No thread in the event: a device whose synchronize_device Begin is pending
+        # first (closest start), else the current context's device.
+        start = e.ts_ns - e.duration_ns
+        waiting = [d for d in self.state.devices.values() if d.pending_syncs]
+        if waiting:
+            device: DeviceState | None = min(
+                waiting, key=lambda d: distance(d.pending_syncs, start)
+            )
+        else:
+            device = self._sync_device()
+        if device is None:
+            self.state.device_syncs_unattributed += 1
+            return
+        device.syncs += 1
+        device.last_sync_ns = e.duration_ns
+        device.last_sync_ret = e.ret
+        if e.ret != 0:
+            device.sync_errors += 1
+        take_back(device.pending_syncs, device.recent_sync_ends, start, e.ts_ns)
+        device.synchronizing = bool(device.pending_syncs)
+
+    def _model_loaded(self, e: ev.ModelLoaded) -> None:
+        self._device(e.device_id)
+        old = self.state.models.get(e.model_id)
+        if e.seq == 0 and old is not None and old.loaded and old.name == e.name:
+            return  # snapshot of a model we know: keep its run counts
+        self.state.model_history.discard(e.model_id)
+        self.state.models[e.model_id] = ModelState(e.model_id, e.device_id, e.name, e.op_count)
+
+    def _model_unloaded(self, e: ev.ModelUnloaded) -> None:
+        model = self.state.models.get(e.model_id)
+        if model is not None and e.ret == 0:
+            model.loaded = False
+            model.running = 0
+            model.pending.clear()
+            for stream in self._pending_streams(None):
+                if any(m == e.model_id for m, _ in stream.pending_executes):
+                    stream.pending_executes = [
+                        p for p in stream.pending_executes if p[0] != e.model_id
+                    ]
+                    self._refresh(stream)
+            gone = self.state.model_history.add(e.model_id)
+            if gone is not None:
+                del self.state.models[gone]
+
+    def _execute_begin(self, e: ev.ExecuteBegin) -> None:
+        # Deferred by the agent: ts_ns is the call's start, and the call may already
+        # have ended (its End came first): then it is not running.
+        model = self.state.models.get(e.model_id)
+        if model is not None:
+            if any(
+                h == e.stream and abs(start - e.ts_ns) <= SAME_CALL_NS
+                for h, start in model.recent_ends
+            ):
+                return
+            model.pending.append((e.stream, e.ts_ns))
+            del model.pending[:-PENDING_LIMIT]
+            model.running = len(model.pending)
+        # stream 0 = a synchronous execute (the schema), not a default stream.
+        device_id = e.device_id if e.device_id >= 0 else None
+        stream = self.resolve_stream(e.stream, device_id=device_id) if e.stream else None
+        if stream is not None and stream.state != STREAM_DESTROYED:
+            stream.pending_executes.append((e.model_id, e.ts_ns))
+            del stream.pending_executes[:-PENDING_LIMIT]
+            self._refresh(stream)
+
+    def _execute_end(self, e: ev.ExecuteEnd) -> None:
+        # Counted from the End alone (most calls never get a Begin).
+        start = e.ts_ns - e.duration_ns
+        model = self.state.models.get(e.model_id)
+        if model is not None:
+            model.executions += 1
+            model.last_duration_ns = e.duration_ns
+            if e.ret != 0:
+                model.failures += 1
+            if model.pending:
+                mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
+                found = closest([model.pending[i][1] for i in mine], start, e.ts_ns)
+                if found is not None:
+                    del model.pending[mine[found]]
+                    model.running = len(model.pending)
+            note_end(model.recent_ends, (e.stream, start), e.duration_ns)
+        if not e.stream:
+            return
+        # The stream holding this model's pending Begin, else the usual resolution.
+        waiting = (
+            [
+                st
+                for st in self._pending_streams(e.stream)
+                if any(m == e.model_id for m, _ in st.pending_executes)
+            ]
+            if self.state.pending_streams
+            else None
+        )
+        if waiting:
+            stream: StreamState | None = waiting[-1]
+        else:
+            device_id = model.device_id if model is not None else None
+            stream = self.resolve_stream(e.stream, device_id=device_id)
+        if stream is None:
+            return
+        if e.ret != 0:
+            stream.errors += 1
+            stream.last_error = e.ret
+        pending = stream.pending_executes
+        if not pending:
+            return
+        mine = [i for i, (m, _) in enumerate(pending) if m == e.model_id]
+        found = closest([pending[i][1] for i in mine], start, e.ts_ns)
+        if found is not None:
+            del pending[mine[found]]
+            self._refresh(stream)
+
+    def _exception(self, e: ev.AclException) -> None:
+        s = self.state
+        s.exceptions.append(e)
+        s.exceptions_total += 1
+        if len(s.exceptions) > s.exception_limit:
+            s.exceptions.popleft()
+            s.exceptions_dropped += 1
+        stream = self.stream_by_id(e.device_id, e.stream_id)
+        if stream is not None:
+            stream.errors += 1
+            stream.last_error = e.error_code
+
+    def _profiling_state(self, e: ev.ProfilingState) -> None:
+        self.state.profiling = e
+
+    def _op_timing(self, e: ev.OpTiming) -> None:
+        s = self.state
+        s.op_timings_total += 1
+        stats = s.ops.get(e.op_name)
+        if stats is None:
+            if len(s.ops) >= s.op_limit:
+                s.op_timings_untracked += 1
+                return
+            stats = s.ops[e.op_name] = OpStats(e.op_name, e.op_type)
+        stats.count += 1
+        stats.total_us += e.duration_us
+        if e.duration_us > stats.max_us:
+            stats.max_us = e.duration_us
+
+    def _tx_mark(self, e: ev.TxMark) -> None:
+        self.state.tx_marks += 1
+
+    def _tx_range(self, e: ev.TxRange) -> None:
+        self.state.tx_ranges += 1
+
+    def _dump_file(self, e: ev.DumpFileSeen) -> None:
+        s = self.state
+        s.dumps.append(e)
+        s.dumps_total += 1
+        if len(s.dumps) > s.dump_limit:
+            s.dumps.popleft()
+            s.dumps_dropped += 1
+
+    def _log(self, e: ev.LogLine) -> None:
+        s = self.state
+        s.logs.append(e)
+        if len(s.logs) > s.log_limit:
+            s.logs.popleft()
+            s.logs_dropped += 1
+
+    def _drops(self, e: ev.Drops) -> None:
+        # ``total`` is a running total per place: keep the largest seen.
+        drops = self.state.counters.agent_drops
+        if e.total > drops.get(e.where, -1):
+            drops[e.where] = e.total
+
+    def _reply(self, e: ev.Reply) -> None:
+        replies = self.state.replies
+        replies.pop(e.request_id, None)
+        replies[e.request_id] = e
+        while len(replies) > REPLY_LIMIT:
+            del replies[next(iter(replies))]
+        self.state.last_reply = e
