@@ -14,10 +14,10 @@ from bushelpers import RawClient, wait_until
 
 from aclmon import events as ev
 from aclmon.bus import publisher as publisher_module
-from aclmon.bus.framing import encode_frame
 from aclmon.bus.lograte import RateLimitedLog
 from aclmon.bus.publisher import Publisher
 from aclmon.bus.subscriber import Subscriber
+from aclmon.events.wire import encode_frame
 
 TOKEN = "s3cret"
 

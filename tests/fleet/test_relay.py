@@ -171,7 +171,7 @@ def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir)
             async def read() -> None:
                 import nats
 
-                from aclmon.bus.framing import StreamDecoder
+                from aclmon.events.wire import StreamDecoder
 
                 nc = await nats.connect(nats_url)
                 js = nc.jetstream()
