@@ -1,6 +1,6 @@
 """ACL enums and error codes, named exactly as in the CANN headers.
 
-The one place they are defined (shared/reference/pyacl_api.md §1–§4). The sim,
+The one place they are defined (docs/reference/pyacl_api.md §1–§4). The sim,
 the agent, the store and the TUI all import from here. The *dump protobuf*
 dtype/format enums are a different numbering and live in ``aclmon.dump``;
 never mix the two.

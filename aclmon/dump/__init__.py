@@ -1,6 +1,6 @@
 """Decode Ascend dump files: operator dumps, overflow (Opdebug) records, nano dumps, stats CSVs.
 
-The layouts follow ``shared/reference/dump_formats.md``; where that is silent we
+The layouts follow ``docs/reference/dump_formats.md``; where that is silent we
 follow what msaccucmp does. Everything here is plain Python + numpy, holds no
 global mutable state and is safe to call from worker threads (the TUI decodes
 off the UI thread). Only :class:`aclmon.errors.DecodeError` (an ``AclmonError``)

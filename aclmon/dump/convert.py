@@ -1,6 +1,6 @@
 """``aclmon convert``: write a dump's tensors as msaccucmp ``convert`` does.
 
-File names (shared/reference/dump_formats.md §3):
+File names (docs/reference/dump_formats.md §3):
 
 * no ``-f``, npy: ``{file}.{input|output}.{i}.npy`` (device layout, header shape)
 * no ``-f``, bin: ``{file}.{input|output}.{i}.{d0_d1_...}.{numpy dtype}.{FORMAT}.bin``

@@ -2,7 +2,7 @@
 
 Every field of every schema version we know is read (``dfx_message``,
 ``arg_index``, ``input_type`` included); unknown fields are skipped so newer
-writers do not break us. Field numbers: shared/reference/dump_formats.md §1.3.
+writers do not break us. Field numbers: docs/reference/dump_formats.md §1.3.
 """
 
 from __future__ import annotations

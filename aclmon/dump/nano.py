@@ -1,6 +1,6 @@
 """Nano dumps: ``u64 head_len`` + a TLV head (magic 0x5A5A5A5A) + input and output bytes.
 
-Layout per shared/reference/dump_formats.md §5 (MP ``nano_dump_data.py``): the
+Layout per docs/reference/dump_formats.md §5 (MP ``nano_dump_data.py``): the
 head holds TLV tag 4 (input descriptions) and tag 5 (output descriptions); each
 description carries optional TLNV lists (tag 0 shape, tag 1 original shape,
 tag 2 original name for outputs). ``data_type`` uses the ge/acl numbering and

@@ -3,7 +3,7 @@
 The dict keys, their order and which values are hex strings follow msaccucmp
 (``DumpDataParser._parse_op_debug_old_version`` and
 ``OpDebugInfoParser.parse_op_debug_new_version``), so ``aclmon convert`` writes
-the same JSON. Layouts: shared/reference/dump_formats.md §2.
+the same JSON. Layouts: docs/reference/dump_formats.md §2.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Writing operator dump files, statistics CSVs and Opdebug overflow records.
 
-Layout (shared/reference/dump_formats.md §1): ``u64 LE header length``, the
+Layout (docs/reference/dump_formats.md §1): ``u64 LE header length``, the
 ``toolkit.dumpdata.DumpData`` protobuf header (version "2.0", µs timestamps,
 the *proto* dtype/format enums), then the raw input bytes, then the output
 bytes. The protobuf schema is built in code from descriptor_pb2 (no protoc

@@ -4,7 +4,7 @@ Activations live in the layouts the hardware uses: convolution activations in
 NC1HWC0 (channels split into C1 blocks of C0 lanes, zero padded) and matmul
 operands in FRACTAL_NZ (the last two axes cut into 16 x C0 fractals, the column
 blocks outermost). The shapes follow the msaccucmp conversion table in
-shared/reference/dump_formats.md §3, so a reader that converts back with that
+docs/reference/dump_formats.md §3, so a reader that converts back with that
 table recovers the logical tensor.
 """
 

@@ -2,8 +2,8 @@
 
 The app talks only to :class:`Source`: it polls batches on its timer (never
 blocking), and sends commands from a worker thread (``send_command`` may wait
-for the agent's reply). A live agent, a fixed list (tests, snapshots) and the
-replay engineer's recording source all fit behind it, so the app never asks
+for the agent's reply). A live agent, a fixed list (tests, snapshots) and a
+recording being replayed all fit behind it, so the app never asks
 what kind of source it has.
 """
 

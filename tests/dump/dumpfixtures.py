@@ -1,7 +1,7 @@
 """Test fixtures built from the reference tables, independently of aclmon.dump.
 
 Headers are serialised by the *protobuf library* from a schema we declare here
-(shared/reference/dump_formats.md §1.3), so a bug in our hand-written wire
+(docs/reference/dump_formats.md §1.3), so a bug in our hand-written wire
 decoder cannot hide in the fixtures. Payload bytes are packed by hand.
 """
 

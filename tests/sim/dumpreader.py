@@ -1,6 +1,6 @@
 """An independent reader of the dump files the sim writes (tests only).
 
-Written from shared/reference/dump_formats.md alone, with its own protobuf
+Written from docs/reference/dump_formats.md alone, with its own protobuf
 varint decoder and its own format conversion, so that a bug in the sim's writer
 cannot hide behind the same bug in a shared reader (aclmon.dump is deliberately
 not used).
