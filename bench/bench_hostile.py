@@ -63,8 +63,8 @@ sys.path.insert(0, str(REPO))
 
 from aclmon import events as ev  # noqa: E402
 from aclmon.bus import handshake  # noqa: E402
-from aclmon.bus.framing import FrameDecoder, encode_frame  # noqa: E402
 from aclmon.bus.subscriber import Subscriber  # noqa: E402
+from aclmon.events.wire import FrameDecoder, encode_frame  # noqa: E402
 
 JOB = """\
 import sys, time
