@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_events import event_mix
 
 from aclmon import events as ev
-from aclmon.bus.framing import StreamDecoder, encode_frame
+from aclmon.events.wire import StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.server import LocalNatsServer

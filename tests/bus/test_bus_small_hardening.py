@@ -18,10 +18,10 @@ from bushelpers import collect, wait_until
 from aclmon import events as ev
 from aclmon.bus import handshake
 from aclmon.bus.commands import configure_events
-from aclmon.bus.framing import FrameDecoder, encode_frame
 from aclmon.bus.publisher import Publisher
 from aclmon.bus.recording import FILE_HEADER, RecordingReader, RecordingWriter
 from aclmon.bus.subscriber import Subscriber
+from aclmon.events.wire import FrameDecoder, encode_frame
 from aclmon.store import Store
 
 BOGUS = 2**64 - 1
