@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sys
 import threading
 import time
@@ -36,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent import models as loaded_models
 from aclmon.agent.msproftx import TxHooks
 from aclmon.events import (
     DEVICE_SYNC,
@@ -574,11 +574,17 @@ class Hooks:
         context, ret = result
         if ret != ACL_SUCCESS:
             return
-        created = self.ctx.make(ContextCreated, arg(args, kwargs, 0, "device_id"), context, False)
+        device = arg(args, kwargs, 0, "device_id")
+        created = self.ctx.make(ContextCreated, device, context, False)
         self.ctx.state.context_created(created)
         self.ctx.publish(created)
         # aclrtCreateContext also makes the new context current on this thread.
         self._publish_current(context)
+        # It has a default stream of its own (stream handle 0 while it is current):
+        # acllite and the samples execute on it, so viewers must know its id.
+        default_stream = self.ctx.make(StreamCreated, device, context, 0, self._stream_id(0), 0, 0)
+        self.ctx.state.stream_created(default_stream)
+        self.ctx.publish(default_stream)
 
     def _after_destroy_context(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
@@ -655,12 +661,14 @@ class Hooks:
         if ret != ACL_SUCCESS:
             return
         if from_file:
-            name = os.path.basename(str(arg(args, kwargs, 0, "model_path")))
+            path = str(arg(args, kwargs, 0, "model_path"))
+            name, op_count = loaded_models.from_file(path, int(model_id))
         else:
-            name = f"model-{model_id}"
+            pointer, size = arg(args, kwargs, 0, "model"), arg(args, kwargs, 1, "model_size")
+            name, op_count = loaded_models.from_memory(int(pointer), int(size), int(model_id))
         device = self._current_device()
-        # op_count 0 = unknown: pyACL's model description does not list the operators.
-        event = self.ctx.make(ModelLoaded, int(model_id), device, name, 0)
+        # op_count 0 = unknown (a real .om: pyACL's model description lists no operators).
+        event = self.ctx.make(ModelLoaded, int(model_id), device, name, op_count)
         self.ctx.state.models[int(model_id)] = event
         self.ctx.publish(event)
         self.profiling.model_loaded(int(model_id), device)

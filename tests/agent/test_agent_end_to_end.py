@@ -148,7 +148,9 @@ def test_sim_job_end_to_end(job, tmp_path):
     stream = events.wait_kind(StreamCreated, lambda e: e.stream != 0)
     assert stream.context == explicit.context and stream.stream_id >= 0
     model = events.wait_kind(ModelLoaded)
-    assert model.name == "model.json" and model.device_id == 0
+    # named by the description's name (not the file name), with its real operator count
+    assert model.name == MODEL["name"] == "tiny" and model.device_id == 0
+    assert model.op_count == len(MODEL["ops"])
     events.wait_kind(StreamSynchronized, lambda e: e.stream == stream.stream)
     events.wait_kind(HostSample)
     sample = events.wait_kind(DeviceSample)

@@ -674,3 +674,25 @@ def test_profiling_state_reports_the_configuration_a_start_uses(agent_factory, s
         metric,
         (0,),
     )
+
+
+def test_an_explicit_contexts_default_stream_is_announced(agent_factory, sim_acl, model_path):
+    """acllite executes synchronously on the explicit context's default stream: viewers
+    must know that stream, so its exceptions are placed on it."""
+    config.configure(
+        time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "add1", "every": 1}]
+    )
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    default_id, ret = sim_acl.rt.stream_get_id(0)  # job.context is current
+    assert ret == 0
+    announced = events.wait_kind(
+        StreamCreated, lambda e: e.context == job.context and e.stream == 0
+    )
+    assert announced.stream_id == default_id
+    assert sim_acl.mdl.execute(job.model_id, job.inputs, job.outputs) == (
+        ACL_ERROR_RT_AICORE_EXCEPTION
+    )
+    exception = events.wait_kind(AclException)
+    assert exception.stream_id == default_id
+    assert not agent.failures
