@@ -332,7 +332,7 @@ def _open_jpeg(raw: bytes, what: str) -> Any:
     return image
 
 
-def to_yuv420sp(ycbcr: np.ndarray, ws: int, hs: int, fmt: int) -> np.ndarray:
+def _to_yuv420sp(ycbcr: np.ndarray, ws: int, hs: int, fmt: int) -> np.ndarray:
     """(h, w, 3) full-range YCbCr -> NV12/NV21 planes of ``ws`` x ``hs`` (zero padded).
 
     Chroma is averaged over each 2x2 block (an odd last row or column counts once).
@@ -421,7 +421,7 @@ def dvpp_jpeg_decode_async(
     if out.size and out.size < ws * hs * 3 // 2:
         return fail(C.ACL_ERROR_INVALID_PARAM, "the JPEGD output buffer is too small")
     ycbcr = np.asarray(image.convert("YCbCr"), dtype=np.uint8)
-    code = _store(rt, out, to_yuv420sp(ycbcr, ws, hs, fmt), "acldvppJpegDecodeAsync")
+    code = _store(rt, out, _to_yuv420sp(ycbcr, ws, hs, fmt), "acldvppJpegDecodeAsync")
     if code:
         return code
     out.width, out.height = image.width, image.height
@@ -431,7 +431,7 @@ def dvpp_jpeg_decode_async(
 
 
 # ---------------------------------------------------------------- VPC
-def resize_plane(plane: np.ndarray, height: int, width: int) -> np.ndarray:
+def _resize_plane(plane: np.ndarray, height: int, width: int) -> np.ndarray:
     """Nearest-neighbour resampling by pixel centres: out[i] = in[floor((i + .5) * n / m)]."""
     rows = ((np.arange(height) + 0.5) * plane.shape[0] / height).astype(np.int64)
     cols = ((np.arange(width) + 0.5) * plane.shape[1] / width).astype(np.int64)
@@ -488,8 +488,8 @@ def _vpc(
         if isinstance(existing, np.ndarray)
         else np.zeros((hs * 3 // 2, ws), dtype=np.uint8)
     )
-    out[top : top + height, left : left + width] = resize_plane(y, height, width)
-    chroma = resize_plane(uv, height // 2, width // 2)
+    out[top : top + height, left : left + width] = _resize_plane(y, height, width)
+    chroma = _resize_plane(uv, height // 2, width // 2)
     out[hs + top // 2 : hs + (top + height) // 2, left : left + width] = chroma.reshape(
         height // 2, width
     )
