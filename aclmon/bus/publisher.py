@@ -83,6 +83,12 @@ UNAUTHENTICATED_BUFFER = 1024 * 1024
 #: commands a connection may send that are ignored (it may not send any) before
 #: it is dropped: a well-behaved client sends none
 MAX_IGNORED_COMMANDS = 64
+#: a peer whose unauthenticated connection sent garbage or ignored commands is
+#: not admitted without authenticating again for this long (so a flooder that
+#: reconnects at once costs a refused handshake, not a snapshot and a flood)
+MISBEHAVIOUR_PENALTY_S = 10.0
+#: peers remembered for that, at most (the oldest are forgotten first)
+_MAX_PENALISED = 1024
 #: connections accepted per turn of the I/O loop, so that the handshakes already
 #: under way are served between bursts of new ones
 _ACCEPTS_PER_TURN = 8
@@ -249,6 +255,7 @@ class Publisher:
         self._policy: handshake.Policy | None = None
         self._warnings = RateLimitedLog(log)
         self._warn = self._warnings.warning
+        self._penalised: dict[str, float] = {}  # peer -> until (monotonic)
 
     # ------------------------------------------------------------ public API
     @property
@@ -545,7 +552,10 @@ class Publisher:
                 return verdict
             return handshake.Verdict(False, False, f"already {ready} viewers")
         others = [c for c in self._connections.values() if c.ready and not c.authenticated]
-        if len(others) >= MAX_UNAUTHENTICATED:
+        until = self._penalised.get(conn.peer)
+        if until is not None and time.monotonic() < until:
+            why = f"{conn.peer} misbehaved without a token in the last {MISBEHAVIOUR_PENALTY_S:g} s"
+        elif len(others) >= MAX_UNAUTHENTICATED:
             why = f"already {len(others)} viewers without a token (authenticate to get in)"
         elif sum(1 for c in others if c.peer == conn.peer) >= MAX_UNAUTHENTICATED_PER_PEER:
             why = f"already {MAX_UNAUTHENTICATED_PER_PEER} viewers without a token from {conn.peer}"
@@ -748,6 +758,12 @@ class Publisher:
             log.debug("subscriber %s disconnected: %s", conn.name, why)
         else:
             self._warn(kind, "subscriber %s disconnected: %s", conn.name, why)
+        if kind in ("garbage", "ignored") and not conn.authenticated:
+            penalised = self._penalised
+            penalised.pop(conn.peer, None)  # re-inserted last: the newest
+            if len(penalised) >= _MAX_PENALISED:
+                del penalised[next(iter(penalised))]
+            penalised[conn.peer] = time.monotonic() + MISBEHAVIOUR_PENALTY_S
         fd = conn.sock.fileno()
         if fd != -1:
             assert self._selector is not None

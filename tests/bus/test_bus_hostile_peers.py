@@ -129,3 +129,24 @@ def test_peer_names_for_the_caps() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_a_peer_that_flooded_is_not_admitted_without_the_token_for_a_while() -> None:
+    with Publisher("tcp://127.0.0.1:0", token=TOKEN) as publisher:
+        flooder = RawClient(publisher.address)
+        try:
+            assert flooder.handshake() == {"ok": True, "commands": False}
+            frames = b"".join(encode_frame(ev.encode(ev.Ping(i, 1, i))) for i in range(1, 200))
+            with contextlib.suppress(OSError):
+                flooder.sock.sendall(frames)
+            assert wait_until(lambda: not publisher._connections)
+        finally:
+            flooder.close()
+        again = RawClient(publisher.address)
+        try:
+            verdict = again.handshake()
+            assert not verdict["ok"] and "misbehaved" in verdict["why"]
+        finally:
+            again.close()
+        with Subscriber(publisher.address, token=TOKEN) as viewer:  # same peer, with the token
+            assert viewer.wait_connected(10)
