@@ -77,18 +77,10 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------ decode
 def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
     from aclmon.dump.stats import logical_tensor_stats
+    from aclmon.dump.summary import tensor_summary
     from aclmon.errors import AclmonError
 
-    entry: dict[str, Any] = {
-        "role": tensor.role,
-        "index": tensor.index,
-        "dtype": tensor.dtype_name,
-        "format": tensor.format_name,
-        "shape": list(tensor.shape),
-        "original_shape": list(tensor.original_shape),
-        "size": tensor.size,
-        "offset": tensor.offset,
-    }
+    entry: dict[str, Any] = {**tensor_summary(tensor), "offset": tensor.offset}
     if tensor.role in ("buffer", "space"):
         return entry
     try:

@@ -207,19 +207,6 @@ NANO_DTYPE_TO_PROTO: dict[int, int] = {
     32: 31,  # DT_UINT2
 }
 
-#: ge/acl names of the nano numbering, to label a type we do not map.
-NANO_DTYPE_NAMES: dict[int, str] = {
-    13: "DT_STRING",
-    14: "DT_DUAL_SUB_INT8",
-    15: "DT_DUAL_SUB_UINT8",
-    16: "DT_COMPLEX64",
-    17: "DT_COMPLEX128",
-    18: "DT_QINT8",
-    19: "DT_QINT16",
-    20: "DT_QINT32",
-    21: "DT_QUINT8",
-    22: "DT_QUINT16",
-    24: "DT_STRING_REF",
-    25: "DT_DUAL",
-    26: "DT_VARIANT",
-}
+#: ge/acl names of the nano numbering, to label a type we do not map: for these
+#: numbers the ge/acl numbering and the dump enum agree.
+NANO_DTYPE_NAMES: dict[int, str] = {n: DTYPE_NAMES[n] for n in (*range(13, 23), 24, 25, 26)}

@@ -84,7 +84,8 @@ def _why_not_a_dump(path: str) -> str:
     return f"{os.path.basename(path)}: not a recognised dump file"
 
 
-def _tensor_summary(tensor: Any) -> dict[str, Any]:
+def tensor_summary(tensor: Any) -> dict[str, Any]:
+    """A tensor header's plain fields (decode --json, the DumpFileSeen summary)."""
     return {
         "role": tensor.role,
         "index": tensor.index,
@@ -159,7 +160,7 @@ def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
         warnings=dump.warnings[:MAX_LISTED],
     )
     tensors = dump.tensors
-    out["tensors"] = [_tensor_summary(t) for t in tensors[:MAX_LISTED]]
+    out["tensors"] = [tensor_summary(t) for t in tensors[:MAX_LISTED]]
     if len(tensors) > MAX_LISTED:
         out["tensors_omitted"] = len(tensors) - MAX_LISTED
     if kind == KIND_OVERFLOW:

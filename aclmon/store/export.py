@@ -101,15 +101,13 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
     }
 
 
+#: the StreamState fields a stream's JSON carries as they are, in this order.
+_STREAM_FIELDS = (
+    "stream", "stream_id", "priority", "flags", "state", "last_sync_ns", "syncs", "errors",
+)  # fmt: skip
+
+
 def _stream_json(stream: StreamState) -> dict[str, Any]:
-    return {
-        "stream": stream.stream,
-        "stream_id": stream.stream_id,
-        "priority": stream.priority,
-        "flags": stream.flags,
-        "state": stream.state,
-        "last_sync_ns": stream.last_sync_ns,
-        "syncs": stream.syncs,
-        "errors": stream.errors,
-        "last_error": error_name(stream.last_error) if stream.last_error else None,
-    }
+    out = {name: getattr(stream, name) for name in _STREAM_FIELDS}
+    out["last_error"] = error_name(stream.last_error) if stream.last_error else None
+    return out

@@ -12,6 +12,7 @@ so the cost of an event does not grow with how many the job has made.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from aclmon import events as ev
@@ -27,11 +28,6 @@ from aclmon.store.pairing import (
     take_back,
 )
 from aclmon.store.state import (
-    DESTROYED_LIMIT,
-    DUMP_LIMIT,
-    EXCEPTION_LIMIT,
-    LOG_LIMIT,
-    OP_LIMIT,
     REPLY_LIMIT,
     STREAM_DESTROYED,
     THREAD_LIMIT,
@@ -52,22 +48,10 @@ class Store:
     when nothing changed since it last looked.
     """
 
-    def __init__(
-        self,
-        *,
-        exception_limit: int = EXCEPTION_LIMIT,
-        dump_limit: int = DUMP_LIMIT,
-        log_limit: int = LOG_LIMIT,
-        op_limit: int = OP_LIMIT,
-        destroyed_limit: int = DESTROYED_LIMIT,
-    ) -> None:
-        self.state = new_state(
-            exception_limit=exception_limit,
-            dump_limit=dump_limit,
-            log_limit=log_limit,
-            op_limit=op_limit,
-            destroyed_limit=destroyed_limit,
-        )
+    def __init__(self, **limits: int) -> None:
+        """``limits``: ``exception_limit``, ``dump_limit``, ``log_limit``,
+        ``op_limit``, ``destroyed_limit`` (see :func:`new_state`)."""
+        self.state = new_state(**limits)
         self.version = 0
         self._handlers: dict[type, Any] = {
             ev.Hello: self._hello,
@@ -585,11 +569,8 @@ class Store:
 
     def _exception(self, e: ev.AclException) -> None:
         s = self.state
-        s.exceptions.append(e)
         s.exceptions_total += 1
-        if len(s.exceptions) > s.exception_limit:
-            s.exceptions.popleft()
-            s.exceptions_dropped += 1
+        s.exceptions_dropped += _ring_add(s.exceptions, e, s.exception_limit)
         stream = self.stream_by_id(e.device_id, e.stream_id)
         if stream is not None:
             stream.errors += 1
@@ -620,18 +601,12 @@ class Store:
 
     def _dump_file(self, e: ev.DumpFileSeen) -> None:
         s = self.state
-        s.dumps.append(e)
         s.dumps_total += 1
-        if len(s.dumps) > s.dump_limit:
-            s.dumps.popleft()
-            s.dumps_dropped += 1
+        s.dumps_dropped += _ring_add(s.dumps, e, s.dump_limit)
 
     def _log(self, e: ev.LogLine) -> None:
         s = self.state
-        s.logs.append(e)
-        if len(s.logs) > s.log_limit:
-            s.logs.popleft()
-            s.logs_dropped += 1
+        s.logs_dropped += _ring_add(s.logs, e, s.log_limit)
 
     def _drops(self, e: ev.Drops) -> None:
         # ``total`` is a running total per place: keep the largest seen.
@@ -646,3 +621,12 @@ class Store:
         while len(replies) > REPLY_LIMIT:
             del replies[next(iter(replies))]
         self.state.last_reply = e
+
+
+def _ring_add(ring: deque[Any], item: Any, limit: int) -> int:
+    """Append ``item`` to a ring of at most ``limit``; 1 if the oldest went, else 0."""
+    ring.append(item)
+    if len(ring) > limit:
+        ring.popleft()
+        return 1
+    return 0
