@@ -54,6 +54,7 @@ from aclmon.events.wire import StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.server import LocalNatsServer
+from aclmon.tui.demo import _die_with_parent
 
 JOB = "bench"
 TICK_S = 0.01
@@ -218,7 +219,8 @@ def live_phase(
         time.sleep(0.02)
     relay = subprocess.Popen(
         [sys.executable, "-m", "aclmon", "relay", "--nats", url, "--job", JOB],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
     )  # fmt: skip
     start_at = time.time() + 4.0 + publishers * 0.25
     children = [
@@ -227,6 +229,7 @@ def live_phase(
             env=env,
             stdout=subprocess.PIPE,
             text=True,
+            preexec_fn=_die_with_parent,
         )
         for _ in range(publishers)
     ]

@@ -51,6 +51,8 @@ CLOSED = "closed"
 DEFAULT_BUFFER_EVENTS = 2_000_000
 #: a replay with nothing more for this long has caught up
 _QUIET_S = 0.5
+#: how long a replay waits for its stream to appear before following live only
+STREAM_WAIT_S = 5.0
 
 
 class CommandRefused(AclmonError):
@@ -272,17 +274,33 @@ class NatsFeed:
         else:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
         self._last_message = time.monotonic()
-        try:
-            await js.subscribe(
-                self.scope.subject(cls),
-                cb=self._on_replayed,
-                ordered_consumer=True,
-                config=config,
-                pending_msgs_limit=1_000_000,
-                pending_bytes_limit=512 << 20,
-            )
-        except Exception as exc:
-            raise NatsError(f"cannot replay {sj.STREAMS[cls]}: {exc}") from exc
+        from nats.js.errors import NotFoundError
+
+        deadline = time.monotonic() + STREAM_WAIT_S
+        while True:
+            try:
+                await js.subscribe(
+                    self.scope.subject(cls),
+                    cb=self._on_replayed,
+                    ordered_consumer=True,
+                    config=config,
+                    pending_msgs_limit=1_000_000,
+                    pending_bytes_limit=512 << 20,
+                )
+                return
+            except NotFoundError:
+                # No stream yet (a relay creates it when it starts): wait a
+                # little, then follow live without history.
+                if time.monotonic() < deadline:
+                    await asyncio.sleep(0.25)
+                    continue
+                self.state_reason = f"no stream {sj.STREAMS[cls]}: live only, no history"
+                await self._nc.subscribe(self.scope.subject(cls), cb=self._on_events,
+                                         pending_msgs_limit=1_000_000,
+                                         pending_bytes_limit=256 << 20)  # fmt: skip
+                return
+            except Exception as exc:
+                raise NatsError(f"cannot replay {sj.STREAMS[cls]}: {exc}") from exc
 
     async def _watch_caught_up(self) -> None:
         while not self.caught_up.is_set():

@@ -205,12 +205,16 @@ class FleetApp(App[object]):
         rate = sum(r.executions_per_s for r in rows)
         exceptions = sum(r.exceptions for r in rows)
         text = Text(" aclmon fleet ", style=Style(bold=True))
-        text.append(f" {getattr(self.feed, 'description', '')} ")
+        if self._wide():  # narrow screens keep the counts, not the address
+            text.append(f" {getattr(self.feed, 'description', '')} ")
         state = str(getattr(self.feed, "state", ""))
         if state not in ("connected", ""):
             reason = str(getattr(self.feed, "state_reason", ""))
             text.append(f" {state}{': ' + reason if reason else ''} ", style=self._style("error"))
-        text.append(f" {len(rows)} ranks ({live} live, {len(rows) - live} exited) ")
+        exited = len(rows) - live
+        text.append(
+            f" {len(rows)} ranks ({live} live" + (f", {exited} exited) " if exited else ") ")
+        )
         text.append(f" {fmt.count(rate)} exec/s ")
         bad = self._style("error", bold=True)
         text.append(f" {exceptions} exceptions ", style=bad if exceptions else Style())

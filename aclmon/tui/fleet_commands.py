@@ -214,7 +214,7 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
 
     _check_theme(args.theme)
     keymap = _keymap(args)
-    with RankedDemo(args.ranks) as demo:
+    with RankedDemo(args.ranks, job=f"demo-{os.getpid()}") as demo:
         if not args.nats:
             from aclmon.fleet.local import LocalFeed
 
@@ -230,11 +230,15 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
 
             log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
             with open(log_path, "wb") as log:
+                from aclmon.tui.demo import _die_with_parent
+
                 relay = subprocess.Popen(
-                    [sys.executable, "-m", "aclmon", "relay", "--nats", server.url,
-                     "--job", demo.job],
+                    # No --job: each agent's Hello names its job, so other agents
+                    # of this user on the host stay out of the demo's subjects.
+                    [sys.executable, "-m", "aclmon", "relay", "--nats", server.url],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
                 )  # fmt: skip
             try:
                 feed = NatsFeed(server.url, Scope(demo.job), Credentials(), since_s=0.0,

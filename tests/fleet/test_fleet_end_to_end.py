@@ -18,6 +18,7 @@ from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_ACL_API, 
 from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
+from aclmon.tui.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +58,8 @@ def three_jobs(tmp_path: Path, runtime_dir: Path):
                        "--profiling-output", str(tmp_path / f"prof{rank}"),
                        SIM_JOB, str(model), str(acl_json), "--until", str(stop),
                        "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
-            proc = subprocess.Popen(command, env=job_env, cwd=tmp_path, stdout=log, stderr=log)
+            proc = subprocess.Popen(command, env=job_env, cwd=tmp_path, stdout=log, stderr=log,
+                                    preexec_fn=_die_with_parent)  # fmt: skip
             jobs.append((proc, log))
         wait_until(lambda: len(registry.list_agents()) == 3, 30, "three agents registered")
         yield env, stop, [proc for proc, _ in jobs]
@@ -77,7 +79,7 @@ def start_relay(nats_url: str, env: dict[str, str], tmp_path: Path, *extra: str)
     proc = subprocess.Popen(
         [sys.executable, "-m", "aclmon", "relay", "--nats", nats_url, "--job", "train",
          "--flush-ms", "10", *extra],
-        env=env, stdout=log, stderr=log,
+        env=env, stdout=log, stderr=log, preexec_fn=_die_with_parent,
     )  # fmt: skip
     return proc, log
 
@@ -211,7 +213,9 @@ def test_run_with_relay_starts_one_relay_for_the_host(nats_url, runtime_dir, tmp
             command = [sys.executable, "-m", "aclmon", "run", "--sim", "--relay", nats_url,
                        "--job", "relayed", SIM_JOB, str(MODEL), "/dev/null", "--until", str(stop),
                        "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
-            jobs.append((subprocess.Popen(command, env=env, stdout=log, stderr=log), log))
+            proc = subprocess.Popen(command, env=env, stdout=log, stderr=log,
+                                    preexec_fn=_die_with_parent)  # fmt: skip
+            jobs.append((proc, log))
         wait_until(lambda: len(registry.list_agents()) == 2, 30, "two agents")
         relay_pid = running_relay(runtime_dir)
         assert relay_pid and relay_pid > 0
