@@ -593,19 +593,55 @@ def needs_init(
             return (*failed, code) if failed else code
 
         signature = inspect.signature(impl)
-        public = signature.replace(parameters=list(signature.parameters.values())[1:])
+        params = list(signature.parameters.values())[1:]
+        call = _guarded_call(impl, params, uninitialized)
+        functools.update_wrapper(call, impl)
+        call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        return call
 
-        @functools.wraps(impl)
+    return decorate
+
+
+def _guarded_call(
+    impl: Callable[..., Any], params: list[inspect.Parameter], uninitialized: Callable[[], Any]
+) -> Callable[..., Any]:
+    """A function with ``params`` that passes the session to ``impl``.
+
+    Written out with the real parameter names (not ``*args, **kwargs``) so the
+    guard costs one plain call: these are the runtime's hottest functions.
+    """
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
+    if not all(p.kind in plain for p in params):
+
         def call(*args: Any, **kwargs: Any) -> Any:
             rt = _runtime
             if rt is None:
                 return uninitialized()
             return impl(rt, *args, **kwargs)
 
-        call.__signature__ = public  # type: ignore[attr-defined]
         return call
-
-    return decorate
+    namespace: dict[str, Any] = {
+        "_session": sys.modules[__name__],
+        "_impl": impl,
+        "_uninitialized": uninitialized,
+    }
+    declared = []
+    for index, param in enumerate(params):
+        if param.default is inspect.Parameter.empty:
+            declared.append(param.name)
+        else:
+            namespace[f"_default{index}"] = param.default
+            declared.append(f"{param.name}=_default{index}")
+    names = ", ".join(p.name for p in params)
+    source = (
+        f"def {impl.__name__}({', '.join(declared)}):\n"
+        "    rt = _session._runtime\n"
+        "    if rt is None:\n"
+        "        return _uninitialized()\n"
+        f"    return _impl(rt{', ' if names else ''}{names})\n"
+    )
+    exec(compile(source, f"<acl guard {impl.__name__}>", "exec"), namespace)
+    return namespace[impl.__name__]
 
 
 def start_session(config: SimConfig, acl_json: AclJson) -> Runtime:
