@@ -59,6 +59,8 @@ from aclmon.tui.demo import _die_with_parent
 JOB = "bench"
 TICK_S = 0.01
 BLAST_EVENTS = 1_000_000
+#: after the publishers are done, the viewer waits this long for more before counting the rest lost
+QUIET_S = 10.0
 MAX_BATCH = 64 * 1024
 
 
@@ -96,11 +98,13 @@ def publisher_main(rate: int, seconds: float, start_at: float) -> None:
                     dropped += 1
             time.sleep(max(0.0, TICK_S - (time.monotonic() - now)))
         del per_tick
-        time.sleep(0.5)  # let the publisher thread hand the tail to the relay
         cpu = os.times()
         print(json.dumps({"pid": os.getpid(), "emitted": emitted, "dropped": dropped,
-                          "subscriber_drops": publisher.dropped,
                           "cpu_s": cpu.user + cpu.system}), flush=True)  # fmt: skip
+        # Stay until the viewer has everything (or gave up): the tail may still
+        # be in this publisher's buffers when the relay runs behind.
+        sys.stdin.read()
+        print(json.dumps({"subscriber_drops": publisher.dropped}), flush=True)
     finally:
         registry.unregister()
         publisher.close()
@@ -227,12 +231,25 @@ def live_phase(
         subprocess.Popen(
             [sys.executable, __file__, "--publisher", str(rate), str(seconds), str(start_at)],
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             preexec_fn=_die_with_parent,
         )
         for _ in range(publishers)
     ]
+    reports: list[dict[str, Any]] = [{} for _ in children]
+
+    def read_report(index: int) -> None:
+        stdout = children[index].stdout
+        line = stdout.readline() if stdout is not None else ""
+        reports[index] = json.loads(line) if line.strip() else {"missing": True}
+
+    readers = [
+        threading.Thread(target=read_report, args=(i,), daemon=True) for i in range(len(children))
+    ]
+    for reader in readers:
+        reader.start()
     cpu_before = os.times()
     received: dict[int, int] = {}
     last_seq: dict[int, int] = {}
@@ -261,21 +278,23 @@ def live_phase(
                 received[pid] = received.get(pid, 0) + len(live)
                 stamps = np.fromiter((e.ts_ns for e in live), dtype=np.int64, count=len(live))
                 lags.append((now - stamps) / 1e6)
-            if not finished and all(c.poll() is not None for c in children):
-                finished = True
+            if not finished and all(not r.get("missing", not r) for r in reports):
+                finished = True  # every publisher has emitted its share
                 quiet_since = time.monotonic()
             if finished:
+                offered = sum(r.get("emitted", 0) + r.get("dropped", 0) for r in reports)
+                if sum(received.values()) >= offered:
+                    break
                 if batches:
                     quiet_since = time.monotonic()
-                elif time.monotonic() - quiet_since > 2.0:
-                    break
+                elif time.monotonic() - quiet_since > QUIET_S:
+                    break  # nothing more for a while: the rest is lost
             time.sleep(0.005)
     finally:
-        reports = []
-        for child in children:
-            out, _ = child.communicate(timeout=60)
-            line = out.strip().splitlines()[-1] if out.strip() else "{}"
-            reports.append(json.loads(line))
+        for index, child in enumerate(children):
+            out, _ = child.communicate("", timeout=60)
+            for line in out.strip().splitlines():
+                reports[index].update(json.loads(line))
         import psutil
 
         with contextlib.suppress(psutil.Error):

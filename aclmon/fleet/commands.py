@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|k|kib|kb|m|mib|mb)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|kib|kb|m|mib|mb|g|gib|gb)\s*$", re.IGNORECASE)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(|s|m|h|d)\s*$", re.IGNORECASE)
 
 
@@ -16,9 +16,9 @@ def parse_size(text: str) -> int:
 
     match = _SIZE.match(text)
     if not match:
-        raise AclmonError(f"not a size: {text!r} (use bytes, 64KiB or 1MiB)")
-    unit = match.group(2).lower()
-    scale = 1 << 20 if unit.startswith("m") else 1 << 10 if unit.startswith("k") else 1
+        raise AclmonError(f"not a size: {text!r} (use bytes, 64KiB, 1MiB or 8GiB)")
+    unit = match.group(2).lower()[:1]
+    scale = {"g": 1 << 30, "m": 1 << 20, "k": 1 << 10}.get(unit, 1)
     return int(match.group(1)) * scale
 
 
@@ -86,11 +86,43 @@ def configure_relay(parser: argparse.ArgumentParser) -> None:
         "--max-msg", default="64KiB", help="largest batch (64KiB; never above the server's limit)"
     )
     parser.add_argument(
+        "--stream-limit",
+        action="append",
+        default=[],
+        metavar="CLASS=AGE:SIZE",
+        help="limits of a stream the relay creates, e.g. events=10m:8GiB"
+        " (classes: events, summary, alerts, state; default events=10m:1GiB,"
+        " summary=6h:1GiB, alerts=7d:256MiB, state=24h:64MiB)",
+    )
+    parser.add_argument(
         "--no-setup-streams",
         action="store_true",
         help="do not create the JetStream streams (an operator manages them)",
     )
     parser.set_defaults(handler=relay_command)
+
+
+def parse_stream_limits(items: list[str]) -> Any:
+    """``CLASS=AGE:SIZE`` options over the default stream limits."""
+    from dataclasses import replace
+
+    from aclmon.errors import AclmonError
+    from aclmon.fleet.relay import DEFAULT_STREAM_LIMITS
+
+    limits = dict(DEFAULT_STREAM_LIMITS)
+    for item in items:
+        cls, _, value = item.partition("=")
+        age, _, size = value.partition(":")
+        if cls not in limits or not age or not size:
+            raise AclmonError(
+                f"--stream-limit {item!r}: expected CLASS=AGE:SIZE with CLASS one of"
+                f" {', '.join(limits)} (e.g. events=10m:8GiB)"
+            )
+        seconds = parse_duration(age)
+        if seconds <= 0:
+            raise AclmonError(f"--stream-limit {item!r}: the age must be more than 0")
+        limits[cls] = replace(limits[cls], max_age_s=seconds, max_bytes=parse_size(size))
+    return limits
 
 
 def relay_command(args: argparse.Namespace) -> int:
@@ -116,6 +148,7 @@ def relay_command(args: argparse.Namespace) -> int:
         flush_ms=args.flush_ms,
         max_bytes=parse_size(args.max_msg),
         setup_streams=not args.no_setup_streams,
+        stream_limits=parse_stream_limits(args.stream_limit),
         on_note=note,
     )
 
@@ -136,7 +169,10 @@ def relay_command(args: argparse.Namespace) -> int:
     finally:
         lock.close()
     totals = relay.totals()
-    note(f"stopped; publish errors {relay.publish_errors}, frames dropped {totals['dropped']}")
+    note(
+        f"stopped after {totals['agents']} agents: {totals['frames_in']} frames read,"
+        f" {totals['dropped']} dropped, {relay.publish_errors} failed publishes"
+    )
     return 0
 
 

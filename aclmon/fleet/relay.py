@@ -197,6 +197,8 @@ class Relay:
         self.nc: Any = None
         self.publish_errors = 0
         self.max_payload = 1 << 20  # the server's, once connected
+        #: frames read, published and dropped by agents that have gone
+        self._ended = {"frames_in": 0, "published": 0, "dropped": 0, "agents": 0}
 
     # ------------------------------------------------------------ running
     async def run(self, stop: asyncio.Event) -> None:
@@ -364,6 +366,10 @@ class Relay:
         await self._flush_link(link, force=True)
         await self._gone(link)
         self.links.pop(link.pid, None)
+        self._ended["agents"] += 1
+        self._ended["frames_in"] += link.frames_in
+        self._ended["published"] += link.published
+        self._ended["dropped"] += link.dropped
         self._note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
 
     async def _route(
@@ -569,12 +575,14 @@ class Relay:
             link.replies.pop(request_id, None)
 
     def totals(self) -> dict[str, int]:
+        """Agents followed and their frames, over the relay's whole run."""
         links = list(self.links.values())
+        ended = self._ended
         return {
-            "agents": len(links),
-            "frames_in": sum(lk.frames_in for lk in links),
-            "published": sum(lk.published for lk in links),
-            "dropped": sum(lk.dropped for lk in links),
+            "agents": len(links) + ended["agents"],
+            "frames_in": sum(lk.frames_in for lk in links) + ended["frames_in"],
+            "published": sum(lk.published for lk in links) + ended["published"],
+            "dropped": sum(lk.dropped for lk in links) + ended["dropped"],
         }
 
 

@@ -150,6 +150,9 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
             assert not any(on for key, on in running.items() if key != (host, target))
         finally:
             feed.close()
+        light = fleet_json(nats_url, env, "--summary-only", "--wait", "1.5")
+        assert {s["pid"] for s in light["sources"]} == pids  # from summary and state alone
+        assert sorted(s["rank"] for s in light["sources"]) == [0, 1, 2]
         after = fleet_json(nats_url, env, "--since", "all", "--wait", "0.5")
         assert {s["pid"] for s in after["sources"]} == pids
 
@@ -160,6 +163,8 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
         wait_until(lambda: relay_log.read_text().count("ended (") == 3, 30, "relay saw exits")
     finally:
         stop_relay(relay)
+    relay_log = (tmp_path / "relay.log").read_text()
+    assert "stopped after 3 agents" in relay_log and " 0 dropped" in relay_log
     history = fleet_json(nats_url, env, "--since", "10m", "--wait", "0.3")
     assert {s["pid"] for s in history["sources"]} == pids
     for source in history["sources"]:

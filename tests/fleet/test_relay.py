@@ -198,3 +198,33 @@ def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir)
     assert got[sj.STATE] == ["Hello"]
     assert got[sj.SUMMARY][:2] == ["Hello", "DeviceSample"]
     assert got[sj.ALERTS] == ["LogLine"]
+
+
+def test_stream_limits_from_the_command_line_shape_the_streams(nats_url, runtime_dir):
+    import asyncio
+
+    from aclmon.errors import AclmonError
+    from aclmon.fleet.commands import parse_stream_limits
+
+    limits = parse_stream_limits(["events=2m:10MiB", "alerts=1d:1MiB"])
+    with pytest.raises(AclmonError, match="CLASS=AGE:SIZE"):
+        parse_stream_limits(["everything=1m:1MiB"])
+    relay = Relay(nats_url, job="unit", stream_limits=limits)
+
+    async def setup_and_read() -> dict[str, tuple[float, int, int]]:
+        from aclmon.fleet.connect import Credentials, connect
+
+        relay.nc = await connect(nats_url, Credentials(), name="test")
+        await relay.ensure_streams()
+        js = relay.nc.jetstream()
+        out = {}
+        for cls, name in sj.STREAMS.items():
+            config = (await js.stream_info(name)).config
+            out[cls] = (config.max_age, config.max_bytes, config.max_msgs_per_subject)
+        await relay.nc.close()
+        return out
+
+    got = asyncio.run(setup_and_read())
+    assert got[sj.EVENTS][:2] == (120.0, 10 << 20)
+    assert got[sj.ALERTS][:2] == (86400.0, 1 << 20)
+    assert got[sj.STATE][2] == 1  # the latest snapshot per source only
