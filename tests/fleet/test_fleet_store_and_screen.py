@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from aclmon import events as ev
 from aclmon.store.fleet import EXITED, FleetStore
 from aclmon.tui.fleet import FleetApp, sort_rows
 
 
-def hello(pid: int, host: str) -> ev.Hello:
-    return ev.Hello(1, 1_000, 1, "0.1.0", pid, host, ("train.py",), "sim", "Ascend910B1", 1)
+def hello(pid: int, host: str, rank: int = -1) -> ev.Hello:
+    return ev.Hello(1, 1_000, 1, "0.1.0", pid, host, ("train.py",), "sim", "Ascend910B1", 1,
+                    "train", rank, 16 if rank >= 0 else -1, rank % 8, rank % 8, {})  # fmt: skip
 
 
 def rank_events(pid: int, host: str, *, util: int, exception_at: int | None = None) -> list:
@@ -111,3 +114,26 @@ async def test_128_ranks_fit_a_160x48_screen_and_enter_opens_one():
         await pilot.press("down", "enter")
         await pilot.pause()
     assert app.return_value == ("node03", 1000 + 3 * 8 + 1)
+
+
+def fleet_of(hosts: int, per_host: int, failing: set[int]) -> FixedFeed:
+    batches = []
+    for host in range(hosts):
+        for local in range(per_host):
+            pid = 1000 + host * per_host + local
+            name = f"node{host:02}"
+            events = rank_events(pid, name, util=(pid * 37) % 101,
+                                 exception_at=4_000 + pid if pid in failing else None)  # fmt: skip
+            events[0] = hello(pid, name, rank=pid - 1000)
+            later = [ev.ExecuteEnd(10 + i, 1_000_004_000 + i * 10_000_000 * (1 + pid % 3), 1, 0,
+                                   1_000, 0) for i in range(20)]  # fmt: skip
+            batches.append(((name, pid), events))
+            batches.append(((name, pid), later))
+    return FixedFeed(batches)
+
+
+@pytest.mark.parametrize(("size", "hosts"), [((160, 48), 16), ((80, 24), 2)])
+def test_fleet_screen_snapshot(snap_compare, size, hosts):
+    feed = fleet_of(hosts, 8, failing={1009, 1003})
+    app = FleetApp(feed, FleetStore(), interval=0.05, theme="aclmon-dark")
+    assert snap_compare(app, terminal_size=size)
