@@ -41,8 +41,16 @@ from aclmon.tui.screens import ExceptionDetail, HelpScreen, related_dumps
 from aclmon.tui.sources import Source
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
-from aclmon.tui.views import DevicesView, DumpsView, ExceptionsView, ProfilingView, View
+from aclmon.tui.views import (
+    DevicesView,
+    DumpsView,
+    ExceptionsView,
+    LogsView,
+    ProfilingView,
+    View,
+)
 from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.logs import belongs_to, lines_near
 from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
 
@@ -98,6 +106,7 @@ class AclmonApp(App[int]):
         Binding("2", "show_view('exceptions')", "Exceptions", show=False, id="view.exceptions"),
         Binding("3", "show_view('profiling')", "Profiling", show=False, id="view.profiling"),
         Binding("4", "show_view('dumps')", "Dumps", show=False, id="view.dumps"),
+        Binding("5", "show_view('logs')", "Logs", show=False, id="view.logs"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
         Binding("ctrl+t", "toggle_dark", "Dark/light", show=False, id="app.theme"),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -176,11 +185,13 @@ class AclmonApp(App[int]):
         self.exceptions_view = ExceptionsView(id="exceptions")
         self.profiling_view = ProfilingView(id="profiling")
         self.dumps_view = DumpsView(id="dumps")
+        self.logs_view = LogsView(id="logs")
         self.views: dict[str, View] = {
             "devices": self.devices_view,
             "exceptions": self.exceptions_view,
             "profiling": self.profiling_view,
             "dumps": self.dumps_view,
+            "logs": self.logs_view,
         }
         yield self.header
         yield self.tabs
@@ -294,6 +305,7 @@ class AclmonApp(App[int]):
                 "dumps": f" ({s.dumps_total})" if s.dumps_total else "",
                 "profiling": " ●" if s.profiling is not None and s.profiling.running else "",
                 "devices": f" ({len(s.devices)})" if s.devices else "",
+                "logs": f" ({len(s.logs) + s.logs_dropped})" if s.logs else "",
             }
         )
 
@@ -350,6 +362,7 @@ class AclmonApp(App[int]):
             ("Exceptions view", binding_rows(list(ExceptionsView.BINDINGS), keymap)),
             ("Profiling view", binding_rows(list(ProfilingView.BINDINGS), keymap)),
             ("Dumps view", binding_rows(list(DumpsView.BINDINGS), keymap)),
+            ("Logs view", binding_rows(list(LogsView.BINDINGS), keymap)),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
         ]
@@ -361,9 +374,42 @@ class AclmonApp(App[int]):
 
     @on(ExceptionsView.Opened)
     def _open_exception(self, message: ExceptionsView.Opened) -> None:
-        exception = message.exception
-        dumps = related_dumps(exception, list(self.store.state.dumps))
-        self.push_screen(ExceptionDetail(exception, dumps, self.store.state.newest_ts_ns))
+        self.open_exception(message.exception)
+
+    def open_exception(self, exception: ev.AclException) -> None:
+        """The exception's detail, with its dump files and the log lines near it;
+        ``l`` there goes on to the Logs view around it."""
+        s = self.store.state
+        dumps = related_dumps(exception, list(s.dumps))
+        pid = self._job_pid()
+        near = lines_near(list(s.logs), exception, pid)
+
+        def closed(result: str | None) -> None:
+            if result == "logs":
+                self.show_logs_near(exception)
+
+        self.push_screen(ExceptionDetail(exception, dumps, s.newest_ts_ns, near), closed)
+
+    def _job_pid(self) -> int:
+        hello = self.store.state.hello
+        return hello.pid if hello is not None else 0
+
+    @on(ExceptionsView.LogsRequested)
+    def _logs_requested(self, message: ExceptionsView.LogsRequested) -> None:
+        self.show_logs_near(message.exception)
+
+    def show_logs_near(self, exception: ev.AclException) -> None:
+        self.logs_view.show_near(exception, self._job_pid())
+        self.action_show_view("logs")
+
+    @on(LogsView.ExceptionWanted)
+    def _exception_of_line(self, message: LogsView.ExceptionWanted) -> None:
+        line = message.line
+        for exception in reversed(self.store.state.exceptions):
+            if belongs_to(line, exception):
+                self.open_exception(exception)
+                return
+        self.notify("no exception within 1 s of this line (and its task/stream)", timeout=3)
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:

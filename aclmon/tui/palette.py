@@ -22,6 +22,7 @@ VIEW_TITLES = {
     "exceptions": "Exceptions",
     "profiling": "Profiling",
     "dumps": "Dumps / overflow",
+    "logs": "Logs",
 }
 
 

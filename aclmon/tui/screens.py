@@ -68,22 +68,35 @@ def _relative(ts_ns: int, newest_ns: int) -> str:
     return f"{fmt.age(ts_ns, newest_ns)} before the newest event"
 
 
-class ExceptionDetail(ModalScreen[None]):
-    """Every input and output tensor of the failing operator, and its dump files."""
+class ExceptionDetail(ModalScreen[str | None]):
+    """Every input and output tensor of the failing operator, its dump files and
+    the log lines near it; dismissed with ``"logs"`` to go on to the Logs view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+        Binding("escape,q,enter", "close", "Close", id="detail.close"),
+        Binding("l", "logs", "Logs ±1 s", id="detail.logs"),
         Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
         Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
     ]
 
     def __init__(
-        self, exception: ev.AclException, dumps: list[ev.DumpFileSeen], newest_ns: int
+        self,
+        exception: ev.AclException,
+        dumps: list[ev.DumpFileSeen],
+        newest_ns: int,
+        logs: list[ev.LogLine] | None = None,
     ) -> None:
         super().__init__()
         self.exception = exception
         self.dumps = dumps
         self.newest_ns = newest_ns
+        self.logs = list(logs or [])
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_logs(self) -> None:
+        self.dismiss("logs")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="detail-box"):
@@ -123,7 +136,24 @@ class ExceptionDetail(ModalScreen[None]):
         if not self.dumps:
             files.add_row("", "", Text("none seen for this task and stream", style=dim))
         parts.append(files)
-        parts.append(Text("\nEsc closes · the Dumps view (4) decodes a file", style=dim))
+        log = Text(f"\nLOG LINES WITHIN ±1 s ({len(self.logs)})\n", style=Style(bold=True))
+        if not self.logs:
+            log.append("none from this process", style=dim)
+        for line in self.logs[-20:]:
+            when = line.logged_ns or line.ts_ns
+            log.append(
+                f"{fmt.utc_time(when)} {line.level.upper():<7} {line.module:<10} ", style=dim
+            )
+            log.append(
+                line.text.split("\n", 1)[0] + "\n", style=bad if line.level == "error" else Style()
+            )
+        parts.append(log)
+        parts.append(
+            Text(
+                "\nEsc closes · l shows the Logs view around it · the Dumps view (4) decodes a file",
+                style=dim,
+            )
+        )
         self.query_one("#detail-body", Static).update(Group(*parts))
 
     def action_scroll(self, delta: int) -> None:
@@ -161,9 +191,11 @@ class HelpScreen(ModalScreen[None]):
         for title, rows in self.sections:
             table = Table(title=title, title_justify="left", box=None, expand=True,
                           title_style=Style(bold=True), show_header=False)  # fmt: skip
-            table.add_column(no_wrap=True, min_width=14)
-            table.add_column(ratio=2)
-            table.add_column(ratio=1, style=dim, no_wrap=True)
+            # The binding id is what a keymap needs: it is never cut (the description wraps).
+            longest = max((len(row[2]) for row in rows), default=0)
+            table.add_column(no_wrap=True, min_width=10)
+            table.add_column(ratio=1)
+            table.add_column(style=dim, no_wrap=True, min_width=longest)
             for keys, description, binding_id in rows:
                 table.add_row(Text(keys, style=key_style), description, binding_id)
             parts.append(table)

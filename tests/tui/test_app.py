@@ -427,7 +427,7 @@ async def test_quit_key_exits():
 async def test_devices_view_scroll_keys_and_log_lines():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:
-        assert "device 2 health Alarm" in static_text(app, "#logs")
+        assert "device 2 health Alarm" in static_text(app, "#device-logs")
         scroll = app.query_one("#devices-scroll")
         assert scroll.scroll_y == 0
         await pilot.press("j", "down", "j")
@@ -551,3 +551,90 @@ async def test_a_new_process_clears_the_old_device_trees():
         await pilot.pause()
         assert not app.query("#device-tree-3") and app.query("#device-tree-1")
         assert "5151" in static_text(app, "#header")
+
+
+def _plog_lines(exception: ev.AclException, pid: int) -> list[ev.LogLine]:
+    """plog lines as the agent publishes them: one matching the exception by time and
+    task/stream, one far away in time, one of another process, one INFO of another module."""
+    t = exception.ts_ns
+    return [
+        ev.LogLine(50_001, t + 10**6, "error",
+                   f"aicore kernel execute failed, device_id=0, stream_id={exception.stream_id},"
+                   f" task_id={exception.task_id}\nfault kernel_name=conv", "RUNTIME", pid,
+                   "python", t - 2 * 10**6, "stream.cc:1043", "/plog/plog-1.log"),
+        ev.LogLine(50_002, t + 2 * 10**6, "error", "an error 5 s later", "GE", pid, "python",
+                   t + 5 * 10**9, "graph.cc:12", "/plog/plog-1.log"),
+        ev.LogLine(50_003, t + 3 * 10**6, "error", "another process", "RUNTIME", pid + 1,
+                   "python", t, "x.cc:1", "/plog/plog-2.log"),
+        ev.LogLine(50_004, t + 4 * 10**6, "info", "model loaded", "ASCENDCL", pid, "python",
+                   t - 10**8, "model.cc:7", "/plog/plog-1.log"),
+    ]  # fmt: skip
+
+
+async def test_logs_view_filters_searches_follows_and_links_back_to_the_exception():
+    events = build_events()
+    exception = [e for e in events if isinstance(e, ev.AclException)][-3]
+    pid = events[0].pid
+    app = make_app(events=[*events, *_plog_lines(exception, pid)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        view = app.logs_view
+        assert app.current_view == "logs" and view.vlist.row_count == 5
+        assert "5 log line(s)" in static_text(app, "#logs-status")
+        await pilot.press("v", "v")  # warning and above
+        assert view.level == "warning" and view.vlist.row_count == 4
+        await pilot.press("v")  # errors
+        assert view.vlist.row_count == 3
+        await pilot.press("M")  # the first module seen in the logs: ASCENDCL
+        assert view.module == "ASCENDCL" and view.vlist.row_count == 0
+        await pilot.press("M")  # GE
+        assert view.module == "GE" and view.vlist.row_count == 1
+        await pilot.press("M", "M", "v")  # back to every module and level
+        assert view.module == "" and view.level == "all" and view.vlist.row_count == 5
+        await pilot.press("slash", *"kernel", "enter")
+        assert view.filter_text == "kernel" and view.vlist.row_count == 1
+        assert isinstance(app.focused, VirtualList)
+        await pilot.press("escape")
+        assert view.filter_text == "" and view.vlist.row_count == 5
+        await pilot.press("f")
+        assert not view.vlist.follow
+        await pilot.press("f")
+        assert view.vlist.follow
+        # The ERROR line that names the exception's task and stream opens its detail.
+        index = [line.seq for line in app.store.state.logs].index(50_001)
+        view.vlist.move_cursor_to(view.vlist.first_index + index)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        assert app.screen.exception == exception
+        await pilot.press("escape")
+        # Another ERROR line has no exception within 1 s: said, nothing opens.
+        view.vlist.move_cursor_to(view.vlist.first_index + index + 1)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExceptionDetail)
+
+
+async def test_an_exception_shows_the_log_lines_of_its_process_within_a_second():
+    events = build_events()
+    exception = [e for e in events if isinstance(e, ev.AclException)][-3]
+    pid = events[0].pid
+    app = make_app(events=[*events, *_plog_lines(exception, pid)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        vlist = app.query_one("#exceptions-list", VirtualList)
+        position = [e.seq for e in app.store.state.exceptions].index(exception.seq)
+        vlist.move_cursor_to(vlist.first_index + position)
+        await pilot.press("enter")  # the detail lists the log lines near it
+        body = static_text(app, "#detail-body")
+        assert "LOG LINES WITHIN ±1 s (3)" in body and "device 2 health Alarm" in body
+        assert "aicore kernel execute failed" in body and "model loaded" in body
+        assert "another process" not in body and "5 s later" not in body
+        await pilot.press("l")  # and l goes on to the Logs view around it
+        assert app.current_view == "logs"
+        view = app.logs_view
+        assert view.window is not None and view.vlist.row_count == 3
+        assert "±1 s of the exception" in static_text(app, "#logs-status")
+        await pilot.press("escape")
+        assert view.window is None and view.vlist.row_count == 5
+        await pilot.press("2", "l")  # l in the list does the same
+        assert app.current_view == "logs" and view.window is not None

@@ -18,6 +18,7 @@ VIEW_KEYS = {
     "exceptions": ["2"],
     "profiling": ["3"],
     "dumps": ["4", "up"],
+    "logs": ["5"],
     "exception-detail": ["2", "up", "enter"],
     "help": ["question_mark"],
 }

@@ -5,6 +5,7 @@ from aclmon.tui.views.base import View
 from aclmon.tui.views.devices import DevicesView
 from aclmon.tui.views.dumps import DumpsView
 from aclmon.tui.views.exceptions import ExceptionsView
+from aclmon.tui.views.logs import LogsView
 from aclmon.tui.views.profiling import ProfilingView
 
-__all__ = ["DevicesView", "DumpsView", "ExceptionsView", "ProfilingView", "View"]
+__all__ = ["DevicesView", "DumpsView", "ExceptionsView", "LogsView", "ProfilingView", "View"]

@@ -61,7 +61,7 @@ class DevicesView(View):
             yield Static(id="device-table", classes="panel")
             yield Static(id="host-line", classes="panel")
             yield Static(id="models", classes="panel")
-            yield Static(id="logs", classes="panel")
+            yield Static(id="device-logs", classes="panel")
             yield Vertical(id="trees")
 
     def action_scroll(self, delta: int) -> None:
@@ -83,7 +83,7 @@ class DevicesView(View):
         self.query_one("#device-table", Static).update(self._device_table(s))
         self.query_one("#host-line", Static).update(self._host_line(s))
         self.query_one("#models", Static).update(self._models(s))
-        logs = self.query_one("#logs", Static)
+        logs = self.query_one("#device-logs", Static)
         logs.display = bool(s.logs)
         if s.logs:
             logs.update(self._logs(s))

@@ -77,7 +77,7 @@ class ExceptionsView(View):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="exceptions.clear"),
         Binding("c", "toggle_grouped", "Group", id="exceptions.group"),
         Binding("s", "next_sort", "Sort", id="exceptions.sort"),
-        Binding("l", "logs", "Logs near", show=False, id="exceptions.logs"),
+        Binding("l", "logs", "Logs ±1 s", id="exceptions.logs"),
     ]
 
     class Opened(Message):
