@@ -70,8 +70,8 @@ SIM_FAULTS = [
         "jitter_s": 15,
     },
 ]
-#: modelled operator time x30 so the devices look busy at a few iterations/s.
-SIM_CONFIG = {"cost_scale": 30.0}
+#: modelled operator time x20 so the devices look busy at a few iterations/s.
+SIM_CONFIG = {"cost_scale": 20.0}
 
 _log_lock = threading.Lock()
 _quiet = False

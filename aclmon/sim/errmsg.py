@@ -1,6 +1,6 @@
 """What ``acl.get_recent_err_msg()`` says, and the plog ERROR line of a failed call.
 
-The texts follow the layout the real runtime uses (docs/reference/plog.md):
+The texts follow the layout the real runtime uses (docs/reference/logs.md):
 
 * parameter errors: ``[PID: n] <time> Invalid_Argument(EE1001): The argument is
   invalid.Reason: <why>`` then a ``Solution:`` line and a ``TraceBack`` of inner

@@ -1,6 +1,6 @@
 """The simulated runtime's application log (plog), written as CANN writes it.
 
-Line format (docs/reference/plog.md)::
+Line format (docs/reference/logs.md)::
 
     [LEVEL] MODULE(PID,PNAME):YYYY-MM-DD-HH:MM:SS.mmm.uuu [file:line]TID function: text
 

@@ -392,3 +392,20 @@ def test_a_failing_script_shows_its_own_traceback(tmp_path):
         '    raise ValueError("boom")',
         "ValueError: boom",
     ]
+
+
+def test_a_job_listening_at_a_chosen_path_is_found_by_pid(tmp_path, model_path):
+    """`aclmon run --listen PATH` still registers the agent: `aclmon attach PID` finds it."""
+    acl_json = write_acl_json(tmp_path / "acl.json")
+    proc, address, _ = start_job(tmp_path, model_path, acl_json)
+    try:
+        assert registry.resolve_target(str(proc.pid)) == f"unix:{address}"
+    finally:
+        (tmp_path / "stop").touch()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
