@@ -161,4 +161,8 @@ def run_app(app: Any, *, abandon: Callable[[], None] | None = None) -> int:
                 signal.signal(sig, handler)
     if result is None and lifetime.leaving.is_set():
         result = lifetime.exit_code
+    if not result:
+        # A crash (an exception in the app) ends run() with no result: its
+        # return code says so, and the command must not exit 0.
+        result = getattr(app, "return_code", None)
     return int(result or 0)
