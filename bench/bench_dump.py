@@ -18,7 +18,9 @@ float32, NC1HWC0 and FRACTAL_NZ float16, 2 tensors a file) converted by
 beside a single-thread ``np.fromfile`` + ``np.save`` of the same tensors (the
 offsets known in advance: no header parsing), in alternating rounds;
 ``convert_over_copy`` is the copy's time over convert's (target >= 1.5 on 2
-cores). ``convert_cli_s`` is the whole command in a fresh interpreter
+cores), ``convert_j1_over_copy`` the same with one process (``-j 1``), and
+``two_core_speedup`` what a second worker process gains on the machine at the
+time (2.0 on two idle cores). ``convert_cli_s`` is the whole command in a fresh interpreter
 (start-up included), once per round. All files are deleted afterwards.
 The last line is one JSON object with the figures.
 
@@ -264,11 +266,12 @@ def convert_vs_copy(directory: str, total_mb: int, rounds: int) -> dict[str, flo
     out = os.path.join(directory, "convert-out")
     copy_pass(files, out)  # warm the page cache
     shutil.rmtree(out)
-    copy_times, convert_times, cli_times = [], [], []
+    copy_times, convert_times, cli_times, one_times = [], [], [], []
     for round_no in range(rounds):
         arms = [
             (copy_times, lambda: copy_pass(files, out)),
             (convert_times, lambda: run_convert(src, out, jobs=0)),
+            (one_times, lambda: run_convert(src, out, jobs=1)),
             (cli_times, lambda: convert_cli(src, out)),
         ]
         if round_no % 2:
@@ -280,6 +283,7 @@ def convert_vs_copy(directory: str, total_mb: int, rounds: int) -> dict[str, flo
             shutil.rmtree(out)
     copy_s, convert_s = statistics.median(copy_times), statistics.median(convert_times)
     cli_s = statistics.median(cli_times)
+    one_s = statistics.median(one_times)
     spare = two_core_speedup()
     mb = payload / 2**20
     print(
@@ -296,7 +300,11 @@ def convert_vs_copy(directory: str, total_mb: int, rounds: int) -> dict[str, flo
         f"  aclmon convert (whole command):      {cli_s:.3f} s = {mb / cli_s:.0f} MiB/s  {cli_times}"
     )
     print(
-        f"  convert over copy: {copy_s / convert_s:.2f} (target >= 1.5); whole command: {copy_s / cli_s:.2f}"
+        f"  aclmon convert -j 1 (one process):   {one_s:.3f} s = {mb / one_s:.0f} MiB/s  {one_times}"
+    )
+    print(
+        f"  convert over copy: {copy_s / convert_s:.2f} (target >= 1.5);"
+        f" whole command: {copy_s / cli_s:.2f}; -j 1: {copy_s / one_s:.2f}"
     )
     return {
         "convert_mb": round(mb),
@@ -305,6 +313,7 @@ def convert_vs_copy(directory: str, total_mb: int, rounds: int) -> dict[str, flo
         "convert_over_copy": round(copy_s / convert_s, 2),
         "convert_cli_s": round(cli_s, 3),
         "convert_cli_over_copy": round(copy_s / cli_s, 2),
+        "convert_j1_over_copy": round(copy_s / one_s, 2),
         "two_core_speedup": round(spare, 2),
     }
 
