@@ -15,10 +15,12 @@ Names of 255 characters or more become ``uuid3(NAMESPACE_DNS, name).hex +
 suffix`` with ``new,old`` appended to ``mapping.csv``, as msaccucmp does.
 Arrays are written in msaccucmp's host types: bfloat16 and float8 as float32.
 
-Writing costs one pass over the bytes at most. A ``.npy`` is one header write
-plus the payload; a tensor written unchanged (its bytes as they sit in the
-dump, the usual case without ``-f``) is copied file to file by the kernel
-(``copy_file_range``), so its bytes never pass through this process; any other
+Writing costs one pass over the bytes at most. The file's header is read
+first, without the tensors' bytes. A ``.npy`` is one header write plus the
+payload; a tensor written unchanged (its bytes as they sit in the dump, the
+usual case without ``-f``) is copied file to file by the kernel
+(``copy_file_range``), so its bytes never pass through this process and the
+file is read whole only when some tensor's values are needed; any other
 array is made C-contiguous once (a no-op when it already is) and written with
 one ``tofile``, never element by element as ``np.save`` writes a strided view.
 The files are byte for byte what ``np.save`` writes.
@@ -38,13 +40,19 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from aclmon.dump import proto_enums as pe
-from aclmon.dump.dtypes import to_host_array
+from aclmon.dump.dtypes import (
+    _MAX_ELEMENTS,
+    VIEW_DTYPES,
+    effective_shape,
+    element_count,
+    to_host_array,
+)
 from aclmon.dump.formats import FormatError, can_convert, convert_to_host
 from aclmon.dump.header import ROLE_INPUT, ROLE_OUTPUT
 from aclmon.dump.naming import is_opdebug_name
 from aclmon.dump.opdebug import decode_opdebug
 from aclmon.dump.reader import DumpFile, Tensor, read_dump
-from aclmon.errors import AclmonError
+from aclmon.errors import AclmonError, DecodeError
 
 MAX_FILE_NAME = 255
 MAPPING_FILE = "mapping.csv"
@@ -53,6 +61,8 @@ FILE_TYPES = ("npy", "bin", "msnpy")
 _MSNPY_NAME_FIELDS = 5
 #: unchanged tensors at least this big are copied by the kernel; smaller ones are one write.
 KERNEL_COPY_MIN = 64 * 1024
+#: bytes read and written at once where the kernel cannot copy
+_PIECE = 4 * 1024 * 1024
 #: copy_file_range cannot copy between these two files: write the bytes instead.
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
 
@@ -93,48 +103,109 @@ def _msnpy_base(base: str, op_name: str) -> str:
 
 
 class _Source:
-    """The dump file, opened on first use for kernel-side copies of unchanged bytes."""
+    """The dump file: its header read first (no tensor bytes), opened on first use
+    for kernel-side copies, and read whole only when a tensor's values are needed."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd = -1
         self.kernel_copy = hasattr(os, "copy_file_range")
+        self._full: DumpFile | None = None
 
-    def copy_to(self, out: BinaryIO, offset: int, count: int, raw: np.ndarray) -> bool:
-        """Append ``count`` bytes of the file from ``offset`` to ``out`` in the kernel;
-        ``False`` (nothing written) when it cannot. ``raw`` holds the same bytes (the
-        tensor's view of them) to finish with should the kernel stop part way."""
-        if not self.kernel_copy or count < KERNEL_COPY_MIN:
-            return False
+    def loaded(self, tensor: Tensor) -> Tensor:
+        """``tensor`` (of the header-only read) with its bytes: the file is read once."""
+        if tensor.loaded:
+            return tensor
+        if self._full is None:
+            self._full = read_dump(self.path)
+        for other in self._full.tensors:
+            if other.role == tensor.role and other.index == tensor.index:
+                return other
+        raise DecodeError(os.path.basename(self.path), tensor.offset, "the file changed")
+
+    def _open(self) -> int:
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_RDONLY)
+        return self._fd
+
+    def copy_to(self, out: BinaryIO, offset: int, count: int) -> None:
+        """Append ``count`` bytes of the file from ``offset`` to ``out``: in the kernel
+        when it can, else read and written in pieces. Raises :class:`DecodeError` if
+        the file no longer holds them (it shrank since its header was read)."""
+        src = self._open()
         out.flush()
         dst = out.fileno()
         done = 0
-        while done < count:
+        while done < count and self.kernel_copy and count >= KERNEL_COPY_MIN:
             try:
-                copied = os.copy_file_range(self._fd, dst, count - done, offset + done)
+                copied = os.copy_file_range(src, dst, count - done, offset + done)
             except OSError as exc:
                 if exc.errno not in _NO_KERNEL_COPY:
                     raise
-                self.kernel_copy = False  # this pair of file systems: write from memory
-                if done == 0:
-                    return False
-                copied = 0
+                self.kernel_copy = False  # this pair of file systems: read and write
+                break
             if copied == 0:
-                # the file is shorter than when it was read, or the kernel gave up: the
-                # rest from the bytes read then (the map, or the copy for small files)
-                rest = memoryview(raw[done:count])
-                while rest.nbytes:
-                    rest = rest[os.write(dst, rest) :]
-                return True
+                break  # the file ended, or the kernel gave up: see below
             done += copied
-        return True
+        while done < count:
+            piece = os.pread(src, min(count - done, _PIECE), offset + done)
+            if not piece:
+                raise DecodeError(
+                    os.path.basename(self.path),
+                    offset + done,
+                    f"the file ends before the {count} bytes at offset {offset} (it shrank)",
+                )
+            view = memoryview(piece)
+            while view.nbytes:
+                view = view[os.write(dst, view) :]
+            done += len(piece)
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _present(tensor: Tensor, file_size: int) -> int:
+    """Bytes of the tensor the file holds (its declared size, less what is cut off)."""
+    if tensor.loaded:
+        return int(tensor.raw.nbytes)
+    return max(0, min(tensor.offset + tensor.size, file_size) - tensor.offset)
+
+
+def _as_stored(
+    tensor: Tensor, options: ConvertOptions, save_shape: tuple[int, ...] | None, file_size: int
+) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """(dtype, shape, bytes) when the tensor is written exactly as its bytes sit in the
+    file (no conversion, a plain numpy type, the bytes all there), else ``None``: the
+    values must be read (and any problem is reported as for every other tensor)."""
+    if options.target_format is not None or tensor.dtype_label:
+        return None
+    dtype = VIEW_DTYPES.get(tensor.data_type)
+    if dtype is None:
+        return None
+    present = _present(tensor, file_size)
+    shape = effective_shape(tensor.data_type, tensor.shape, present)
+    if math.prod(d for d in shape if d) > _MAX_ELEMENTS:
+        return None
+    count = element_count(shape)
+    needed = count * dtype.itemsize
+    if needed > present:
+        return None
+    if save_shape is not None:
+        if math.prod(save_shape) != count:
+            return None
+        shape = save_shape
+    return dtype, tuple(shape), needed
+
+
+def _write_npy_header(out: BinaryIO, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+    """The header ``np.save`` writes for a C-ordered array (format 1.0, 2.0 if needed)."""
+    header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    try:
+        npy_format.write_array_header_1_0(out, header)
+    except ValueError:  # a header too big for format 1.0 (thousands of dimensions)
+        npy_format.write_array_header_2_0(out, header)
 
 
 def _unchanged_bytes(array: np.ndarray, tensor: Tensor) -> int:
@@ -153,7 +224,8 @@ def _unchanged_bytes(array: np.ndarray, tensor: Tensor) -> int:
 def _write_payload(out: BinaryIO, array: np.ndarray, tensor: Tensor, source: _Source) -> None:
     """``array``'s bytes in C order, appended to ``out`` in one pass."""
     count = _unchanged_bytes(array, tensor)
-    if count and source.copy_to(out, tensor.offset, count, tensor.raw):
+    if count >= KERNEL_COPY_MIN and source.kernel_copy:
+        source.copy_to(out, tensor.offset, count)
         return
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)  # one copy; tofile of a strided view is per element
@@ -165,12 +237,8 @@ def _save_npy(target: str, array: np.ndarray, tensor: Tensor, source: _Source) -
     header needs it), then the bytes."""
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
-    header = npy_format.header_data_from_array_1_0(array)
     with open(target, "wb") as out:
-        try:
-            npy_format.write_array_header_1_0(out, header)
-        except ValueError:  # a header too big for format 1.0 (thousands of dimensions)
-            npy_format.write_array_header_2_0(out, header)
+        _write_npy_header(out, array.dtype, array.shape)
         _write_payload(out, array, tensor, source)
 
 
@@ -186,10 +254,11 @@ def convert_file(
     result = ConvertResult(path)
     source = _Source(path)
     try:
-        dump = read_dump(path)
+        # The header only: tensors written as they are go file to file without being read.
+        dump = read_dump(path, header_only=True)
         result.warnings.extend(dump.warnings)
         if is_opdebug_name(base):
-            _write_opdebug(dump, base, out_dir, result)
+            _write_opdebug(dump, base, out_dir, result, source)
             return result
         stem_base = _msnpy_base(base, dump.op_name) if options.file_type == "msnpy" else base
         if options.only is not None:
@@ -199,7 +268,9 @@ def convert_file(
                 raise AclmonError(
                     f"{base}: {role} index {index} is out of range [0, {len(tensors)})"
                 )
-            _write_tensor(tensors[index], stem_base, out_dir, options, result, None, source)
+            _write_tensor(
+                tensors[index], stem_base, out_dir, options, result, None, source, dump.file_size
+            )
             return result
         for role, tensors in ((ROLE_INPUT, dump.inputs), (ROLE_OUTPUT, dump.outputs)):
             shapes = (
@@ -209,7 +280,9 @@ def convert_file(
             )
             for tensor in tensors:
                 save_shape = shapes[tensor.index] if shapes else None
-                _write_tensor(tensor, stem_base, out_dir, options, result, save_shape, source)
+                _write_tensor(
+                    tensor, stem_base, out_dir, options, result, save_shape, source, dump.file_size
+                )
         if options.target_format is not None:
             return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
@@ -219,6 +292,7 @@ def convert_file(
                 _output_name(out_dir, f"{base}.{kind}buffer.{tensor.index}.bin", ".bin"),
                 result,
                 source,
+                dump.file_size,
             )
         for tensor in dump.workspaces:
             _write_bytes(
@@ -226,6 +300,7 @@ def convert_file(
                 _output_name(out_dir, f"{base}.space.{tensor.index}.bin", ".bin"),
                 result,
                 source,
+                dump.file_size,
             )
     except AclmonError as exc:
         result.error = str(exc)
@@ -236,8 +311,11 @@ def convert_file(
     return result
 
 
-def _write_opdebug(dump: DumpFile, base: str, out_dir: str, result: ConvertResult) -> None:
+def _write_opdebug(
+    dump: DumpFile, base: str, out_dir: str, result: ConvertResult, source: _Source
+) -> None:
     for tensor in dump.outputs:
+        tensor = source.loaded(tensor)
         record = decode_opdebug(bytes(tensor.raw), base, tensor.offset)
         target = _output_name(out_dir, f"{base}.output.{tensor.index}.json", ".json")
         with open(target, "w", encoding="utf-8") as handle:
@@ -261,9 +339,42 @@ def _ffts_shapes(
     return shapes
 
 
-def _write_bytes(tensor: Tensor, target: str, result: ConvertResult, source: _Source) -> None:
+def _write_bytes(
+    tensor: Tensor, target: str, result: ConvertResult, source: _Source, file_size: int
+) -> None:
     with open(target, "wb") as out:
-        _write_payload(out, tensor.raw, tensor, source)
+        source.copy_to(out, tensor.offset, _present(tensor, file_size))
+    result.written.append(target)
+
+
+def _write_as_stored(
+    tensor: Tensor,
+    stored: tuple[np.dtype, tuple[int, ...], int],
+    base: str,
+    role: str,
+    out_dir: str,
+    options: ConvertOptions,
+    result: ConvertResult,
+    source: _Source,
+) -> None:
+    """The names and bytes :func:`_write_tensor` writes for an unconverted tensor of a
+    plain type, without reading its values: header, then the bytes file to file."""
+    dtype, shape, nbytes = stored
+    fmt = pe.format_name(tensor.format)
+    if options.file_type == "bin":
+        dims = "_".join(str(d) for d in shape)
+        stem = f"{base}.{role}.{tensor.index}.{dims}.{dtype.name}.{fmt}"
+        target = _output_name(out_dir, stem + ".bin", ".bin")
+    else:
+        if options.file_type == "msnpy":
+            stem = f"{base}.{role}.{tensor.index}.{fmt}"
+        else:
+            stem = f"{base}.{role}.{tensor.index}"
+        target = _output_name(out_dir, stem + ".npy", ".npy")
+    with open(target, "wb") as out:
+        if options.file_type != "bin":
+            _write_npy_header(out, dtype, shape)
+        source.copy_to(out, tensor.offset, nbytes)
     result.written.append(target)
 
 
@@ -313,10 +424,16 @@ def _write_tensor(
     result: ConvertResult,
     save_shape: tuple[int, ...] | None,
     source: _Source,
+    file_size: int,
 ) -> None:
     role = "input" if tensor.role == ROLE_INPUT else "output"
     label = f"{role} {tensor.index}"
+    stored = _as_stored(tensor, options, save_shape, file_size)
+    if stored is not None:
+        _write_as_stored(tensor, stored, base, role, out_dir, options, result, source)
+        return
     try:
+        tensor = source.loaded(tensor)
         decoded = tensor.decode()
     except AclmonError as exc:
         result.warnings.append(f"{label}: skipped: {exc}")

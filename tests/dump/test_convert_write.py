@@ -150,3 +150,47 @@ def test_the_source_is_closed_after_each_file(tmp_path: Path) -> None:
         assert convert_file(src, out).error is None
     assert len(os.listdir("/proc/self/fd")) == before
     assert convert_module.KERNEL_COPY_MIN <= 64 * 1024
+
+
+def test_tensors_written_as_they_are_never_read_into_memory(tmp_path: Path, monkeypatch) -> None:
+    """Without -f, a plain-typed dump goes out without its bytes being read (only its
+    header); a cast (bf16 -> float32) needs the values and reads the file."""
+    src, big, _ = _dump(tmp_path, 64 * 1024)
+    reads: list[bool] = []
+    real = convert_module.read_dump
+
+    def spy(path, *args, header_only: bool = False, **kwargs):
+        reads.append(header_only)
+        return real(path, *args, header_only=header_only, **kwargs)
+
+    monkeypatch.setattr(convert_module, "read_dump", spy)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert convert_file(src, out).error is None
+    assert reads == [True]
+    assert (out / f"{src.name}.input.0.npy").read_bytes() == _npy_bytes(big)
+    bf16 = np.arange(8, dtype="<f4").view("<u2")[1::2].tobytes()
+    tensor = T(bf16, dtype=pe.DT_BF16, fmt=pe.FORMAT_ND, shape=(4,))
+    cast = write(tmp_path / "src", "Cast.c.1.2.1700000000000000", dump_bytes(outputs=[tensor]))
+    reads.clear()
+    assert convert_file(cast, out).error is None
+    assert reads == [True, False]
+    assert np.load(out / f"{cast.name}.output.0.npy").dtype == np.float32
+
+
+def test_a_file_that_shrank_after_its_header_was_read_is_an_error(
+    tmp_path: Path, monkeypatch
+) -> None:
+    src, _, _ = _dump(tmp_path, 64 * 1024)
+    real = convert_module.read_dump
+
+    def then_truncate(path, *args, **kwargs):
+        dump = real(path, *args, **kwargs)
+        os.truncate(path, 200)
+        return dump
+
+    monkeypatch.setattr(convert_module, "read_dump", then_truncate)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = convert_file(src, out)
+    assert result.error is not None and "shrank" in result.error
