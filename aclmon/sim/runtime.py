@@ -222,6 +222,13 @@ class Device:
         return tuple(min(100, round(100 * t / window)) for t in totals)  # type: ignore[return-value]
 
 
+#: ACL code -> the task scheduler's own return code and words, as runtime logs print
+#: them ("Kernel task happen error, retCode=0x26, [aicore exception]").
+TASK_RET_CODES = {
+    C.ACL_ERROR_RT_AICORE_EXCEPTION: (0x26, "aicore exception"),
+    C.ACL_ERROR_RT_VECTOR_CORE_EXCEPTION: (0x31, "vector core exception"),
+}
+
 #: how often a synchronize waiting for a blocking host callback checks its thread.
 CALLBACK_POLL_S = 0.05
 
@@ -365,10 +372,11 @@ class Runtime:
         code, delivered, detail = pending
         if threading.get_ident() != self._callback_thread_ident:
             delivered.wait(5.0)  # the callback runs before synchronize reports the error
+        ret_code, what = TASK_RET_CODES.get(code, (code, C.error_name(code)))
         return fail(
             code,
             f"Stream synchronize failed, stream_id={stream.stream_id}, "
-            f"retCode={code:#x}, [{C.error_name(code)}]",
+            f"retCode={ret_code:#x}, [{what}]",
             detail,
         )
 
@@ -548,7 +556,8 @@ def log_task_exception(
         "PrintErrorInfo",
         f"Aicore kernel execute failed, device_id={device_id}, stream_id={stream_id}, "
         f"report_stream_id={stream_id}, task_id={task_id}, flip_num=0, "
-        f"fault kernel_name={op_name}, program id=0, retCode={code:#x}.",
+        f"fault kernel_name={op_name}, program id=0, "
+        f"retCode={TASK_RET_CODES.get(code, (code, ''))[0]:#x}.",
     )
     writer.write(
         slog.LEVEL_ERROR,

@@ -150,6 +150,8 @@ class PlogWriter:
                 stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
                 stamp += f"{int(now * 1000) % 1000:03d}"
                 self._path = directory / f"plog-{self.pid}_{stamp}.log"
+            # the tree may have been cleaned up under a running job: make it again
+            self._path.parent.mkdir(parents=True, exist_ok=True)
             with open(self._path, "a", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as exc:
