@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclmon.bus.recording import INDEX_BLOCK, FrameColumn, FrameIndexStore, _seek_time
+from aclmon.bus.frame_index import INDEX_BLOCK, FrameColumn, FrameIndexStore, seek_time_in
 
 T0 = 1_764_669_600_000_000_000
 
@@ -49,7 +49,7 @@ def _check(store: FrameIndexStore, offsets: np.ndarray, times: np.ndarray) -> No
     running = np.maximum.accumulate(times)
     probes = [0, T0, int(times.max()), int(times.max()) + 1, *rng.choice(times, 8).tolist()]
     for t in probes + [t + 1 for t in probes]:
-        assert _seek_time(store.state, t) == int(np.searchsorted(running, t, side="left")), t
+        assert seek_time_in(store.state, t) == int(np.searchsorted(running, t, side="left")), t
 
 
 @settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
