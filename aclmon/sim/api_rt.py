@@ -18,6 +18,8 @@ import numpy as np
 from aclmon import acl_constants as C
 from aclmon.sim import runtime as R
 from aclmon.sim import slog
+from aclmon.sim.config import SimConfigError, load_config
+from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.runtime import Runtime, fail, now_ns
 
 MAX_STREAMS_PER_DEVICE = 2048
@@ -109,11 +111,19 @@ def get_device_count(rt: Runtime) -> tuple[int, int]:
     return len(rt.devices), C.ACL_SUCCESS
 
 
-@R.needs_init(C.ACL_HOST)
-def get_run_mode(rt: Runtime) -> tuple[int, int]:
-    # ACL_HOST: PCIe cards in a server, the program copies between host and device.
-    # ACL_DEVICE: the program runs on the board, its memory is device memory.
-    return rt.config.run_mode, C.ACL_SUCCESS
+def get_run_mode() -> tuple[int, int]:
+    """ACL_HOST: PCIe cards in a server, the program copies between host and device.
+    ACL_DEVICE: the program runs on the board, its memory is device memory.
+
+    Answers before acl.init too: acllite's image class asks it at import time.
+    """
+    rt = R.runtime()
+    if rt is not None:
+        return rt.config.run_mode, C.ACL_SUCCESS
+    try:
+        return load_config().run_mode, C.ACL_SUCCESS
+    except (SimConfigError, FaultRuleError):
+        return C.ACL_HOST, C.ACL_SUCCESS  # acl.init reports the bad configuration
 
 
 @R.needs_init(C.ACL_DEVICE_STATUS_ABNORMAL)

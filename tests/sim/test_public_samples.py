@@ -214,3 +214,11 @@ def test_media_calls_that_are_not_simulated_say_so(acl, monkeypatch):
     size, ret = acl.media.dvpp_jpeg_predict_dec_size(acl.util.numpy_to_ptr(raw), raw.nbytes, 1)
     assert (size, ret) == (0, C.ACL_ERROR_FEATURE_UNSUPPORTED)
     assert "needs Pillow" in acl.get_recent_err_msg()
+
+
+def test_run_mode_is_known_before_acl_init(acl):
+    """acllite's image class reads the run mode when it is imported, before acl.init."""
+    sim_config.configure(run_mode="device")
+    assert acl.rt.get_run_mode() == (C.ACL_DEVICE, 0)
+    sim_config.configure(run_mode="host")
+    assert acl.rt.get_run_mode() == (C.ACL_HOST, 0)
