@@ -106,93 +106,99 @@ def _data(reader: WireReader, f: Field, tensor: TensorHeader) -> None:
     tensor.data_end = reader.base + f.end
 
 
-def _op_output(reader: WireReader, outer: Field, index: int) -> TensorHeader:
-    reader.expect(outer, WIRE_LEN, "output")
-    t = TensorHeader(ROLE_OUTPUT, index)
+# Per message: field number -> (TensorHeader attribute, how it is read, its name
+# in error messages). docs/reference/dump_formats.md §1.3.
+_FieldSpec = tuple[str, str, str]
+
+
+def _labelled(what: str, specs: dict[int, _FieldSpec]) -> dict[int, _FieldSpec]:
+    """``specs`` with each error-message name prefixed by the message's name."""
+    return {n: (name, how, f"{what}.{label}") for n, (name, how, label) in specs.items()}
+
+
+_OUTPUT_FIELDS = _labelled(
+    "output",
+    {
+        1: ("data_type", "int32", "data_type"),
+        2: ("format", "int32", "format"),
+        3: ("shape", "shape", "shape"),
+        4: ("original_op", "original_op", "original_op"),
+        5: ("data", "data", "data"),
+        6: ("size", "uint", "size"),
+        7: ("original_shape", "shape", "original_shape"),
+        8: ("sub_format", "int32", "sub_format"),
+        9: ("address", "uint", "address"),
+        10: ("dim_range", "dim_range", "dim_range"),
+        11: ("offset", "uint", "offset"),
+        12: ("arg_index", "uint32", "arg_index"),
+    },
+)
+_INPUT_FIELDS = _labelled(
+    "input",
+    {
+        1: ("data_type", "int32", "data_type"),
+        2: ("format", "int32", "format"),
+        3: ("shape", "shape", "shape"),
+        4: ("data", "data", "data"),
+        5: ("size", "uint", "size"),
+        6: ("original_shape", "shape", "original_shape"),
+        7: ("sub_format", "int32", "sub_format"),
+        8: ("address", "uint", "address"),
+        9: ("offset", "uint", "offset"),
+        10: ("arg_index", "uint32", "arg_index"),
+        11: ("input_type", "uint32", "input_type"),
+    },
+)
+_BUFFER_FIELDS = _labelled(
+    "buffer",
+    {
+        1: ("buffer_type", "int32", "buffer_type"),
+        2: ("data", "data", "data"),
+        3: ("size", "uint", "size"),
+    },
+)
+_SPACE_FIELDS = _labelled(
+    "space",
+    {
+        1: ("space_type", "int32", "type"),
+        2: ("data", "data", "data"),
+        3: ("size", "uint", "size"),
+        4: ("arg_index", "uint32", "arg_index"),
+    },
+)
+
+
+def _tensor(
+    reader: WireReader,
+    outer: Field,
+    index: int,
+    role: str,
+    what: str,
+    specs: dict[int, _FieldSpec],
+) -> TensorHeader:
+    """One OpOutput / OpInput / OpBuffer / Workspace message as a TensorHeader
+    (unknown fields skipped)."""
+    reader.expect(outer, WIRE_LEN, what)
+    t = TensorHeader(role, index)
     for f in reader.fields(outer.start, outer.end):
-        n = f.number
-        if n == 1:
-            t.data_type = reader.int32(f, "output.data_type")
-        elif n == 2:
-            t.format = reader.int32(f, "output.format")
-        elif n == 3:
-            t.shape = _shape(reader, f, "output.shape")
-        elif n == 4:
+        spec = specs.get(f.number)
+        if spec is None:
+            continue
+        name, how, label = spec
+        if how == "int32":
+            setattr(t, name, reader.int32(f, label))
+        elif how == "uint":
+            setattr(t, name, reader.uint(f, label))
+        elif how == "uint32":
+            setattr(t, name, reader.uint(f, label, 32))
+        elif how == "shape":
+            setattr(t, name, _shape(reader, f, label))
+        elif how == "data":
+            _data(reader, f, t)
+        elif how == "original_op":
             t.original_op = _original_op(reader, f)
-        elif n == 5:
-            _data(reader, f, t)
-        elif n == 6:
-            t.size = reader.uint(f, "output.size")
-        elif n == 7:
-            t.original_shape = _shape(reader, f, "output.original_shape")
-        elif n == 8:
-            t.sub_format = reader.int32(f, "output.sub_format")
-        elif n == 9:
-            t.address = reader.uint(f, "output.address")
-        elif n == 10:
+        else:  # dim_range
             t.dim_range.append(_dim_range(reader, f))
-        elif n == 11:
-            t.offset = reader.uint(f, "output.offset")
-        elif n == 12:
-            t.arg_index = reader.uint(f, "output.arg_index", 32)
-    return t
-
-
-def _op_input(reader: WireReader, outer: Field, index: int) -> TensorHeader:
-    reader.expect(outer, WIRE_LEN, "input")
-    t = TensorHeader(ROLE_INPUT, index)
-    for f in reader.fields(outer.start, outer.end):
-        n = f.number
-        if n == 1:
-            t.data_type = reader.int32(f, "input.data_type")
-        elif n == 2:
-            t.format = reader.int32(f, "input.format")
-        elif n == 3:
-            t.shape = _shape(reader, f, "input.shape")
-        elif n == 4:
-            _data(reader, f, t)
-        elif n == 5:
-            t.size = reader.uint(f, "input.size")
-        elif n == 6:
-            t.original_shape = _shape(reader, f, "input.original_shape")
-        elif n == 7:
-            t.sub_format = reader.int32(f, "input.sub_format")
-        elif n == 8:
-            t.address = reader.uint(f, "input.address")
-        elif n == 9:
-            t.offset = reader.uint(f, "input.offset")
-        elif n == 10:
-            t.arg_index = reader.uint(f, "input.arg_index", 32)
-        elif n == 11:
-            t.input_type = reader.uint(f, "input.input_type", 32)
-    return t
-
-
-def _op_buffer(reader: WireReader, outer: Field, index: int) -> TensorHeader:
-    reader.expect(outer, WIRE_LEN, "buffer")
-    t = TensorHeader(ROLE_BUFFER, index)
-    for f in reader.fields(outer.start, outer.end):
-        if f.number == 1:
-            t.buffer_type = reader.int32(f, "buffer.buffer_type")
-        elif f.number == 2:
-            _data(reader, f, t)
-        elif f.number == 3:
-            t.size = reader.uint(f, "buffer.size")
-    return t
-
-
-def _workspace(reader: WireReader, outer: Field, index: int) -> TensorHeader:
-    reader.expect(outer, WIRE_LEN, "space")
-    t = TensorHeader(ROLE_SPACE, index)
-    for f in reader.fields(outer.start, outer.end):
-        if f.number == 1:
-            t.space_type = reader.int32(f, "space.type")
-        elif f.number == 2:
-            _data(reader, f, t)
-        elif f.number == 3:
-            t.size = reader.uint(f, "space.size")
-        elif f.number == 4:
-            t.arg_index = reader.uint(f, "space.arg_index", 32)
     return t
 
 
@@ -224,17 +230,21 @@ def decode_header(
         elif n == 2:
             h.dump_time = reader.uint(f, "dump_time")
         elif n == 3:
-            h.outputs.append(_op_output(reader, f, len(h.outputs)))
+            h.outputs.append(
+                _tensor(reader, f, len(h.outputs), ROLE_OUTPUT, "output", _OUTPUT_FIELDS)
+            )
         elif n == 4:
-            h.inputs.append(_op_input(reader, f, len(h.inputs)))
+            h.inputs.append(_tensor(reader, f, len(h.inputs), ROLE_INPUT, "input", _INPUT_FIELDS))
         elif n == 5:
-            h.buffers.append(_op_buffer(reader, f, len(h.buffers)))
+            h.buffers.append(
+                _tensor(reader, f, len(h.buffers), ROLE_BUFFER, "buffer", _BUFFER_FIELDS)
+            )
         elif n == 6:
             h.op_name = reader.string(f, "op_name")
         elif n == 7:
             h.attrs.append(_attr(reader, f))
         elif n == 8:
-            h.spaces.append(_workspace(reader, f, len(h.spaces)))
+            h.spaces.append(_tensor(reader, f, len(h.spaces), ROLE_SPACE, "space", _SPACE_FIELDS))
         elif n == 9:
             h.dfx_message = reader.string(f, "dfx_message")
     return h
