@@ -6,7 +6,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name
-from aclmon.store.state import OpStats, StoreState, StreamState
+from aclmon.store.state import OpStats, StoreState, StreamState, runtime_message
 
 
 def top_ops(s: StoreState, limit: int) -> list[OpStats]:
@@ -66,7 +66,14 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
         "exceptions": {
             "total": s.exceptions_total,
             "dropped": s.exceptions_dropped,
-            "recent": [ev.to_json(e) for e in list(s.exceptions)[-20:]],
+            "recent": [
+                {**ev.to_json(e), "runtime_message": runtime_message(s, e)}
+                for e in list(s.exceptions)[-20:]
+            ],
+        },
+        "call_failures": {
+            "total": s.call_failures_total,
+            "recent": [ev.to_json(f.event) for f in list(s.call_failures)[-20:]],
         },
         "profiling": ev.to_json(s.profiling) if s.profiling else None,
         "last_reply": ev.to_json(s.last_reply) if s.last_reply else None,
@@ -110,4 +117,5 @@ _STREAM_FIELDS = (
 def _stream_json(stream: StreamState) -> dict[str, Any]:
     out = {name: getattr(stream, name) for name in _STREAM_FIELDS}
     out["last_error"] = error_name(stream.last_error) if stream.last_error else None
+    out["last_error_message"] = stream.last_error_message or None
     return out

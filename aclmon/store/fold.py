@@ -31,6 +31,7 @@ from aclmon.store.state import (
     REPLY_LIMIT,
     STREAM_DESTROYED,
     THREAD_LIMIT,
+    CallFailure,
     ContextState,
     DeviceState,
     ModelState,
@@ -38,6 +39,7 @@ from aclmon.store.state import (
     StoreState,
     StreamState,
     new_state,
+    runtime_message,
 )
 
 
@@ -77,6 +79,7 @@ class Store:
             ev.TxRange: self._tx_range,
             ev.DumpFileSeen: self._dump_file,
             ev.LogLine: self._log,
+            ev.CallFailed: self._call_failed,
             ev.Drops: self._drops,
             ev.Reply: self._reply,
         }
@@ -607,6 +610,24 @@ class Store:
     def _log(self, e: ev.LogLine) -> None:
         s = self.state
         s.logs_dropped += _ring_add(s.logs, e, s.log_limit)
+
+    def _call_failed(self, e: ev.CallFailed) -> None:
+        s = self.state
+        device_id = stream_id = -1
+        if e.stream != -1:
+            stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
+            if stream is not None:
+                stream.last_error_message = e.message
+                device_id, stream_id = stream.device_id, stream.stream_id
+        s.call_failures.append(CallFailure(e, device_id, stream_id))
+        s.call_failures_total += 1
+        if len(s.call_failures) > s.log_limit:
+            s.call_failures.popleft()
+
+    def runtime_message(self, exception: ev.AclException) -> str:
+        """What the runtime said about the failed call that met ``exception``
+        (:func:`aclmon.store.state.runtime_message`)."""
+        return runtime_message(self.state, exception)
 
     def _drops(self, e: ev.Drops) -> None:
         # ``total`` is a running total per place: keep the largest seen.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from aclmon import events as ev
 
@@ -151,6 +151,7 @@ class StreamState:
     syncs: int = 0
     errors: int = 0  # failed synchronizes/executes and exceptions reported on this stream
     last_error: int = 0  # ACL error code of the newest error
+    last_error_message: str = ""  # what the runtime said about the newest failed call on it
     pending_syncs: list[int] = field(default_factory=list)  # StreamSyncBegin start times
     recent_sync_ends: list[int] = field(default_factory=list)  # End start times
     pending_executes: list[tuple[int, int]] = field(default_factory=list)  # (model, start)
@@ -226,6 +227,44 @@ class Counters:
         return sum(self.agent_drops.values())
 
 
+class CallFailure(NamedTuple):
+    """A failed hooked call and the stream it was about (-1, -1: none or not known)."""
+
+    event: ev.CallFailed
+    device_id: int
+    stream_id: int
+
+
+#: how far from an exception a failed call may be and still be the one that reported it
+EXCEPTION_CALL_WINDOW_NS = 5_000_000_000
+
+
+def runtime_message(s: StoreState, exception: ev.AclException) -> str:
+    """What the runtime said when the job's call that met ``exception`` failed
+    (``acl.get_recent_err_msg`` on that thread), or "".
+
+    The failed call on the exception's stream nearest in time (within
+    EXCEPTION_CALL_WINDOW_NS) wins; else the nearest failure with the
+    exception's error code.
+    """
+    best: tuple[int, int, str] | None = None
+    for failure in s.call_failures:
+        e = failure.event
+        gap = abs(e.ts_ns - exception.ts_ns)
+        if gap > EXCEPTION_CALL_WINDOW_NS or not e.message:
+            continue
+        same_stream = (failure.device_id, failure.stream_id) == (
+            exception.device_id,
+            exception.stream_id,
+        )
+        if not same_stream and e.ret != exception.error_code:
+            continue
+        key = (0 if same_stream else 1, gap, e.message)
+        if best is None or key[:2] < best[:2]:
+            best = key
+    return best[2] if best is not None else ""
+
+
 @dataclass
 class StoreState:
     """The whole folded state. Copy it with :meth:`copy` (cheap: events are shared)."""
@@ -279,6 +318,9 @@ class StoreState:
     dumps_dropped: int = 0
     logs: deque[ev.LogLine] = field(default_factory=deque)
     logs_dropped: int = 0
+    # failed hooked calls (the newest log_limit), each with its stream's (device, stream id)
+    call_failures: deque[CallFailure] = field(default_factory=deque)
+    call_failures_total: int = 0
     tx_marks: int = 0
     tx_ranges: int = 0
     counters: Counters = field(default_factory=Counters)

@@ -388,7 +388,16 @@ class AclmonApp(App[int]):
             if result == "logs":
                 self.show_logs_near(exception)
 
-        self.push_screen(ExceptionDetail(exception, dumps, s.newest_ts_ns, near), closed)
+        self.push_screen(
+            ExceptionDetail(
+                exception,
+                dumps,
+                s.newest_ts_ns,
+                near,
+                self.store.runtime_message(exception),
+            ),
+            closed,
+        )
 
     def _job_pid(self) -> int:
         hello = self.store.state.hello

@@ -85,12 +85,15 @@ class ExceptionDetail(ModalScreen[str | None]):
         dumps: list[ev.DumpFileSeen],
         newest_ns: int,
         logs: list[ev.LogLine] | None = None,
+        runtime_message: str = "",
     ) -> None:
         super().__init__()
         self.exception = exception
         self.dumps = dumps
         self.newest_ns = newest_ns
         self.logs = list(logs or [])
+        #: what the runtime said about the failed call (acl.get_recent_err_msg)
+        self.runtime_message = runtime_message
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -117,6 +120,9 @@ class ExceptionDetail(ModalScreen[str | None]):
             f" · device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}",
             style=dim,
         )
+        if self.runtime_message:
+            head.append("\nruntime: ", style=dim)
+            head.append(self.runtime_message)
         parts: list[RenderableType] = [
             head,
             Text(""),

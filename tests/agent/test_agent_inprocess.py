@@ -696,3 +696,24 @@ def test_an_explicit_contexts_default_stream_is_announced(agent_factory, sim_acl
     exception = events.wait_kind(AclException)
     assert exception.stream_id == default_id
     assert not agent.failures
+
+
+def test_a_failed_call_sends_the_runtimes_message_beside_the_exception(
+    agent_factory, sim_acl, model_path
+):
+    from aclmon.events import CallFailed
+    from aclmon.store import Store
+
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "add1", "nth": 1}])
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    exception = events.wait_kind(AclException)
+    failed = events.wait_kind(CallFailed, lambda e: e.api == "rt.synchronize_stream")
+    assert failed.ret == ACL_ERROR_RT_AICORE_EXCEPTION and failed.stream == job.stream
+    assert failed.message  # the sim's get_recent_err_msg text
+    events.wait_kind(StreamSynchronized, lambda e: e.ret == ACL_ERROR_RT_AICORE_EXCEPTION)
+    store = Store()
+    store.apply_many(events.events)
+    assert store.runtime_message(exception) == failed.message
+    assert not agent.failures

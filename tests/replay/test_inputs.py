@@ -44,7 +44,7 @@ def test_hostile_files_never_raise_anything_but_one_clear_error(tmp_path_factory
     try:
         found = find_inputs(root)
     except ReplayInputError as exc:
-        assert "no aclmon recording or dump files" in str(exc)
+        assert "no aclmon recording, dump or CANN log files" in str(exc)
         return
     for recording in found.recordings:
         assert recording.read_bytes().startswith(RECORDING_MAGIC)
@@ -72,5 +72,50 @@ def test_a_single_file_is_a_recording_a_dump_or_one_clear_error(tmp_path, sim_se
     assert find_inputs(dump).dump_files == [dump]
     text = tmp_path / "readme.txt"
     text.write_text("not a dump")
-    with pytest.raises(ReplayInputError, match="neither an aclmon recording nor a dump file"):
+    with pytest.raises(
+        ReplayInputError, match="neither an aclmon recording, a dump file nor a CANN log file"
+    ):
         find_inputs(text)
+
+
+PLOG = (
+    "[INFO] ASCENDCL(77,python3):2024-05-01-12:00:00.100.000 [acl.cpp:1]aclInit ok\n"
+    "[ERROR] RUNTIME(77,python3):2024-05-01-12:00:02.000.000 [stream.cc:9]sync failed\n"
+    "    stream_id:3, task_id:12\n"
+    "junk \x00\n"
+    "[WARNING] GE(77,python3):2024-05-01-12:00:01.000 [ge.cc:5]overflow\n"
+)
+
+
+def test_replay_of_a_directory_reads_its_cann_log_files(tmp_path):
+    from aclmon.tui.replay_summary import replay_summary
+
+    from aclmon.tui.replay import DumpDirectorySource
+
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "Add.add1.7.2.1796203689381353").write_bytes(b"\0" * 16)
+    logs = tmp_path / "log" / "debug" / "plog"
+    logs.mkdir(parents=True)
+    (logs / "plog-77_20240501120000000.log").write_text(PLOG)
+    (logs / "notes.log").write_text(PLOG)  # not a plog name: not read
+    found = find_inputs(tmp_path)
+    assert [p.name for p in found.log_files] == ["plog-77_20240501120000000.log"]
+    source = DumpDirectorySource(found)
+    source.start()
+    assert source.wait_loaded(20) and source.error == ""
+    events = source.poll(100)
+    lines = [e for e in events if type(e).__name__ == "LogLine"]
+    # warnings and errors only, in the time they state, numbered after the dump files
+    assert [(line.level, line.module, line.text) for line in lines] == [
+        ("warning", "GE", "overflow"),
+        ("error", "RUNTIME", "sync failed\n    stream_id:3, task_id:12"),
+    ]
+    assert lines[0].seq == len(events) - 1 and lines[0].ts_ns == lines[0].logged_ns > 0
+    assert any("1 line(s) that are not log entries" in p for p in found.problems)
+    summary = replay_summary(find_inputs(tmp_path / "log"))
+    assert summary["logs"]["lines_total"] == 2 and summary["logs"]["levels"] == {
+        "error": 1,
+        "warning": 1,
+    }
+    with pytest.raises(ReplayInputError, match="nor a CANN log file"):
+        find_inputs(tmp_path / "log" / "debug" / "plog" / "notes.log")

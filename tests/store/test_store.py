@@ -670,3 +670,40 @@ def test_end_events_alone_never_leave_anything_running(events):
     syncs = [e for e in events if type(e) is ev.StreamSynchronized]
     counted = sum(st.syncs for st in s.streams.values()) + sum(d.syncs for d in s.devices.values())
     assert counted + s.device_syncs_unattributed == len(syncs)
+
+
+def test_failed_calls_give_streams_and_exceptions_the_runtimes_message():
+    e = Seq()
+    events = basic_events()[:5]
+    e.n = len(events)
+    message = "EE9999: Inner Error! aicore exception, stream_id:3, task_id:11"
+    exception = e(
+        ev.AclException, 0, 3, 11, 77, ACL_ERROR_RT_AICORE_EXCEPTION, "conv1", "Conv2D", (), ()
+    )
+    events += [
+        e(ev.CallFailed, "rt.set_device", 107001, "invalid device id", 9, -1),
+        exception,
+        e(ev.CallFailed, "rt.synchronize_stream", ACL_ERROR_RT_AICORE_EXCEPTION, message, 9, 0xB0),
+        e(ev.StreamSynchronized, 0xB0, 1_000, ACL_ERROR_RT_AICORE_EXCEPTION, -1),
+    ]
+    store = Store()
+    store.apply_many(events)
+    s = store.state
+    stream = next(st for st in s.streams.values() if st.stream == 0xB0)
+    assert stream.last_error_message == message and stream.errors == 2
+    assert store.runtime_message(exception) == message
+    # far from any failed call, or on another stream with another code: nothing said
+    later = exception._replace(ts_ns=exception.ts_ns + 60_000_000_000)
+    assert store.runtime_message(later) == ""
+    other = exception._replace(stream_id=4, error_code=1)
+    assert store.runtime_message(other) == ""
+    data = json.loads(json.dumps(store.to_json()))
+    assert data["exceptions"]["recent"][-1]["runtime_message"] == message
+    assert data["call_failures"]["total"] == 2
+    assert data["call_failures"]["recent"][0]["api"] == "rt.set_device"
+    streams = data["devices"][0]["contexts"][0]["streams"]
+    assert {st["last_error_message"] for st in streams} == {message, None}
+    # a snapshot keeps them independently
+    snap = store.snapshot()
+    store.apply(e(ev.CallFailed, "mdl.execute", 1, "later", 9, -1))
+    assert len(snap.call_failures) == 2 and len(store.state.call_failures) == 3

@@ -638,3 +638,34 @@ async def test_an_exception_shows_the_log_lines_of_its_process_within_a_second()
         assert view.window is None and view.vlist.row_count == 5
         await pilot.press("2", "l")  # l in the list does the same
         assert app.current_view == "logs" and view.window is not None
+
+
+async def test_exception_detail_and_stream_say_what_the_runtime_said():
+    message = "EZ9999: Inner Error! The error from device(0), an exception occurred"
+    events = build_events()
+    exception = next(e for e in reversed(events) if type(e) is ev.AclException)
+    stream = next(
+        e
+        for e in events
+        if type(e) is ev.StreamCreated
+        and (e.device_id, e.stream_id) == (exception.device_id, exception.stream_id)
+    )
+    seq = max(e.seq for e in events)
+    events.append(
+        ev.CallFailed(
+            seq + 1,
+            exception.ts_ns + 1_000,
+            "rt.synchronize_stream",
+            exception.error_code,
+            message,
+            7,
+            stream.stream,
+        )
+    )
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.store.state.call_failures_total == 1)
+        await pilot.press("2", "end", "enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        assert app.screen.exception == exception
+        assert f"runtime: {message}" in static_text(app, "#detail-body")

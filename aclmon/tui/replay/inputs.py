@@ -1,5 +1,6 @@
-"""What ``aclmon replay PATH`` opens: finding recordings and dump files, and
-turning a dump directory into the events a live agent would have sent.
+"""What ``aclmon replay PATH`` opens: finding recordings, dump files and CANN log
+files (plog), and turning a dump directory and log files into the events a live
+agent would have sent.
 
 A recording is recognised by its header (the magic bytes), never by its name;
 dump files by their names and first bytes (:func:`aclmon.dump.classify`). A
@@ -41,6 +42,8 @@ class ReplayInputs:
     root: Path
     recordings: list[Path] = field(default_factory=list)
     dump_files: list[Path] = field(default_factory=list)
+    #: plog-{pid}_*.log / device-{pid}_*.log files (read when there is no recording)
+    log_files: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -72,6 +75,7 @@ def _created_ns(path: Path) -> tuple[int, str]:
 def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     """Recordings and dump files at or below ``path``; one clear error if none."""
     from aclmon.dump import classify
+    from aclmon.dump.plog import log_file_pid
 
     root = Path(path)
     try:
@@ -86,8 +90,12 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
             found.recordings.append(root)
         elif classify(root) is not None:
             found.dump_files.append(root)
+        elif log_file_pid(root.name) is not None:
+            found.log_files.append(root)
         else:
-            raise ReplayInputError(f"{root}: neither an aclmon recording nor a dump file")
+            raise ReplayInputError(
+                f"{root}: neither an aclmon recording, a dump file nor a CANN log file"
+            )
         return found
     if not stat.S_ISDIR(mode):
         raise ReplayInputError(f"{root}: not a file or directory")
@@ -116,12 +124,14 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
                 found.recordings.append(file)
             elif classify(file) is not None:
                 found.dump_files.append(file)
+            elif log_file_pid(name) is not None:
+                found.log_files.append(file)
     return _checked(found)
 
 
 def _checked(found: ReplayInputs) -> ReplayInputs:
-    if not found.recordings and not found.dump_files:
-        raise ReplayInputError(f"{found.root}: no aclmon recording or dump files found")
+    if not found.recordings and not found.dump_files and not found.log_files:
+        raise ReplayInputError(f"{found.root}: no aclmon recording, dump or CANN log files found")
     return found
 
 
@@ -248,6 +258,46 @@ def dump_events(
     rows.sort(key=lambda row: row[0])
     # seq numbers in display order, as if one agent had announced them so.
     return [event._replace(seq=n) for n, (_, event) in enumerate(rows, start=1)]
+
+
+def log_events(
+    files: list[Path], first_seq: int = 1, threshold: str = "warning"
+) -> tuple[list[ev.LogLine], list[str]]:
+    """The entries of ``threshold`` and above in CANN log files, as the agent's plog
+    tail would have published them (``ts_ns`` = the time the entry states), in time
+    order and numbered from ``first_seq``; and one problem line per file that could
+    not be read or held garbage lines (counted, never raised)."""
+    from aclmon.dump.plog import at_least, parse_file
+
+    rows: list[tuple[int, str, int, ev.LogLine]] = []
+    problems: list[str] = []
+    for file in files:
+        try:
+            entries, parser = parse_file(file)
+        except OSError as exc:
+            problems.append(f"{file}: {exc.strerror or exc}")
+            continue
+        if parser.garbage:
+            problems.append(f"{file}: {parser.garbage} line(s) that are not log entries skipped")
+        for entry in entries:
+            if not at_least(entry.level, threshold):
+                continue
+            line = ev.LogLine(
+                0,
+                entry.logged_ns,
+                entry.level,
+                entry.text,
+                entry.module,
+                entry.pid,
+                entry.process,
+                entry.logged_ns,
+                entry.location,
+                str(file),
+            )
+            rows.append((entry.logged_ns, str(file), entry.line, line))
+    rows.sort(key=lambda row: row[:3])
+    events = [row[3]._replace(seq=n) for n, row in enumerate(rows, start=first_seq)]
+    return events, problems
 
 
 def resolve_dump_path(path: str, inputs: ReplayInputs) -> str:

@@ -13,7 +13,13 @@ import numpy as np
 
 from aclmon import events as ev
 from aclmon.store.replay import ReplayEngine
-from aclmon.tui.replay.inputs import Cancelled, ReplayInputs, dump_events, resolve_dump_path
+from aclmon.tui.replay.inputs import (
+    Cancelled,
+    ReplayInputs,
+    dump_events,
+    log_events,
+    resolve_dump_path,
+)
 from aclmon.tui.sources import CONNECTED, ENDED, Source
 
 PLAYING = "playing"
@@ -142,6 +148,8 @@ class DumpDirectorySource(Source):
     def __init__(self, inputs: ReplayInputs) -> None:
         self.inputs = inputs
         self.description = f"dump directory {inputs.root}"
+        if inputs.log_files and not inputs.dump_files:
+            self.description = f"CANN logs {inputs.root}"
         self._events: list[ev.Event] = []
         self._next = 0
         self._done = threading.Event()
@@ -158,7 +166,10 @@ class DumpDirectorySource(Source):
 
     def _load(self) -> None:
         try:
-            self._events = list(dump_events(self.inputs.dump_files, self._closing.is_set))
+            events: list[ev.Event] = list(dump_events(self.inputs.dump_files, self._closing.is_set))
+            logs, problems = log_events(self.inputs.log_files, first_seq=len(events) + 1)
+            self.inputs.problems.extend(problems)
+            self._events = events + logs
         except Cancelled:
             pass
         except Exception as exc:  # shown in the header, never raised on a thread

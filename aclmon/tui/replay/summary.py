@@ -16,7 +16,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name, error_text
-from aclmon.tui.replay.inputs import ReplayInputs, dump_events
+from aclmon.tui.replay.inputs import ReplayInputs, dump_events, log_events
 
 #: items listed per section at most; totals are always exact.
 LIST_LIMIT = 1_000
@@ -215,6 +215,21 @@ def dumps_summary(inputs: ReplayInputs) -> dict[str, Any]:
     }
 
 
+def logs_summary(inputs: ReplayInputs) -> dict[str, Any]:
+    """The CANN log files found: their warnings and errors (as the Logs view shows them)."""
+    lines, problems = log_events(inputs.log_files)
+    inputs.problems.extend(problems)
+    levels: Counter[str] = Counter(line.level for line in lines)
+    times = [line.logged_ns for line in lines if line.logged_ns]
+    return {
+        "files": [str(p) for p in inputs.log_files],
+        "lines_total": len(lines),
+        "levels": dict(sorted(levels.items())),
+        "time_span": _span(min(times) if times else None, max(times) if times else None),
+        "lines": [ev.to_json(line) for line in lines[:LIST_LIMIT]],
+    }
+
+
 def replay_summary(inputs: ReplayInputs) -> dict[str, Any]:
     """The whole ``--json`` object for what ``find_inputs`` found."""
     chosen = inputs.recording
@@ -223,5 +238,6 @@ def replay_summary(inputs: ReplayInputs) -> dict[str, Any]:
         "recording": recording_summary(chosen) if chosen is not None else None,
         "other_recordings": [str(p) for p in inputs.recordings if p != chosen],
         "dumps": dumps_summary(inputs) if inputs.dump_files else None,
+        "logs": logs_summary(inputs) if inputs.log_files else None,
         "problems": inputs.problems,
     }

@@ -255,6 +255,10 @@ class DevicesView(View):
                         f"  {stream.errors} error(s), last {error_name(stream.last_error)}",
                         style=bad,
                     )
+                    if stream.last_error_message:
+                        # its first line: the exception detail shows the whole message
+                        first = stream.last_error_message.splitlines()[0].strip()
+                        line.append(f": {first[:80]}", style=bad)
                 branch.add(line)
         models = [m for m in s.models.values() if m.loaded and m.device_id == device_id]
         if models:
