@@ -1,6 +1,6 @@
 """CANN application logs (plog): finding a process's log files and parsing their entries.
 
-The format (docs/reference/logs.md): one entry starts with a header line ::
+The format (docs/reference/plog.md): one entry starts with a header line ::
 
     [LEVEL] MODULE(PID,PNAME):YYYY-MM-DD-hh:mm:ss.mmm.uuu [file.cc:123]text
 
@@ -12,7 +12,7 @@ header, and header-like lines that do not parse, are garbage: counted, never
 raised.
 
 Where the files are: under ``$ASCEND_PROCESS_LOG_PATH`` if set, else
-``$HOME/ascend/log``; host logs are ``plog-{pid}_{timestamp}.log`` and logs the
+``$ASCEND_WORK_PATH``, else ``$HOME/ascend/log``; host logs are ``plog-{pid}_{timestamp}.log`` and logs the
 device sent back for the process ``device-{pid}_{timestamp}.log``, in ``plog/``
 and ``device-{id}/`` (older releases) or under ``debug/`` and ``run/`` (newer
 ones): :func:`find_log_files` searches the whole tree for the pid, bounded.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,17 +185,18 @@ def parse_file(
     return parse_text(data.decode("utf-8", "replace"))
 
 
-def log_root(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def log_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where the process's CANN logs go: ``$ASCEND_PROCESS_LOG_PATH``, else
-    ``$HOME/ascend/log``."""
+    ``$ASCEND_WORK_PATH``, else ``$HOME/ascend/log``."""
     env = os.environ if environ is None else environ
-    configured = env.get("ASCEND_PROCESS_LOG_PATH", "").strip()
-    if configured:
-        return Path(configured)
+    for name in ("ASCEND_PROCESS_LOG_PATH", "ASCEND_WORK_PATH"):
+        configured = env.get(name, "").strip()
+        if configured:
+            return Path(configured)
     return Path(env.get("HOME") or os.path.expanduser("~")) / "ascend" / "log"
 
 
-def logs_go_to_stdout(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+def logs_go_to_stdout(environ: Mapping[str, str] | None = None) -> bool:
     """``ASCEND_SLOG_PRINT_TO_STDOUT=1``: the runtime prints its log instead of writing files."""
     env = os.environ if environ is None else environ
     return env.get("ASCEND_SLOG_PRINT_TO_STDOUT", "").strip() == "1"

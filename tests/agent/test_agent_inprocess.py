@@ -717,3 +717,15 @@ def test_a_failed_call_sends_the_runtimes_message_beside_the_exception(
     store.apply_many(events.events)
     assert store.runtime_message(exception) == failed.message
     assert not agent.failures
+
+
+def test_the_jobs_plog_errors_arrive_as_log_lines(agent_factory, sim_acl, model_path):
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "add1", "nth": 1}])
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    assert job.run() == ACL_ERROR_RT_AICORE_EXCEPTION
+    line = events.wait_kind(LogLine, lambda e: e.log_file and e.level == "error")
+    assert line.pid == os.getpid() and line.module in {"RUNTIME", "GE", "ASCENDCL"}
+    assert line.location and line.logged_ns > 0
+    assert os.path.basename(line.log_file).startswith(f"plog-{os.getpid()}_")
+    assert agent.plog is not None and agent.plog.files
