@@ -64,6 +64,7 @@ def start(
     register: bool = True,
     take_exception_callback: bool = False,
     quiet: bool = False,
+    history: int = 256,
 ) -> Agent:
     """Start the agent of this process (once; later calls return the running agent).
 
@@ -76,7 +77,8 @@ def start(
     ``acl.init``; ``take_exception_callback`` registers it now, for a job that
     initialised acl before the agent started and has no callback of its own yet
     (pyACL cannot tell the agent about one registered earlier, so it would be
-    replaced). ``quiet``: do not print the listening line.
+    replaced). ``quiet``: do not print the listening line. ``history``: how many
+    recent exceptions and dump files a viewer that connects late is sent.
     """
     global _agent
     with _lock:
@@ -96,6 +98,7 @@ def start(
             acl_json=acl_json,
             register=register,
             take_exception_callback=take_exception_callback,
+            history=history,
         )
         agent.start()
         _agent = agent

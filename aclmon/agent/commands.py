@@ -45,6 +45,13 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where profiling started from aclmon writes (default ./aclmon-prof-<pid>)",
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=256,
+        metavar="N",
+        help="recent exceptions and dump files kept for viewers that connect late (default 256)",
+    )
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     parser.set_defaults(handler=run_command)
@@ -59,6 +66,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.interval < 0.01:
         raise ScriptError("--interval must be at least 0.01 s")
+    if args.history < 0:
+        raise ScriptError("--history must not be negative")
     if not os.path.isfile(args.script):
         raise ScriptError(f"no such script: {args.script}")
     # The job's own command line, for Hello and the registry (`aclmon attach` lists it).
@@ -81,10 +90,15 @@ def run_command(args: argparse.Namespace) -> int:
         token=args.token,
         sample_interval=args.interval,
         profiling_output=args.profiling_output,
+        history=args.history,
     )
     # No stop() here: like `python script.py`, the interpreter first waits for the
     # job's non-daemon threads (which may still use acl), then atexit stops the agent.
-    return run_script(args.script, list(args.args))
+    status = run_script(args.script, list(args.args))
+    agent = aclmon.agent.current()
+    if agent is not None:
+        agent.set_exit_status(status)  # told to viewers in the agent's Goodbye
+    return status
 
 
 def _stop_agent_on_termination() -> None:
@@ -118,6 +132,9 @@ def _stop_agent_on_termination() -> None:
         import aclmon.agent
 
         try:
+            agent = aclmon.agent.current()
+            if agent is not None:
+                agent.set_exit_status(128 + signum, f"signal {signal.Signals(signum).name}")
             aclmon.agent.stop()
         finally:
             signal.signal(signum, signal.SIG_DFL)

@@ -40,12 +40,14 @@ from aclmon.agent.context import (
 )
 from aclmon.agent.dumps import DumpWatcher, read_acl_json
 from aclmon.agent.exceptions import ExceptionCapture
+from aclmon.agent.history import DEFAULT_RECENT, HistoryKeeper
 from aclmon.agent.hooks import Hooks
 from aclmon.agent.plog import PlogTail
 from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
 from aclmon.agent.sampler import Sampler
 from aclmon.agent.state import RuntimeState
 from aclmon.events import (
+    Goodbye,
     Hello,
     SetProfilingConfig,
     StartProfiling,
@@ -83,6 +85,7 @@ class Agent:
         register: bool = True,
         take_exception_callback: bool = False,
         plog: bool = True,
+        history: int = DEFAULT_RECENT,
     ) -> None:
         self.acl = acl
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
@@ -100,6 +103,10 @@ class Agent:
         self._queue_size = queue_size
         self._register = register
         self.state = RuntimeState()
+        #: totals and recent exceptions/dumps since start, for late viewers
+        self.history = HistoryKeeper(history)
+        #: (status, reason) of the job's end, once known (sent in the Goodbye)
+        self.exit_status: tuple[int, str] | None = None
         # The parts, built by start() once the publisher exists.
         self.context: AgentContext | None = None
         self.hooks: Hooks | None = None
@@ -138,7 +145,11 @@ class Agent:
         if self._queue_size is not None:
             kwargs["queue_size"] = self._queue_size
         publisher = Publisher(
-            self._address, snapshot=self.snapshot, on_command=self._on_command, **kwargs
+            self._address,
+            snapshot=self.snapshot,
+            on_command=self._on_command,
+            observe=self.history.observe,
+            **kwargs,
         )
         publisher.start()  # raises AclmonError (bad address, socket in use) before anything else
         self.publisher = publisher
@@ -166,6 +177,8 @@ class Agent:
         self.profiling = ProfilingController(ctx, binder, self.config.profiling_output)
         self.exceptions = ExceptionCapture(ctx)
         self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
+        self.exceptions.running_model = self.hooks.synchronous_execute_in_flight
+        self.exceptions.note_running = self.history.note_running_model
         self.sampler = Sampler(ctx, binder)
         if self.config.plog:
             self.plog = PlogTail(ctx)
@@ -265,6 +278,11 @@ class Agent:
             except Exception:
                 pass
         if self.publisher is not None:
+            # The last event: a viewer shows "job exited", not a lost connection.
+            status, reason = self.exit_status or (0, "agent stopped")
+            # Through the ring, after everything the job's threads sent before it.
+            if self.context is not None:
+                self.context.emit(Goodbye, status, self.exit_status is not None, reason)
             self.publisher.close(flush_timeout=0.5)
         if self.recorder is not None:
             self.recorder.close()
@@ -276,7 +294,15 @@ class Agent:
         self.publisher.reply(request_id, int(code), message, data)
 
     def snapshot(self) -> list[Any]:
-        return self.state.snapshot()
+        events = self.state.snapshot()
+        if self.state.hello is not None:  # (the recorder subscribes before the Hello)
+            events.extend(self.history.snapshot_events())
+        return events
+
+    def set_exit_status(self, status: int, reason: str = "exit") -> None:
+        """The job's exit status, for the Goodbye sent when the agent closes."""
+        if self.exit_status is None:
+            self.exit_status = (int(status), reason)
 
     def _send_hello(self) -> None:
         ctx = self.context

@@ -51,6 +51,10 @@ class ExceptionCapture:
         self.job_callback: Callable[[int], Any] | None = None
         self.registered = False
         self.captured = 0
+        #: device -> the model of the one synchronous execute running on it (the hooks)
+        self.running_model: Callable[[int], int | None] | None = None
+        #: tells the history which model an exception (ts_ns, task_id) came from
+        self.note_running: Callable[[int, int, int], None] | None = None
 
     # ------------------------------------------------------------ registration
     def register(self) -> int:
@@ -108,8 +112,11 @@ class ExceptionCapture:
         if device >= 0 and stream_id >= 0 and task_id >= 0:
             op_name, inputs, outputs = self._op_details(device, stream_id, task_id)
         op_type = self.ctx.state.op_type_of(op_name) if op_name else ""
+        # The model raising it, when a synchronous execute is running: the history
+        # (publisher thread) numbers the execution, in order with the others' Ends.
+        running = self.running_model(device) if self.running_model is not None else None
         self.captured += 1
-        self.ctx.emit(
+        event = self.ctx.make(
             AclException,
             device,
             stream_id,
@@ -121,6 +128,9 @@ class ExceptionCapture:
             inputs,
             outputs,
         )
+        if running is not None and self.note_running is not None:
+            self.note_running(event.ts_ns, task_id, running)
+        self.ctx.publish(event)
 
     def _op_details(
         self, device: int, stream_id: int, task_id: int

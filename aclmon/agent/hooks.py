@@ -459,6 +459,30 @@ class Hooks:
             self._announced[thread] = start
         self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
 
+    def synchronous_execute_in_flight(self, device: int) -> int | None:
+        """The model of the one synchronous ``mdl.execute`` running on ``device`` now
+        (found on the threads' stacks, as for slow calls); None if none or several."""
+        codes = self.slow_call_codes
+        models = self.ctx.state.models
+        found = set()
+        for frame in list(sys._current_frames().values()):
+            depth = 0
+            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
+                frame = frame.f_back
+                depth += 1
+            if frame is None or depth >= MAX_STACK_DEPTH:
+                continue
+            local = frame.f_locals
+            if type(local.get("start")) is not int or "end" in local:
+                continue
+            if _SLOW_CALLS.get(local.get("name", ""), codes[frame.f_code]) != "execute":
+                continue
+            model_id = arg(local.get("args", ()), local.get("kwargs", {}), 0, "model_id")
+            model = models.get(model_id)
+            if model is not None and model.device_id in (device, -1):
+                found.add(model_id)
+        return found.pop() if len(found) == 1 else None
+
     # ------------------------------------------------------------ helpers used by observers
     def _current_context(self) -> int:
         context, ret = self.ctx.original("rt.get_context")()

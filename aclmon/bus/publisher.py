@@ -219,6 +219,7 @@ class Publisher:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         snapshot: Callable[[], Iterable[Event]] | None = None,
         on_command: Callable[[Event], None] | None = None,
+        observe: Callable[[list[Event]], list[Event]] | None = None,
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -228,6 +229,7 @@ class Publisher:
         self._queue_size = queue_size
         self._snapshot = snapshot
         self._on_command = on_command
+        self._observe = observe
         self._subscriber_buffer = subscriber_buffer
         self._max_frame = max_frame
         self._max_connections = max_connections
@@ -645,7 +647,8 @@ class Publisher:
                 batch = [popleft() for _ in range(min(len(ring), BATCH_EVENTS))]
                 built = False
             receivers = [c for c in self._connections.values() if c.ready]
-            if not receivers:
+            observe = self._observe
+            if not receivers and observe is None:
                 continue  # nobody listening: nothing to number or pack
             if not built:
                 batch, failed = build_records(batch, counter)
@@ -653,6 +656,15 @@ class Publisher:
                     with self._drop_lock:
                         self._queue_dropped += failed
                 if not batch:
+                    continue
+            if observe is not None:
+                # On this thread, in order, before anyone gets the batch (also when nobody
+                # listens): what a snapshot says stays in step with what follows it.
+                try:
+                    batch = observe(batch)
+                except Exception:
+                    log.exception("event observer failed; batch sent as it was")
+                if not receivers:
                     continue
             data = self._frames(batch)
             count = len(batch)

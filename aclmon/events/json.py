@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aclmon.acl_constants import data_type_name, format_name
 from aclmon.events.schema import KIND_NAMES, DumpFileSeen, Event, TensorDesc
 
 #: JSON keys of fields whose own name would hide the event's ``"kind"``.
@@ -13,7 +14,11 @@ JSON_RENAMED_FIELDS: dict[tuple[type, str], str] = {(DumpFileSeen, "kind"): "fil
 def _plain(value: Any) -> Any:
     """Tuples (and TensorDescs) inside values as JSON lists and objects."""
     if isinstance(value, TensorDesc):
-        return {name: _plain(v) for name, v in zip(value._fields, value, strict=True)}
+        out = {name: _plain(v) for name, v in zip(value._fields, value, strict=True)}
+        # the enums by name beside their numbers (aclDataType, aclFormat)
+        out["dtype_name"] = data_type_name(value.dtype)
+        out["format_name"] = format_name(value.format)
+        return out
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

@@ -28,7 +28,8 @@ from typing import Any, NamedTuple, TypeVar
 #: bump when a field is added, removed or changes meaning.
 #: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
 #: 3: Hello gained job, rank, rank_size, local_rank, device_id, rank_env.
-SCHEMA_VERSION = 3
+#: 4: AclException gained model_name and execution; History and Goodbye.
+SCHEMA_VERSION = 4
 
 Summary = dict[str, Any]
 
@@ -271,6 +272,42 @@ class AclException(NamedTuple):
     op_type: str  # "" when the runtime does not say
     inputs: tuple[TensorDesc, ...]
     outputs: tuple[TensorDesc, ...]
+    # Added in schema version 3 (older arrays decode with these defaults):
+    model_name: str = ""  # the model whose execution raised it ("" when not known)
+    execution: int = 0  # which execution of that model, counted from 1 (0: not known)
+
+
+@register(26, "history")
+class History(NamedTuple):
+    """What happened since the agent started, for a viewer that connects late.
+
+    Sent last in the snapshot a new subscriber gets, after the most recent
+    exceptions and dump files (re-sent with ``seq = 0``). The per-object figures
+    are flat tuples of ints, read in groups: ``models`` (model_id, executions,
+    failures), ``streams`` (stream handle, synchronizes, failed synchronizes and
+    executes, last error code) and ``stream_exceptions`` (device_id, stream_id,
+    exceptions), for the models and streams the snapshot lists.
+    """
+
+    seq: int
+    ts_ns: int
+    since_ns: int  # when the agent started counting
+    models: tuple[int, ...]
+    streams: tuple[int, ...]
+    stream_exceptions: tuple[int, ...]
+    exceptions_total: int
+    dumps_total: int
+
+
+@register(27, "goodbye")
+class Goodbye(NamedTuple):
+    """The job is ending: the last event its agent sends."""
+
+    seq: int
+    ts_ns: int
+    exit_status: int  # as a shell sees it (128 + N: killed by signal N); see status_known
+    status_known: bool  # False: the agent stopped without learning the job's status
+    reason: str  # "exit", "signal SIGTERM", "agent stopped", ...
 
 
 # ---------------------------------------------------------------- profiling
@@ -333,7 +370,7 @@ class DumpFileSeen(NamedTuple):
     seq: int
     ts_ns: int
     path: str
-    kind: str  # "op-dump", "overflow" or "stats"
+    kind: str  # "op-dump", "exception-dump", "overflow", "nano" or "stats"
     size: int
     summary: Summary  # decoded header / overflow status in plain values
 

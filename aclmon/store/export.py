@@ -63,6 +63,8 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
             }
             for m in s.models.values()
         ],
+        "since_ns": s.history_since_ns,
+        "goodbye": ev.to_json(s.goodbye) if s.goodbye else None,
         "exceptions": {
             "total": s.exceptions_total,
             "dropped": s.exceptions_dropped,
@@ -111,6 +113,7 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
 #: the StreamState fields a stream's JSON carries as they are, in this order.
 _STREAM_FIELDS = (
     "stream", "stream_id", "priority", "flags", "state", "last_sync_ns", "syncs", "errors",
+    "exceptions",
 )  # fmt: skip
 
 

@@ -82,6 +82,8 @@ class Store:
             ev.CallFailed: self._call_failed,
             ev.Drops: self._drops,
             ev.Reply: self._reply,
+            ev.History: self._history,
+            ev.Goodbye: self._goodbye,
         }
 
     # ------------------------------------------------------------ public
@@ -572,12 +574,48 @@ class Store:
 
     def _exception(self, e: ev.AclException) -> None:
         s = self.state
+        if e.seq == 0:
+            # From the agent's history (a late or reconnecting viewer): the History
+            # event after it carries the totals and the per-stream counts.
+            key = _exception_key(e)
+            if any(_exception_key(x) == key for x in s.exceptions):
+                return
         s.exceptions_total += 1
         s.exceptions_dropped += _ring_add(s.exceptions, e, s.exception_limit)
+        if e.seq == 0:
+            return
         stream = self.stream_by_id(e.device_id, e.stream_id)
         if stream is not None:
-            stream.errors += 1
+            stream.exceptions += 1
             stream.last_error = e.error_code
+
+    def _history(self, e: ev.History) -> None:
+        """Totals since the agent started: a viewer that joined late takes them, one
+        that saw everything keeps its own (the larger figure wins either way)."""
+        s = self.state
+        s.history_since_ns = e.since_ns
+        for model_id, executions, failures in _groups(e.models, 3):
+            model = s.models.get(model_id)
+            if model is not None:
+                model.executions = max(model.executions, executions)
+                model.failures = max(model.failures, failures)
+        for handle, syncs, errors, last_error in _groups(e.streams, 4):
+            stream = self.resolve_stream(handle)
+            if stream is not None:
+                stream.syncs = max(stream.syncs, syncs)
+                if errors > stream.errors:
+                    stream.errors, stream.last_error = errors, last_error
+        for device_id, stream_id, count in _groups(e.stream_exceptions, 3):
+            stream = self.stream_by_id(device_id, stream_id)
+            if stream is not None:
+                stream.exceptions = max(stream.exceptions, count)
+        s.exceptions_total = max(s.exceptions_total, e.exceptions_total)
+        s.exceptions_dropped = max(s.exceptions_dropped, s.exceptions_total - len(s.exceptions))
+        s.dumps_total = max(s.dumps_total, e.dumps_total)
+        s.dumps_dropped = max(s.dumps_dropped, s.dumps_total - len(s.dumps))
+
+    def _goodbye(self, e: ev.Goodbye) -> None:
+        self.state.goodbye = e
 
     def _profiling_state(self, e: ev.ProfilingState) -> None:
         self.state.profiling = e
@@ -604,6 +642,8 @@ class Store:
 
     def _dump_file(self, e: ev.DumpFileSeen) -> None:
         s = self.state
+        if e.seq == 0 and any(d.path == e.path and d.ts_ns == e.ts_ns for d in s.dumps):
+            return  # from the agent's history, already seen
         s.dumps_total += 1
         s.dumps_dropped += _ring_add(s.dumps, e, s.dump_limit)
 
@@ -642,6 +682,15 @@ class Store:
         while len(replies) > REPLY_LIMIT:
             del replies[next(iter(replies))]
         self.state.last_reply = e
+
+
+def _exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
+    return (e.ts_ns, e.device_id, e.stream_id, e.task_id)
+
+
+def _groups(values: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
+    """A History's flat figures in groups of ``size`` (a short tail is ignored)."""
+    return [tuple(values[i : i + size]) for i in range(0, len(values) - size + 1, size)]
 
 
 def _ring_add(ring: deque[Any], item: Any, limit: int) -> int:

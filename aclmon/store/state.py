@@ -149,7 +149,10 @@ class StreamState:
     last_sync_ns: int | None = None
     last_sync_ret: int = 0
     syncs: int = 0
-    errors: int = 0  # failed synchronizes/executes and exceptions reported on this stream
+    errors: int = 0  # failed synchronizes and executes on this stream
+    # AI Core exceptions reported on this stream, apart from ``errors``: the failed
+    # synchronize an exception causes is one error, not two
+    exceptions: int = 0
     last_error: int = 0  # ACL error code of the newest error
     last_error_message: str = ""  # what the runtime said about the newest failed call on it
     pending_syncs: list[int] = field(default_factory=list)  # StreamSyncBegin start times
@@ -305,6 +308,8 @@ class StoreState:
     exceptions: deque[ev.AclException] = field(default_factory=deque)
     exceptions_total: int = 0
     exceptions_dropped: int = 0
+    history_since_ns: int | None = None  # the agent's history (totals) starts here
+    goodbye: ev.Goodbye | None = None  # the job ended and said so
     profiling: ev.ProfilingState | None = None
     replies: dict[int, ev.Reply] = field(default_factory=dict)  # request_id -> reply
     last_reply: ev.Reply | None = None

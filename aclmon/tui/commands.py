@@ -299,13 +299,19 @@ def _print_text_summary(data: dict[str, Any]) -> None:
         f"exceptions {exceptions['total']} since start ({len(exceptions['recent'])} recent shown)"
     )
     for e in exceptions["recent"][-5:]:
+        where = (f"  model {e['model_name']}" + (f" execution {e['execution']}" if e.get("execution") else "")
+                 if e.get("model_name") else "")  # fmt: skip
         print(f"  dev {e['device_id']} stream {e['stream_id']} task {e['task_id']}"
-              f" {error_name(e['error_code'])} {e['op_type'] or 'type unknown'} {e['op_name'] or '?'}")  # fmt: skip
+              f" {error_name(e['error_code'])} {e['op_type'] or 'type unknown'} {e['op_name'] or '?'}{where}")  # fmt: skip
     dumps = data.get("dumps") or {}
     if dumps.get("total"):
         print(f"dump files {dumps['total']} since start")
         for d in dumps.get("recent", [])[-5:]:
             print(f"  {d['kind']} {os.path.basename(d['path'])}")
+    goodbye = data.get("goodbye")
+    if goodbye:
+        status = f"status {goodbye['exit_status']}" if goodbye["status_known"] else "status unknown"
+        print(f"job ended: {goodbye['reason']} ({status})")
     counters = data["counters"]
     print(
         f"events {counters['events']} gaps {counters['gaps']} dropped {counters['agent_dropped']}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Any
 
 SPARK_CHARS = " ▁▂▃▄▅▆▇█"
 
@@ -108,3 +109,18 @@ def count(n: float) -> str:
 
 def shape(dims: Iterable[int]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def model_execution(model_name: str, execution: int) -> str:
+    """ "model resnet50 · execution 25" (the execution left out when not known)."""
+    text = f"model {model_name}"
+    return f"{text} · execution {execution}" if execution > 0 else text
+
+
+def job_end_text(goodbye: Any) -> str:
+    """How a job ended, from its agent's Goodbye: "job exited (status 3)"."""
+    if not goodbye.status_known:
+        return "job ended"
+    if goodbye.reason.startswith("signal "):
+        return f"job killed by {goodbye.reason[len('signal ') :]} (status {goodbye.exit_status})"
+    return f"job exited (status {goodbye.exit_status})"

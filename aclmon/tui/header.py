@@ -49,15 +49,27 @@ class HeaderBar(Static):
             text.append(f" {middle(source.description, 40)}", style=dim)
         state = source.state
         text.append("  │ ", style=dim)
-        if state == CONNECTED:
+        reason = getattr(source, "state_reason", "")
+        if s.goodbye is not None and state != CONNECTED:
+            # The job said goodbye: it ended, there is nothing to reconnect to.
+            stop = getattr(source, "stop_reconnecting", None)
+            if stop is not None:
+                stop()
+            text.append(f"■ {fmt.job_end_text(s.goodbye)}", style=dim)
+            reason = ""
+        elif state == CONNECTED:
             text.append("● connected", style=good)
         elif state == ENDED:
             text.append("■ ended", style=dim)
+        elif state == DISCONNECTED and s.hello is not None:
+            # Gone without a goodbye (a crash, a kill, the network): the socket error
+            # says nothing more to the user.
+            text.append("● connection lost, reconnecting…", style=bad)
+            reason = ""
         elif state == DISCONNECTED:
             text.append("● disconnected, reconnecting…", style=bad)
         else:
             text.append(f"● {state}", style=theme_style(self, "aclmon-busy", bold=True))
-        reason = getattr(source, "state_reason", "")
         if reason and state != CONNECTED:
             text.append(f" ({middle(reason, 60 if not compact else 30)})", style=dim)
         c = s.counters

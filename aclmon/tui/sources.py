@@ -163,6 +163,11 @@ class LiveSource(Source):
     def close(self) -> None:
         self._subscriber.close()
 
+    def stop_reconnecting(self) -> None:
+        """The job said goodbye: stop trying to reach it."""
+        if self._subscriber.state in (DISCONNECTED, CONNECTING):
+            self._subscriber.close()
+
 
 class DumpDirectoryScan:
     """Finds the dump files already in a directory, off the UI thread.
@@ -279,3 +284,8 @@ class WithDumpDirectory(Source):
 
     def close(self) -> None:
         self.inner.close()
+
+    def stop_reconnecting(self) -> None:
+        stop = getattr(self.inner, "stop_reconnecting", None)
+        if stop is not None:
+            stop()

@@ -4,11 +4,15 @@ Written against the pyACL API only (no aclmon import), so it runs the same
 under ``aclmon run --sim`` and on a real CANN install with a real model.
 
 usage: sim_job.py MODEL ACL_JSON [--until FILE] [--max-seconds S] [--iterations N]
-                  [--pause S] [--callback-log FILE]
+                  [--pause S] [--callback-log FILE] [--sync] [--idle-until FILE]
+                  [--exit-status N]
 
 Runs the model on one explicit stream until FILE exists, S seconds pass or N
 iterations are done. With --callback-log, registers its own exception
-callback, which appends one line per exception to that file.
+callback, which appends one line per exception to that file. --sync runs
+``acl.mdl.execute`` (synchronous) instead of execute_async + synchronize_stream;
+--idle-until keeps the job alive, idle, after its iterations until FILE exists;
+--exit-status ends the script with that status.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=0)
     parser.add_argument("--pause", type=float, default=0.005)
     parser.add_argument("--callback-log")
+    parser.add_argument("--sync", action="store_true")
+    parser.add_argument("--idle-until")
+    parser.add_argument("--exit-status", type=int, default=0)
     args = parser.parse_args()
 
     check(acl.init(args.acl_json), "acl.init")
@@ -83,15 +90,22 @@ def main() -> int:
             break
         if args.iterations and iterations >= args.iterations:
             break
-        ret = acl.mdl.execute_async(model_id, inputs, outputs, stream)
-        if ret == 0:
-            ret = acl.rt.synchronize_stream(stream)
+        if args.sync:
+            ret = acl.mdl.execute(model_id, inputs, outputs)
+        else:
+            ret = acl.mdl.execute_async(model_id, inputs, outputs, stream)
+            if ret == 0:
+                ret = acl.rt.synchronize_stream(stream)
         if ret != 0:
             failures += 1
         iterations += 1
         if args.pause:
             time.sleep(args.pause)
     print(f"iterations {iterations} failures {failures}", flush=True)
+    while args.idle_until and not os.path.exists(args.idle_until):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     check(acl.mdl.unload(model_id), "unload")
     for pointer in in_pointers + out_pointers:
         acl.rt.free(pointer)
@@ -99,7 +113,7 @@ def main() -> int:
     check(acl.rt.destroy_context(context), "destroy_context")
     check(acl.rt.reset_device(0), "reset_device")
     check(acl.finalize(), "acl.finalize")
-    return 0
+    return args.exit_status
 
 
 if __name__ == "__main__":

@@ -80,9 +80,9 @@ def test_fold_builds_devices_tree_models_and_counts():
     ctx = s.contexts[0xA0]
     assert list(ctx.streams) == [0xB0, 0xB1]
     assert s.streams[(0xA0, 0xB0)].state == "idle"  # execute ended
-    # The sync failure and the exception (stream_id 3 = handle 0xB0) count as errors.
+    # The sync failure is an error; the exception (stream_id 3 = handle 0xB0) is counted apart.
     assert s.streams[(0xA0, 0xB1)].errors == 1 and s.streams[(0xA0, 0xB1)].last_sync_ns == 5_000_000
-    assert s.streams[(0xA0, 0xB0)].errors == 1
+    assert s.streams[(0xA0, 0xB0)].errors == 0 and s.streams[(0xA0, 0xB0)].exceptions == 1
     assert s.streams[(0xA0, 0xB0)].last_error == ACL_ERROR_RT_AICORE_EXCEPTION
     assert s.models[1].executions == 1 and s.models[1].running == 0
     top = store.top_ops(5)

@@ -153,9 +153,10 @@ def build_events() -> list[ev.Event]:
     gather_in = (ev.TensorDesc(ACL_INT32, ACL_FORMAT_ND, (128,), 0x12C3_0000_0000, 512, "indices"),)
     for n in range(6):
         b.add(ev.AclException, 0, 0, 1000 + n, 100, ACL_ERROR_RT_AICORE_EXCEPTION,
-              "resnet50/conv1/Conv2D", "Conv2D", conv_in, conv_out, dt_ms=700)  # fmt: skip
+              "resnet50/conv1/Conv2D", "Conv2D", conv_in, conv_out, "resnet50", 41 + n,
+              dt_ms=700)  # fmt: skip
     b.add(ev.AclException, 0, 6, 2001, 100, ACL_ERROR_RT_AICORE_OVER_FLOW,
-          "resnet50/fc/MatMulV2", "MatMulV2", matmul_in, matmul_out)  # fmt: skip
+          "resnet50/fc/MatMulV2", "MatMulV2", matmul_in, matmul_out, "resnet50", 47)  # fmt: skip
     b.add(ev.AclException, 1, 9, 37, 101, ACL_ERROR_RT_AICORE_TRAP_EXCEPTION,
           "bert/embeddings/GatherV2", "", gather_in, ())  # fmt: skip
 

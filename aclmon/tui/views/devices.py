@@ -250,10 +250,12 @@ class DevicesView(View):
                     line.append(f" model #{stream.busy_model}", style=dim)
                 line.append(f" last sync {fmt.duration_ns(stream.last_sync_ns):>9}", style=dim)
                 line.append(f"  {stream.syncs} syncs", style=dim)
-                if stream.errors:
+                if stream.errors or stream.exceptions:
+                    counts = [f"{stream.errors} error(s)"] if stream.errors else []
+                    if stream.exceptions:  # counted apart from the failed calls they cause
+                        counts.append(f"{stream.exceptions} exception(s)")
                     line.append(
-                        f"  {stream.errors} error(s), last {error_name(stream.last_error)}",
-                        style=bad,
+                        f"  {', '.join(counts)}, last {error_name(stream.last_error)}", style=bad
                     )
                     if stream.last_error_message:
                         # its first line: the exception detail shows the whole message

@@ -46,7 +46,7 @@ def short_error(code: int, width: int) -> str:
 def exception_text(e: ev.AclException) -> str:
     """What ``/`` matches an exception against."""
     return (
-        f"{e.op_name} {e.op_type} dev{e.device_id} device {e.device_id} {e.error_code} "
+        f"{e.op_name} {e.op_type} {e.model_name} dev{e.device_id} device {e.device_id} {e.error_code} "
         f"{error_name(e.error_code)} stream {e.stream_id} task {e.task_id}"
     ).lower()
 
@@ -320,7 +320,21 @@ class ExceptionsView(View):
         text.append(f"{e.device_id:>3}  {e.stream_id:>6}  {e.task_id:>6}  {e.error_code:>6}  ")
         if self.grouped:
             text.append(f"{'×' + str(count):>5}  ", style=Style(bold=count > 1))
-        text.append(f"{middle(e.op_name, c.op):<{c.op}}  ", style=Style(bold=True))
+        # the model and which of its executions ("run", as the models list says) raised it
+        run = (
+            (f"{e.model_name} run {e.execution}" if e.execution else e.model_name)
+            if e.model_name
+            else ""
+        )
+        room = c.op - len(run) - 2
+        if run and room >= 12:
+            name = middle(e.op_name, room)
+            text.append(name, style=Style(bold=True))
+            text.append(
+                f"  {run}".ljust(c.op - len(name)) + "  ", style=theme_style(self, "aclmon-dim")
+            )
+        else:
+            text.append(f"{middle(e.op_name, c.op):<{c.op}}  ", style=Style(bold=True))
         if c.op_type:
             text.append(f"{middle(e.op_type or '–', c.op_type):<{c.op_type}}  ")
         text.append(short_error(e.error_code, c.error), style=theme_style(self, "aclmon-bad"))

@@ -1,0 +1,237 @@
+"""What happened since the agent started, for viewers that connect late.
+
+A viewer that connects after 100 executions and 4 AI Core exceptions must not
+see a clean job. The publisher hands every batch of events to
+:meth:`History.observe` on its own thread, in queue order, before anyone gets
+it; the history counts what matters there (nothing runs on the job's threads)
+and the snapshot a new subscriber gets ends with :meth:`History.snapshot_events`:
+the last N exceptions and dump files (seq 0) and one :class:`History` event with
+the totals. Because counting and the snapshot both run on the publisher thread,
+the snapshot covers exactly the events before it and the subscriber receives
+every later one: nothing is counted twice or missed.
+
+The observer also completes each exception with the model and the execution
+that raised it:
+
+* a synchronous ``mdl.execute`` still running when the callback fired
+  (``model_id`` found by the exception capture on the job's stack): its
+  number is the model's executions ended so far plus one, exact because every
+  earlier execution ended (and was queued) before this one began;
+* otherwise the execution last launched on the exception's stream
+  (``execute_async``, whose End precedes the failure it later causes).
+
+Counting rules (docs/agent.md): a failed execute is a failure of its model; on
+a stream, ``errors`` counts failed synchronizes and executes, exceptions are
+counted apart, so one exception and the failed synchronize it causes are not
+two errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from aclmon.events import (
+    AclException,
+    ContextDestroyed,
+    DumpFileSeen,
+    ExecuteEnd,
+    History,
+    ModelLoaded,
+    ModelUnloaded,
+    StreamCreated,
+    StreamDestroyed,
+    StreamSynchronized,
+)
+
+#: exceptions and dump announcements kept for late viewers, by default
+DEFAULT_RECENT = 256
+#: streams and models remembered (a job cannot grow the snapshot without bound)
+MAX_TRACKED = 4096
+#: exceptions waiting for the model the capture saw on the job's stack
+MAX_PENDING = 1024
+
+
+class _Model:
+    __slots__ = ("executions", "failures", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.executions = 0
+        self.failures = 0
+
+
+class _Stream:
+    __slots__ = ("device_id", "errors", "last_error", "last_launch", "stream_id", "syncs")
+
+    def __init__(self, device_id: int, stream_id: int) -> None:
+        self.device_id = device_id
+        self.stream_id = stream_id
+        self.syncs = 0
+        self.errors = 0
+        self.last_error = 0
+        #: (model_id, execution number) of the newest execute_async on this stream
+        self.last_launch: tuple[int, int] | None = None
+
+
+class HistoryKeeper:
+    """Bounded history of one job; see the module docstring. Publisher thread only,
+    except :meth:`note_running_model`, which is one dict store (atomic)."""
+
+    def __init__(self, recent: int = DEFAULT_RECENT) -> None:
+        if recent < 0:
+            raise ValueError("the number of recent exceptions kept must not be negative")
+        self.since_ns = time.time_ns()
+        self.models: dict[int, _Model] = {}
+        self.streams: dict[int, _Stream] = {}  # stream handle -> figures
+        #: (device_id, stream_id) -> exceptions reported on it
+        self.stream_exceptions: dict[tuple[int, int], int] = {}
+        self.exceptions: deque[AclException] = deque(maxlen=recent)
+        self.dumps: deque[DumpFileSeen] = deque(maxlen=recent)
+        self.exceptions_total = 0
+        self.dumps_total = 0
+        #: (ts_ns, task_id) of an exception -> model_id running synchronously when it fired
+        self._running: dict[tuple[int, int], int] = {}
+        self._handlers: dict[type, Any] = {
+            ExecuteEnd: self._execute_end,
+            StreamSynchronized: self._synchronized,
+            AclException: self._exception,
+            DumpFileSeen: self._dump,
+            ModelLoaded: self._model_loaded,
+            ModelUnloaded: self._model_unloaded,
+            StreamCreated: self._stream_created,
+            StreamDestroyed: self._stream_destroyed,
+            ContextDestroyed: self._context_destroyed,
+        }
+        self._contexts: dict[int, list[int]] = {}  # context -> stream handles
+
+    # ------------------------------------------------------------ job threads
+    def note_running_model(self, ts_ns: int, task_id: int, model_id: int) -> None:
+        """The exception capture saw ``model_id`` executing synchronously when the
+        exception (``ts_ns``, ``task_id``) fired."""
+        if len(self._running) < MAX_PENDING:
+            self._running[(ts_ns, task_id)] = model_id
+
+    # ------------------------------------------------------------ publisher thread
+    def observe(self, batch: list[Any]) -> list[Any]:
+        """Count one batch; returns it with each exception completed (model, execution)."""
+        get = self._handlers.get
+        for index, event in enumerate(batch):
+            handler = get(type(event))
+            if handler is not None:
+                replaced = handler(event)
+                if replaced is not None:
+                    batch[index] = replaced
+        return batch
+
+    def snapshot_events(self) -> list[Any]:
+        """Recent exceptions and dump files (seq 0), then the totals."""
+        events: list[Any] = [e._replace(seq=0) for e in self.exceptions]
+        events.extend(d._replace(seq=0) for d in self.dumps)
+        models = [
+            value
+            for model_id, m in self.models.items()
+            for value in (model_id, m.executions, m.failures)
+        ]
+        streams = [
+            value
+            for handle, st in self.streams.items()
+            for value in (handle, st.syncs, st.errors, st.last_error)
+        ]
+        exceptions = [
+            value
+            for (device, stream_id), count in self.stream_exceptions.items()
+            for value in (device, stream_id, count)
+        ]
+        events.append(
+            History(
+                0,
+                time.time_ns(),
+                self.since_ns,
+                tuple(models),
+                tuple(streams),
+                tuple(exceptions),
+                self.exceptions_total,
+                self.dumps_total,
+            )
+        )
+        return events
+
+    # ------------------------------------------------------------ handlers
+    def _model_loaded(self, e: ModelLoaded) -> None:
+        if e.model_id in self.models or len(self.models) < MAX_TRACKED:
+            self.models[e.model_id] = _Model(e.name)
+
+    def _model_unloaded(self, e: ModelUnloaded) -> None:
+        if e.ret == 0:
+            self.models.pop(e.model_id, None)
+
+    def _stream_created(self, e: StreamCreated) -> None:
+        if e.stream in self.streams or len(self.streams) < MAX_TRACKED:
+            self.streams[e.stream] = _Stream(e.device_id, e.stream_id)
+            self._contexts.setdefault(e.context, []).append(e.stream)
+
+    def _stream_destroyed(self, e: StreamDestroyed) -> None:
+        if e.ret == 0:
+            self.streams.pop(e.stream, None)
+
+    def _context_destroyed(self, e: ContextDestroyed) -> None:
+        if e.ret == 0:
+            for handle in self._contexts.pop(e.context, []):
+                self.streams.pop(handle, None)
+
+    def _execute_end(self, e: ExecuteEnd) -> None:
+        model = self.models.get(e.model_id)
+        if model is not None:
+            model.executions += 1
+            if e.ret != 0:
+                model.failures += 1
+        if e.stream:
+            stream = self.streams.get(e.stream)
+            if stream is not None:
+                if e.ret != 0:
+                    stream.errors += 1
+                    stream.last_error = e.ret
+                elif model is not None:
+                    stream.last_launch = (e.model_id, model.executions)
+
+    def _synchronized(self, e: StreamSynchronized) -> None:
+        stream = self.streams.get(e.stream)
+        if stream is None:
+            return  # a device-level synchronize, or a stream we do not know
+        stream.syncs += 1
+        if e.ret != 0:
+            stream.errors += 1
+            stream.last_error = e.ret
+
+    def _exception(self, e: AclException) -> AclException:
+        self.exceptions_total += 1
+        key = (e.device_id, e.stream_id)
+        if key in self.stream_exceptions or len(self.stream_exceptions) < MAX_TRACKED:
+            self.stream_exceptions[key] = self.stream_exceptions.get(key, 0) + 1
+        completed = e
+        if not e.model_name:
+            completed = self._attribute(e)
+        self.exceptions.append(completed)
+        return completed
+
+    def _attribute(self, e: AclException) -> AclException:
+        running = self._running.pop((e.ts_ns, e.task_id), None)
+        if running is not None:
+            model = self.models.get(running)
+            if model is not None:
+                return e._replace(model_name=model.name, execution=model.executions + 1)
+        for stream in self.streams.values():
+            if (stream.device_id, stream.stream_id) == (e.device_id, e.stream_id):
+                if stream.last_launch is not None:
+                    model_id, number = stream.last_launch
+                    model = self.models.get(model_id)
+                    if model is not None:
+                        return e._replace(model_name=model.name, execution=number)
+                break
+        return e
+
+    def _dump(self, e: DumpFileSeen) -> None:
+        self.dumps_total += 1
+        self.dumps.append(e)
