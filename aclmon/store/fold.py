@@ -12,7 +12,6 @@ so the cost of an event does not grow with how many the job has made.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from aclmon import events as ev
@@ -39,6 +38,7 @@ from aclmon.store.state import (
     StoreState,
     StreamState,
     new_state,
+    ring_add,
     runtime_message,
 )
 
@@ -581,7 +581,7 @@ class Store:
             if any(_exception_key(x) == key for x in s.exceptions):
                 return
         s.exceptions_total += 1
-        s.exceptions_dropped += _ring_add(s.exceptions, e, s.exception_limit)
+        s.exceptions_dropped += ring_add(s.exceptions, e, s.exception_limit)
         if e.seq == 0:
             return
         stream = self.stream_by_id(e.device_id, e.stream_id)
@@ -645,11 +645,11 @@ class Store:
         if e.seq == 0 and any(d.path == e.path and d.ts_ns == e.ts_ns for d in s.dumps):
             return  # from the agent's history, already seen
         s.dumps_total += 1
-        s.dumps_dropped += _ring_add(s.dumps, e, s.dump_limit)
+        s.dumps_dropped += ring_add(s.dumps, e, s.dump_limit)
 
     def _log(self, e: ev.LogLine) -> None:
         s = self.state
-        s.logs_dropped += _ring_add(s.logs, e, s.log_limit)
+        s.logs_dropped += ring_add(s.logs, e, s.log_limit)
 
     def _call_failed(self, e: ev.CallFailed) -> None:
         s = self.state
@@ -691,12 +691,3 @@ def _exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
 def _groups(values: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
     """A History's flat figures in groups of ``size`` (a short tail is ignored)."""
     return [tuple(values[i : i + size]) for i in range(0, len(values) - size + 1, size)]
-
-
-def _ring_add(ring: deque[Any], item: Any, limit: int) -> int:
-    """Append ``item`` to a ring of at most ``limit``; 1 if the oldest went, else 0."""
-    ring.append(item)
-    if len(ring) > limit:
-        ring.popleft()
-        return 1
-    return 0

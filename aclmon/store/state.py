@@ -374,3 +374,12 @@ def new_state(
         model_history=History(destroyed_limit),
         **carried,
     )
+
+
+def ring_add(ring: deque[Any], item: Any, limit: int) -> int:
+    """Append ``item`` to a ring of at most ``limit``; 1 if the oldest went, else 0."""
+    ring.append(item)
+    if len(ring) > limit:
+        ring.popleft()
+        return 1
+    return 0
