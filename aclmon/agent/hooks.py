@@ -686,10 +686,14 @@ class Hooks:
             return
         if from_file:
             path = str(arg(args, kwargs, 0, "model_path"))
-            name, op_count = loaded_models.from_file(path, int(model_id))
+            name, op_count, op_types = loaded_models.from_file(path, int(model_id))
         else:
             pointer, size = arg(args, kwargs, 0, "model"), arg(args, kwargs, 1, "model_size")
-            name, op_count = loaded_models.from_memory(int(pointer), int(size), int(model_id))
+            name, op_count, op_types = loaded_models.from_memory(
+                int(pointer), int(size), int(model_id)
+            )
+        for op_name, op_type in op_types.items():  # the simulator's description names them
+            self.ctx.state.learn_op_type(op_name, op_type)
         device = self._current_device()
         # op_count 0 = unknown (a real .om: pyACL's model description lists no operators).
         event = self.ctx.make(ModelLoaded, int(model_id), device, name, op_count)

@@ -26,20 +26,33 @@ OM_NAME = slice(84, 116)
 MAX_DESCRIPTION_BYTES = 16 << 20
 
 
-def _from_bytes(raw: bytes) -> tuple[str, int] | None:
+#: (name, op count, op name -> op type): what a description says of the model
+Described = tuple[str, int, dict[str, str]]
+
+
+def _from_bytes(raw: bytes) -> Described | None:
     if raw.lstrip()[:1] == b"{":
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None
         name = data.get("name") if isinstance(data, dict) else None
         ops = data.get("ops") if isinstance(data, dict) else None
         if isinstance(name, str) and name:
-            return name, len(ops) if isinstance(ops, list) else 0
+            ops = ops if isinstance(ops, list) else []
+            # the operators' types, which pyACL's exception path does not give
+            types = {
+                op["name"]: op["type"]
+                for op in ops
+                if isinstance(op, dict)
+                and isinstance(op.get("name"), str)
+                and isinstance(op.get("type"), str)
+            }
+            return name, len(ops), types
         return None
     if len(raw) >= OM_HEADER_SIZE and struct.unpack_from("<I", raw, 0)[0] == OM_MAGIC:
         name = raw[OM_NAME].split(b"\0", 1)[0].decode("utf-8", "replace")
-        return (name, 0) if name else None
+        return (name, 0, {}) if name else None
     return None
 
 
@@ -48,8 +61,8 @@ def _read(path: str, limit: int) -> bytes:
         return handle.read(limit)
 
 
-def from_file(path: str, model_id: int) -> tuple[str, int]:
-    """``(name, op count)`` of the model loaded from ``path``."""
+def from_file(path: str, model_id: int) -> Described:
+    """``(name, op count, op types)`` of the model loaded from ``path``."""
     try:
         head = _read(path, OM_HEADER_SIZE)
         raw = _read(path, MAX_DESCRIPTION_BYTES) if head.lstrip()[:1] == b"{" else head
@@ -59,11 +72,11 @@ def from_file(path: str, model_id: int) -> tuple[str, int]:
             found = _from_bytes(_read(sidecar, MAX_DESCRIPTION_BYTES)) or found
     except OSError:
         found = None
-    return found or (os.path.basename(path) or f"model-{model_id}", 0)
+    return found or (os.path.basename(path) or f"model-{model_id}", 0, {})
 
 
-def from_memory(pointer: int, size: int, model_id: int) -> tuple[str, int]:
-    """``(name, op count)`` of the model loaded from ``size`` bytes at ``pointer``."""
+def from_memory(pointer: int, size: int, model_id: int) -> Described:
+    """``(name, op count, op types)`` of the model loaded from ``size`` bytes at ``pointer``."""
     try:
         if pointer and size > 0:
             head = ctypes.string_at(pointer, min(size, OM_HEADER_SIZE))
@@ -74,4 +87,4 @@ def from_memory(pointer: int, size: int, model_id: int) -> tuple[str, int]:
                 return found
     except (OSError, ValueError):
         pass
-    return f"model-{model_id}", 0
+    return f"model-{model_id}", 0, {}

@@ -104,4 +104,4 @@ def test_summary_is_plain_msgpack_data(tmp_path, monkeypatch):
 def test_dump_names_never_raise(name):
     parsed = op_from_dump_name(name)
     assert parsed is None or (parsed[0] and parsed[1] and "." not in parsed[0] + parsed[1])
-    assert dumps.classify_name(name) in ("op-dump", "overflow", "stats")
+    assert dumps.classify_name(name) in ("op-dump", "exception-dump", "overflow", "stats")

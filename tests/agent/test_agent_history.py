@@ -66,6 +66,7 @@ def test_late_once_json_reports_everything_since_start(tmp_path, model_path):  #
         assert exceptions["total"] == 4 and len(exceptions["recent"]) == 4
         for n, e in enumerate(exceptions["recent"], start=1):
             assert e["op_type"] != "exception_info" and e["op_name"] == "mm1"
+            assert e["op_type"] == "MatMul"  # from the simulator's model description
             assert e["error_code"] == ACL_ERROR_RT_AICORE_EXCEPTION
             # which execution of which model raised it
             assert (e["model_name"], e["execution"]) == (MODEL["name"], 25 * n)
