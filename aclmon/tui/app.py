@@ -223,6 +223,8 @@ class AclmonApp(App[int]):
                 self.log.warning(message)
                 self.notify(message, severity="warning", timeout=8)
             self.set_keymap(self.user_keymap)
+        for view in self.views.values():
+            view.keymap = dict(self.user_keymap)
         self.profiling_view.readonly = self.source.readonly
         self.dumps_view.grouped = self._group_dumps
         self.tabs.current = self.current_view

@@ -376,22 +376,43 @@ async def test_help_screen_lists_every_binding_with_its_id():
         assert isinstance(app.screen, HelpScreen)
 
 
-async def test_theme_key_cycles_themes():
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        assert app.theme == "aclmon-dark"
-        await pilot.press("ctrl+t")
-        assert app.theme != "aclmon-dark"
-        assert "aclmon-light" in app.available_themes
-
-
-async def test_keymap_remaps_by_binding_id():
-    app = make_app(keymap={"view.exceptions": "x", "exceptions.follow": "F"})
+async def test_keymap_remaps_by_binding_id_and_hints_follow():
+    app = make_app(keymap={"view.exceptions": "x", "exceptions.follow": "F", "profiling.live": "L"})
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x")
         assert app.current_view == "exceptions"
-        await pilot.press("up", "F")
+        await pilot.press("up")
+        assert "(F or End to follow)" in static_text(app, "#exceptions-status")
+        await pilot.press("F")
         assert app.query_one("#exceptions-list", VirtualList).follow
+        await pilot.press("3")
+        assert "LIVE OPERATOR TIMINGS  ● on   L stop" in static_text(app, "#prof-state")
+
+
+async def test_an_unknown_keymap_id_and_a_broken_theme_file_are_reported_once(monkeypatch):
+    from aclmon.tui import app as app_module
+
+    themes, _ = app_module.load_themes()
+    monkeypatch.setattr(
+        app_module,
+        "load_themes",
+        lambda: (themes, ["/x/broken.json: 'primary' colour is required"]),
+    )
+    app = make_app(keymap={"view.nosuch": "z"})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        toasts = [str(t.message) for t in app._notifications]
+        assert sum("view.nosuch" in t for t in toasts) == 1
+        assert sum("broken.json" in t for t in toasts) == 1
+
+
+async def test_ctrl_t_switches_between_the_dark_and_light_pair():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+t")
+        assert app.theme == "aclmon-light"
+        await pilot.press("ctrl+t")
+        assert app.theme == "aclmon-dark"
 
 
 async def test_palette_switches_theme_and_jumps_to_a_device():
@@ -669,3 +690,21 @@ async def test_exception_detail_and_stream_say_what_the_runtime_said():
         assert isinstance(app.screen, ExceptionDetail)
         assert app.screen.exception == exception
         assert f"runtime: {message}" in static_text(app, "#detail-body")
+
+
+async def test_devices_tree_hides_destroyed_streams_and_filters_by_text():
+    events = build_events()
+    gone = ev.StreamDestroyed(60_000, T0 + 10**13, 0x7800_0000, 0)
+    app = make_app(events=[*events, gone])
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.devices_view
+        tree = static_text(app, "#device-tree-0")
+        assert "stream 7 " not in tree and "1 destroyed context(s)/stream(s) hidden" in tree
+        await pilot.press("d")
+        tree = static_text(app, "#device-tree-0")
+        assert "stream 7 " in tree and "destroyed" in tree and view.show_destroyed
+        await pilot.press("slash", *"busy", "enter")
+        tree = static_text(app, "#device-tree-0")
+        assert view.filter_text == "busy" and "busy" in tree and "stream 1 " not in tree
+        await pilot.press("escape")
+        assert view.filter_text == "" and "stream 1 " in static_text(app, "#device-tree-0")

@@ -16,6 +16,13 @@ class View(Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.store: Store | None = None
+        #: the user's keymap (binding id -> keys), so hints name the keys in use.
+        self.keymap: dict[str, str] = {}
+
+    def key(self, binding_id: str, default: str) -> str:
+        """The key a hint should name for a binding: the first remapped one, or ``default``."""
+        keys = self.keymap.get(binding_id)
+        return keys.split(",")[0] if keys else default
 
     def update_from(self, store: Store) -> None:
         self.store = store

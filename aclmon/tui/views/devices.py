@@ -11,9 +11,11 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon.acl_constants import error_name
@@ -27,6 +29,7 @@ from aclmon.store.state import (
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
+from aclmon.tui.views.filterbar import FilterBar
 
 
 def command_line(argv: tuple[str, ...] | list[str]) -> str:
@@ -53,8 +56,16 @@ class DevicesView(View):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "scroll(1)", "Down", show=False, id="devices.down"),
         Binding("up,k", "scroll(-1)", "Up", show=False, id="devices.up"),
+        Binding("slash", "filter", "Filter", id="devices.filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="devices.clear"),
+        Binding("d", "toggle_destroyed", "Destroyed", id="devices.destroyed"),
     ]
     can_focus = True
+
+    show_destroyed: reactive[bool] = reactive(False)
+    """Destroyed contexts and streams are listed (hidden by default)."""
+    filter_text: reactive[str] = reactive("")
+    """Only tree lines (contexts, streams, models) containing this, any case."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="devices-scroll"):
@@ -63,6 +74,38 @@ class DevicesView(View):
             yield Static(id="models", classes="panel")
             yield Static(id="device-logs", classes="panel")
             yield Vertical(id="trees")
+        yield FilterBar("filter the trees: stream, state, model, error", id="devices-filter")
+
+    def watch_show_destroyed(self) -> None:
+        self.redraw()
+
+    def watch_filter_text(self) -> None:
+        self.redraw()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def action_clear_filter(self) -> None:
+        self.query_one(FilterBar).action_clear()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self.filter_text)
+        return True
+
+    def action_toggle_destroyed(self) -> None:
+        self.show_destroyed = not self.show_destroyed
+
+    @on(FilterBar.Changed, "#devices-filter")
+    def _filter_changed(self, message: FilterBar.Changed) -> None:
+        self.filter_text = message.value.strip().lower()
+
+    @on(FilterBar.Done, "#devices-filter")
+    def _filter_done(self) -> None:
+        self.focus()
+
+    def _shown(self, line: Text) -> bool:
+        return not self.filter_text or self.filter_text in line.plain.lower()
 
     def action_scroll(self, delta: int) -> None:
         self.query_one("#devices-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
@@ -77,7 +120,7 @@ class DevicesView(View):
         return True
 
     def redraw(self) -> None:
-        if self.store is None:
+        if self.store is None or not self.is_mounted:
             return
         s = self.store.state
         self.query_one("#device-table", Static).update(self._device_table(s))
@@ -231,7 +274,11 @@ class DevicesView(View):
         contexts = [c for c in s.contexts.values() if c.device_id == device_id]
         if not contexts:
             tree.add(Text("no contexts yet", style=dim))
+        hidden = 0
         for ctx in contexts:
+            if ctx.destroyed and not self.show_destroyed:
+                hidden += 1
+                continue
             ctx_label = Text(f"context 0x{ctx.context:x}")
             if ctx.is_default:
                 ctx_label.append(" default", style=dim)
@@ -243,6 +290,9 @@ class DevicesView(View):
             for handle in ctx.streams:
                 stream = s.streams.get((ctx.context, handle))
                 if stream is None:
+                    continue
+                if stream.state == STREAM_DESTROYED and not self.show_destroyed:
+                    hidden += 1
                     continue
                 line = Text(f"stream {stream.stream_id:<3d} ")
                 line.append(f"{stream.state:<13}", style=state_styles.get(stream.state, dim))
@@ -261,7 +311,8 @@ class DevicesView(View):
                         # its first line: the exception detail shows the whole message
                         first = stream.last_error_message.splitlines()[0].strip()
                         line.append(f": {first[:80]}", style=bad)
-                branch.add(line)
+                if self._shown(line) or self._shown(ctx_label):
+                    branch.add(line)
         models = [m for m in s.models.values() if m.loaded and m.device_id == device_id]
         if models:
             branch = tree.add(Text(f"models ({len(models)})", style=dim))
@@ -277,5 +328,14 @@ class DevicesView(View):
                     line.append("  running", style=state_styles[STREAM_BUSY])
                 if m.failures:
                     line.append(f"  {m.failures} failed", style=bad)
-                branch.add(line)
+                if self._shown(line):
+                    branch.add(line)
+        if hidden:
+            tree.add(
+                Text(
+                    f"{hidden} destroyed context(s)/stream(s) hidden"
+                    f" ({self.key('devices.destroyed', 'd')} shows)",
+                    style=dim,
+                )
+            )
         return tree

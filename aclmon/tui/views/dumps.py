@@ -230,7 +230,7 @@ class DumpsView(View):
             groups = sum(1 for r in self._rows if isinstance(r, str))
             text.append(f"  ·  {groups} group(s)", style=dim)
         if self.overflow_only:
-            text.append("  ·  overflow only (o)", style=dim)
+            text.append(f"  ·  overflow only ({self.key('dumps.overflow_only', 'o')})", style=dim)
         if self.filter_text:
             shown = sum(1 for r in self._rows if not isinstance(r, str))
             text.append(f"  ·  filter “{self.filter_text}”: {shown} shown", style=dim)

@@ -303,7 +303,7 @@ class ExceptionsView(View):
             text.append("  ·  paused", style=theme_style(self, "aclmon-busy"))
             if new > 0:
                 text.append(f"  ·  {new} new", style=theme_style(self, "aclmon-bad", bold=True))
-            text.append("  (f or End to follow)", style=dim)
+            text.append(f"  ({self.key('exceptions.follow', 'f')} or End to follow)", style=dim)
         self.query_one("#exceptions-status", Static).update(text)
 
     def _shown_count(self) -> int:

@@ -236,9 +236,9 @@ class LogsView(View):
         if s.logs_dropped:
             text.append(f"  ·  {s.logs_dropped} older dropped", style=dim)
         if self.level != "all":
-            text.append(f"  ·  {self.level} and above (v)", style=dim)
+            text.append(f"  ·  {self.level} and above ({self.key('logs.level', 'v')})", style=dim)
         if self.module:
-            text.append(f"  ·  module {self.module} (M)", style=dim)
+            text.append(f"  ·  module {self.module} ({self.key('logs.module', 'M')})", style=dim)
         if self.filter_text:
             text.append(f"  ·  “{self.filter_text}”", style=dim)
         if self.window is not None:
@@ -253,7 +253,10 @@ class LogsView(View):
         elif self.vlist.follow:
             text.append("  ·  following", style=theme_style(self, "aclmon-idle"))
         else:
-            text.append("  ·  paused (f follows)", style=theme_style(self, "aclmon-busy"))
+            text.append(
+                f"  ·  paused ({self.key('logs.follow', 'f')} follows)",
+                style=theme_style(self, "aclmon-busy"),
+            )
         self.query_one("#logs-status", Static).update(text)
 
     def _render_row(self, index: int, width: int) -> Text:

@@ -296,7 +296,7 @@ class ProfilingView(View):
         live = prof is not None and prof.subscribed
         text.append("● on" if live else "○ off", style=good if live else dim)
         if not self.readonly and not self._foreign:
-            text.append("   t ", style=key)
+            text.append(f"   {self.key('profiling.live', 't')} ", style=key)
             text.append("stop" if live else "start", style=dim)
         wanted = self.wanted
         text.append("\nNEXT START  ", style=bold)
@@ -311,12 +311,12 @@ class ProfilingView(View):
         text.append("AI Core metric ", style=dim)
         text.append(metric_name, style=bold)
         if not self.readonly:
-            text.append(" m", style=key)
+            text.append(f" {self.key('profiling.metric', 'm')}", style=key)
         text.append("   devices ", style=dim)
         devices = ", ".join(map(str, wanted.devices)) if wanted.devices else "all in use"
         text.append(devices, style=bold)
         if not self.readonly:
-            text.append(" v", style=key)
+            text.append(f" {self.key('profiling.devices', 'v')}", style=key)
         if self.pending is not None:
             text.append("\n  " if narrow else "   ")
             text.append("changed: Enter applies, Esc discards", style=busy)
@@ -329,11 +329,11 @@ class ProfilingView(View):
                 style=bad,
             )
         elif not (prof is not None and prof.running and prof.owner == "aclmon"):
-            text.append("\np ", style=key)
+            text.append(f"\n{self.key('profiling.start_stop', 'p')} ", style=key)
             what = "profiling to files" if wanted.flags else "live operator timings"
             text.append(f"starts {what} as configured", style=dim)
         else:
-            text.append("\np ", style=key)
+            text.append(f"\n{self.key('profiling.start_stop', 'p')} ", style=key)
             text.append("stops", style=dim)
         self.query_one("#prof-state", Static).update(text)
 
