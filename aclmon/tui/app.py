@@ -126,6 +126,7 @@ class AclmonApp(App[int]):
         start_view: str = "devices",
         max_batch: int = MAX_BATCH,
         group_dumps: bool = False,
+        export_dir: str = "aclmon-export",
     ) -> None:
         super().__init__()
         if interval <= 0:
@@ -140,6 +141,8 @@ class AclmonApp(App[int]):
         self.user_keymap = dict(keymap or {})
         self._start_view = start_view if start_view in VIEWS else "devices"
         self._group_dumps = group_dumps
+        #: where a dump's tensors are exported (``e`` in the Dumps view)
+        self.export_dir = os.path.abspath(export_dir)
         self.current_view = self._start_view
         self._painted_version = -1
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
@@ -430,6 +433,29 @@ class AclmonApp(App[int]):
     def _decode_dump(self, path: str, kind: str) -> None:
         report = decode_for_view(self.source.resolve_path(path), kind)
         self._call_ui(self._show_dump_report, report)
+
+    @on(DumpsView.ExportRequested)
+    def _export_requested(self, message: DumpsView.ExportRequested) -> None:
+        self._export_dump(message.dump.path, self.export_dir)
+
+    @work(thread=True, group="dump-export")
+    def _export_dump(self, path: str, out_dir: str) -> None:
+        """A file's tensors as ``aclmon convert`` writes them (.npy), off the UI thread."""
+        from aclmon.dump.convert import convert_file
+
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as exc:
+            self._call_ui(self._exported, f"cannot create {out_dir}: {exc.strerror or exc}", [])
+            return
+        result = convert_file(self.source.resolve_path(path), out_dir)
+        self._call_ui(self._exported, result.error or "", result.written, out_dir)
+
+    def _exported(self, error: str, written: list[str], out_dir: str = "") -> None:
+        if error:
+            self.notify(f"export failed: {error}", severity="error", timeout=8)
+        else:
+            self.notify(f"exported {len(written)} file(s) to {out_dir}", timeout=8)
 
     def _show_dump_report(self, report: Any) -> None:
         styles = {

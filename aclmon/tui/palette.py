@@ -61,6 +61,29 @@ class AclmonCommands(Provider):
                         "Enter in the view applies",
                     )
                 )
+        dumps = app.dumps_view
+
+        def on_dumps(action: Callable[[], None]) -> None:
+            app.action_show_view("dumps")
+            action()
+
+        selected = dumps.selected_dump()
+        if selected is not None:
+            actions = [
+                ("export its tensors as .npy", dumps.action_export, "as aclmon convert names them"),
+                ("copy its path", dumps.action_copy_path, "to the clipboard"),
+                ("copy its operator name", dumps.action_copy_op, "to the clipboard"),
+            ]
+            if selected.kind == "overflow":
+                actions += [
+                    ("jump to the overflowing operator", dumps.action_to_operator, "its dump"),
+                    ("first overflow of this step", dumps.action_first_overflow, "same step"),
+                ]
+            for name, action, help_text in actions:
+                out.append(
+                    (f"Dump: {name}", partial(on_dumps, action), f"selected file; {help_text}")
+                )
+        out.append(("Dump: back", partial(on_dumps, dumps.action_back), "before the last jump"))
         for device_id in app.store.device_ids():
             out.append(
                 (

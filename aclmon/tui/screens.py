@@ -17,9 +17,9 @@ from textual.widgets import OptionList, Static
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_text
-from aclmon.dump.opdebug import overflow_target
 from aclmon.tui import fmt
 from aclmon.tui.style import theme_style
+from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
 
 
@@ -31,32 +31,13 @@ def related_dumps(
     Operator dumps carry ``.{task}.{stream}.`` in their name; overflow records
     say in their summary which task/stream overflowed.
     """
-    marker = f".{exception.task_id}.{exception.stream_id}."
-    found = []
-    for dump in dumps:
-        summary = dump.summary if isinstance(dump.summary, dict) else {}
-        if dump.kind == "overflow":
-            records = summary.get("records")
-            targets = [
-                overflow_target(r["record"])
-                for r in (records if isinstance(records, (list, tuple)) else [])
-                if isinstance(r, dict) and isinstance(r.get("record"), dict)
-            ]
-            if any(
-                isinstance(t, dict) and t.get("task_id") == exception.task_id
-                and t.get("stream_id") in (None, exception.stream_id)
-                for t in targets
-            ):  # fmt: skip
-                found.append(dump)
-            continue
-        name = os.path.basename(dump.path)
-        same_task = summary.get("task_id") == exception.task_id and summary.get("stream_id") in (
-            None,
-            exception.stream_id,
-        )
-        if same_task or marker in name:
-            found.append(dump)
-    return found
+    task, stream = exception.task_id, exception.stream_id
+    return [
+        dump
+        for dump in dumps
+        if is_task_dump(dump, task, stream)
+        or any(t == task and s in (None, stream) for t, s in overflow_targets(dump))
+    ]
 
 
 def _relative(ts_ns: int, newest_ns: int) -> str:

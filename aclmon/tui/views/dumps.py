@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.text import Text
 from textual import on
@@ -23,6 +23,12 @@ from aclmon.tui import fmt
 from aclmon.tui.dumpdetail import render_summary
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
+from aclmon.tui.views.dumplinks import (
+    operator_name,
+    overflow_operator,
+    overflow_targets,
+    overflows_of_step,
+)
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
 
@@ -61,12 +67,25 @@ class DumpsView(View):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="dumps.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="dumps.clear"),
+        Binding("t", "to_operator", "To operator", show=False, id="dumps.to_operator"),
+        Binding("F", "first_overflow", "First overflow", show=False, id="dumps.first_overflow"),
         Binding("o", "toggle_overflow_only", "Overflow only", id="dumps.overflow_only"),
+        Binding("b,backspace", "back", "Back", show=False, id="dumps.back"),
+        Binding("e", "export", "Export .npy", show=False, id="dumps.export"),
+        Binding("y", "copy_path", "Copy path", show=False, id="dumps.copy_path"),
+        Binding("Y", "copy_op", "Copy op name", show=False, id="dumps.copy_op"),
     ]
 
     class DecodeRequested(Message):
         """Enter or double click on a file: decode it (off the UI thread) and
         hand the report back with :meth:`DumpsView.show_detail`."""
+
+        def __init__(self, dump: ev.DumpFileSeen) -> None:
+            super().__init__()
+            self.dump = dump
+
+    class ExportRequested(Message):
+        """Export a file's tensors as ``.npy`` (as ``aclmon convert`` names them)."""
 
         def __init__(self, dump: ev.DumpFileSeen) -> None:
             super().__init__()
@@ -86,6 +105,8 @@ class DumpsView(View):
         self._rows: list[str | ev.DumpFileSeen] = []
         self._offset = 0
         self._placed = False
+        #: where a jump came from: (file, overflow only, filter), newest last
+        self._back: list[tuple[ev.DumpFileSeen | None, bool, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="dumps-status", classes="status")
@@ -162,6 +183,103 @@ class DumpsView(View):
             Text(f"decoding {os.path.basename(dump.path)}…", style=theme_style(self, "aclmon-dim"))
         )
         self.post_message(self.DecodeRequested(dump))
+
+    # ------------------------------------------------------------ row actions
+    def selected_dump(self) -> ev.DumpFileSeen | None:
+        return self.dump_at(self.vlist.cursor)
+
+    def _selected_overflow(self) -> ev.DumpFileSeen | None:
+        dump = self.selected_dump()
+        if dump is None or dump.kind != "overflow":
+            self.notify("select an overflow record first", severity="warning", timeout=3)
+            return None
+        return dump
+
+    def action_to_operator(self) -> None:
+        """From an overflow record to the dump of the operator that overflowed."""
+        overflow = self._selected_overflow()
+        if overflow is None or self.store is None:
+            return
+        target = overflow_operator(overflow, list(self.store.state.dumps))
+        if target is None:
+            named = ", ".join(f"task {t} stream {s}" for t, s in overflow_targets(overflow))
+            self.notify(f"no operator dump seen for {named or 'this record'}", timeout=4)
+            return
+        self._jump(target)
+
+    def action_first_overflow(self) -> None:
+        """To the earliest overflow record of the selected record's step (directory)."""
+        overflow = self._selected_overflow()
+        if overflow is None or self.store is None:
+            return
+        same = overflows_of_step(overflow, list(self.store.state.dumps))
+        if same and same[0] is overflow:
+            self.notify(f"this is the first overflow of its step ({len(same)} in it)", timeout=3)
+            return
+        self._jump(same[0] if same else overflow)
+
+    def _jump(self, target: ev.DumpFileSeen) -> None:
+        self._back.append((self.selected_dump(), self.overflow_only, self.filter_text))
+        del self._back[:-64]
+        if not self._show_dump(target):
+            # hidden by the filter or the overflow-only toggle: show every file
+            self.overflow_only = False
+            self._set_filter("")
+            self._show_dump(target)
+
+    def action_back(self) -> None:
+        """Back to where the last jump started."""
+        if not self._back:
+            self.notify("nothing to go back to", timeout=2)
+            return
+        dump, overflow_only, filter_text = self._back.pop()
+        self.overflow_only = overflow_only
+        self._set_filter(filter_text)
+        if dump is not None:
+            self._show_dump(dump)
+
+    def _set_filter(self, text: str) -> None:
+        bar = self.query_one("#dumps-filter", FilterBar)
+        bar.value = text
+        bar.set_class(bool(text), "-shown")
+        self.filter_text = text
+
+    def _show_dump(self, dump: ev.DumpFileSeen) -> bool:
+        for row, entry in enumerate(self._rows):
+            if entry is dump or entry == dump:
+                self.detail_shown = False
+                self.vlist.move_cursor_to(self._offset + row)
+                self.vlist.focus()
+                return True
+        return False
+
+    def action_export(self) -> None:
+        dump = self.selected_dump()
+        if dump is not None:
+            self.notify(f"exporting {os.path.basename(dump.path)}…", timeout=2)
+            self.post_message(self.ExportRequested(dump))
+
+    def action_copy_path(self) -> None:
+        dump = self.selected_dump()
+        if dump is not None:
+            self._copy(dump.path, "path")
+
+    def action_copy_op(self) -> None:
+        dump = self.selected_dump()
+        if dump is None or self.store is None:
+            return
+        name = operator_name(dump)
+        if dump.kind == "overflow":
+            target = overflow_operator(dump, list(self.store.state.dumps))
+            name = (operator_name(target) if target is not None else "") or name.split(" ")[-1]
+        if not name:
+            self.notify("no operator name known for this file", severity="warning", timeout=3)
+            return
+        self._copy(name, "operator name")
+
+    def _copy(self, text: str, what: str) -> None:
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {what}: {middle(text, 60)}", timeout=3)
 
     def on_virtual_list_highlighted(self, message: VirtualList.Highlighted) -> None:
         self.detail_shown = False
@@ -253,8 +371,26 @@ class DumpsView(View):
         elif entry is None:
             renderable = Text("No dump files yet.", style=styles["dim"])
         else:
-            renderable = render_summary(entry, styles)
+            renderable = Group(render_summary(entry, styles), self._action_hints(entry))
         self.query_one("#dump-detail", Static).update(renderable)
+
+    def _action_hints(self, dump: ev.DumpFileSeen) -> Text:
+        keys = [
+            ("dumps.export", "e", "exports its tensors as .npy"),
+            ("dumps.copy_path", "y", "copies its path"),
+            ("dumps.copy_op", "Y", "the operator's name"),
+        ]
+        if dump.kind == "overflow":
+            keys[:0] = [
+                ("dumps.to_operator", "t", "goes to the operator that overflowed"),
+                ("dumps.first_overflow", "F", "to the first overflow of this step"),
+            ]
+        if self._back:
+            keys.append(("dumps.back", "b", "back"))
+        return Text(
+            " · ".join(f"{self.key(i, k)} {what}" for i, k, what in keys),
+            style=theme_style(self, "aclmon-dim"),
+        )
 
     def show_detail(self, renderable: RenderableType) -> None:
         """Show a decoded file (or its progress) in the pane."""
