@@ -527,6 +527,48 @@ AICORE_METRICS: dict[int, tuple[str, str]] = {
     ACL_AICORE_NONE: ("ACL_AICORE_NONE", "None"),
 }
 
+#: aclprofAicoreMetrics value -> the per-operator columns msprof's op_summary
+#: shows for that metric group (a representative subset; ``aic_`` = cube core,
+#: ``aiv_`` = vector core; ratios are 0..1 of the operator's cycles).
+AICORE_METRIC_COLUMNS: dict[int, tuple[str, ...]] = {
+    ACL_AICORE_ARITHMETIC_UTILIZATION: (
+        "aic_mac_fp16_ratio", "aic_mac_int8_ratio", "aiv_vec_fp32_ratio", "aiv_vec_fp16_ratio",
+        "aiv_vec_int32_ratio", "aiv_vec_misc_ratio",
+    ),
+    ACL_AICORE_PIPE_UTILIZATION: (
+        "aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio",
+        "aic_fixpipe_ratio", "aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio",
+    ),
+    ACL_AICORE_MEMORY_BANDWIDTH: (
+        "aic_main_mem_read_bw(GB/s)", "aic_main_mem_write_bw(GB/s)", "aic_l1_read_bw(GB/s)",
+        "aic_l1_write_bw(GB/s)", "aiv_gm_to_ub_bw(GB/s)", "aiv_ub_to_gm_bw(GB/s)",
+    ),
+    ACL_AICORE_L0B_AND_WIDTH: (
+        "aic_l0a_read_bw(GB/s)", "aic_l0a_write_bw(GB/s)", "aic_l0b_read_bw(GB/s)",
+        "aic_l0b_write_bw(GB/s)", "aic_l0c_read_bw_cube(GB/s)", "aic_l0c_write_bw_cube(GB/s)",
+    ),
+    ACL_AICORE_RESOURCE_CONFLICT_RATIO: (
+        "aiv_vec_bankgroup_cflt_ratio", "aiv_vec_bank_cflt_ratio", "aiv_vec_resc_cflt_ratio",
+    ),
+    ACL_AICORE_MEMORY_UB: (
+        "aiv_ub_read_bw_vector(GB/s)", "aiv_ub_write_bw_vector(GB/s)",
+        "aiv_ub_read_bw_scalar(GB/s)", "aiv_ub_write_bw_scalar(GB/s)",
+    ),
+    ACL_AICORE_L2_CACHE: (
+        "write_cache_hit", "write_cache_miss_allocate", "r0_read_cache_hit",
+        "r0_read_cache_miss_allocate", "r1_read_cache_hit", "r1_read_cache_miss_allocate",
+    ),
+    ACL_AICORE_PIPE_EXECUTE_UTILIZATION: (
+        "aic_mac_exe_ratio", "aic_scalar_exe_ratio", "aic_mte1_exe_ratio", "aic_mte2_exe_ratio",
+        "aic_fixpipe_exe_ratio", "aiv_vec_exe_ratio", "aiv_mte3_exe_ratio",
+    ),
+    ACL_AICORE_MEMORY_ACCESS: (
+        "read_main_memory_datas(KB)", "write_main_memory_datas(KB)", "GM_to_L1_datas(KB)",
+        "GM_to_UB_datas(KB)", "UB_to_GM_datas(KB)",
+    ),
+    ACL_AICORE_NONE: (),
+}  # fmt: skip
+
 # aclprofConfigType (acl.prof.set_config)
 ACL_PROF_ARGS_MIN = 0
 ACL_PROF_STORAGE_LIMIT = 1

@@ -361,6 +361,8 @@ class Agent:
                     self._guarded("dump watcher", watcher.poll)
                 if self.plog is not None:
                     self._guarded("plog tail", self.plog.poll)
+                if self.profiling is not None:
+                    self._guarded("profiling files", self.profiling.poll_files)
                 timers["dumps"] = now + DUMP_POLL_INTERVAL_S
 
     def _guarded(self, where: str, step: Any) -> None:

@@ -42,6 +42,7 @@ from aclmon.acl_constants import (
     error_text,
     prof_flag_names,
 )
+from aclmon.agent.session_files import SessionFiles
 from aclmon.events import OpTiming, ProfilingState
 
 if TYPE_CHECKING:
@@ -91,6 +92,9 @@ class ProfilingController:
         # the job's profiling configs (handle -> devices, metrics, flags) and subscriptions
         self._job_configs: dict[int, tuple[tuple[int, ...], int, int]] = {}
         self._job_subscribed: set[int] = set()
+        # the operator records of the newest session to files, read back (kept after
+        # the stop, so the records written at the stop still arrive)
+        self.files: SessionFiles | None = None
 
     # ------------------------------------------------------------ state
     def publish_state(self) -> None:
@@ -245,6 +249,7 @@ class ProfilingController:
         self.active_metrics = self.aicore_metrics
         self.active_devices = tuple(devices)
         self.active_output = self.output_path
+        self.files = SessionFiles(self.ctx, self.output_path)
         data: dict[str, Any] = {"mode": "api", "output_path": self.output_path}
         message = f"profiling started on devices {devices}, writing to {self.output_path}"
         if self.ctx.state.models:
@@ -369,6 +374,8 @@ class ProfilingController:
             self.active_flags = flags
             self.active_metrics = aicore_metrics
             self.active_devices = ()  # acl.json profiles every device the job uses
+            if output:
+                self.files = SessionFiles(self.ctx, output)
         self.publish_state()
 
     def job_init(self, path: str, ret: int) -> None:
@@ -426,6 +433,13 @@ class ProfilingController:
             if self.owner == "job" and not self._job_subscribed and not self.initialized:
                 self.owner = ""
         self.publish_state()
+
+    def poll_files(self) -> None:
+        """Publish the operator records the session to files wrote since the last poll
+        (control thread)."""
+        files = self.files
+        if files is not None:
+            files.poll()
 
     def close(self) -> None:
         """End aclmon's session at agent shutdown (quietly: the job may be exiting)."""
@@ -569,6 +583,7 @@ class LiveTimings:
             return
         count = min(int(count), length // self.op_desc_size)
         ctx = self.ctx
+        models = ctx.state.models
         for index in range(count):
             name, ret_name = prof.get_op_name(pointer, length, index, ACL_PROF_MAX_OP_NAME_LEN)
             op_type, ret_type = prof.get_op_type(pointer, length, index, ACL_PROF_MAX_OP_TYPE_LEN)
@@ -579,6 +594,8 @@ class LiveTimings:
             duration = int(prof.get_op_duration(pointer, length, index))
             model_id = int(prof.get_model_id(pointer, length, index))
             ctx.state.learn_op_type(name, op_type)
-            ctx.emit(OpTiming, model_id, name, op_type, start, end, duration)
+            model = models.get(model_id)
+            device = model.device_id if model is not None else -1
+            ctx.emit(OpTiming, model_id, name, op_type, start, end, duration, device)
             self.records += 1
         del keep_alive

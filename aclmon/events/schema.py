@@ -29,7 +29,8 @@ from typing import Any, NamedTuple, TypeVar
 #: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
 #: 3: Hello gained job, rank, rank_size, local_rank, device_id, rank_env.
 #: 4: AclException gained model_name and execution; History and Goodbye.
-SCHEMA_VERSION = 4
+#: 5: OpTiming gained device_id and metrics.
+SCHEMA_VERSION = 5
 
 Summary = dict[str, Any]
 
@@ -342,6 +343,12 @@ class OpTiming(NamedTuple):
     start_us: int
     end_us: int
     duration_us: int
+    # Schema 5 (an older array decodes with these defaults): the device the model
+    # runs on (-1: not known), and the AI Core metric values the profiling data
+    # carried for this run of the operator, by msprof's op_summary column name
+    # (empty: none; live timings from model subscription never carry any).
+    device_id: int = -1
+    metrics: Summary = {}  # noqa: RUF012 (never mutated)
 
 
 @register(20, "tx_mark")

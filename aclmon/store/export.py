@@ -6,12 +6,8 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name
-from aclmon.store.state import OpStats, StoreState, StreamState, runtime_message
-
-
-def top_ops(s: StoreState, limit: int) -> list[OpStats]:
-    """Operators by total time, largest first (ties by name, for a stable order)."""
-    return sorted(s.ops.values(), key=lambda o: (-o.total_us, o.op_name))[:limit]
+from aclmon.store.ops import top_ops
+from aclmon.store.state import StoreState, StreamState, runtime_message
 
 
 def state_to_json(s: StoreState) -> dict[str, Any]:
@@ -83,10 +79,15 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
             {
                 "op_name": o.op_name,
                 "op_type": o.op_type,
+                "device_id": o.device_id,
+                "model_id": o.model_id,
+                "model_name": o.model_name,
                 "count": o.count,
                 "total_us": o.total_us,
                 "mean_us": round(o.mean_us, 3),
+                "min_us": o.min_us,
                 "max_us": o.max_us,
+                "metrics": {name: round(o.metric(name) or 0.0, 4) for name in o.metric_sums},
             }
             for o in top_ops(s, 50)
         ],

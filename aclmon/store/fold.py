@@ -16,7 +16,8 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.events import DEVICE_SYNC
-from aclmon.store.export import state_to_json, top_ops
+from aclmon.store.export import state_to_json
+from aclmon.store.ops import fold_op_timing, fold_tx, sorted_ops, top_ops
 from aclmon.store.pairing import (
     PENDING_LIMIT,
     SAME_CALL_NS,
@@ -75,8 +76,8 @@ class Store:
             ev.AclException: self._exception,
             ev.ProfilingState: self._profiling_state,
             ev.OpTiming: self._op_timing,
-            ev.TxMark: self._tx_mark,
-            ev.TxRange: self._tx_range,
+            ev.TxMark: self._tx,
+            ev.TxRange: self._tx,
             ev.DumpFileSeen: self._dump_file,
             ev.LogLine: self._log,
             ev.CallFailed: self._call_failed,
@@ -132,6 +133,10 @@ class Store:
     def top_ops(self, limit: int) -> list[OpStats]:
         """Operators by total time, largest first (ties by name, for a stable order)."""
         return top_ops(self.state, limit)
+
+    def sorted_ops(self, sort: str = "total", reverse: bool = False) -> list[OpStats]:
+        """Every operator (of a model on a device) in the operator table's order."""
+        return sorted_ops(self.state, sort, reverse)
 
     def resolve_stream(
         self, handle: int, *, thread_id: int | None = None, device_id: int | None = None
@@ -621,24 +626,10 @@ class Store:
         self.state.profiling = e
 
     def _op_timing(self, e: ev.OpTiming) -> None:
-        s = self.state
-        s.op_timings_total += 1
-        stats = s.ops.get(e.op_name)
-        if stats is None:
-            if len(s.ops) >= s.op_limit:
-                s.op_timings_untracked += 1
-                return
-            stats = s.ops[e.op_name] = OpStats(e.op_name, e.op_type)
-        stats.count += 1
-        stats.total_us += e.duration_us
-        if e.duration_us > stats.max_us:
-            stats.max_us = e.duration_us
+        fold_op_timing(self.state, e)
 
-    def _tx_mark(self, e: ev.TxMark) -> None:
-        self.state.tx_marks += 1
-
-    def _tx_range(self, e: ev.TxRange) -> None:
-        self.state.tx_ranges += 1
+    def _tx(self, e: ev.TxMark | ev.TxRange) -> None:
+        fold_tx(self.state, e)
 
     def _dump_file(self, e: ev.DumpFileSeen) -> None:
         s = self.state

@@ -31,6 +31,10 @@ EXCEPTION_LIMIT = 10_000
 DUMP_LIMIT = 2_000
 LOG_LIMIT = 1_000
 OP_LIMIT = 5_000
+#: AI Core metric columns kept (a metric group has fewer; a hostile source may send more)
+METRIC_LIMIT = 16
+#: msproftx marks and ranges kept for display
+TX_LIMIT = 64
 REPLY_LIMIT = 64
 #: destroyed streams, destroyed contexts and unloaded models kept (each).
 DESTROYED_LIMIT = 256
@@ -203,17 +207,36 @@ class ModelState:
     recent_ends: list[tuple[int, int]] = field(default_factory=list)  # (stream, start) of Ends
 
 
+#: key of one operator's timings: (device_id, model_id, op_name); device -1 = not known.
+OpKey = tuple[int, int, str]
+
+
 @dataclass
 class OpStats:
+    """The timings of one operator of one model on one device."""
+
     op_name: str
     op_type: str
+    device_id: int = -1  # -1: not known (a recording older than schema 5)
+    model_id: int = -1
+    model_name: str = ""  # "" : the model's load was not seen
     count: int = 0
     total_us: int = 0
     max_us: int = 0
+    min_us: int = 0
+    last_us: int = 0
+    # AI Core metric values (msprof op_summary column -> sum over metric_count timings)
+    metric_sums: dict[str, float] = field(default_factory=dict)
+    metric_count: int = 0
 
     @property
     def mean_us(self) -> float:
         return self.total_us / self.count if self.count else 0.0
+
+    def metric(self, name: str) -> float | None:
+        """The mean of one AI Core metric over the timings that carried it, or None."""
+        total = self.metric_sums.get(name)
+        return None if total is None or not self.metric_count else total / self.metric_count
 
 
 @dataclass
@@ -313,9 +336,11 @@ class StoreState:
     profiling: ev.ProfilingState | None = None
     replies: dict[int, ev.Reply] = field(default_factory=dict)  # request_id -> reply
     last_reply: ev.Reply | None = None
-    ops: dict[str, OpStats] = field(default_factory=dict, metadata=RECORDS)  # key: op_name
+    ops: dict[OpKey, OpStats] = field(default_factory=dict, metadata=RECORDS)
     op_timings_total: int = 0
-    op_timings_untracked: int = 0  # timings of ops beyond op_limit distinct names
+    op_timings_untracked: int = 0  # timings of ops beyond op_limit distinct operators
+    # AI Core metric columns seen in the timings, in arrival order (at most METRIC_LIMIT)
+    op_metrics: dict[str, None] = field(default_factory=dict)
     # Shared, not deep-copied: DumpFileSeen is immutable and its summary dict is
     # never mutated by the store or its readers, so a copy only needs its own ring.
     dumps: deque[ev.DumpFileSeen] = field(default_factory=deque)
@@ -328,6 +353,8 @@ class StoreState:
     call_failures_total: int = 0
     tx_marks: int = 0
     tx_ranges: int = 0
+    # the newest msproftx marks and ranges, oldest first (at most TX_LIMIT)
+    tx_recent: deque[ev.TxMark | ev.TxRange] = field(default_factory=deque)
     counters: Counters = field(default_factory=Counters)
 
     def copy(self) -> StoreState:

@@ -147,7 +147,7 @@ def test_op_aggregates_stop_at_limit_and_count_untracked():
     store.apply(e(ev.OpTiming, 1, "op0", "T", 0, 1, 4))
     assert len(store.state.ops) == 3
     assert store.state.op_timings_untracked == 2
-    assert store.state.ops["op0"].count == 2
+    assert store.state.ops[(-1, 1, "op0")].count == 2
 
 
 def test_dumps_and_logs_are_bounded():
@@ -328,6 +328,8 @@ _event_strategy = st.one_of(
         st.just(0),
         st.just(1),
         st.integers(0, 100),
+        st.sampled_from([-1, 0, 1]),
+        st.sampled_from([{}, {"aic_mac_ratio": 0.5}]),
     ),
     st.builds(
         ev.DumpFileSeen,
