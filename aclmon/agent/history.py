@@ -5,8 +5,8 @@ see a clean job. The publisher hands every batch of events to
 :meth:`History.observe` on its own thread, in queue order, before anyone gets
 it; the history counts what matters there (nothing runs on the job's threads)
 and the snapshot a new subscriber gets ends with :meth:`History.snapshot_events`:
-the last N exceptions and dump files (seq 0) and one :class:`History` event with
-the totals. Because counting and the snapshot both run on the publisher thread,
+the last N exceptions, failed calls and dump files (seq 0) and one
+:class:`History` event with the totals. Because counting and the snapshot both run on the publisher thread,
 the snapshot covers exactly the events before it and the subscriber receives
 every later one: nothing is counted twice or missed.
 
@@ -34,6 +34,7 @@ from typing import Any
 
 from aclmon.events import (
     AclException,
+    CallFailed,
     ContextDestroyed,
     DumpFileSeen,
     ExecuteEnd,
@@ -89,8 +90,12 @@ class HistoryKeeper:
         self.stream_exceptions: dict[tuple[int, int], int] = {}
         self.exceptions: deque[AclException] = deque(maxlen=recent)
         self.dumps: deque[DumpFileSeen] = deque(maxlen=recent)
+        #: failed calls with the runtime's message: what a late viewer needs to say
+        #: why an exception's synchronize failed
+        self.call_failures: deque[CallFailed] = deque(maxlen=recent)
         self.exceptions_total = 0
         self.dumps_total = 0
+        self.call_failures_total = 0
         #: (ts_ns, task_id) of an exception -> model_id running synchronously when it fired
         self._running: dict[tuple[int, int], int] = {}
         self._handlers: dict[type, Any] = {
@@ -98,6 +103,7 @@ class HistoryKeeper:
             StreamSynchronized: self._synchronized,
             AclException: self._exception,
             DumpFileSeen: self._dump,
+            CallFailed: self._call_failed,
             ModelLoaded: self._model_loaded,
             ModelUnloaded: self._model_unloaded,
             StreamCreated: self._stream_created,
@@ -126,8 +132,9 @@ class HistoryKeeper:
         return batch
 
     def snapshot_events(self) -> list[Any]:
-        """Recent exceptions and dump files (seq 0), then the totals."""
+        """Recent exceptions, failed calls and dump files (seq 0), then the totals."""
         events: list[Any] = [e._replace(seq=0) for e in self.exceptions]
+        events.extend(c._replace(seq=0) for c in self.call_failures)
         events.extend(d._replace(seq=0) for d in self.dumps)
         models = [
             value
@@ -154,6 +161,7 @@ class HistoryKeeper:
                 tuple(exceptions),
                 self.exceptions_total,
                 self.dumps_total,
+                self.call_failures_total,
             )
         )
         return events
@@ -231,6 +239,10 @@ class HistoryKeeper:
                         return e._replace(model_name=model.name, execution=number)
                 break
         return e
+
+    def _call_failed(self, e: CallFailed) -> None:
+        self.call_failures_total += 1
+        self.call_failures.append(e)
 
     def _dump(self, e: DumpFileSeen) -> None:
         self.dumps_total += 1

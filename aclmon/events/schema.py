@@ -283,7 +283,7 @@ class History(NamedTuple):
     """What happened since the agent started, for a viewer that connects late.
 
     Sent last in the snapshot a new subscriber gets, after the most recent
-    exceptions and dump files (re-sent with ``seq = 0``). The per-object figures
+    exceptions, failed calls and dump files (re-sent with ``seq = 0``). The per-object figures
     are flat tuples of ints, read in groups: ``models`` (model_id, executions,
     failures), ``streams`` (stream handle, synchronizes, failed synchronizes and
     executes, last error code) and ``stream_exceptions`` (device_id, stream_id,
@@ -298,6 +298,8 @@ class History(NamedTuple):
     stream_exceptions: tuple[int, ...]
     exceptions_total: int
     dumps_total: int
+    # Added after the first schema-4 agents (an array that ends before it decodes with 0):
+    call_failures_total: int = 0  # failed hooked calls since start
 
 
 @register(27, "goodbye")

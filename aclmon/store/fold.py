@@ -618,6 +618,7 @@ class Store:
         s.exceptions_dropped = max(s.exceptions_dropped, s.exceptions_total - len(s.exceptions))
         s.dumps_total = max(s.dumps_total, e.dumps_total)
         s.dumps_dropped = max(s.dumps_dropped, s.dumps_total - len(s.dumps))
+        s.call_failures_total = max(s.call_failures_total, e.call_failures_total)
 
     def _goodbye(self, e: ev.Goodbye) -> None:
         self.state.goodbye = e
@@ -644,6 +645,11 @@ class Store:
 
     def _call_failed(self, e: ev.CallFailed) -> None:
         s = self.state
+        if e.seq == 0:
+            # From the agent's history (a late or reconnecting viewer): skip what we hold.
+            key = (e.ts_ns, e.thread_id, e.api)
+            if any((f.event.ts_ns, f.event.thread_id, f.event.api) == key for f in s.call_failures):
+                return
         device_id = stream_id = -1
         if e.stream != -1:
             stream = self.resolve_stream(e.stream, thread_id=e.thread_id)

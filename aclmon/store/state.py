@@ -269,26 +269,36 @@ def runtime_message(s: StoreState, exception: ev.AclException) -> str:
     """What the runtime said when the job's call that met ``exception`` failed
     (``acl.get_recent_err_msg`` on that thread), or "".
 
-    The failed call on the exception's stream nearest in time (within
-    EXCEPTION_CALL_WINDOW_NS) wins; else the nearest failure with the
-    exception's error code.
+    Candidates are the failed calls with a message within EXCEPTION_CALL_WINDOW_NS
+    of the exception that are about its stream, or come from its thread, or
+    returned its error code. The best one is on the exception's stream with the
+    exception's code (the synchronize or execute that reported it), then on its
+    stream, then on its thread with its code, then any with its code; among
+    equals a call that failed after the exception (the runtime reports an
+    exception at the next synchronize) before one that failed before it, then
+    the nearest in time.
     """
-    best: tuple[int, int, str] | None = None
+    best: tuple[int, int, int] | None = None
+    message = ""
+    stream = (exception.device_id, exception.stream_id)
     for failure in s.call_failures:
         e = failure.event
-        gap = abs(e.ts_ns - exception.ts_ns)
-        if gap > EXCEPTION_CALL_WINDOW_NS or not e.message:
+        gap = e.ts_ns - exception.ts_ns
+        if abs(gap) > EXCEPTION_CALL_WINDOW_NS or not e.message:
             continue
-        same_stream = (failure.device_id, failure.stream_id) == (
-            exception.device_id,
-            exception.stream_id,
-        )
-        if not same_stream and e.ret != exception.error_code:
+        same_code = e.ret == exception.error_code
+        if (failure.device_id, failure.stream_id) == stream:
+            rank = 0 if same_code else 1
+        elif e.thread_id == exception.thread_id and same_code:
+            rank = 2
+        elif same_code:
+            rank = 3
+        else:
             continue
-        key = (0 if same_stream else 1, gap, e.message)
-        if best is None or key[:2] < best[:2]:
-            best = key
-    return best[2] if best is not None else ""
+        key = (rank, 0 if gap >= 0 else 1, abs(gap))
+        if best is None or key < best:
+            best, message = key, e.message
+    return message
 
 
 @dataclass

@@ -266,6 +266,7 @@ def _percent(value: Any) -> str:
 
 def _print_text_summary(data: dict[str, Any]) -> None:
     from aclmon.acl_constants import error_name
+    from aclmon.tui.fmt import runtime_headline
 
     target = data.get("target") or {}
     print(
@@ -303,6 +304,14 @@ def _print_text_summary(data: dict[str, Any]) -> None:
                  if e.get("model_name") else "")  # fmt: skip
         print(f"  dev {e['device_id']} stream {e['stream_id']} task {e['task_id']}"
               f" {error_name(e['error_code'])} {e['op_type'] or 'type unknown'} {e['op_name'] or '?'}{where}")  # fmt: skip
+        if e.get("runtime_message"):
+            print(f"    runtime: {runtime_headline(e['runtime_message'])}")
+    failures = data.get("call_failures") or {}
+    if failures.get("total"):
+        print(f"failed calls {failures['total']} since start")
+        for f in failures.get("recent", [])[-5:]:
+            said = runtime_headline(f["message"]) if f.get("message") else "(no message)"
+            print(f"  acl.{f['api']} {error_name(f['ret'])}: {said}")
     dumps = data.get("dumps") or {}
     if dumps.get("total"):
         print(f"dump files {dumps['total']} since start")

@@ -7,6 +7,7 @@ keeps snapshots and replays stable.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -124,3 +125,20 @@ def job_end_text(goodbye: Any) -> str:
     if goodbye.reason.startswith("signal "):
         return f"job killed by {goodbye.reason[len('signal ') :]} (status {goodbye.exit_status})"
     return f"job exited (status {goodbye.exit_status})"
+
+
+#: a runtime message's opening that says nothing yet ("EZ9999: Inner Error!")
+_BARE_HEADLINE = re.compile(r"^[A-Z]{2}[0-9A-Z]{4}: Inner Error!?$")
+#: the "[PID: n] <time> " (or "EZ9999[PID: n] <time> (EZ9999): ") prefix of a message line
+_MESSAGE_PREFIX = re.compile(r"^(?:[A-Z]{2}[0-9A-Z]{4})?\[PID: \d+\] \S+ (?:\([0-9A-Z]{6}\):)?\s*")
+
+
+def runtime_headline(message: str) -> str:
+    """The line of a runtime message (``acl.get_recent_err_msg``) that says what
+    went wrong, without its pid and time prefix: the first line that is more
+    than ``EZ9999: Inner Error!``. "" for an empty message."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if not _BARE_HEADLINE.match(line):
+            return _MESSAGE_PREFIX.sub("", line) or line
+    return lines[0] if lines else ""

@@ -70,6 +70,12 @@ def test_late_once_json_reports_everything_since_start(tmp_path, model_path):  #
             assert e["error_code"] == ACL_ERROR_RT_AICORE_EXCEPTION
             # which execution of which model raised it
             assert (e["model_name"], e["execution"]) == (MODEL["name"], 25 * n)
+            # what the runtime said when the execute failed, though we connected later
+            assert "EZ9999" in e["runtime_message"], e
+        failures = data["call_failures"]
+        assert failures["total"] == 4 and len(failures["recent"]) == 4
+        assert {f["api"] for f in failures["recent"]} == {"mdl.execute"}
+        assert all(f["ret"] == ACL_ERROR_RT_AICORE_EXCEPTION for f in failures["recent"])
         dumps = data["dumps"]
         assert dumps["total"] == 4
         assert {d["file_kind"] for d in dumps["recent"]} == {"exception-dump"}
@@ -83,6 +89,7 @@ def test_late_once_json_reports_everything_since_start(tmp_path, model_path):  #
             events = Collector(subscriber)
             history = events.wait_kind(History)
             assert history.exceptions_total == 4 and history.dumps_total == 4
+            assert history.call_failures_total == 4
             assert history.models[1:] == (100, 4)
             assert len(events.of(AclException)) == 4
             (tmp_path / "stop").touch()
@@ -105,6 +112,7 @@ def test_history_keeps_the_last_n_and_counts_apart(tmp_path):
     """Unit level: bounded rings, totals since start, the attribution rules."""
     from aclmon.agent.history import HistoryKeeper
     from aclmon.events import (
+        CallFailed,
         DumpFileSeen,
         ExecuteEnd,
         ModelLoaded,
@@ -131,15 +139,20 @@ def test_history_keeps_the_last_n_and_counts_apart(tmp_path):
     assert (out[0].model_name, out[0].execution) == ("m", 3)
     keeper.observe([exc(9, 13, stream_id=99)])  # nobody known: left unattributed
     keeper.observe([DumpFileSeen(10 + n, 10, f"/d/{n}", "exception-dump", 1, {}) for n in range(3)])
+    keeper.observe(
+        [CallFailed(20 + n, 20, "mdl.execute", 507015, f"EZ9999 {n}", 1, -1) for n in range(3)]
+    )
     snapshot = keeper.snapshot_events()
     assert [type(e).__name__ for e in snapshot] == [
-        "AclException", "AclException", "DumpFileSeen", "DumpFileSeen", "History",
+        "AclException", "AclException", "CallFailed", "CallFailed",
+        "DumpFileSeen", "DumpFileSeen", "History",
     ]  # fmt: skip
+    assert [e.message for e in snapshot[2:4]] == ["EZ9999 1", "EZ9999 2"]
     assert all(e.seq == 0 for e in snapshot)
     assert [e.task_id for e in snapshot[:2]] == [12, 13] and snapshot[1].model_name == ""
     history = snapshot[-1]
     assert history.models == (5, 3, 1) and history.exceptions_total == 3
-    assert history.dumps_total == 3
+    assert history.dumps_total == 3 and history.call_failures_total == 3
     # one exception and the failed synchronize it caused: one error on the stream
     assert history.streams == (0xB0, 1, 1, ACL_ERROR_RT_AICORE_EXCEPTION)
     assert history.stream_exceptions == (0, 7, 1, 0, 99, 2)

@@ -59,3 +59,61 @@ def test_a_viewer_that_saw_everything_counts_nothing_twice():
     assert before == (2, 0, 1, 1, 1, 1, 1, 1, 1)  # the exception is not a second error
     store.apply_many(_snapshot())  # reconnected: the agent sends its snapshot again
     assert _figures(store) == before
+
+
+MESSAGE = "EZ9999: Inner Error!\nEZ9999 ... there is an aicore error exception ..."
+
+
+def _failed_sync(seq: int) -> ev.CallFailed:
+    return ev.CallFailed(seq, 7, "rt.synchronize_stream", AICORE, MESSAGE, 11, 0xB0)
+
+
+def test_a_late_viewer_gets_the_runtimes_message_of_the_exception():
+    """The failed synchronize after the exception comes with the history, so a
+    viewer that connected later still says what the runtime said."""
+    snapshot = _snapshot()
+    snapshot.insert(-1, _failed_sync(0))
+    snapshot[-1] = snapshot[-1]._replace(call_failures_total=3)
+    store = Store()
+    store.apply_many(snapshot)
+    s = store.state
+    (exception,) = s.exceptions
+    assert store.runtime_message(exception) == MESSAGE
+    assert s.streams[(0xC0, 0xB0)].last_error_message == MESSAGE
+    assert s.call_failures_total == 3  # the agent's count since start
+    data = store.to_json()
+    assert data["exceptions"]["recent"][0]["runtime_message"] == MESSAGE
+    assert data["call_failures"]["recent"][0]["message"] == MESSAGE
+    assert data["call_failures"]["total"] == 3
+
+
+def test_a_reconnect_does_not_count_a_failed_call_twice():
+    store = Store()
+    store.apply_many([*_live(), _failed_sync(9)])
+    snapshot = _snapshot()
+    snapshot.insert(-1, _failed_sync(0))
+    snapshot[-1] = snapshot[-1]._replace(call_failures_total=1)
+    store.apply_many(snapshot)
+    assert len(store.state.call_failures) == 1 and store.state.call_failures_total == 1
+
+
+def test_the_exceptions_message_is_the_failure_that_follows_it_on_its_stream():
+    """An exception is reported by the next synchronize of its stream: that
+    failure's message wins over a nearer one before it, or on another stream."""
+    live = _live()
+    exception = live[5]
+    before = ev.CallFailed(
+        9, exception.ts_ns - 1, "rt.synchronize_stream", AICORE, "the one before", 11, 0xB0
+    )
+    after = ev.CallFailed(
+        10, exception.ts_ns + 5, "rt.synchronize_stream", AICORE, "the one after", 11, 0xB0
+    )
+    elsewhere = ev.CallFailed(11, exception.ts_ns + 1, "mdl.execute", AICORE, "other", 12, -1)
+    store = Store()
+    store.apply_many([*live, before, after, elsewhere])
+    assert store.runtime_message(exception) == "the one after"
+    # with no failure on its stream: one with its code, from its thread first
+    store = Store()
+    mine = elsewhere._replace(seq=12, ts_ns=exception.ts_ns + 3, thread_id=exception.thread_id)
+    store.apply_many([*live, elsewhere, mine._replace(message="same thread")])
+    assert store.runtime_message(exception) == "same thread"

@@ -308,8 +308,8 @@ class DevicesView(View):
                         f"  {', '.join(counts)}, last {error_name(stream.last_error)}", style=bad
                     )
                     if stream.last_error_message:
-                        # its first line: the exception detail shows the whole message
-                        first = stream.last_error_message.splitlines()[0].strip()
+                        # its telling line: the exception detail shows the whole message
+                        first = fmt.runtime_headline(stream.last_error_message)
                         line.append(f": {first[:80]}", style=bad)
                 if self._shown(line) or self._shown(ctx_label):
                     branch.add(line)
