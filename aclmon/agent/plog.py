@@ -3,7 +3,7 @@
 Runs on the agent's control thread (never on a job thread), a bounded amount
 per poll: it finds this process's log files (``plog-{pid}_*.log`` and
 ``device-{pid}_*.log`` under ``$ASCEND_PROCESS_LOG_PATH``,
-``$ASCEND_WORK_PATH`` or ``$HOME/ascend/log``, old and new layouts;
+``$ASCEND_WORK_PATH/log`` or ``$HOME/ascend/log``, old and new layouts;
 :mod:`aclmon.dump.plog`), reads what was appended since the last poll, parses it into entries (multi-line
 entries whole) and publishes each entry of level WARNING or above as a
 :class:`~aclmon.events.LogLine`. At most ``RATE`` lines a second go out (a

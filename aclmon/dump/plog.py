@@ -1,6 +1,6 @@
 """CANN application logs (plog): finding a process's log files and parsing their entries.
 
-The format (docs/reference/plog.md): one entry starts with a header line ::
+The format (docs/reference/logs.md): one entry starts with a header line ::
 
     [LEVEL] MODULE(PID,PNAME):YYYY-MM-DD-hh:mm:ss.mmm.uuu [file.cc:123]text
 
@@ -12,7 +12,7 @@ header, and header-like lines that do not parse, are garbage: counted, never
 raised.
 
 Where the files are: under ``$ASCEND_PROCESS_LOG_PATH`` if set, else
-``$ASCEND_WORK_PATH``, else ``$HOME/ascend/log``; host logs are ``plog-{pid}_{timestamp}.log`` and logs the
+``$ASCEND_WORK_PATH/log``, else ``$HOME/ascend/log``; host logs are ``plog-{pid}_{timestamp}.log`` and logs the
 device sent back for the process ``device-{pid}_{timestamp}.log``, in ``plog/``
 and ``device-{id}/`` (older releases) or under ``debug/`` and ``run/`` (newer
 ones): :func:`find_log_files` searches the whole tree for the pid, bounded.
@@ -187,12 +187,15 @@ def parse_file(
 
 def log_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where the process's CANN logs go: ``$ASCEND_PROCESS_LOG_PATH``, else
-    ``$ASCEND_WORK_PATH``, else ``$HOME/ascend/log``."""
+    ``$ASCEND_WORK_PATH/log`` (the work path holds one directory per kind of
+    file), else ``$HOME/ascend/log``."""
     env = os.environ if environ is None else environ
-    for name in ("ASCEND_PROCESS_LOG_PATH", "ASCEND_WORK_PATH"):
-        configured = env.get(name, "").strip()
-        if configured:
-            return Path(configured)
+    configured = env.get("ASCEND_PROCESS_LOG_PATH", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    work = env.get("ASCEND_WORK_PATH", "").strip()
+    if work:
+        return Path(work).expanduser() / "log"
     return Path(env.get("HOME") or os.path.expanduser("~")) / "ascend" / "log"
 
 

@@ -5,7 +5,7 @@ Line format (docs/reference/logs.md)::
     [LEVEL] MODULE(PID,PNAME):YYYY-MM-DD-HH:MM:SS.mmm.uuu [file:line]TID function: text
 
 Files go to ``{base}/debug/plog/plog-{pid}_{YYYYmmddHHMMSSmmm}.log`` where
-``{base}`` is ``ASCEND_PROCESS_LOG_PATH`` > ``ASCEND_WORK_PATH`` >
+``{base}`` is ``ASCEND_PROCESS_LOG_PATH`` > ``ASCEND_WORK_PATH/log`` >
 ``$HOME/ascend/log`` (the newer layout). ``ASCEND_GLOBAL_LOG_LEVEL`` (0 DEBUG,
 1 INFO, 2 WARNING, 3 ERROR = default, 4 NULL) filters lines and
 ``ASCEND_SLOG_PRINT_TO_STDOUT=1`` prints them to stdout instead of the file.
@@ -59,10 +59,15 @@ def format_time(epoch_ns: int) -> str:
 
 
 def log_base() -> Path:
-    for env in (PATH_ENV, WORK_PATH_ENV):
-        value = os.environ.get(env, "").strip()
-        if value:
-            return Path(value).expanduser()
+    """``$ASCEND_PROCESS_LOG_PATH``, else ``$ASCEND_WORK_PATH/log`` (CANN keeps
+    each component's files in its own directory under the work path), else
+    ``$HOME/ascend/log``."""
+    value = os.environ.get(PATH_ENV, "").strip()
+    if value:
+        return Path(value).expanduser()
+    value = os.environ.get(WORK_PATH_ENV, "").strip()
+    if value:
+        return Path(value).expanduser() / "log"
     return Path.home() / "ascend" / "log"
 
 

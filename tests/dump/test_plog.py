@@ -191,7 +191,10 @@ def test_log_files_of_a_pid_in_old_and_new_layouts(tmp_path: Path):
 def test_where_logs_go(tmp_path: Path):
     assert log_root({"ASCEND_PROCESS_LOG_PATH": str(tmp_path), "HOME": "/h"}) == tmp_path
     assert log_root({"HOME": "/h"}) == Path("/h/ascend/log")
-    assert log_root({"ASCEND_WORK_PATH": "/w", "HOME": "/h"}) == Path("/w")
+    # the work path holds one directory per kind of file: the logs are in its log/
+    assert log_root({"ASCEND_WORK_PATH": "/w", "HOME": "/h"}) == Path("/w/log")
+    both = {"ASCEND_PROCESS_LOG_PATH": "/p", "ASCEND_WORK_PATH": "/w", "HOME": "/h"}
+    assert log_root(both) == Path("/p")
     assert logs_go_to_stdout({"ASCEND_SLOG_PRINT_TO_STDOUT": "1"})
     assert not logs_go_to_stdout({"ASCEND_SLOG_PRINT_TO_STDOUT": "0"})
     assert at_least("error", "warning") and at_least("warning", "warning")

@@ -135,3 +135,26 @@ def test_aicore_exception_lines_and_message(acl, plog_dir, model_path):
     assert any(t[1] == "GE" and "node_name:conv1, node_type:Conv2D" in t[9] for t in lines)
     assert lines[-1][8] == "aclrtSynchronizeStream"
     np.testing.assert_equal(len(kernel), 1)
+
+
+def test_work_path_logs_go_to_its_log_directory_where_the_agent_looks(acl, tmp_path, monkeypatch):
+    """ASCEND_WORK_PATH (without ASCEND_PROCESS_LOG_PATH): the sim writes under
+    $ASCEND_WORK_PATH/log and the agent's log root is that same directory."""
+    from aclmon.dump.plog import find_log_files, log_root
+
+    monkeypatch.delenv("ASCEND_PROCESS_LOG_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_SLOG_PRINT_TO_STDOUT", raising=False)
+    monkeypatch.setenv("ASCEND_WORK_PATH", os.fspath(tmp_path / "work"))
+    try:
+        slog.WRITER.reconfigure()
+        assert acl.init() == 0
+        assert acl.rt.set_device(99) == C.ACL_ERROR_RT_INVALID_DEVICEID
+        assert slog.log_base() == tmp_path / "work" / "log"
+        assert log_root() == tmp_path / "work" / "log"
+        (found,) = find_log_files(log_root(), os.getpid())
+        assert found.parent == tmp_path / "work" / "log" / "debug" / "plog"
+        assert "aclrtSetDevice" in found.read_text()
+    finally:
+        slog.WRITER.flush()
+        monkeypatch.undo()
+        slog.WRITER.reconfigure()
