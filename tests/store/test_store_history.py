@@ -117,3 +117,20 @@ def test_the_exceptions_message_is_the_failure_that_follows_it_on_its_stream():
     mine = elsewhere._replace(seq=12, ts_ns=exception.ts_ns + 3, thread_id=exception.thread_id)
     store.apply_many([*live, elsewhere, mine._replace(message="same thread")])
     assert store.runtime_message(exception) == "same thread"
+
+
+def test_once_text_says_what_the_runtime_said(capsys):
+    from aclmon.tui.commands import _print_text_summary
+
+    message = (
+        "EZ9999: Inner Error!\nEZ9999[PID: 7] 2026-12-02-22:14:36.921.050 (EZ9999):  The error"
+        " from device(chipId:0, dieId:0), there is an aicore error exception\n  TraceBack"
+    )
+    store = Store()
+    store.apply_many([*_live(), _failed_sync(9)._replace(message=message)])
+    _print_text_summary(store.to_json())
+    out = capsys.readouterr().out
+    said = "The error from device(chipId:0, dieId:0), there is an aicore error exception"
+    assert f"    runtime: {said}\n" in out
+    assert "failed calls 1 since start" in out
+    assert f"  acl.rt.synchronize_stream ACL_ERROR_RT_AICORE_EXCEPTION: {said}\n" in out

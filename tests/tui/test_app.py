@@ -692,6 +692,41 @@ async def test_exception_detail_and_stream_say_what_the_runtime_said():
         assert f"runtime: {message}" in static_text(app, "#detail-body")
 
 
+async def test_a_late_viewer_shows_the_runtimes_message_from_the_history():
+    """The failed synchronize came before we connected (re-sent with seq 0 in
+    the agent's history): the exception detail still shows the runtime's text,
+    and the stream's line its telling part, not "EZ9999: Inner Error!"."""
+    message = (
+        "EZ9999: Inner Error!\n"
+        "EZ9999[PID: 7] 2026-12-02-22:14:36.921.050 (EZ9999):  The error from device(chipId:0,"
+        " dieId:0), serial number is 9, there is an aicore error exception\n"
+        "        TraceBack (most recent call last):"
+    )
+    events = build_events()
+    exception = next(e for e in reversed(events) if type(e) is ev.AclException)
+    stream = next(
+        e
+        for e in events
+        if type(e) is ev.StreamCreated
+        and (e.device_id, e.stream_id) == (exception.device_id, exception.stream_id)
+    )
+    failed = ev.CallFailed(
+        0, exception.ts_ns + 2_000, "rt.synchronize_stream", exception.error_code, message, 7,
+        stream.stream,
+    )  # fmt: skip
+    app = make_app(events=[*events, failed])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.store.state.call_failures_total == 1)
+        tree = static_text(app, f"#device-tree-{exception.device_id}")
+        assert "The error from" in tree and "serial number is 9" in tree
+        assert "Inner Error" not in tree
+        await pilot.press("2", "end", "enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        body = static_text(app, "#detail-body")
+        assert "runtime: EZ9999: Inner Error!" in body
+        assert "serial number is 9" in body
+
+
 async def test_devices_tree_hides_destroyed_streams_and_filters_by_text():
     events = build_events()
     gone = ev.StreamDestroyed(60_000, T0 + 10**13, 0x7800_0000, 0)
