@@ -661,9 +661,7 @@ async def test_an_exception_shows_the_log_lines_of_its_process_within_a_second()
         assert app.current_view == "logs" and view.window is not None
 
 
-async def test_exception_detail_and_stream_say_what_the_runtime_said():
-    message = "EZ9999: Inner Error! The error from device(0), an exception occurred"
-    events = build_events()
+def _last_exception_and_its_stream(events: list) -> tuple[ev.AclException, ev.StreamCreated]:
     exception = next(e for e in reversed(events) if type(e) is ev.AclException)
     stream = next(
         e
@@ -671,6 +669,13 @@ async def test_exception_detail_and_stream_say_what_the_runtime_said():
         if type(e) is ev.StreamCreated
         and (e.device_id, e.stream_id) == (exception.device_id, exception.stream_id)
     )
+    return exception, stream
+
+
+async def test_exception_detail_and_stream_say_what_the_runtime_said():
+    message = "EZ9999: Inner Error! The error from device(0), an exception occurred"
+    events = build_events()
+    exception, stream = _last_exception_and_its_stream(events)
     seq = max(e.seq for e in events)
     events.append(
         ev.CallFailed(
@@ -703,13 +708,7 @@ async def test_a_late_viewer_shows_the_runtimes_message_from_the_history():
         "        TraceBack (most recent call last):"
     )
     events = build_events()
-    exception = next(e for e in reversed(events) if type(e) is ev.AclException)
-    stream = next(
-        e
-        for e in events
-        if type(e) is ev.StreamCreated
-        and (e.device_id, e.stream_id) == (exception.device_id, exception.stream_id)
-    )
+    exception, stream = _last_exception_and_its_stream(events)
     failed = ev.CallFailed(
         0, exception.ts_ns + 2_000, "rt.synchronize_stream", exception.error_code, message, 7,
         stream.stream,
