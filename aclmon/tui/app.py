@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -427,12 +428,17 @@ class AclmonApp(App[int]):
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.dump.kind)
+        self._decode_dump(message.dump.path, message.dump.kind, self.dumps_view.show_detail)
+
+    @on(ExceptionDetail.DecodeRequested)
+    def _detail_decode_requested(self, message: ExceptionDetail.DecodeRequested) -> None:
+        self._decode_dump(message.dump.path, message.dump.kind, message.detail.show_decoded)
 
     @work(thread=True, exclusive=True, group="dump-decode")
-    def _decode_dump(self, path: str, kind: str) -> None:
+    def _decode_dump(self, path: str, kind: str, show: Callable[[RenderableType], None]) -> None:
+        """Decode in a worker; the newest request wins (an older one is cancelled)."""
         report = decode_for_view(self.source.resolve_path(path), kind)
-        self._call_ui(self._show_dump_report, report)
+        self._call_ui(self._show_dump_report, report, show)
 
     @on(DumpsView.ExportRequested)
     def _export_requested(self, message: DumpsView.ExportRequested) -> None:
@@ -457,12 +463,12 @@ class AclmonApp(App[int]):
         else:
             self.notify(f"exported {len(written)} file(s) to {out_dir}", timeout=8)
 
-    def _show_dump_report(self, report: Any) -> None:
+    def _show_dump_report(self, report: Any, show: Callable[[RenderableType], None]) -> None:
         styles = {
             "dim": theme_style(self, "aclmon-dim"),
             "bad": theme_style(self, "aclmon-bad", bold=True),
         }
-        self.dumps_view.show_detail(render_report(report, styles))
+        show(render_report(report, styles))
 
     # ---------------------------------------------------------------- commands
     def send_command(

@@ -9,18 +9,21 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_text
 from aclmon.tui import fmt
-from aclmon.tui.style import theme_style
+from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
+from aclmon.tui.vlist import VirtualList
 
 
 def related_dumps(
@@ -50,15 +53,35 @@ def _relative(ts_ns: int, newest_ns: int) -> str:
 
 
 class ExceptionDetail(ModalScreen[str | None]):
-    """Every input and output tensor of the failing operator, its dump files and
-    the log lines near it; dismissed with ``"logs"`` to go on to the Logs view."""
+    """Every input and output tensor of the failing operator, its dump files
+    (Enter on one decodes it here, off the UI thread) and the log lines near
+    it; dismissed with ``"logs"`` to go on to the Logs view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,enter", "close", "Close", id="detail.close"),
         Binding("l", "logs", "Logs ±1 s", id="detail.logs"),
         Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
         Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
+        # before the file list's own page keys: the pages are the detail's
+        Binding(
+            "pagedown,space",
+            "scroll(10)",
+            "Page down",
+            show=False,
+            priority=True,
+            id="detail.page_down",
+        ),
+        Binding("pageup", "scroll(-10)", "Page up", show=False, priority=True, id="detail.page_up"),
     ]
+
+    class DecodeRequested(Message):
+        """Enter (or a double click) on one of the exception's files: decode it and
+        hand the report back with :meth:`ExceptionDetail.show_decoded`."""
+
+        def __init__(self, detail: ExceptionDetail, dump: ev.DumpFileSeen) -> None:
+            super().__init__()
+            self.detail = detail
+            self.dump = dump
 
     def __init__(
         self,
@@ -87,6 +110,11 @@ class ExceptionDetail(ModalScreen[str | None]):
             yield Static(id="detail-title", classes="title")
             with VerticalScroll(id="detail-scroll"):
                 yield Static(id="detail-body")
+                yield Static(id="detail-files-title")
+                if self.dumps:
+                    yield VirtualList(self._render_file, id="detail-files")
+                yield Static(id="detail-decoded")
+                yield Static(id="detail-logs")
 
     def on_mount(self) -> None:
         e = self.exception
@@ -112,19 +140,22 @@ class ExceptionDetail(ModalScreen[str | None]):
             tensor_table(f"INPUTS ({len(e.inputs)})", e.inputs, dim),
             Text(""),
             tensor_table(f"OUTPUTS ({len(e.outputs)})", e.outputs, dim),
-            Text(""),
         ]
-        files = Table(title="DUMP AND OVERFLOW FILES", title_justify="left", box=None,
-                      expand=True, header_style=dim)  # fmt: skip
-        files.add_column("KIND", no_wrap=True)
-        files.add_column("SIZE", justify="right", no_wrap=True)
-        files.add_column("PATH", overflow="fold")
-        for dump in self.dumps:
-            files.add_row(Text(dump.kind, style=bad if dump.kind == "overflow" else Style()),
-                          fmt.size(dump.size), dump.path)  # fmt: skip
-        if not self.dumps:
-            files.add_row("", "", Text("none seen for this task and stream", style=dim))
-        parts.append(files)
+        self.query_one("#detail-body", Static).update(Group(*parts))
+        files = Text(f"\nDUMP AND OVERFLOW FILES ({len(self.dumps)})", style=Style(bold=True))
+        files.append(
+            "  Enter decodes the highlighted one here" if self.dumps
+            else "\nnone seen for this task and stream",
+            style=dim,
+        )  # fmt: skip
+        self.query_one("#detail-files-title", Static).update(files)
+        if self.dumps:
+            vlist = self.query_one("#detail-files", VirtualList)
+            vlist.styles.height = min(len(self.dumps), 8)
+            vlist.set_follow(False)
+            vlist.set_rows(0, len(self.dumps))
+            vlist.move_cursor_to(0)
+            vlist.focus()
         log = Text(f"\nLOG LINES WITHIN ±1 s ({len(self.logs)})\n", style=Style(bold=True))
         if not self.logs:
             log.append("none from this process", style=dim)
@@ -136,14 +167,37 @@ class ExceptionDetail(ModalScreen[str | None]):
             log.append(
                 line.text.split("\n", 1)[0] + "\n", style=bad if line.level == "error" else Style()
             )
-        parts.append(log)
-        parts.append(
-            Text(
-                "\nEsc closes · l shows the Logs view around it · the Dumps view (4) decodes a file",
-                style=dim,
+        log.append("\nEsc closes · l shows the Logs view around it", style=dim)
+        self.query_one("#detail-logs", Static).update(log)
+
+    def _render_file(self, index: int, width: int) -> Text:
+        if not 0 <= index < len(self.dumps):
+            return Text("")
+        dump = self.dumps[index]
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" {dump.kind:<13}", style=bad if dump.kind == "overflow" else Style())
+        text.append(f"{fmt.size(dump.size):>9}  ")
+        text.append(middle(dump.path, max(8, width - len(text))))
+        return text
+
+    @on(VirtualList.Selected, "#detail-files")
+    def _file_selected(self, message: VirtualList.Selected) -> None:
+        message.stop()
+        if 0 <= message.index < len(self.dumps):
+            dump = self.dumps[message.index]
+            self.show_decoded(
+                Text(
+                    f"\ndecoding {os.path.basename(dump.path)}…",
+                    style=theme_style(self, "aclmon-dim"),
+                )
             )
-        )
-        self.query_one("#detail-body", Static).update(Group(*parts))
+            self.post_message(self.DecodeRequested(self, dump))
+
+    def show_decoded(self, renderable: RenderableType) -> None:
+        """Show a decoded file (or its progress) under the file list."""
+        if self.is_attached:
+            self.query_one("#detail-decoded", Static).update(renderable)
 
     def action_scroll(self, delta: int) -> None:
         self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)

@@ -8,6 +8,7 @@ from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.dump.convert import convert_file
+from aclmon.tui.screens import ExceptionDetail
 from aclmon.tui.vlist import VirtualList
 
 STEP = "/var/dump/20251202100000/0/resnet50/1/0"
@@ -154,3 +155,60 @@ async def test_palette_offers_the_row_actions_of_the_selected_dump():
         await wait_for(pilot, lambda: _cursor_dump(app).kind == "overflow")
         await _palette(pilot, "dump copy its path")
         await wait_for(pilot, lambda: app.clipboard == _cursor_dump(app).path)
+
+
+async def test_enter_on_a_dump_file_in_the_exception_detail_decodes_it_there(tmp_path):
+    over_path, op_path = write_overflow_pair(tmp_path)
+    events = build_events()
+    exception = next(e for e in events if type(e) is ev.AclException and e.task_id == 2001)
+    events = [
+        *[e for e in events if type(e) is not ev.DumpFileSeen],
+        ev.DumpFileSeen(
+            900,
+            T0 + 10**9,
+            str(op_path),
+            "op-dump",
+            op_path.stat().st_size,
+            {"task_id": 2001, "stream_id": 6},
+        ),
+        ev.DumpFileSeen(901, T0 + 10**9 + 1, str(over_path), "overflow", 1, {}),
+    ]
+    app = make_app(events=events, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+        vlist = view.query_one("#exceptions-list", VirtualList)
+        position = [e.seq for e in app.store.state.exceptions].index(exception.seq)
+        vlist.move_cursor_to(vlist.first_index + position)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail)
+        files = app.screen.query_one("#detail-files", VirtualList)
+        assert app.focused is files and files.row_count == 1
+        await pilot.press("enter")  # decodes the highlighted file; the detail stays
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "input 0" in static_text(app, "#detail-decoded"))
+        decoded = static_text(app, "#detail-decoded")
+        assert op_path.name in decoded and "NaN 1" in decoded and "+Inf 1" in decoded
+        assert isinstance(app.screen, ExceptionDetail)
+        assert app.current_view == "exceptions"  # decoded in place, not in the Dumps view
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ExceptionDetail)
+
+
+async def test_a_double_click_on_a_file_in_the_detail_decodes_it(tmp_path):
+    _over_path, op_path = write_overflow_pair(tmp_path)
+    events = [
+        *[e for e in build_events() if type(e) is not ev.DumpFileSeen],
+        ev.DumpFileSeen(900, T0 + 10**9, str(op_path), "op-dump", 1, {}),
+    ]
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        exceptions = app.store.state.exceptions
+        vlist = app.exceptions_view.query_one("#exceptions-list", VirtualList)
+        position = [e.task_id for e in exceptions].index(2001)
+        vlist.move_cursor_to(vlist.first_index + position)
+        await pilot.press("enter")
+        await pilot.click("#detail-files", offset=(3, 0), times=2)
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: "input 0" in static_text(app, "#detail-decoded"))
