@@ -10,8 +10,9 @@ entries whole) and publishes each entry of level WARNING or above as a
 burst of ``BURST``); the rest are counted and reported as
 :class:`~aclmon.events.Drops` (``where = "plog tail"``).
 
-Files that exist when the tail starts are followed from their end (the lines
-are older than the agent); files that appear later from their start. The
+Files that exist when the tail is made (as the agent starts) are followed
+from where they ended then (the lines are older than the agent); files that
+appear later from their start, even those that appear before the first poll. The
 runtime buffers its log and flushes on errors and at exit, so lines arrive in
 bursts. With ``ASCEND_SLOG_PRINT_TO_STDOUT=1`` the runtime writes no files:
 the tail says so once and does nothing.
@@ -19,6 +20,7 @@ the tail says so once and does nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -83,6 +85,13 @@ class PlogTail:
         self._refilled = time.monotonic()
         self._discovered = 0.0
         self._started = False
+        #: the files there when the tail was made (before the agent's own first
+        #: calls): their lines are older than the agent, the rest is news
+        self._older: dict[Path, int] = {}
+        if not self.to_stdout:
+            for path in find_log_files(self.root, self.pid)[:MAX_FILES]:
+                with contextlib.suppress(OSError):
+                    self._older[path] = os.stat(path).st_size
 
     def poll(self) -> int:
         """One pass: new files, new lines; returns the lines published."""
@@ -95,12 +104,12 @@ class PlogTail:
                     " follow",
                 )
                 return 0
-            self._discover(first=True)
+            self._discover()
         if self.to_stdout:
             return 0
         now = time.monotonic()
         if now - self._discovered >= DISCOVER_INTERVAL_S:
-            self._discover(first=False)
+            self._discover()
         published = 0
         for followed in list(self.files.values()):
             published += self._read(followed)
@@ -114,7 +123,7 @@ class PlogTail:
             )
         return published
 
-    def _discover(self, first: bool) -> None:
+    def _discover(self) -> None:
         self._discovered = time.monotonic()
         for path in find_log_files(self.root, self.pid):
             if path in self.files or len(self.files) >= MAX_FILES:
@@ -123,8 +132,9 @@ class PlogTail:
                 info = os.stat(path)
             except OSError:
                 continue
-            # Older than the agent: follow from the end; new: from the start.
-            self.files[path] = _Followed(path, info.st_size if first else 0, info.st_ino)
+            # There before the tail: follow from where it was then; new: from the start
+            # (a file the agent's own first calls made, before the first poll, is news).
+            self.files[path] = _Followed(path, self._older.pop(path, 0), info.st_ino)
 
     def _read(self, followed: _Followed) -> int:
         try:

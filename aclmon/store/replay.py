@@ -30,7 +30,7 @@ import threading
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -182,7 +182,12 @@ class ReplayEngine:
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         max_snapshots: int = DEFAULT_MAX_SNAPSHOTS,
         store_factory: Callable[[], Store] = Store,
+        side_events: Sequence[ev.Event] = (),
     ) -> None:
+        """``side_events``: events from beside the recording (the job's CANN log
+        lines read from its files), folded in at their times: each goes just
+        before the first frame at or after its ``ts_ns`` (after the last frame
+        if none is), so the state at a position holds the ones up to its time."""
         if snapshot_every < 1:
             raise ValueError(f"snapshot_every must be at least 1, not {snapshot_every}")
         if max_snapshots < 2:
@@ -207,6 +212,8 @@ class ReplayEngine:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.builder_error: str | None = None
+        self._side = sorted(side_events, key=lambda e: e.ts_ns)
+        self._side_at: tuple[int, bool, list[int]] | None = None  # (frames, final, positions)
 
     # ------------------------------------------------------------ facts
     def __len__(self) -> int:
@@ -239,16 +246,53 @@ class ReplayEngine:
 
     # ------------------------------------------------------------ folding
     def _fold(self, store: Store, start: int, stop: int) -> None:
-        """Apply frames ``start..stop-1`` to ``store`` and count what was skipped."""
+        """Apply frames ``start..stop-1`` (and the side events among them) to
+        ``store`` and count what was skipped."""
         decoder = ev.EventDecoder()
-        for a in range(start, stop, FOLD_BATCH):
-            b = min(stop, a + FOLD_BATCH)
-            before = (decoder.malformed, decoder.unknown)
-            store.apply_many(self.frames.decode(a, b, decoder))
-            bad = decoder.malformed - before[0], decoder.unknown - before[1]
-            if bad != (0, 0):
-                c = store.state.counters
-                store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
+        for first, last, side in self._pieces(start, stop):
+            for a in range(first, last, FOLD_BATCH):
+                b = min(last, a + FOLD_BATCH)
+                before = (decoder.malformed, decoder.unknown)
+                store.apply_many(self.frames.decode(a, b, decoder))
+                bad = decoder.malformed - before[0], decoder.unknown - before[1]
+                if bad != (0, 0):
+                    c = store.state.counters
+                    store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
+            store.apply_many(side)
+
+    def _pieces(self, start: int, stop: int) -> Iterator[tuple[int, int, list[ev.Event]]]:
+        """Frames ``start..stop-1`` cut where side events go: (first, last, the side
+        events to apply after frames ``first..last-1``)."""
+        if not self._side:
+            yield start, stop, []
+            return
+        positions = self._side_positions()
+        i = bisect.bisect_left(positions, start)
+        j = bisect.bisect_left(positions, stop)
+        first = start
+        while i < j:
+            at = positions[i]
+            k = bisect.bisect_right(positions, at, i, j)
+            yield first, at, self._side[i:k]
+            first, i = at, k
+        yield first, stop, []
+
+    def _side_positions(self) -> list[int]:
+        """For each side event, the frame it goes before (sorted, as the events
+        are): the first frame whose time (the running maximum) is at or after the
+        event's. An event later than every frame goes before the last frame once
+        the index is complete, so the state at the end holds it; while the index
+        still grows it waits at ``n``, past every fold."""
+        n = len(self.index)
+        indexed = self.index.indexed
+        cached = self._side_at
+        if cached is not None and (cached[1] or cached[0] == n):
+            return cached[2]
+        positions = [self.index.seek_time(_int64(e.ts_ns)) for e in self._side]
+        if indexed and n:
+            positions = [min(at, n - 1) for at in positions]
+        self._side_at = (n, indexed, positions)
+        return positions
 
     def _nearest_snapshot(self, position: int) -> tuple[int, Snapshot]:
         with self._lock:
@@ -467,7 +511,9 @@ class ReplayEngine:
                 stop = min(n, next_snapshot, pos + FOLD_BATCH)
                 found = self._scan_markers(pos, stop)
                 before = (decoder.malformed, decoder.unknown)
-                store.apply_many(parts.share(self.frames.decode(pos, stop, decoder)))
+                for first, last, side in self._pieces(pos, stop):
+                    store.apply_many(parts.share(self.frames.decode(first, last, decoder)))
+                    store.apply_many(side)
                 bad = decoder.malformed - before[0], decoder.unknown - before[1]
                 if bad != (0, 0):
                     c = store.state.counters

@@ -109,3 +109,18 @@ def test_a_missing_log_directory_is_quietly_nothing(tmp_path: Path):
     tail, sink = tail_in(tmp_path / "missing")
     assert tail.poll() == 0 and tail.poll() == 0
     assert sink.take() == []
+
+
+def test_a_file_made_after_the_tail_but_before_its_first_poll_is_read_whole(tmp_path: Path):
+    """The agent's own first calls (its Hello asks for the device count before the
+    job's acl.init) may make the job's log file before the tail's first poll: those
+    lines are the job's news, as a replay of the log directory shows them."""
+    tail, sink = tail_in(tmp_path)
+    (tmp_path / "debug" / "plog").mkdir(parents=True)
+    made = tmp_path / "debug" / "plog" / f"plog-{PID}_20240501120000000.log"
+    made.write_text(entry("ERROR", "aclrtGetDeviceCount: acl.init was not called"))
+    tail.poll()
+    tail.poll()
+    assert [line.text for line in log_lines(sink)] == [
+        "aclrtGetDeviceCount: acl.init was not called"
+    ]

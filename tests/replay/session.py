@@ -91,8 +91,11 @@ def _command(directory: Path, recording: Path, job: list[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, ACLMON_SIM_FAULTS=json.dumps(FAULTS))
+def _env(log_dir: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ, ACLMON_SIM_FAULTS=json.dumps(FAULTS))
+    if log_dir is not None:  # the job's CANN logs beside its recording and dumps
+        env["ASCEND_PROCESS_LOG_PATH"] = str(log_dir)
+    return env
 
 
 def record_session(directory: Path, iterations: int = 10) -> Session:
@@ -110,12 +113,17 @@ def record_session(directory: Path, iterations: int = 10) -> Session:
 
 
 def watch_live_and_record(
-    directory: Path, iterations: int = 10, *, demo_seconds: float = 0.0
+    directory: Path,
+    iterations: int = 10,
+    *,
+    demo_seconds: float = 0.0,
+    log_dir: Path | None = None,
 ) -> tuple[Store, Session]:
     """Run the job while a live viewer's store follows it over the bus, as
     ``aclmon attach`` does; the job waits (gated_job.py) until the viewer is
     connected. With ``demo_seconds`` the job is the demo workload (``aclmon
-    demo``'s job) for that long, else the small sim job."""
+    demo``'s job) for that long, else the small sim job; with ``log_dir`` the
+    job's CANN logs go there."""
     from aclmon.bus import Subscriber
     from aclmon.sim import DEMO_WORKLOAD
 
@@ -131,7 +139,11 @@ def watch_live_and_record(
     command = _command(directory, recording, [str(GATED_JOB), str(gate), *job])
     live = Store()
     process = subprocess.Popen(
-        command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=directory
+        command,
+        env=_env(log_dir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=directory,
     )
     subscriber = None
     try:

@@ -561,3 +561,65 @@ def test_the_end_gets_its_own_snapshot_within_the_bound(recording, max_snapshots
     finally:
         engine.close()
         reader.close()
+
+
+def _plog_line(ts_ns: int, text: str, seq: int = 0) -> ev.LogLine:
+    return ev.LogLine(
+        seq,
+        ts_ns,
+        "error",
+        text,
+        "RUNTIME",
+        4242,
+        "python",
+        ts_ns,
+        "stream.cpp:1",
+        "/l/plog-4242_1.log",
+    )
+
+
+def test_log_lines_beside_the_recording_join_its_timeline_once(tmp_path):
+    """CANN log lines read from files fold in at their times, wherever a seek
+    lands; the copy the agent also published (a frame later) is not shown twice;
+    a line after the last frame is there at the end."""
+    events = session_events(400)
+    # the agent published the entry logged at event 100's time a little later
+    published = _plog_line(events[99].ts_ns, "published too")._replace(
+        seq=events[149].seq, ts_ns=events[149].ts_ns + 1
+    )
+    events.insert(150, published)
+    events = [e._replace(seq=n) for n, e in enumerate(events, start=1)]
+    path = write_recording(tmp_path / "r.aclmrec", events, garbage_every=GARBAGE_EVERY)
+    frames = [n + n // GARBAGE_EVERY for n in range(len(events))]
+    side = [
+        _plog_line(T0 - 5, "before the first event"),
+        _plog_line(events[99].ts_ns, "published too"),
+        _plog_line(events[299].ts_ns - 1, "between two events"),
+        _plog_line(events[-1].ts_ns + 10**9, "after the last event"),
+    ]
+    reader = RecordingReader(path, background=False)
+    engine = ReplayEngine(reader, path, snapshot_every=64, side_events=side)
+    try:
+        engine.build()
+
+        def texts_at(position: int) -> list[str]:
+            engine.seek(position)
+            return [line.text for line in engine.store.state.logs]
+
+        end = len(engine)
+        assert texts_at(end) == [line.text for line in side]  # once each, in time order
+        assert texts_at(frames[99]) == ["before the first event"]
+        assert texts_at(frames[99] + 1) == ["before the first event", "published too"]
+        assert texts_at(frames[299] + 1)[-1] == "between two events"
+        assert texts_at(frames[299])[-1] == "published too"  # seeking back takes it away
+        assert texts_at(end - 1)[-1] == "between two events"
+        # the builder's snapshots hold the same as folding from the start
+        fresh = ReplayEngine(reader, path, snapshot_every=10**6, side_events=side)
+        fresh.seek(frames[320])
+        assert list(engine.state_at(frames[320]).logs) == list(fresh.store.state.logs)
+        fresh.close()
+        # side events are outside the recording's sequence: no gaps from them
+        assert engine.store.state.counters.gaps == 0
+    finally:
+        engine.close()
+        reader.close()

@@ -77,6 +77,36 @@ def test_the_demo_watched_live_and_its_recording_replayed_end_in_the_same_state(
             assert live_counts["per_kind"].get(kind) == count, kind
 
 
+async def test_replay_of_the_jobs_directories_shows_the_live_log_lines(tmp_path):
+    """The job's recording, dump directory and CANN log directory replayed
+    together: the Logs view holds the plog lines the live viewer showed, once
+    each, at their times (the failed synchronize's ERROR beside the exception)."""
+    directory = tmp_path / "job"
+    live, _session = watch_live_and_record(directory, log_dir=directory / "log")
+    live_lines = [(line.logged_ns, line.text) for line in live.state.logs if line.log_file]
+    assert any("aclrtSynchronizeStream" in text for _, text in live_lines)
+    inputs = find_inputs(directory)
+    assert inputs.recording is not None and inputs.log_files and inputs.dump_files
+    app = build_app(inputs, interval=30.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine.index.indexed)
+        await pilot.press("E")
+        await wait_for(pilot, lambda: not app.seeking)
+        replayed = [(line.logged_ns, line.text) for line in app.store.state.logs if line.log_file]
+        assert replayed == sorted(set(replayed))  # in time order, no line twice
+        assert replayed == sorted(live_lines)
+        # at their own times: right after the exception, before the agent had read them
+        exception = app.store.state.exceptions[-1]
+        engine = app.engine
+        at = engine.state_at(engine.position_of_time(exception.ts_ns + 1))
+        assert exception in at.exceptions
+        assert any(f"task_id={exception.task_id}" in line.text for line in at.logs)
+        await pilot.press("5")
+        assert app.current_view == "logs"
+        rows = app.logs_view.vlist
+        assert rows.row_count >= len(live_lines)
+
+
 def test_sim_dump_directory_lists_and_decodes_every_file(sim_session):
     on_disk = sorted(str(p) for p in sim_session.dumps.rglob("*") if p.is_file())
     inputs = find_inputs(sim_session.dumps)

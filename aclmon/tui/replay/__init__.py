@@ -20,7 +20,7 @@ from aclmon.store import Store
 from aclmon.store.replay import ReplayEngine
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.replay.app import SPEEDS, ReplayApp
-from aclmon.tui.replay.inputs import ReplayInputs
+from aclmon.tui.replay.inputs import ReplayInputs, log_lines_beside
 from aclmon.tui.replay.sources import (
     DumpDirectorySource,
     LateIndex,
@@ -62,8 +62,15 @@ def build_app(
         kwargs.setdefault("start_view", "dumps")
         return AclmonApp(DumpDirectorySource(inputs), group_dumps=True, **kwargs)
     index = LateIndex(recording)  # a bad header raises here: one clear error, no screen
-    engine = ReplayEngine(index, recording)
+    # The job's CANN log lines found beside the recording join its timeline at their
+    # times (the store keeps one copy of a line the agent had also published).
+    side, others = log_lines_beside(inputs, index.header.source_info.get("pid"))
+    engine = ReplayEngine(index, recording, side_events=side)
     warnings = []
+    if others:
+        warnings.append(
+            f"{others} CANN log file(s) of other processes under {inputs.root} left out"
+        )
     others = [p for p in inputs.recordings if p != recording]
     if others:
         warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")

@@ -42,7 +42,8 @@ class ReplayInputs:
     root: Path
     recordings: list[Path] = field(default_factory=list)
     dump_files: list[Path] = field(default_factory=list)
-    #: plog-{pid}_*.log / device-{pid}_*.log files (read when there is no recording)
+    #: plog-{pid}_*.log / device-{pid}_*.log files (a recording's timeline takes
+    #: those of its process; without a recording they are the logs shown)
     log_files: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -298,6 +299,21 @@ def log_events(
     rows.sort(key=lambda row: row[:3])
     events = [row[3]._replace(seq=n) for n, row in enumerate(rows, start=first_seq)]
     return events, problems
+
+
+def log_lines_beside(inputs: ReplayInputs, pid: Any) -> tuple[list[ev.LogLine], int]:
+    """The CANN log lines to fold into a recording's timeline: those of the
+    recorded process's files (every file when the recording names no pid), with
+    seq 0 (outside the recording's sequence), and how many files of other
+    processes were left out. Problems reading them go to ``inputs.problems``."""
+    from aclmon.dump.plog import log_file_pid
+
+    files = inputs.log_files
+    if isinstance(pid, int) and pid > 0:
+        files = [f for f in files if log_file_pid(f.name) == pid]
+    lines, problems = log_events(files)
+    inputs.problems.extend(problems)
+    return [line._replace(seq=0) for line in lines], len(inputs.log_files) - len(files)
 
 
 def resolve_dump_path(path: str, inputs: ReplayInputs) -> str:
