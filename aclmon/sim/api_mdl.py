@@ -10,10 +10,14 @@ import numpy as np
 
 from aclmon import acl_constants as C
 from aclmon.sim import gears, omfile
+from aclmon.sim import host as H
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
-from aclmon.sim.runtime import Runtime, fail
+from aclmon.sim.devices import new_handle
+from aclmon.sim.errmsg import fail
+from aclmon.sim.guard import needs_init
+from aclmon.sim.runtime import Runtime
 
 MAX_OP_NAME_LEN = 4096
 
@@ -59,7 +63,7 @@ def _from_memory(models: dict[str, str], raw: bytes) -> dict[str, Any]:
     return M.load_description_file(found)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def load_from_file(rt: Runtime, model_path: str) -> tuple[int, int]:
     described = _described(dict(rt.config.models), model_path)
     if isinstance(described, int):
@@ -67,12 +71,12 @@ def load_from_file(rt: Runtime, model_path: str) -> tuple[int, int]:
     return _load(rt, lambda: M.load_description_file(described))
 
 
-@R.needs_init(0)
+@needs_init(0)
 def load_from_mem(rt: Runtime, model: int, model_size: int) -> tuple[int, int]:
     if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
     models = dict(rt.config.models)
-    return _load(rt, lambda: _from_memory(models, R.read_host(model, model_size)))
+    return _load(rt, lambda: _from_memory(models, H.read_host(model, model_size)))
 
 
 def _user_memory(rt: Runtime, pointer: int, size: int, what: str) -> int:
@@ -86,7 +90,7 @@ def _user_memory(rt: Runtime, pointer: int, size: int, what: str) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def load_from_file_with_mem(
     rt: Runtime, model_path: str, work_ptr: int, work_size: int, weight_ptr: int, weight_size: int
 ) -> tuple[int, int]:
@@ -101,7 +105,7 @@ def load_from_file_with_mem(
     return _load(rt, lambda: M.load_description_file(described))
 
 
-@R.needs_init(0)
+@needs_init(0)
 def load_from_mem_with_mem(
     rt: Runtime,
     model: int,
@@ -119,7 +123,7 @@ def load_from_mem_with_mem(
     if code:
         return 0, code
     models = dict(rt.config.models)
-    return _load(rt, lambda: _from_memory(models, R.read_host(model, model_size)))
+    return _load(rt, lambda: _from_memory(models, H.read_host(model, model_size)))
 
 
 def query_size(model_path: str) -> tuple[int, int, int]:
@@ -138,7 +142,7 @@ def query_size(model_path: str) -> tuple[int, int, int]:
     return work, weights, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def unload(rt: Runtime, model_id: int) -> int:
     with rt.lock:
         found = rt.models.pop(model_id, None)
@@ -150,31 +154,31 @@ def unload(rt: Runtime, model_id: int) -> int:
 
 # ---------------------------------------------------------------- model descs
 def create_desc() -> int:
-    handle = R.new_handle()
-    R.MODEL_DESCS[handle] = None
+    handle = new_handle()
+    H.MODEL_DESCS[handle] = None
     return handle
 
 
 def destroy_desc(model_desc: int) -> int:
-    if model_desc not in R.MODEL_DESCS:
+    if model_desc not in H.MODEL_DESCS:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
-    del R.MODEL_DESCS[model_desc]
+    del H.MODEL_DESCS[model_desc]
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def get_desc(rt: Runtime, model_desc: int, model_id: int) -> int:
-    if model_desc not in R.MODEL_DESCS:
+    if model_desc not in H.MODEL_DESCS:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
     found = rt.models.get(model_id)
     if found is None:
         return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
-    R.MODEL_DESCS[model_desc] = found
+    H.MODEL_DESCS[model_desc] = found
     return C.ACL_SUCCESS
 
 
 def _specs(model_desc: int, outputs: bool) -> tuple[M.TensorSpec, ...]:
-    found = R.MODEL_DESCS.get(model_desc)
+    found = H.MODEL_DESCS.get(model_desc)
     if found is None:
         return ()
     return found.outputs if outputs else found.inputs
@@ -208,7 +212,7 @@ def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], i
     if spec is None:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no tensor at that index")
     dims = list(spec.device_shape)
-    found = R.MODEL_DESCS.get(model_desc)
+    found = H.MODEL_DESCS.get(model_desc)
     if not outputs and found is not None and found.input_dims:
         dims = list(found.input_dims[index])  # -1 marks the dynamic dimensions
     return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
@@ -229,7 +233,7 @@ def get_input_dims_v2(model_desc: int, index: int) -> tuple[dict[str, Any], int]
 
 def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
     """The dims of the gear set last (set_dynamic_*), else of the biggest gear."""
-    found = R.MODEL_DESCS.get(model_desc)
+    found = H.MODEL_DESCS.get(model_desc)
     if found is None or not 0 <= index < len(found.outputs):
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no output at that index")
     graph = found.gears.get(found.current_gear, found) if found.current_gear else found
@@ -240,16 +244,16 @@ def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], in
 
 # ---------------------------------------------------------------- dynamic shapes
 def get_dynamic_batch(model_desc: int) -> tuple[dict[str, Any], int]:
-    found = R.MODEL_DESCS.get(model_desc)
-    if model_desc not in R.MODEL_DESCS:
+    found = H.MODEL_DESCS.get(model_desc)
+    if model_desc not in H.MODEL_DESCS:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
     batches = [g[0] for g in found.gears] if found is not None and found.dynamic == "batch" else []
     return {"batchCount": len(batches), "batch": batches}, C.ACL_SUCCESS
 
 
 def get_dynamic_hw(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    found = R.MODEL_DESCS.get(model_desc)
-    if model_desc not in R.MODEL_DESCS:
+    found = H.MODEL_DESCS.get(model_desc)
+    if model_desc not in H.MODEL_DESCS:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
     hws = [list(g) for g in found.gears] if found is not None and found.dynamic == "hw" else []
     return {"hwCount": len(hws), "hw": hws}, C.ACL_SUCCESS
@@ -261,10 +265,10 @@ def _set_gear(
     found = rt.models.get(model_id)
     if found is None:
         return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
-    buffers = R.DATASETS.get(dataset)
-    if buffers is None or not 0 <= index < len(buffers) or buffers[index] not in R.DATA_BUFFERS:
+    buffers = H.DATASETS.get(dataset)
+    if buffers is None or not 0 <= index < len(buffers) or buffers[index] not in H.DATA_BUFFERS:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"the dataset has no buffer {index}")
-    address, size = R.DATA_BUFFERS[buffers[index]]
+    address, size = H.DATA_BUFFERS[buffers[index]]
     needed = 8 * len(gear)
     if size < needed:
         return fail(
@@ -286,14 +290,14 @@ def _set_gear(
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def set_dynamic_batch_size(
     rt: Runtime, model_id: int, dataset: int, index: int, batch_size: int
 ) -> int:
     return _set_gear(rt, model_id, dataset, index, "batch", (batch_size,))
 
 
-@R.needs_init()
+@needs_init()
 def set_dynamic_hw_size(
     rt: Runtime, model_id: int, dataset: int, index: int, height: int, width: int
 ) -> int:
@@ -346,31 +350,31 @@ def get_output_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- datasets
 def create_dataset() -> int:
-    handle = R.new_handle()
-    R.DATASETS[handle] = []
+    handle = new_handle()
+    H.DATASETS[handle] = []
     return handle
 
 
 def destroy_dataset(dataset: int) -> int:
-    if R.DATASETS.pop(dataset, None) is None:
+    if H.DATASETS.pop(dataset, None) is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown dataset")
     return C.ACL_SUCCESS
 
 
 def add_dataset_buffer(dataset: int, data_buffer: int) -> tuple[int, int]:
-    buffers = R.DATASETS.get(dataset)
-    if buffers is None or data_buffer not in R.DATA_BUFFERS:
+    buffers = H.DATASETS.get(dataset)
+    if buffers is None or data_buffer not in H.DATA_BUFFERS:
         return dataset, fail(C.ACL_ERROR_INVALID_PARAM, "unknown dataset or data buffer")
     buffers.append(data_buffer)
     return dataset, C.ACL_SUCCESS
 
 
 def get_dataset_num_buffers(dataset: int) -> int:
-    return len(R.DATASETS.get(dataset, ()))
+    return len(H.DATASETS.get(dataset, ()))
 
 
 def get_dataset_buffer(dataset: int, index: int) -> int:
-    buffers = R.DATASETS.get(dataset, [])
+    buffers = H.DATASETS.get(dataset, [])
     return buffers[index] if 0 <= index < len(buffers) else 0
 
 
@@ -386,8 +390,8 @@ def _launch(
         return None, target
     if stream and target.context is not rt.current_context():
         return None, fail(C.ACL_ERROR_RT_STREAM_CONTEXT, "the stream is not in the current context")
-    in_bufs = R.DATASETS.get(input_dataset)
-    out_bufs = R.DATASETS.get(output_dataset)
+    in_bufs = H.DATASETS.get(input_dataset)
+    out_bufs = H.DATASETS.get(output_dataset)
     if in_bufs is None or out_bufs is None:
         return None, fail(C.ACL_ERROR_INVALID_PARAM, "unknown input or output dataset")
     if len(in_bufs) != len(found.inputs) or len(out_bufs) != len(found.outputs):
@@ -396,8 +400,8 @@ def _launch(
             f"model {found.name} takes {len(found.inputs)} inputs and {len(found.outputs)} outputs",
         )
     try:
-        in_addresses = [R.DATA_BUFFERS[b][0] for b in in_bufs]
-        out_addresses = [(R.DATA_BUFFERS[b][0], R.DATA_BUFFERS[b][1]) for b in out_bufs]
+        in_addresses = [H.DATA_BUFFERS[b][0] for b in in_bufs]
+        out_addresses = [(H.DATA_BUFFERS[b][0], H.DATA_BUFFERS[b][1]) for b in out_bufs]
     except KeyError:
         return None, fail(C.ACL_ERROR_INVALID_PARAM, "a dataset holds a destroyed data buffer")
     graph = found
@@ -418,7 +422,7 @@ def _launch(
     return target, code
 
 
-@R.needs_init()
+@needs_init()
 def execute(rt: Runtime, model_id: int, input_dataset: int, output_dataset: int) -> int:
     stream, code = _launch(rt, model_id, input_dataset, output_dataset, 0)
     if code:
@@ -426,7 +430,7 @@ def execute(rt: Runtime, model_id: int, input_dataset: int, output_dataset: int)
     return rt.wait_stream(stream)
 
 
-@R.needs_init()
+@needs_init()
 def execute_async(
     rt: Runtime, model_id: int, input_dataset: int, output_dataset: int, stream: int
 ) -> int:
@@ -434,7 +438,7 @@ def execute_async(
 
 
 # ---------------------------------------------------------------- op descs
-@R.needs_init("", 0, 0, 0, 0)
+@needs_init("", 0, 0, 0, 0)
 def create_and_get_op_desc(
     rt: Runtime, device_id: int, stream_id: int, task_id: int, op_name_len: int
 ) -> tuple[str, int, int, int, int, int]:
@@ -453,8 +457,8 @@ def create_and_get_op_desc(
         members = []
         for name in names:
             spec = specs[name]
-            handle = R.new_handle()
-            R.TENSOR_DESCS[handle] = R.TensorDesc(
+            handle = new_handle()
+            H.TENSOR_DESCS[handle] = H.TensorDesc(
                 spec.acl_dtype,
                 spec.device_shape,
                 spec.acl_format,
@@ -462,8 +466,8 @@ def create_and_get_op_desc(
                 record.addresses.get(name, 0),
             )
             members.append(handle)
-        handle = R.new_handle()
-        R.DESC_ARRAYS[handle] = members
+        handle = new_handle()
+        H.DESC_ARRAYS[handle] = members
         return handle
 
     inputs = list(op.inputs)
@@ -479,7 +483,7 @@ def create_and_get_op_desc(
 
 
 # ---------------------------------------------------------------- dump API
-@R.needs_init()
+@needs_init()
 def init_dump(rt: Runtime) -> int:
     if rt.acl_json.dump is not None or rt.extras.get("dump_api"):
         return fail(C.ACL_ERROR_DUMP_ALREADY_RUN, "dump is already configured")
@@ -487,7 +491,7 @@ def init_dump(rt: Runtime) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def set_dump(rt: Runtime, dump_cfg_path: str) -> int:
     if not rt.extras.get("dump_api"):
         return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")
@@ -500,7 +504,7 @@ def set_dump(rt: Runtime, dump_cfg_path: str) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def finalize_dump(rt: Runtime) -> int:
     if not rt.extras.pop("dump_api", False):
         return fail(C.ACL_ERROR_DUMP_NOT_RUN, "acl.mdl.init_dump was not called")

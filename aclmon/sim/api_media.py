@@ -22,8 +22,12 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
+from aclmon.sim import host as H
 from aclmon.sim import runtime as R
-from aclmon.sim.runtime import Runtime, fail
+from aclmon.sim.devices import new_handle
+from aclmon.sim.errmsg import fail
+from aclmon.sim.guard import needs_init
+from aclmon.sim.runtime import Runtime
 
 PIXEL_FORMAT_YUV_SEMIPLANAR_420 = 1  # NV12: Y, then U V U V ...
 PIXEL_FORMAT_YVU_SEMIPLANAR_420 = 2  # NV21: Y, then V U V U ...
@@ -71,7 +75,7 @@ def _unsupported(what: str) -> int:
 
 
 # ---------------------------------------------------------------- DVPP memory
-@R.needs_init(0)
+@needs_init(0)
 def dvpp_malloc(rt: Runtime, size: int) -> tuple[int, int]:
     if size <= 0:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
@@ -84,7 +88,7 @@ def dvpp_malloc(rt: Runtime, size: int) -> tuple[int, int]:
     return allocation.address, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_free(rt: Runtime, dev_ptr: int) -> int:
     allocation = rt.allocations.get(dev_ptr)
     if allocation is None:
@@ -95,7 +99,7 @@ def dvpp_free(rt: Runtime, dev_ptr: int) -> int:
 
 # ---------------------------------------------------------------- channels and configs
 def dvpp_create_channel_desc() -> int:
-    handle = R.new_handle()
+    handle = new_handle()
     CHANNELS[handle] = False
     return handle
 
@@ -106,7 +110,7 @@ def dvpp_destroy_channel_desc(channel_desc: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_create_channel(rt: Runtime, channel_desc: int) -> int:
     if channel_desc not in CHANNELS:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown channel desc")
@@ -114,7 +118,7 @@ def dvpp_create_channel(rt: Runtime, channel_desc: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_destroy_channel(rt: Runtime, channel_desc: int) -> int:
     if not CHANNELS.get(channel_desc):
         return fail(C.ACL_ERROR_INVALID_PARAM, "the channel was not created")
@@ -123,7 +127,7 @@ def dvpp_destroy_channel(rt: Runtime, channel_desc: int) -> int:
 
 
 def dvpp_create_resize_config() -> int:
-    handle = R.new_handle()
+    handle = new_handle()
     RESIZE_CONFIGS.add(handle)
     return handle
 
@@ -139,7 +143,7 @@ def dvpp_create_roi_config(left: int, right: int, top: int, bottom: int) -> int:
     if not (0 <= left <= right and 0 <= top <= bottom):
         fail(C.ACL_ERROR_INVALID_PARAM, "ROI needs left <= right and top <= bottom")
         return 0
-    handle = R.new_handle()
+    handle = new_handle()
     ROI_CONFIGS[handle] = Roi(left, right, top, bottom)
     return handle
 
@@ -151,7 +155,7 @@ def dvpp_destroy_roi_config(roi_config: int) -> int:
 
 
 def dvpp_create_jpege_config() -> int:
-    handle = R.new_handle()
+    handle = new_handle()
     JPEGE_CONFIGS[handle] = 100
     return handle
 
@@ -175,7 +179,7 @@ def dvpp_destroy_jpege_config(jpege_config: int) -> int:
 
 # ---------------------------------------------------------------- picture descs
 def dvpp_create_pic_desc() -> int:
-    handle = R.new_handle()
+    handle = new_handle()
     PIC_DESCS[handle] = PicDesc()
     return handle
 
@@ -270,7 +274,7 @@ def _read(rt: Runtime, address: int, size: int, *, device_only: bool) -> bytes |
         return raw.tobytes()
     if device_only and rt.config.run_mode == C.ACL_HOST:
         return None  # DVPP reads device memory; on a PCIe card host memory is not that
-    return R.read_host(address, size) if address else None
+    return H.read_host(address, size) if address else None
 
 
 def _picture(rt: Runtime, desc: PicDesc, what: str) -> np.ndarray | int:
@@ -294,7 +298,7 @@ def _store(rt: Runtime, desc: PicDesc, planes: np.ndarray, what: str) -> int:
     if found is None:
         if rt.config.run_mode == C.ACL_HOST or not desc.data:
             return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: {desc.data:#x} is not DVPP memory")
-        R.write_host(desc.data, planes.tobytes())
+        H.write_host(desc.data, planes.tobytes())
         return C.ACL_SUCCESS
     rt.write_device(desc.data, np.ascontiguousarray(planes))
     return C.ACL_SUCCESS
@@ -360,7 +364,7 @@ def dvpp_jpeg_get_image_info_v2(data: int, size: int) -> tuple[int, int, int, in
     raw = (
         _read(rt, data, size, device_only=False)
         if rt is not None
-        else (R.read_host(data, size) if data and size > 0 else None)
+        else (H.read_host(data, size) if data and size > 0 else None)
     )
     if raw is None or size <= 0:
         return 0, 0, 0, 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid JPEG data or size")
@@ -371,7 +375,7 @@ def dvpp_jpeg_get_image_info_v2(data: int, size: int) -> tuple[int, int, int, in
     return image.width, image.height, components, 0, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def dvpp_jpeg_predict_dec_size(
     rt: Runtime, data: int, data_size: int, output_pixel_format: int
 ) -> tuple[int, int]:
@@ -389,7 +393,7 @@ def dvpp_jpeg_predict_dec_size(
     return ws * hs * 3 // 2, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_jpeg_decode_async(
     rt: Runtime, channel_desc: int, data: int, size: int, output_desc: int, stream: int
 ) -> int:
@@ -496,7 +500,7 @@ def _vpc(
     return _store(rt, dst, out, what)
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_vpc_resize_async(
     rt: Runtime,
     channel_desc: int,
@@ -512,7 +516,7 @@ def dvpp_vpc_resize_async(
     )
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_vpc_crop_async(
     rt: Runtime, channel_desc: int, input_desc: int, output_desc: int, crop_area: int, stream: int
 ) -> int:
@@ -524,7 +528,7 @@ def dvpp_vpc_crop_async(
     )
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_vpc_crop_and_paste_async(
     rt: Runtime,
     channel_desc: int,
@@ -550,12 +554,12 @@ def dvpp_vpc_crop_and_paste_async(
 
 
 # ---------------------------------------------------------------- not simulated
-@R.needs_init(0)
+@needs_init(0)
 def dvpp_jpeg_predict_enc_size(rt: Runtime, input_desc: int, jpege_config: int) -> tuple[int, int]:
     return 0, _unsupported("JPEG encoding (JPEGE)")
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_jpeg_encode_async(
     rt: Runtime,
     channel_desc: int,
@@ -568,14 +572,14 @@ def dvpp_jpeg_encode_async(
     return _unsupported("JPEG encoding (JPEGE)")
 
 
-@R.needs_init(0)
+@needs_init(0)
 def dvpp_png_predict_dec_size(
     rt: Runtime, data: int, data_size: int, output_pixel_format: int
 ) -> tuple[int, int]:
     return 0, _unsupported("PNG decoding (PNGD)")
 
 
-@R.needs_init()
+@needs_init()
 def dvpp_png_decode_async(
     rt: Runtime, channel_desc: int, data: int, size: int, output_desc: int, stream: int
 ) -> int:

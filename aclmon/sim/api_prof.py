@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from aclmon import acl_constants as C
+from aclmon.sim import host as H
 from aclmon.sim import profiling as P
 from aclmon.sim import runtime as R
-from aclmon.sim.runtime import Runtime, fail, now_ns
+from aclmon.sim.devices import new_handle, now_ns
+from aclmon.sim.errmsg import fail
+from aclmon.sim.guard import needs_init
+from aclmon.sim.runtime import Runtime
 
 
 def _profiler() -> P.Profiler | None:
@@ -18,24 +22,24 @@ def _prof(rt: Runtime) -> P.Profiler:
 
 
 # ---------------------------------------------------------------- API mode
-@R.needs_init()
+@needs_init()
 def init(rt: Runtime, profiler_path: str) -> int:
     return _prof(rt).init(profiler_path)
 
 
-@R.needs_init()
+@needs_init()
 def finalize(
     rt: Runtime,
 ) -> int:
     return _prof(rt).finalize()
 
 
-@R.needs_init()
+@needs_init()
 def set_config(rt: Runtime, config_type: int, config_str: str) -> int:
     return _prof(rt).set_config(config_type, config_str)
 
 
-@R.needs_init(handle=True)
+@needs_init(handle=True)
 def create_config(
     rt: Runtime,
     device_id_list: list[int],
@@ -52,31 +56,31 @@ def create_config(
     return prof.create_config(device_id_list, aicore_metrics, data_type_config)
 
 
-@R.needs_init()
+@needs_init()
 def destroy_config(rt: Runtime, profiler_config: int) -> int:
     return _prof(rt).destroy_config(profiler_config)
 
 
-@R.needs_init()
+@needs_init()
 def start(rt: Runtime, profiler_config: int) -> int:
     return _prof(rt).start(profiler_config)
 
 
-@R.needs_init()
+@needs_init()
 def stop(rt: Runtime, profiler_config: int) -> int:
     return _prof(rt).stop(profiler_config)
 
 
 # ---------------------------------------------------------------- step info
-@R.needs_init(handle=True)
+@needs_init(handle=True)
 def create_step_info(rt: Runtime) -> int:
     prof = _prof(rt)
-    handle = R.new_handle()
+    handle = new_handle()
     prof.step_infos.add(handle)
     return handle
 
 
-@R.needs_init()
+@needs_init()
 def get_step_timestamp(rt: Runtime, step_info: int, tag: int, stream: int) -> int:
     prof = _prof(rt)
     if step_info not in prof.step_infos or tag not in (C.ACL_STEP_START, C.ACL_STEP_END):
@@ -95,12 +99,12 @@ def destroy_step_info(step_info: int) -> None:
 
 
 # ---------------------------------------------------------------- msproftx
-@R.needs_init(handle=True)
+@needs_init(handle=True)
 def create_stamp(
     rt: Runtime,
 ) -> int:
     prof = _prof(rt)
-    handle = R.new_handle()
+    handle = new_handle()
     prof.stamps[handle] = ""
     return handle
 
@@ -111,7 +115,7 @@ def destroy_stamp(stamp: int) -> None:
         prof.stamps.pop(stamp, None)
 
 
-@R.needs_init()
+@needs_init()
 def set_stamp_trace_message(rt: Runtime, stamp: int, msg: str, msg_len: int) -> int:
     prof = _prof(rt)
     if stamp not in prof.stamps:
@@ -123,7 +127,7 @@ def set_stamp_trace_message(rt: Runtime, stamp: int, msg: str, msg_len: int) -> 
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def mark(rt: Runtime, stamp: int) -> int:
     prof = _prof(rt)
     message = prof.stamps.get(stamp)
@@ -133,7 +137,7 @@ def mark(rt: Runtime, stamp: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def mark_ex(rt: Runtime, msg: str, stream: int) -> int:
     prof = _prof(rt)
     if len(msg.encode()) > P.STAMP_MESSAGE_MAX:
@@ -142,7 +146,7 @@ def mark_ex(rt: Runtime, msg: str, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def push(rt: Runtime, stamp: int) -> int:
     prof = _prof(rt)
     message = prof.stamps.get(stamp)
@@ -152,7 +156,7 @@ def push(rt: Runtime, stamp: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def pop(
     rt: Runtime,
 ) -> int:
@@ -165,7 +169,7 @@ def pop(
     return C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def range_start(rt: Runtime, stamp: int) -> tuple[int, int]:
     prof = _prof(rt)
     message = prof.stamps.get(stamp)
@@ -176,7 +180,7 @@ def range_start(rt: Runtime, stamp: int) -> tuple[int, int]:
     return range_id, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def range_stop(rt: Runtime, range_id: int) -> int:
     prof = _prof(rt)
     entry = prof.ranges.pop(range_id, None)
@@ -188,7 +192,7 @@ def range_stop(rt: Runtime, range_id: int) -> int:
 
 
 # ---------------------------------------------------------------- subscription
-@R.needs_init(handle=True)
+@needs_init(handle=True)
 def create_subscribe_config(
     rt: Runtime, time_info_switch: int, aicore_metrics: int, fd: int
 ) -> int:
@@ -196,22 +200,22 @@ def create_subscribe_config(
     return prof.create_subscribe_config(time_info_switch, aicore_metrics, fd)
 
 
-@R.needs_init()
+@needs_init()
 def destroy_subscribe_config(rt: Runtime, subscribe_config: int) -> int:
     return _prof(rt).destroy_subscribe_config(subscribe_config)
 
 
-@R.needs_init()
+@needs_init()
 def model_subscribe(rt: Runtime, model_id: int, subscribe_config: int) -> int:
     return _prof(rt).subscribe(model_id, subscribe_config, model_id in rt.models)
 
 
-@R.needs_init()
+@needs_init()
 def model_un_subscribe(rt: Runtime, model_id: int) -> int:
     return _prof(rt).unsubscribe(model_id)
 
 
-@R.needs_init()
+@needs_init()
 def model_unsubscribe(rt: Runtime, model_id: int) -> int:
     return _prof(rt).unsubscribe(model_id)
 
@@ -223,7 +227,7 @@ def get_op_desc_size() -> tuple[int, int]:
 def _records(op_info: int, op_info_len: int) -> list | int:
     if not op_info or op_info_len <= 0 or op_info_len > (64 << 20):
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid op info buffer")
-    return P.decode_records(R.read_host(op_info, op_info_len))
+    return P.decode_records(H.read_host(op_info, op_info_len))
 
 
 def _record(op_info: int, op_info_len: int, index: int) -> tuple | int:

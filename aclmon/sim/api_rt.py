@@ -16,11 +16,16 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
+from aclmon.sim import devices as D
+from aclmon.sim import errmsg, slog
+from aclmon.sim import host as H
 from aclmon.sim import runtime as R
-from aclmon.sim import slog
 from aclmon.sim.config import SimConfigError, load_config
+from aclmon.sim.devices import new_handle, now_ns
+from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultRuleError
-from aclmon.sim.runtime import Runtime, fail, now_ns
+from aclmon.sim.guard import needs_init
+from aclmon.sim.runtime import Runtime
 
 MAX_STREAMS_PER_DEVICE = 2048
 VALID_STREAM_FLAGS = (
@@ -51,7 +56,7 @@ DDR_ATTRS = {
 }
 
 
-def _current(rt: Runtime) -> R.Context | int:
+def _current(rt: Runtime) -> D.Context | int:
     ctx = rt.current_context()
     if ctx is None:
         return fail(
@@ -61,7 +66,7 @@ def _current(rt: Runtime) -> R.Context | int:
 
 
 # ---------------------------------------------------------------- devices
-@R.needs_init()
+@needs_init()
 def set_device(rt: Runtime, device_id: int) -> int:
     if not 0 <= device_id < len(rt.devices):
         return fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
@@ -88,17 +93,17 @@ def _reset(rt: Runtime, device_id: int, force: bool) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def reset_device(rt: Runtime, device_id: int) -> int:
     return _reset(rt, device_id, force=False)
 
 
-@R.needs_init()
+@needs_init()
 def reset_device_force(rt: Runtime, device_id: int) -> int:
     return _reset(rt, device_id, force=True)
 
 
-@R.needs_init(-1)
+@needs_init(-1)
 def get_device(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
@@ -106,7 +111,7 @@ def get_device(rt: Runtime) -> tuple[int, int]:
     return ctx.device.device_id, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def get_device_count(rt: Runtime) -> tuple[int, int]:
     return len(rt.devices), C.ACL_SUCCESS
 
@@ -126,14 +131,14 @@ def get_run_mode() -> tuple[int, int]:
         return C.ACL_HOST, C.ACL_SUCCESS  # acl.init reports the bad configuration
 
 
-@R.needs_init(C.ACL_DEVICE_STATUS_ABNORMAL)
+@needs_init(C.ACL_DEVICE_STATUS_ABNORMAL)
 def query_device_status(rt: Runtime, device_id: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return C.ACL_DEVICE_STATUS_ABNORMAL, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, "no such device")
     return C.ACL_DEVICE_STATUS_NORMAL, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def get_device_info(rt: Runtime, device_id: int, attr: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
@@ -153,7 +158,7 @@ def get_device_info(rt: Runtime, device_id: int, attr: int) -> tuple[int, int]:
     return values[attr], C.ACL_SUCCESS
 
 
-@R.needs_init({})
+@needs_init({})
 def get_device_utilization_rate(rt: Runtime, device_id: int) -> tuple[dict[str, int], int]:
     if not 0 <= device_id < len(rt.devices):
         return {}, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
@@ -193,38 +198,38 @@ def _sync_device(rt: Runtime, timeout_ms: int) -> int:
     return first_error
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_device(rt: Runtime) -> int:
     return _sync_device(rt, -1)
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_device_with_timeout(rt: Runtime, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
     return _sync_device(rt, timeout)
 
 
-@R.needs_init()
+@needs_init()
 def set_op_execute_timeout(rt: Runtime, timeout: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def set_op_wait_timeout(rt: Runtime, timeout: int) -> int:
     return C.ACL_SUCCESS
 
 
 def get_last_error(level: int) -> int:
-    return R.last_error_code(clear=True)
+    return errmsg.last_error_code(clear=True)
 
 
 def peek_at_last_error(level: int) -> int:
-    return R.last_error_code(clear=False)
+    return errmsg.last_error_code(clear=False)
 
 
 # ---------------------------------------------------------------- contexts
-@R.needs_init(0)
+@needs_init(0)
 def create_context(rt: Runtime, device_id: int) -> tuple[int, int]:
     if not 0 <= device_id < len(rt.devices):
         return 0, fail(C.ACL_ERROR_RT_INVALID_DEVICEID, f"no device {device_id}")
@@ -234,7 +239,7 @@ def create_context(rt: Runtime, device_id: int) -> tuple[int, int]:
     return ctx.handle, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def destroy_context(rt: Runtime, context: int) -> int:
     if not context:
         return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
@@ -246,7 +251,7 @@ def destroy_context(rt: Runtime, context: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def set_context(rt: Runtime, context: int) -> int:
     if not context:
         return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
@@ -257,7 +262,7 @@ def set_context(rt: Runtime, context: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def get_context(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
@@ -278,12 +283,12 @@ def _new_stream(rt: Runtime, priority: int, flags: int) -> tuple[int, int]:
     return stream.handle, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def create_stream(rt: Runtime) -> tuple[int, int]:
     return _new_stream(rt, 0, 0)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def create_stream_with_config(rt: Runtime, priority: int, flag: int) -> tuple[int, int]:
     if not 0 <= priority <= 7 or flag & ~VALID_STREAM_FLAGS:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid stream priority or flag")
@@ -301,17 +306,17 @@ def _destroy_stream(rt: Runtime, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def destroy_stream(rt: Runtime, stream: int) -> int:
     return _destroy_stream(rt, stream)
 
 
-@R.needs_init()
+@needs_init()
 def destroy_stream_force(rt: Runtime, stream: int) -> int:
     return _destroy_stream(rt, stream)
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_stream(rt: Runtime, stream: int) -> int:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
@@ -319,7 +324,7 @@ def synchronize_stream(rt: Runtime, stream: int) -> int:
     return rt.wait_stream(found)
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_stream_with_timeout(rt: Runtime, stream: int, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
@@ -329,7 +334,7 @@ def synchronize_stream_with_timeout(rt: Runtime, stream: int, timeout: int) -> i
     return rt.wait_stream(found, timeout)
 
 
-@R.needs_init(C.ACL_STREAM_STATUS_NOT_READY)
+@needs_init(C.ACL_STREAM_STATUS_NOT_READY)
 def stream_query(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
@@ -338,7 +343,7 @@ def stream_query(rt: Runtime, stream: int) -> tuple[int, int]:
     return (C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY), C.ACL_SUCCESS
 
 
-@R.needs_init(-1)
+@needs_init(-1)
 def stream_get_id(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
@@ -346,7 +351,7 @@ def stream_get_id(rt: Runtime, stream: int) -> tuple[int, int]:
     return found.stream_id, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def get_stream_available_num(rt: Runtime) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
@@ -355,7 +360,7 @@ def get_stream_available_num(rt: Runtime) -> tuple[int, int]:
     return MAX_STREAMS_PER_DEVICE - used, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def set_stream_overflow_switch(rt: Runtime, stream: int, flag: int) -> int:
     if flag not in (0, 1):
         return fail(C.ACL_ERROR_INVALID_PARAM, "flag must be 0 or 1")
@@ -366,7 +371,7 @@ def set_stream_overflow_switch(rt: Runtime, stream: int, flag: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def get_stream_overflow_switch(rt: Runtime, stream: int) -> tuple[int, int]:
     found = rt.resolve_stream(stream)
     if isinstance(found, int):
@@ -381,27 +386,27 @@ def _new_event(rt: Runtime, flag: int) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, ctx
-    event = R.Event(R.new_handle(), ctx.device.device_id, flag)
+    event = D.Event(new_handle(), ctx.device.device_id, flag)
     rt.events[event.handle] = event
     return event.handle, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def create_event(rt: Runtime) -> tuple[int, int]:
     return _new_event(rt, C.ACL_EVENT_SYNC)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def create_event_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
     return _new_event(rt, flag)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def create_event_ex_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
     return _new_event(rt, flag)
 
 
-def _event(rt: Runtime, event: int) -> R.Event | int:
+def _event(rt: Runtime, event: int) -> D.Event | int:
     if not event:
         return fail(C.ACL_ERROR_INVALID_PARAM, "event is NULL")
     found = rt.events.get(event)
@@ -410,7 +415,7 @@ def _event(rt: Runtime, event: int) -> R.Event | int:
     return found
 
 
-@R.needs_init()
+@needs_init()
 def record_event(rt: Runtime, event: int, stream: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -423,7 +428,7 @@ def record_event(rt: Runtime, event: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def reset_event(rt: Runtime, event: int, stream: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -432,7 +437,7 @@ def reset_event(rt: Runtime, event: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def destroy_event(rt: Runtime, event: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -454,19 +459,19 @@ def _wait_event(rt: Runtime, event: int, timeout_ms: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_event(rt: Runtime, event: int) -> int:
     return _wait_event(rt, event, -1)
 
 
-@R.needs_init()
+@needs_init()
 def synchronize_event_with_timeout(rt: Runtime, event: int, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
     return _wait_event(rt, event, timeout)
 
 
-@R.needs_init()
+@needs_init()
 def stream_wait_event(rt: Runtime, stream: int, event: int) -> int:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -479,7 +484,7 @@ def stream_wait_event(rt: Runtime, stream: int, event: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init(C.ACL_EVENT_STATUS_NOT_READY)
+@needs_init(C.ACL_EVENT_STATUS_NOT_READY)
 def query_event(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -488,7 +493,7 @@ def query_event(rt: Runtime, event: int) -> tuple[int, int]:
     return (C.ACL_EVENT_STATUS_COMPLETE if done else C.ACL_EVENT_STATUS_NOT_READY), C.ACL_SUCCESS
 
 
-@R.needs_init(C.ACL_EVENT_RECORDED_STATUS_NOT_READY)
+@needs_init(C.ACL_EVENT_RECORDED_STATUS_NOT_READY)
 def query_event_status(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -498,7 +503,7 @@ def query_event_status(rt: Runtime, event: int) -> tuple[int, int]:
     return status, C.ACL_SUCCESS
 
 
-@R.needs_init(0.0)
+@needs_init(0.0)
 def event_elapsed_time(rt: Runtime, start: int, end: int) -> tuple[float, int]:
     first, last = _event(rt, start), _event(rt, end)
     if isinstance(first, int):
@@ -510,7 +515,7 @@ def event_elapsed_time(rt: Runtime, start: int, end: int) -> tuple[float, int]:
     return (last.timestamp - first.timestamp) / 1e6, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def event_get_timestamp(rt: Runtime, event: int) -> tuple[int, int]:
     found = _event(rt, event)
     if isinstance(found, int):
@@ -538,22 +543,22 @@ def _malloc(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
     return allocation.address, C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def malloc(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
     return _malloc(rt, size, policy)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def malloc_cached(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
     return _malloc(rt, size, policy)
 
 
-@R.needs_init(0)
+@needs_init(0)
 def malloc_align32(rt: Runtime, size: int, policy: int) -> tuple[int, int]:
     return _malloc(rt, size, policy)
 
 
-@R.needs_init()
+@needs_init()
 def free(rt: Runtime, dev_ptr: int) -> int:
     if not dev_ptr:
         return fail(C.ACL_ERROR_INVALID_PARAM, "pointer is NULL")
@@ -564,7 +569,7 @@ def free(rt: Runtime, dev_ptr: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init(0)
+@needs_init(0)
 def malloc_host(rt: Runtime, size: int) -> tuple[int, int]:
     if size <= 0:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "size must be positive")
@@ -574,7 +579,7 @@ def malloc_host(rt: Runtime, size: int) -> tuple[int, int]:
     return address, C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def free_host(rt: Runtime, host_ptr: int) -> int:
     if rt.host_allocations.pop(host_ptr, None) is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"{host_ptr:#x} is not from malloc_host")
@@ -592,17 +597,17 @@ def _memset(rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int) -
     if dev_ptr in rt.host_allocations or any(
         a <= dev_ptr and dev_ptr + count <= a + b.size for a, b in rt.host_allocations.items()
     ):
-        R.write_host(dev_ptr, bytes([value & 0xFF]) * count)
+        H.write_host(dev_ptr, bytes([value & 0xFF]) * count)
         return C.ACL_SUCCESS
     return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"{dev_ptr:#x} is not allocated memory")
 
 
-@R.needs_init()
+@needs_init()
 def memset(rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int) -> int:
     return _memset(rt, dev_ptr, max_count, value, count)
 
 
-@R.needs_init()
+@needs_init()
 def memset_async(
     rt: Runtime, dev_ptr: int, max_count: int, value: int, count: int, stream: int
 ) -> int:
@@ -659,29 +664,29 @@ def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: in
 def _copy(
     rt: Runtime,
     dst: int,
-    dst_dev: tuple[R.Allocation, int] | None,
+    dst_dev: tuple[D.Allocation, int] | None,
     src: int,
-    src_dev: tuple[R.Allocation, int] | None,
+    src_dev: tuple[D.Allocation, int] | None,
     count: int,
 ) -> None:
     if src_dev is not None:
         allocation, offset = src_dev
         data = allocation.buffer[offset : offset + count]
     else:
-        data = np.frombuffer(R.read_host(src, count), dtype=np.uint8)
+        data = np.frombuffer(H.read_host(src, count), dtype=np.uint8)
     if dst_dev is not None:
         allocation, offset = dst_dev
         allocation.buffer[offset : offset + count] = data
     else:
-        R.write_host(dst, data.tobytes())
+        H.write_host(dst, data.tobytes())
 
 
-@R.needs_init()
+@needs_init()
 def memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
     return _memcpy(rt, dst, dest_max, src, count, kind)
 
 
-@R.needs_init()
+@needs_init()
 def memcpy_async(
     rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int, stream: int
 ) -> int:
@@ -693,7 +698,7 @@ def memcpy_async(
     return _memcpy(rt, dst, dest_max, src, count, kind)
 
 
-@R.needs_init(0, 0)
+@needs_init(0, 0)
 def get_mem_info(rt: Runtime, attr: int) -> tuple[int, int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
@@ -707,7 +712,7 @@ def get_mem_info(rt: Runtime, attr: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------- host callbacks
-@R.needs_init()
+@needs_init()
 def subscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     target = rt.resolve_stream(stream)
     if isinstance(target, int):
@@ -720,7 +725,7 @@ def subscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def unsubscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     target = rt.resolve_stream(stream)
     if isinstance(target, int):
@@ -738,7 +743,7 @@ def unsubscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def launch_callback(
     rt: Runtime, fn: Callable[[Any], Any], user_data: Any, block_type: int, stream: int
 ) -> int:
@@ -754,7 +759,7 @@ def launch_callback(
             return fail(
                 C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "call subscribe_report for this stream first"
             )
-        callback = R.HostCallback(
+        callback = D.HostCallback(
             max(now_ns(), target.busy_until), fn, user_data, threading.Event()
         )
         rt.reports.setdefault(target.report_thread, []).append(callback)
@@ -764,7 +769,7 @@ def launch_callback(
     return C.ACL_SUCCESS
 
 
-@R.needs_init()
+@needs_init()
 def process_report(rt: Runtime, timeout: int) -> int:
     """Run the next due host callback of the streams subscribed to this thread."""
     if timeout < -1:
@@ -798,7 +803,7 @@ def process_report(rt: Runtime, timeout: int) -> int:
     return C.ACL_SUCCESS
 
 
-def _report_callback_error(callback: R.HostCallback) -> None:
+def _report_callback_error(callback: D.HostCallback) -> None:
     name = getattr(callback.fn, "__qualname__", repr(callback.fn))
     error = sys.exc_info()[1]
     print(
@@ -815,7 +820,7 @@ def _report_callback_error(callback: R.HostCallback) -> None:
 
 
 # ---------------------------------------------------------------- exception info
-@R.needs_init()
+@needs_init()
 def set_exception_info_callback(rt: Runtime, *args: Any) -> int:
     if len(args) > 1:
         raise TypeError("acl.rt.set_exception_info_callback args parse failed")

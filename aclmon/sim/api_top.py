@@ -12,14 +12,16 @@ import sys
 from dataclasses import replace
 
 from aclmon import acl_constants as C
+from aclmon.sim import errmsg, slog
+from aclmon.sim import host as H
 from aclmon.sim import runtime as R
-from aclmon.sim import slog
 from aclmon.sim.acljson import EXCEPTION_SCENES, AclJson, AclJsonError, DumpConfig, parse_acl_json
 from aclmon.sim.config import SimConfig, SimConfigError, load_config
+from aclmon.sim.devices import new_handle
+from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.layouts import ACL_TO_NUMPY
 from aclmon.sim.profiling import Profiler
-from aclmon.sim.runtime import fail
 
 #: sizes of the aclDataTypes the kernels do not compute in.
 _OTHER_TYPE_SIZES = {
@@ -132,7 +134,7 @@ def get_soc_name() -> str:
 
 
 def get_recent_err_msg() -> str:
-    return R.recent_error()
+    return errmsg.recent_error()
 
 
 def app_log(log_level: int, message: str) -> None:
@@ -175,19 +177,19 @@ def create_data_buffer(data: int, size: int) -> int:
     if size < 0 or (size > 0 and not data):
         fail(C.ACL_ERROR_INVALID_PARAM, "invalid data buffer")
         return 0
-    handle = R.new_handle()
-    R.DATA_BUFFERS[handle] = [data, size]
+    handle = new_handle()
+    H.DATA_BUFFERS[handle] = [data, size]
     return handle
 
 
 def destroy_data_buffer(data_buffer: int) -> int:
-    if R.DATA_BUFFERS.pop(data_buffer, None) is None:
+    if H.DATA_BUFFERS.pop(data_buffer, None) is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown data buffer")
     return C.ACL_SUCCESS
 
 
 def update_data_buffer(data_buffer: int, data: int, size: int) -> int:
-    entry = R.DATA_BUFFERS.get(data_buffer)
+    entry = H.DATA_BUFFERS.get(data_buffer)
     if entry is None or size < 0:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown data buffer")
     entry[0], entry[1] = data, size
@@ -195,17 +197,17 @@ def update_data_buffer(data_buffer: int, data: int, size: int) -> int:
 
 
 def get_data_buffer_addr(data_buffer: int) -> int:
-    entry = R.DATA_BUFFERS.get(data_buffer)
+    entry = H.DATA_BUFFERS.get(data_buffer)
     return entry[0] if entry is not None else 0
 
 
 def get_data_buffer_size(data_buffer: int) -> int:
-    entry = R.DATA_BUFFERS.get(data_buffer)
+    entry = H.DATA_BUFFERS.get(data_buffer)
     return entry[1] if entry is not None else 0
 
 
 def get_data_buffer_size_v2(data_buffer: int) -> int:
-    entry = R.DATA_BUFFERS.get(data_buffer)
+    entry = H.DATA_BUFFERS.get(data_buffer)
     return entry[1] if entry is not None else 0
 
 
@@ -216,32 +218,32 @@ def create_tensor_desc(data_type: int, dims: list[int], format: int) -> int:
     if data_type not in C.DATA_TYPE_NAMES or format not in C.FORMAT_NAMES:
         fail(C.ACL_ERROR_INVALID_PARAM, "unknown data type or format")
         return 0
-    handle = R.new_handle()
-    R.TENSOR_DESCS[handle] = R.TensorDesc(data_type, tuple(dims), format)
+    handle = new_handle()
+    H.TENSOR_DESCS[handle] = H.TensorDesc(data_type, tuple(dims), format)
     return handle
 
 
 def destroy_tensor_desc(desc: int) -> None:
     # Also accepts the desc arrays from acl.mdl.create_and_get_op_desc, as the
     # documented exception sample destroys input_desc/output_desc this way.
-    members = R.DESC_ARRAYS.pop(desc, None)
+    members = H.DESC_ARRAYS.pop(desc, None)
     if members is not None:
         for member in members:
-            R.TENSOR_DESCS.pop(member, None)
+            H.TENSOR_DESCS.pop(member, None)
         return
-    R.TENSOR_DESCS.pop(desc, None)
+    H.TENSOR_DESCS.pop(desc, None)
 
 
 def get_tensor_desc_by_index(desc: int, index: int) -> int:
-    members = R.DESC_ARRAYS.get(desc)
+    members = H.DESC_ARRAYS.get(desc)
     if members is None or not 0 <= index < len(members):
         fail(C.ACL_ERROR_INVALID_PARAM, "no tensor desc at that index")
         return 0
     return members[index]
 
 
-def _desc(desc: int) -> R.TensorDesc | None:
-    return R.TENSOR_DESCS.get(desc)
+def _desc(desc: int) -> H.TensorDesc | None:
+    return H.TENSOR_DESCS.get(desc)
 
 
 def get_tensor_desc_type(desc: int) -> int:
@@ -273,7 +275,7 @@ def get_tensor_desc_dim(desc: int, index: int) -> int:
     return entry.dims[index]
 
 
-def _element_count(entry: R.TensorDesc) -> int:
+def _element_count(entry: H.TensorDesc) -> int:
     count = 1
     for dim in entry.dims:
         count *= max(dim, 0)
@@ -307,7 +309,7 @@ def set_tensor_const(desc: int, data_buffer: int, length: int) -> int:
     entry = _desc(desc)
     if entry is None or not data_buffer or length <= 0:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid tensor desc, buffer or length")
-    entry.const_data = R.read_host(data_buffer, length)
+    entry.const_data = H.read_host(data_buffer, length)
     return C.ACL_SUCCESS
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim.runtime import fail
+from aclmon.sim.errmsg import fail
 
 _threads: dict[int, threading.Thread] = {}
 _threads_lock = threading.Lock()

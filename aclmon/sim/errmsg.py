@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import zlib
 
@@ -171,3 +172,34 @@ def log_failure(code: int, reason: str, api_module: str, function: str) -> None:
         func,
         f"{reason}, result = {code} ({C.error_name(code)})",
     )
+
+
+# ---------------------------------------------------------------- the last failure
+#: per thread, as in pyACL: the last failed call's code and its recent-error text.
+_last_failure = threading.local()
+
+
+def fail(code: int, message: str, detail: str = "", *, call: tuple[str, str] | None = None) -> int:
+    """Remember why a call failed (acl.get_recent_err_msg), log it, return its code.
+
+    ``detail`` is the device's own text for a failed task (AI Core exception);
+    ``call`` is ``(api module, function)`` when the caller is not on the stack.
+    """
+    api_module, function = call or failing_call()
+    _last_failure.last_error = compose(code, message, api_module, function, detail)
+    _last_failure.last_code = code
+    log_failure(code, message, api_module, function)
+    return code
+
+
+def last_error_code(*, clear: bool) -> int:
+    code = getattr(_last_failure, "last_code", C.ACL_SUCCESS)
+    if clear:
+        _last_failure.last_code = C.ACL_SUCCESS
+    return code
+
+
+def recent_error() -> str:
+    message = getattr(_last_failure, "last_error", "")
+    _last_failure.last_error = ""
+    return message

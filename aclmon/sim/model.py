@@ -24,18 +24,11 @@ import numpy as np
 from aclmon import acl_constants as C
 from aclmon.sim import gears, layouts, model_dumps, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
+from aclmon.sim.devices import UNIT_CUBE, UNIT_VECTOR, Allocation, Device, Stream, now_ns
+from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
-from aclmon.sim.runtime import (
-    UNIT_CUBE,
-    UNIT_VECTOR,
-    Allocation,
-    Device,
-    Runtime,
-    Stream,
-    fail,
-    now_ns,
-)
+from aclmon.sim.runtime import Runtime
 
 MAX_MODEL_BYTES = 16 << 20
 MAX_TENSOR_ELEMENTS = 1 << 26

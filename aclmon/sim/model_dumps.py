@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from aclmon.sim import dumpfile, layouts
+from aclmon.sim.devices import Stream, now_ns
 from aclmon.sim.faults import KIND_OVERFLOW
 from aclmon.sim.kernels import CUBE_OPS
-from aclmon.sim.runtime import Runtime, Stream, now_ns
+from aclmon.sim.runtime import Runtime
 
 if TYPE_CHECKING:
     from aclmon.sim.model import Model, OpSpec, TensorSpec

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aclmon import acl_constants as C
-from aclmon.sim.runtime import fail, new_handle, now_ns
+from aclmon.sim.devices import new_handle, now_ns
+from aclmon.sim.errmsg import fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,26 +1,26 @@
-"""The state of the simulated machine: devices, contexts, streams, events, memory.
+"""One acl.init .. acl.finalize session: what the program created, and device time.
 
-Everything a handle refers to lives here, keyed by plain ``int`` handles that
-look like the pointer values pyACL returns. The public ``acl.*`` functions (in
-the ``api_*`` modules) are thin: they check arguments and call into this module,
-never into each other, so a wrapper installed on ``acl.rt.*`` sees each user
-call exactly once.
+The session's registry keeps every context, stream, event and allocation by its
+handle (the objects themselves are in :mod:`aclmon.sim.devices`). The public
+``acl.*`` functions (in the ``api_*`` modules) are thin: they check arguments
+and call into this module, never into each other, so a wrapper installed on
+``acl.rt.*`` sees each user call exactly once.
 
 Device time: each stream has a ``busy_until`` instant on a clock that runs with
 the host's monotonic clock. Launching a task computes its result at once (numpy)
 and pushes ``busy_until`` by the task's modelled duration (times
 ``time_scale``); query reports NOT_READY until then and synchronize sleeps
 until then. Utilization is the modelled busy time of the last second.
+
+A failed task is reported the way the device reports it: plog lines, the
+exception callback on the runtime's own thread, then the stream's error at
+the next synchronize.
 """
 
 from __future__ import annotations
 
 import atexit
 import bisect
-import ctypes
-import functools
-import inspect
-import itertools
 import queue
 import random
 import sys
@@ -28,199 +28,30 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import errmsg, slog
+from aclmon.sim import slog
 from aclmon.sim.acljson import AclJson
 from aclmon.sim.config import SimConfig
+from aclmon.sim.devices import (
+    Allocation,
+    Context,
+    Device,
+    Event,
+    ExceptionInfo,
+    HostCallback,
+    Stream,
+    new_handle,
+    now_ns,
+)
+from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultState
 
-T = TypeVar("T")
-
-# ---------------------------------------------------------------- clock
-_EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
-
-
-def now_ns() -> int:
-    """Device/host time as epoch nanoseconds, but monotonic (never steps back)."""
-    return time.monotonic_ns() + _EPOCH_OFFSET_NS
-
-
-# ---------------------------------------------------------------- handles
-_handle_counter = itertools.count(1)
-_HANDLE_BASE = 0x5600_0000_0000
-
-
-def new_handle() -> int:
-    """A fresh pointer-like handle (never reused within a process)."""
-    return _HANDLE_BASE + next(_handle_counter) * 0x40
-
-
-# ---------------------------------------------------------------- errors in words
+#: the context each thread made current (set_context, set_device, create_context).
 _thread_state = threading.local()
-
-
-def fail(code: int, message: str, detail: str = "", *, call: tuple[str, str] | None = None) -> int:
-    """Remember why a call failed (acl.get_recent_err_msg), log it, return its code.
-
-    ``detail`` is the device's own text for a failed task (AI Core exception);
-    ``call`` is ``(api module, function)`` when the caller is not on the stack.
-    """
-    api_module, function = call or errmsg.failing_call()
-    _thread_state.last_error = errmsg.compose(code, message, api_module, function, detail)
-    _thread_state.last_code = code
-    errmsg.log_failure(code, message, api_module, function)
-    return code
-
-
-def last_error_code(*, clear: bool) -> int:
-    code = getattr(_thread_state, "last_code", C.ACL_SUCCESS)
-    if clear:
-        _thread_state.last_code = C.ACL_SUCCESS
-    return code
-
-
-def recent_error() -> str:
-    message = getattr(_thread_state, "last_error", "")
-    _thread_state.last_error = ""
-    return message
-
-
-# ---------------------------------------------------------------- objects
-@dataclass(eq=False)
-class Allocation:
-    address: int
-    size: int
-    device_id: int
-    _buffer: np.ndarray | None = None
-
-    @property
-    def buffer(self) -> np.ndarray:
-        # Backing bytes are created on first touch, so a large malloc that is
-        # only accounted for costs no host memory.
-        if self._buffer is None:
-            self._buffer = np.zeros(self.size, dtype=np.uint8)
-        return self._buffer
-
-
-@dataclass(eq=False)
-class Stream:
-    handle: int
-    stream_id: int
-    context: Context
-    priority: int = 0
-    flags: int = 0
-    busy_until: int = 0
-    next_task: int = 0
-    overflow_switch: int = 0
-    #: a failed task's (error code, set once the exception callback has run,
-    #: the device's text for get_recent_err_msg).
-    pending_error: tuple[int, threading.Event, str] | None = None
-    #: native id of the thread that processes this stream's host callbacks.
-    report_thread: int | None = None
-    #: completion events of ACL_CALLBACK_BLOCK callbacks the stream waits for.
-    blocking_callbacks: list[threading.Event] = field(default_factory=list)
-
-    @property
-    def device(self) -> Device:
-        return self.context.device
-
-    def take_task_id(self) -> int:
-        task_id = self.next_task
-        self.next_task = (task_id + 1) & 0xFFFF
-        return task_id
-
-
-@dataclass(eq=False)
-class Context:
-    handle: int
-    device: Device
-    is_default: bool
-    default_stream: Stream | None = None
-    streams: dict[int, Stream] = field(default_factory=dict)
-
-
-@dataclass(eq=False)
-class Event:
-    handle: int
-    device_id: int
-    flag: int
-    timestamp: int = 0
-    recorded: bool = False
-
-
-UTIL_BUCKET_NS = 100_000_000
-UTIL_BUCKETS = 10
-
-
-class Device:
-    """One simulated NPU: refcount, default context, memory, utilization."""
-
-    ADDRESS_SPACING = 1 << 44
-
-    def __init__(self, device_id: int, config: SimConfig) -> None:
-        self.device_id = device_id
-        self.refcount = 0
-        self.default_context: Context | None = None
-        self.total_bytes = config.hbm_bytes
-        # The driver and runtime keep part of the HBM (firmware, task queues):
-        # get_mem_info's free starts below total, as on a real card.
-        self.reserved_bytes = min(config.hbm_bytes // 32, 4 << 30)
-        self.used_bytes = self.reserved_bytes
-        self._next_address = 0x12C0_0000_0000 + device_id * self.ADDRESS_SPACING
-        self._next_stream_id = 0
-        self.lock = threading.Lock()
-        # busy nanoseconds per 100 ms bucket: [bucket index, cube, vector, aicpu]
-        self._buckets = [[0, 0, 0, 0] for _ in range(UTIL_BUCKETS)]
-
-    def take_stream_id(self) -> int:
-        with self.lock:
-            stream_id = self._next_stream_id
-            self._next_stream_id += 1
-            return stream_id
-
-    def reserve(self, size: int) -> int | None:
-        """Account ``size`` bytes the way aclrtMalloc does (32-byte rounding + 32)."""
-        rounded = ((size + 31) // 32) * 32 + 32
-        with self.lock:
-            if self.used_bytes + rounded > self.total_bytes:
-                return None
-            self.used_bytes += rounded
-            address = self._next_address
-            self._next_address += ((rounded + 511) // 512) * 512
-            return address
-
-    def release(self, size: int) -> None:
-        rounded = ((size + 31) // 32) * 32 + 32
-        with self.lock:
-            self.used_bytes = max(self.reserved_bytes, self.used_bytes - rounded)
-
-    def add_busy(self, start_ns: int, duration_ns: int, unit: int) -> None:
-        index = start_ns // UTIL_BUCKET_NS
-        bucket = self._buckets[index % UTIL_BUCKETS]
-        with self.lock:
-            if bucket[0] != index:
-                bucket[0] = index
-                bucket[1] = bucket[2] = bucket[3] = 0
-            bucket[unit] += duration_ns
-
-    def utilization(self) -> tuple[int, int, int]:
-        """(cube, vector, aicpu) percent busy over the last second of device time."""
-        current = now_ns() // UTIL_BUCKET_NS
-        totals = [0, 0, 0]
-        with self.lock:
-            for bucket in self._buckets:
-                if current - UTIL_BUCKETS < bucket[0] <= current:
-                    totals[0] += bucket[1]
-                    totals[1] += bucket[2]
-                    totals[2] += bucket[3]
-        window = UTIL_BUCKETS * UTIL_BUCKET_NS
-        return tuple(min(100, round(100 * t / window)) for t in totals)  # type: ignore[return-value]
-
 
 #: ACL code -> the task scheduler's own return code and words, as runtime logs print
 #: them ("Kernel task happen error, retCode=0x26, [aicore exception]").
@@ -231,30 +62,6 @@ TASK_RET_CODES = {
 
 #: how often a synchronize waiting for a blocking host callback checks its thread.
 CALLBACK_POLL_S = 0.05
-
-UNIT_CUBE = 1
-UNIT_VECTOR = 2
-UNIT_AICPU = 3
-
-
-@dataclass(eq=False)
-class HostCallback:
-    """A launch_callback task: runs on the subscribed thread once the stream gets there."""
-
-    ready_ns: int
-    fn: Callable[[Any], Any]
-    args: Any
-    done: threading.Event
-
-
-@dataclass(eq=False)
-class ExceptionInfo:
-    handle: int
-    device_id: int
-    stream_id: int
-    task_id: int
-    thread_id: int
-    error_code: int
 
 
 # ---------------------------------------------------------------- the runtime
@@ -579,80 +386,6 @@ def runtime() -> Runtime | None:
     return _runtime
 
 
-def needs_init(
-    *failed: Any, handle: bool = False
-) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """The one "acl.init was not called" guard of the ``acl.*`` functions.
-
-    The decorated implementation takes the running session as its first
-    argument; the public function keeps the pyACL name and signature (without
-    that argument). Before ``acl.init`` (or after ``acl.finalize``) it records
-    ACL_ERROR_UNINITIALIZE for ``get_recent_err_msg`` and returns it in the
-    call's own shape: ``ret`` alone, ``(*failed, ret)`` for calls with
-    out-parameters, or a NULL handle (0) for ``create_*`` calls (``handle``).
-    """
-
-    def decorate(impl: Callable[..., T]) -> Callable[..., T]:
-        where = (impl.__module__.rsplit(".", 1)[-1], impl.__name__)
-
-        def uninitialized() -> Any:
-            code = fail(C.ACL_ERROR_UNINITIALIZE, "acl.init was not called", call=where)
-            if handle:
-                return 0
-            return (*failed, code) if failed else code
-
-        signature = inspect.signature(impl)
-        params = list(signature.parameters.values())[1:]
-        call = _guarded_call(impl, params, uninitialized)
-        functools.update_wrapper(call, impl)
-        call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        return call
-
-    return decorate
-
-
-def _guarded_call(
-    impl: Callable[..., Any], params: list[inspect.Parameter], uninitialized: Callable[[], Any]
-) -> Callable[..., Any]:
-    """A function with ``params`` that passes the session to ``impl``.
-
-    Written out with the real parameter names (not ``*args, **kwargs``) so the
-    guard costs one plain call: these are the runtime's hottest functions.
-    """
-    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
-    if not all(p.kind in plain for p in params):
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            rt = _runtime
-            if rt is None:
-                return uninitialized()
-            return impl(rt, *args, **kwargs)
-
-        return call
-    namespace: dict[str, Any] = {
-        "_session": sys.modules[__name__],
-        "_impl": impl,
-        "_uninitialized": uninitialized,
-    }
-    declared = []
-    for index, param in enumerate(params):
-        if param.default is inspect.Parameter.empty:
-            declared.append(param.name)
-        else:
-            namespace[f"_default{index}"] = param.default
-            declared.append(f"{param.name}=_default{index}")
-    names = ", ".join(p.name for p in params)
-    source = (
-        f"def {impl.__name__}({', '.join(declared)}):\n"
-        "    rt = _session._runtime\n"
-        "    if rt is None:\n"
-        "        return _uninitialized()\n"
-        f"    return _impl(rt{', ' if names else ''}{names})\n"
-    )
-    exec(compile(source, f"<acl guard {impl.__name__}>", "exec"), namespace)
-    return namespace[impl.__name__]
-
-
 def start_session(config: SimConfig, acl_json: AclJson) -> Runtime:
     global _runtime, _exit_hook_installed
     with _session_lock:
@@ -680,39 +413,3 @@ def end_session() -> None:
             _runtime.shutdown()
         _runtime = None
         _thread_state.context = None
-
-
-# ---------------------------------------------------------------- host memory
-def read_host(address: int, count: int) -> bytes:
-    """Bytes at a real host address (pyACL host pointers are real pointers)."""
-    return ctypes.string_at(address, count)
-
-
-def write_host(address: int, data: bytes | np.ndarray) -> None:
-    raw = data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
-    ctypes.memmove(address, raw, len(raw))
-
-
-# ---------------------------------------------------------------- host-side objects
-# Data buffers, datasets and descriptors are host structures: they exist with or
-# without acl.init, like the C structs pyACL hands out.
-@dataclass(eq=False)
-class TensorDesc:
-    acl_dtype: int
-    dims: tuple[int, ...]
-    acl_format: int
-    name: str = ""
-    address: int = 0
-    #: bytes given by acl.set_tensor_const (a constant operator input).
-    const_data: bytes | None = None
-
-
-#: data buffer handle -> [device address, size]
-DATA_BUFFERS: dict[int, list[int]] = {}
-#: dataset handle -> data buffer handles
-DATASETS: dict[int, list[int]] = {}
-TENSOR_DESCS: dict[int, TensorDesc] = {}
-#: op-desc array handle (create_and_get_op_desc) -> tensor desc handles
-DESC_ARRAYS: dict[int, list[int]] = {}
-#: model desc handle -> model id it describes (0 = not filled yet)
-MODEL_DESCS: dict[int, Any] = {}
