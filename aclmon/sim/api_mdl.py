@@ -14,7 +14,6 @@ from aclmon.sim import host as H
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
-from aclmon.sim.devices import new_handle
 from aclmon.sim.errmsg import fail
 from aclmon.sim.guard import needs_init
 from aclmon.sim.runtime import Runtime
@@ -154,16 +153,11 @@ def unload(rt: Runtime, model_id: int) -> int:
 
 # ---------------------------------------------------------------- model descs
 def create_desc() -> int:
-    handle = new_handle()
-    H.MODEL_DESCS[handle] = None
-    return handle
+    return H.register(H.MODEL_DESCS, None)
 
 
 def destroy_desc(model_desc: int) -> int:
-    if model_desc not in H.MODEL_DESCS:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
-    del H.MODEL_DESCS[model_desc]
-    return C.ACL_SUCCESS
+    return H.unregister(H.MODEL_DESCS, model_desc, "model desc")
 
 
 @needs_init()
@@ -350,15 +344,11 @@ def get_output_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- datasets
 def create_dataset() -> int:
-    handle = new_handle()
-    H.DATASETS[handle] = []
-    return handle
+    return H.register(H.DATASETS, [])
 
 
 def destroy_dataset(dataset: int) -> int:
-    if H.DATASETS.pop(dataset, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown dataset")
-    return C.ACL_SUCCESS
+    return H.unregister(H.DATASETS, dataset, "dataset")
 
 
 def add_dataset_buffer(dataset: int, data_buffer: int) -> tuple[int, int]:
@@ -454,21 +444,20 @@ def create_and_get_op_desc(
     specs = record.model.specs
 
     def desc_array(names: list[str]) -> int:
-        members = []
-        for name in names:
-            spec = specs[name]
-            handle = new_handle()
-            H.TENSOR_DESCS[handle] = H.TensorDesc(
-                spec.acl_dtype,
-                spec.device_shape,
-                spec.acl_format,
-                name,
-                record.addresses.get(name, 0),
+        members = [
+            H.register(
+                H.TENSOR_DESCS,
+                H.TensorDesc(
+                    specs[name].acl_dtype,
+                    specs[name].device_shape,
+                    specs[name].acl_format,
+                    name,
+                    record.addresses.get(name, 0),
+                ),
             )
-            members.append(handle)
-        handle = new_handle()
-        H.DESC_ARRAYS[handle] = members
-        return handle
+            for name in names
+        ]
+        return H.register(H.DESC_ARRAYS, members)
 
     inputs = list(op.inputs)
     outputs = [s.name for s in op.outputs]

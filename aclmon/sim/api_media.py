@@ -16,7 +16,8 @@ code and name what is missing. See docs/sim.md.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ import numpy as np
 from aclmon import acl_constants as C
 from aclmon.sim import host as H
 from aclmon.sim import runtime as R
-from aclmon.sim.devices import new_handle
+from aclmon.sim.accessors import named
 from aclmon.sim.errmsg import fail
 from aclmon.sim.guard import needs_init
 from aclmon.sim.runtime import Runtime
@@ -61,7 +62,7 @@ class Roi:
 
 PIC_DESCS: dict[int, PicDesc] = {}
 CHANNELS: dict[int, bool] = {}  # channel desc -> channel created
-RESIZE_CONFIGS: set[int] = set()
+RESIZE_CONFIGS: dict[int, None] = {}  # resize configs hold nothing simulated
 ROI_CONFIGS: dict[int, Roi] = {}
 JPEGE_CONFIGS: dict[int, int] = {}  # handle -> quality level
 
@@ -99,15 +100,11 @@ def dvpp_free(rt: Runtime, dev_ptr: int) -> int:
 
 # ---------------------------------------------------------------- channels and configs
 def dvpp_create_channel_desc() -> int:
-    handle = new_handle()
-    CHANNELS[handle] = False
-    return handle
+    return H.register(CHANNELS, False)
 
 
 def dvpp_destroy_channel_desc(channel_desc: int) -> int:
-    if CHANNELS.pop(channel_desc, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown channel desc")
-    return C.ACL_SUCCESS
+    return H.unregister(CHANNELS, channel_desc, "channel desc")
 
 
 @needs_init()
@@ -127,37 +124,26 @@ def dvpp_destroy_channel(rt: Runtime, channel_desc: int) -> int:
 
 
 def dvpp_create_resize_config() -> int:
-    handle = new_handle()
-    RESIZE_CONFIGS.add(handle)
-    return handle
+    return H.register(RESIZE_CONFIGS, None)
 
 
 def dvpp_destroy_resize_config(resize_config: int) -> int:
-    if resize_config not in RESIZE_CONFIGS:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown resize config")
-    RESIZE_CONFIGS.discard(resize_config)
-    return C.ACL_SUCCESS
+    return H.unregister(RESIZE_CONFIGS, resize_config, "resize config")
 
 
 def dvpp_create_roi_config(left: int, right: int, top: int, bottom: int) -> int:
     if not (0 <= left <= right and 0 <= top <= bottom):
         fail(C.ACL_ERROR_INVALID_PARAM, "ROI needs left <= right and top <= bottom")
         return 0
-    handle = new_handle()
-    ROI_CONFIGS[handle] = Roi(left, right, top, bottom)
-    return handle
+    return H.register(ROI_CONFIGS, Roi(left, right, top, bottom))
 
 
 def dvpp_destroy_roi_config(roi_config: int) -> int:
-    if ROI_CONFIGS.pop(roi_config, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown ROI config")
-    return C.ACL_SUCCESS
+    return H.unregister(ROI_CONFIGS, roi_config, "ROI config")
 
 
 def dvpp_create_jpege_config() -> int:
-    handle = new_handle()
-    JPEGE_CONFIGS[handle] = 100
-    return handle
+    return H.register(JPEGE_CONFIGS, 100)
 
 
 def dvpp_set_jpege_config_level(jpege_config: int, level: int) -> int:
@@ -172,99 +158,64 @@ def dvpp_get_jpege_config_level(jpege_config: int) -> int:
 
 
 def dvpp_destroy_jpege_config(jpege_config: int) -> int:
-    if JPEGE_CONFIGS.pop(jpege_config, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown JPEGE config")
-    return C.ACL_SUCCESS
+    return H.unregister(JPEGE_CONFIGS, jpege_config, "JPEGE config")
 
 
 # ---------------------------------------------------------------- picture descs
 def dvpp_create_pic_desc() -> int:
-    handle = new_handle()
-    PIC_DESCS[handle] = PicDesc()
-    return handle
+    return H.register(PIC_DESCS, PicDesc())
 
 
 def dvpp_destroy_pic_desc(pic_desc: int) -> int:
-    if PIC_DESCS.pop(pic_desc, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown picture desc")
-    return C.ACL_SUCCESS
+    return H.unregister(PIC_DESCS, pic_desc, "picture desc")
 
 
-def _set(pic_desc: int, field: str, value: int) -> int:
-    desc = PIC_DESCS.get(pic_desc)
-    if desc is None or not isinstance(value, int) or value < 0:
-        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown picture desc or bad {field}")
-    setattr(desc, field, value)
-    return C.ACL_SUCCESS
+def _pic_desc_setter(field: str, argument: str) -> Callable[[int, int], int]:
+    name = f"dvpp_set_pic_desc_{field}"
+
+    def setter(pic_desc: int, value: int) -> int:
+        desc = PIC_DESCS.get(pic_desc)
+        if desc is None or not isinstance(value, int) or value < 0:
+            reason = f"unknown picture desc or bad {field}"
+            return fail(C.ACL_ERROR_INVALID_PARAM, reason, call=("api_media", name))
+        setattr(desc, field, value)
+        return C.ACL_SUCCESS
+
+    doc = f"Set a picture description's {field} (a non-negative int); returns ret."
+    return named(setter, name, doc, ("pic_desc", argument))
 
 
-def _get(pic_desc: int, field: str) -> int:
-    desc = PIC_DESCS.get(pic_desc)
-    return getattr(desc, field) if desc is not None else 0
+def _pic_desc_getter(field: str) -> Callable[[int], int]:
+    def getter(pic_desc: int) -> int:
+        desc = PIC_DESCS.get(pic_desc)
+        return getattr(desc, field) if desc is not None else 0
+
+    doc = f"A picture description's {field}; 0 for an unknown description."
+    return named(getter, f"dvpp_get_pic_desc_{field}", doc)
 
 
-def dvpp_set_pic_desc_data(pic_desc: int, data_dev: int) -> int:
-    return _set(pic_desc, "data", data_dev)
-
-
-def dvpp_set_pic_desc_size(pic_desc: int, size: int) -> int:
-    return _set(pic_desc, "size", size)
-
-
-def dvpp_set_pic_desc_format(pic_desc: int, format: int) -> int:
-    return _set(pic_desc, "format", format)
-
-
-def dvpp_set_pic_desc_width(pic_desc: int, width: int) -> int:
-    return _set(pic_desc, "width", width)
-
-
-def dvpp_set_pic_desc_height(pic_desc: int, height: int) -> int:
-    return _set(pic_desc, "height", height)
-
-
-def dvpp_set_pic_desc_width_stride(pic_desc: int, width_stride: int) -> int:
-    return _set(pic_desc, "width_stride", width_stride)
-
-
-def dvpp_set_pic_desc_height_stride(pic_desc: int, height_stride: int) -> int:
-    return _set(pic_desc, "height_stride", height_stride)
-
-
-def dvpp_set_pic_desc_ret_code(pic_desc: int, ret_code: int) -> int:
-    return _set(pic_desc, "ret_code", ret_code)
-
-
-def dvpp_get_pic_desc_data(pic_desc: int) -> int:
-    return _get(pic_desc, "data")
-
-
-def dvpp_get_pic_desc_size(pic_desc: int) -> int:
-    return _get(pic_desc, "size")
-
-
-def dvpp_get_pic_desc_format(pic_desc: int) -> int:
-    return _get(pic_desc, "format")
-
-
-def dvpp_get_pic_desc_width(pic_desc: int) -> int:
-    return _get(pic_desc, "width")
-
-
-def dvpp_get_pic_desc_height(pic_desc: int) -> int:
-    return _get(pic_desc, "height")
-
-
-def dvpp_get_pic_desc_width_stride(pic_desc: int) -> int:
-    return _get(pic_desc, "width_stride")
-
-
-def dvpp_get_pic_desc_height_stride(pic_desc: int) -> int:
-    return _get(pic_desc, "height_stride")
-
-
-def dvpp_get_pic_desc_ret_code(pic_desc: int) -> int:
-    return _get(pic_desc, "ret_code")
+#: PicDesc field -> the name pyACL gives its setter's value argument.
+_PIC_DESC_ARGUMENTS = {field.name: field.name for field in fields(PicDesc)} | {"data": "data_dev"}
+(
+    dvpp_set_pic_desc_data,
+    dvpp_set_pic_desc_size,
+    dvpp_set_pic_desc_format,
+    dvpp_set_pic_desc_width,
+    dvpp_set_pic_desc_height,
+    dvpp_set_pic_desc_width_stride,
+    dvpp_set_pic_desc_height_stride,
+    dvpp_set_pic_desc_ret_code,
+) = (_pic_desc_setter(field, argument) for field, argument in _PIC_DESC_ARGUMENTS.items())
+(
+    dvpp_get_pic_desc_data,
+    dvpp_get_pic_desc_size,
+    dvpp_get_pic_desc_format,
+    dvpp_get_pic_desc_width,
+    dvpp_get_pic_desc_height,
+    dvpp_get_pic_desc_width_stride,
+    dvpp_get_pic_desc_height_stride,
+    dvpp_get_pic_desc_ret_code,
+) = map(_pic_desc_getter, _PIC_DESC_ARGUMENTS)
 
 
 # ---------------------------------------------------------------- memory access

@@ -20,6 +20,7 @@ from aclmon.sim import devices as D
 from aclmon.sim import errmsg, slog
 from aclmon.sim import host as H
 from aclmon.sim import runtime as R
+from aclmon.sim.accessors import named
 from aclmon.sim.config import SimConfigError, load_config
 from aclmon.sim.devices import new_handle, now_ns
 from aclmon.sim.errmsg import fail
@@ -831,29 +832,24 @@ def set_exception_info_callback(rt: Runtime, *args: Any) -> int:
     return C.ACL_SUCCESS
 
 
-def _info_field(info: int, field: str) -> int:
-    """One field of an exception info handle, or 0xFFFFFFFF for an unknown handle
-    (what the C getters return for a NULL info)."""
-    rt = R.runtime()
-    found = rt.exception_infos.get(info) if rt is not None else None
-    return getattr(found, field) if found is not None else C.EXCEPTION_INFO_INVALID
+def _exception_info_getter(field: str) -> Callable[[int], int]:
+    def getter(info: int) -> int:
+        rt = R.runtime()
+        found = rt.exception_infos.get(info) if rt is not None else None
+        return getattr(found, field) if found is not None else C.EXCEPTION_INFO_INVALID
+
+    return named(
+        getter,
+        f"get_{field}_from_exception_info",
+        f"The {field} of the failed task an exception info describes; 0xFFFFFFFF "
+        "(what the C getters return for a NULL info) for an unknown handle.",
+    )
 
 
-def get_device_id_from_exception_info(info: int) -> int:
-    return _info_field(info, "device_id")
-
-
-def get_stream_id_from_exception_info(info: int) -> int:
-    return _info_field(info, "stream_id")
-
-
-def get_task_id_from_exception_info(info: int) -> int:
-    return _info_field(info, "task_id")
-
-
-def get_thread_id_from_exception_info(info: int) -> int:
-    return _info_field(info, "thread_id")
-
-
-def get_error_code_from_exception_info(info: int) -> int:
-    return _info_field(info, "error_code")
+(
+    get_device_id_from_exception_info,
+    get_stream_id_from_exception_info,
+    get_task_id_from_exception_info,
+    get_thread_id_from_exception_info,
+    get_error_code_from_exception_info,
+) = map(_exception_info_getter, ("device_id", "stream_id", "task_id", "thread_id", "error_code"))

@@ -17,7 +17,6 @@ from aclmon.sim import host as H
 from aclmon.sim import runtime as R
 from aclmon.sim.acljson import EXCEPTION_SCENES, AclJson, AclJsonError, DumpConfig, parse_acl_json
 from aclmon.sim.config import SimConfig, SimConfigError, load_config
-from aclmon.sim.devices import new_handle
 from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.layouts import ACL_TO_NUMPY
@@ -177,15 +176,11 @@ def create_data_buffer(data: int, size: int) -> int:
     if size < 0 or (size > 0 and not data):
         fail(C.ACL_ERROR_INVALID_PARAM, "invalid data buffer")
         return 0
-    handle = new_handle()
-    H.DATA_BUFFERS[handle] = [data, size]
-    return handle
+    return H.register(H.DATA_BUFFERS, [data, size])
 
 
 def destroy_data_buffer(data_buffer: int) -> int:
-    if H.DATA_BUFFERS.pop(data_buffer, None) is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown data buffer")
-    return C.ACL_SUCCESS
+    return H.unregister(H.DATA_BUFFERS, data_buffer, "data buffer")
 
 
 def update_data_buffer(data_buffer: int, data: int, size: int) -> int:
@@ -218,9 +213,7 @@ def create_tensor_desc(data_type: int, dims: list[int], format: int) -> int:
     if data_type not in C.DATA_TYPE_NAMES or format not in C.FORMAT_NAMES:
         fail(C.ACL_ERROR_INVALID_PARAM, "unknown data type or format")
         return 0
-    handle = new_handle()
-    H.TENSOR_DESCS[handle] = H.TensorDesc(data_type, tuple(dims), format)
-    return handle
+    return H.register(H.TENSOR_DESCS, H.TensorDesc(data_type, tuple(dims), format))
 
 
 def destroy_tensor_desc(desc: int) -> None:

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+from aclmon import acl_constants as C
+from aclmon.sim.devices import new_handle
+from aclmon.sim.errmsg import fail
+
+V = TypeVar("V")
 
 
 def read_host(address: int, count: int) -> bytes:
@@ -44,3 +50,18 @@ TENSOR_DESCS: dict[int, TensorDesc] = {}
 DESC_ARRAYS: dict[int, list[int]] = {}
 #: model desc handle -> model id it describes (0 = not filled yet)
 MODEL_DESCS: dict[int, Any] = {}
+
+
+def register(registry: dict[int, V], value: V) -> int:
+    """A new handle for a host structure, kept in ``registry`` until it is destroyed."""
+    handle = new_handle()
+    registry[handle] = value
+    return handle
+
+
+def unregister(registry: dict[int, Any], handle: int, what: str) -> int:
+    """Destroy a host structure: ACL_SUCCESS, or ACL_ERROR_INVALID_PARAM for an unknown handle."""
+    if handle not in registry:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown {what}")
+    del registry[handle]
+    return C.ACL_SUCCESS

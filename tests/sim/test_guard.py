@@ -43,3 +43,30 @@ def test_after_finalize_the_guard_answers_again(acl):
     assert acl.finalize() == 0
     assert R.runtime() is None
     assert acl.rt.create_stream() == (0, C.ACL_ERROR_UNINITIALIZE)
+
+
+def test_every_public_function_carries_its_own_pyacl_name(acl):
+    # Accessor families are built from a table and bound by position: a slip in
+    # the order would give a function another one's name (and body).
+    for sub in (acl, acl.rt, acl.mdl, acl.prof, acl.util, acl.media):
+        for name, fn in vars(sub).items():
+            if inspect.isfunction(fn) and not name.startswith("_"):
+                assert fn.__name__ == name, f"{sub.__name__}.{name} is {fn.__name__}"
+
+
+def test_accessor_families_keep_pyacl_parameters_and_behaviour(acl):
+    desc = acl.media.dvpp_create_pic_desc()
+    setter, getter = acl.media.dvpp_set_pic_desc_width_stride, acl.media.dvpp_get_pic_desc_ret_code
+    assert list(inspect.signature(setter).parameters) == ["pic_desc", "width_stride"]
+    assert list(inspect.signature(acl.media.dvpp_set_pic_desc_data).parameters) == [
+        "pic_desc",
+        "data_dev",
+    ]
+    assert setter(desc, 256) == 0 and acl.media.dvpp_get_pic_desc_width_stride(desc) == 256
+    assert getter(desc) == 0 and acl.media.dvpp_get_pic_desc_width(desc) == 0
+    assert acl.media.dvpp_set_pic_desc_height(desc, -1) == C.ACL_ERROR_INVALID_PARAM
+    assert "acldvppSetPicDescHeight" in acl.get_recent_err_msg()
+    assert acl.media.dvpp_get_pic_desc_height(12345) == 0
+    info_getter = acl.rt.get_stream_id_from_exception_info
+    assert list(inspect.signature(info_getter).parameters) == ["info"]
+    assert info_getter(0) == C.EXCEPTION_INFO_INVALID
