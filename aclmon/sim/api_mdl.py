@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from aclmon.sim import gears, omfile
 from aclmon.sim import host as H
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
+from aclmon.sim.accessors import named
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
 from aclmon.sim.errmsg import fail
 from aclmon.sim.guard import needs_init
@@ -191,14 +193,39 @@ def get_num_outputs(model_desc: int) -> int:
     return len(_specs(model_desc, True))
 
 
-def get_input_size_by_index(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, False)
-    return spec.nbytes if spec is not None else 0
+def _tensor_getter(
+    side: str, field: str, attr: str, default: object, words: str
+) -> Callable[[int, int], Any]:
+    outputs = side == "output"
+
+    def getter(model_desc: int, index: int) -> Any:
+        spec = _spec(model_desc, index, outputs)
+        return getattr(spec, attr) if spec is not None else default
+
+    doc = f"The {words} of a model description's {side} ``index``; {default!r} for a bad index."
+    return named(getter, f"get_{side}_{field}", doc)
 
 
-def get_output_size_by_index(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, True)
-    return spec.nbytes if spec is not None else 0
+#: get_{input,output}_<field>: the tensor spec attribute it reads, what a bad index
+#: gives, and what it is in words.
+_TENSOR_FIELDS = {
+    "size_by_index": ("nbytes", 0, "size in bytes"),
+    "data_type": ("acl_dtype", C.ACL_DT_UNDEFINED, "aclDataType"),
+    "format": ("acl_format", C.ACL_FORMAT_UNDEFINED, "aclFormat"),
+    "name_by_index": ("name", "", "tensor name"),
+}
+(
+    get_input_size_by_index,
+    get_input_data_type,
+    get_input_format,
+    get_input_name_by_index,
+) = (_tensor_getter("input", field, *read) for field, read in _TENSOR_FIELDS.items())
+(
+    get_output_size_by_index,
+    get_output_data_type,
+    get_output_format,
+    get_output_name_by_index,
+) = (_tensor_getter("output", field, *read) for field, read in _TENSOR_FIELDS.items())
 
 
 def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], int]:
@@ -298,48 +325,20 @@ def set_dynamic_hw_size(
     return _set_gear(rt, model_id, dataset, index, "hw", (height, width))
 
 
-def get_input_data_type(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, False)
-    return spec.acl_dtype if spec is not None else C.ACL_DT_UNDEFINED
-
-
-def get_output_data_type(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, True)
-    return spec.acl_dtype if spec is not None else C.ACL_DT_UNDEFINED
-
-
-def get_input_format(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, False)
-    return spec.acl_format if spec is not None else C.ACL_FORMAT_UNDEFINED
-
-
-def get_output_format(model_desc: int, index: int) -> int:
-    spec = _spec(model_desc, index, True)
-    return spec.acl_format if spec is not None else C.ACL_FORMAT_UNDEFINED
-
-
-def get_input_name_by_index(model_desc: int, index: int) -> str:
-    spec = _spec(model_desc, index, False)
-    return spec.name if spec is not None else ""
-
-
-def get_output_name_by_index(model_desc: int, index: int) -> str:
-    spec = _spec(model_desc, index, True)
-    return spec.name if spec is not None else ""
+def _index_by_name(model_desc: int, name: str, outputs: bool) -> tuple[int, int]:
+    for index, spec in enumerate(_specs(model_desc, outputs)):
+        if spec.name == name:
+            return index, C.ACL_SUCCESS
+    side = "output" if outputs else "input"
+    return -1, fail(C.ACL_ERROR_INVALID_PARAM, f"no {side} named {name!r}")
 
 
 def get_input_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
-    for index, spec in enumerate(_specs(model_desc, False)):
-        if spec.name == name:
-            return index, C.ACL_SUCCESS
-    return -1, fail(C.ACL_ERROR_INVALID_PARAM, f"no input named {name!r}")
+    return _index_by_name(model_desc, name, False)
 
 
 def get_output_index_by_name(model_desc: int, name: str) -> tuple[int, int]:
-    for index, spec in enumerate(_specs(model_desc, True)):
-        if spec.name == name:
-            return index, C.ACL_SUCCESS
-    return -1, fail(C.ACL_ERROR_INVALID_PARAM, f"no output named {name!r}")
+    return _index_by_name(model_desc, name, True)
 
 
 # ---------------------------------------------------------------- datasets
