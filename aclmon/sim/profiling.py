@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aclmon import acl_constants as C
-from aclmon.sim.devices import new_handle, now_ns
+from aclmon.sim import host as H
+from aclmon.sim.devices import now_ns
 from aclmon.sim.errmsg import fail
 
 if TYPE_CHECKING:
@@ -248,24 +249,35 @@ class Profiler:
         if metrics not in C.AICORE_METRICS or flags < 0 or flags & ~C.PROF_FLAGS_ALL:
             fail(C.ACL_ERROR_INVALID_PARAM, "invalid AI Core metrics or data type config")
             return 0
-        handle = new_handle()
         with self.lock:
-            self.configs[handle] = ProfConfig(tuple(devices), metrics, flags)
-        return handle
+            return H.register(self.configs, ProfConfig(tuple(devices), metrics, flags))
 
     def destroy_config(self, handle: int) -> int:
         with self.lock:
-            if self.configs.pop(handle, None) is None:
-                return fail(C.ACL_ERROR_INVALID_PARAM, "unknown profiling config")
-            return C.ACL_SUCCESS
+            return H.unregister(self.configs, handle, "profiling config")
+
+    def _api_config(self, handle: int) -> ProfConfig | int:
+        """The config ``handle`` names, once acl.prof.init ran; else the error code."""
+        if self.api_path is None:
+            return fail(C.ACL_ERROR_PROF_NOT_RUN, "acl.prof.init was not called")
+        config = self.configs.get(handle)
+        if config is None:
+            return fail(C.ACL_ERROR_INVALID_PARAM, "unknown profiling config")
+        return config
+
+    def _close_running(self, devices: list[int]) -> None:
+        """Stop ``devices``, closing their sessions once (a session spans its config's devices)."""
+        sessions = {id(self.running[d][1]): self.running[d][1] for d in devices}
+        for device in devices:
+            del self.running[device]
+        for session in sessions.values():
+            session.close()
 
     def start(self, handle: int) -> int:
         with self.lock:
-            if self.api_path is None:
-                return fail(C.ACL_ERROR_PROF_NOT_RUN, "acl.prof.init was not called")
-            config = self.configs.get(handle)
-            if config is None:
-                return fail(C.ACL_ERROR_INVALID_PARAM, "unknown profiling config")
+            config = self._api_config(handle)
+            if isinstance(config, int):
+                return config
             if self.subscriptions:
                 return fail(C.ACL_ERROR_PROF_API_CONFLICT, "a model subscription is active")
             busy = [d for d in config.devices if d in self.running]
@@ -279,38 +291,28 @@ class Profiler:
 
     def stop(self, handle: int) -> int:
         with self.lock:
-            if self.api_path is None:
-                return fail(C.ACL_ERROR_PROF_NOT_RUN, "acl.prof.init was not called")
-            config = self.configs.get(handle)
-            if config is None:
-                return fail(C.ACL_ERROR_INVALID_PARAM, "unknown profiling config")
+            config = self._api_config(handle)
+            if isinstance(config, int):
+                return config
             if any(d not in self.running for d in config.devices):
                 return fail(C.ACL_ERROR_PROF_NOT_RUN, "these devices were not started")
             if any(self.running[d][0] != handle for d in config.devices):
                 return fail(C.ACL_ERROR_INVALID_PARAM, "stop needs the config given to start")
-            sessions = {id(self.running[d][1]): self.running[d][1] for d in config.devices}
-            for device in config.devices:
-                del self.running[device]
-            for session in sessions.values():
-                session.close()
+            self._close_running(list(config.devices))
             return C.ACL_SUCCESS
 
     def finalize(self) -> int:
         with self.lock:
             if self.api_path is None:
                 return fail(C.ACL_ERROR_PROF_NOT_RUN, "acl.prof.init was not called")
-            for session in {id(s): s for _, s in self.running.values()}.values():
-                session.close()
-            self.running.clear()
+            self._close_running(list(self.running))
             self.api_path = None
             return C.ACL_SUCCESS
 
     def shutdown(self) -> None:
         """acl.finalize: close what is still open."""
         with self.lock:
-            for session in {id(s): s for _, s in self.running.values()}.values():
-                session.close()
-            self.running.clear()
+            self._close_running(list(self.running))
             if self.cmd_session is not None:
                 self.cmd_session.close()
                 self.cmd_session = None
@@ -323,16 +325,12 @@ class Profiler:
         if time_info not in (0, 1) or metrics not in C.AICORE_METRICS or fd < 0:
             fail(C.ACL_ERROR_INVALID_PARAM, "invalid subscribe config")
             return 0
-        handle = new_handle()
         with self.lock:
-            self.sub_configs[handle] = SubscribeConfig(time_info, metrics, fd)
-        return handle
+            return H.register(self.sub_configs, SubscribeConfig(time_info, metrics, fd))
 
     def destroy_subscribe_config(self, handle: int) -> int:
         with self.lock:
-            if self.sub_configs.pop(handle, None) is None:
-                return fail(C.ACL_ERROR_INVALID_PARAM, "unknown subscribe config")
-            return C.ACL_SUCCESS
+            return H.unregister(self.sub_configs, handle, "subscribe config")
 
     def subscribe(self, model_id: int, handle: int, model_loaded: bool) -> int:
         with self.lock:
