@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.guard import needs_init
 from aclmon.sim.runtime import Runtime
+
+T = TypeVar("T")
 
 MAX_STREAMS_PER_DEVICE = 2048
 VALID_STREAM_FLAGS = (
@@ -240,12 +242,22 @@ def create_context(rt: Runtime, device_id: int) -> tuple[int, int]:
     return ctx.handle, C.ACL_SUCCESS
 
 
+def _find(registry: dict[int, T], handle: int, what: str) -> T | int:
+    """What ``handle`` names, or the code pyACL gives for a NULL or an unknown handle."""
+    if not handle:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what} is NULL")
+    found = registry.get(handle)
+    if found is None:
+        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"{what} {handle:#x} does not exist")
+    return found
+
+
 @needs_init()
 def destroy_context(rt: Runtime, context: int) -> int:
-    if not context:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
-    ctx = rt.contexts.get(context)
-    if ctx is None or ctx.is_default:
+    ctx = _find(rt.contexts, context, "context")
+    if isinstance(ctx, int):
+        return ctx
+    if ctx.is_default:
         return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"context {context:#x} cannot be destroyed")
     with rt.lock:
         rt.drop_context(ctx)
@@ -254,11 +266,9 @@ def destroy_context(rt: Runtime, context: int) -> int:
 
 @needs_init()
 def set_context(rt: Runtime, context: int) -> int:
-    if not context:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "context is NULL")
-    ctx = rt.contexts.get(context)
-    if ctx is None:
-        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"context {context:#x} does not exist")
+    ctx = _find(rt.contexts, context, "context")
+    if isinstance(ctx, int):
+        return ctx
     rt.set_current_context(ctx)
     return C.ACL_SUCCESS
 
@@ -381,6 +391,10 @@ def get_stream_overflow_switch(rt: Runtime, stream: int) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- events
+def _event(rt: Runtime, event: int) -> D.Event | int:
+    return _find(rt.events, event, "event")
+
+
 def _new_event(rt: Runtime, flag: int) -> tuple[int, int]:
     if flag & ~VALID_EVENT_FLAGS:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, f"invalid event flag {flag:#x}")
@@ -407,23 +421,20 @@ def create_event_ex_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
     return _new_event(rt, flag)
 
 
-def _event(rt: Runtime, event: int) -> D.Event | int:
-    if not event:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "event is NULL")
-    found = rt.events.get(event)
-    if found is None:
-        return fail(C.ACL_ERROR_RT_INVALID_HANDLE, f"event {event:#x} does not exist")
-    return found
-
-
-@needs_init()
-def record_event(rt: Runtime, event: int, stream: int) -> int:
+def _event_and_stream(rt: Runtime, event: int, stream: int) -> tuple[D.Event, D.Stream] | int:
     found = _event(rt, event)
     if isinstance(found, int):
         return found
     target = rt.resolve_stream(stream)
-    if isinstance(target, int):
-        return target
+    return target if isinstance(target, int) else (found, target)
+
+
+@needs_init()
+def record_event(rt: Runtime, event: int, stream: int) -> int:
+    pair = _event_and_stream(rt, event, stream)
+    if isinstance(pair, int):
+        return pair
+    found, target = pair
     found.timestamp = max(now_ns(), target.busy_until)
     found.recorded = True
     return C.ACL_SUCCESS
@@ -474,12 +485,10 @@ def synchronize_event_with_timeout(rt: Runtime, event: int, timeout: int) -> int
 
 @needs_init()
 def stream_wait_event(rt: Runtime, stream: int, event: int) -> int:
-    found = _event(rt, event)
-    if isinstance(found, int):
-        return found
-    target = rt.resolve_stream(stream)
-    if isinstance(target, int):
-        return target
+    pair = _event_and_stream(rt, event, stream)
+    if isinstance(pair, int):
+        return pair
+    found, target = pair
     if found.recorded:
         target.busy_until = max(target.busy_until, found.timestamp)
     return C.ACL_SUCCESS
