@@ -100,12 +100,26 @@ class Model:
 
 
 # ---------------------------------------------------------------- parsing
-def _tensor(raw: Any, where: str) -> TensorSpec:
+def _named_object(raw: Any, where: str, what: str) -> str:
+    """The name of ``what`` (a tensor, an operator): a JSON object with a non-empty name."""
     if not isinstance(raw, dict):
-        raise ModelError(f"{where}: a tensor must be an object")
+        raise ModelError(f"{where}: {what} must be an object")
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        raise ModelError(f"{where}: a tensor needs a name")
+        raise ModelError(f"{where}: {what} needs a name")
+    return name
+
+
+def _define(specs: dict[str, TensorSpec], new: list[TensorSpec], where: str) -> None:
+    """Add tensors to the model's namespace; each name is defined once."""
+    for spec in new:
+        if spec.name in specs:
+            raise ModelError(f"{where}: tensor {spec.name} is defined twice")
+        specs[spec.name] = spec
+
+
+def _tensor(raw: Any, where: str) -> TensorSpec:
+    name = _named_object(raw, where, "a tensor")
     dtype = layouts.DTYPE_BY_NAME.get(str(raw.get("dtype", "float16")).lower())
     if dtype is None:
         raise ModelError(f"{where}: tensor {name}: unknown dtype {raw.get('dtype')!r}")
@@ -169,18 +183,13 @@ def _parse_static(data: dict[str, Any], source: str) -> dict[str, Any]:
     weights = [_tensor(t, f"{source}: weights[{i}]") for i, t in enumerate(weights_raw)]
     weight_init = {t["name"]: t for t in weights_raw}
     specs: dict[str, TensorSpec] = {}
-    for spec in inputs + weights:
-        if spec.name in specs:
-            raise ModelError(f"{source}: tensor {spec.name} is defined twice")
-        specs[spec.name] = spec
+    _define(specs, inputs + weights, source)
     ops: list[OpSpec] = []
     for index, raw in enumerate(data["ops"]):
         where = f"{source}: ops[{index}]"
-        if not isinstance(raw, dict):
-            raise ModelError(f"{where}: an operator must be an object")
-        op_name, op_type = raw.get("name"), raw.get("type")
-        if not isinstance(op_name, str) or not op_name or not isinstance(op_type, str):
-            raise ModelError(f"{where}: an operator needs a name and a type")
+        op_name, op_type = _named_object(raw, where, "an operator"), raw.get("type")
+        if not isinstance(op_type, str):
+            raise ModelError(f"{where}: an operator needs a type")
         if op_type not in KERNELS:
             raise ModelError(f"{where}: unsupported operator type {op_type!r}")
         in_names = raw.get("inputs")
@@ -193,10 +202,7 @@ def _parse_static(data: dict[str, Any], source: str) -> dict[str, Any]:
         if not isinstance(outs_raw, list) or not outs_raw:
             raise ModelError(f"{where}: outputs must be a non-empty list of tensors")
         outs = [_tensor(t, where) for t in outs_raw]
-        for spec in outs:
-            if spec.name in specs:
-                raise ModelError(f"{where}: tensor {spec.name} is defined twice")
-            specs[spec.name] = spec
+        _define(specs, outs, where)
         attrs = raw.get("attrs", {})
         if not isinstance(attrs, dict):
             raise ModelError(f"{where}: attrs must be an object")
