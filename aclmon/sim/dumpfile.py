@@ -127,37 +127,28 @@ def _build_schema() -> tuple[type, type, type]:
         F.TYPE_BYTES,
         F.TYPE_MESSAGE,
     )
-    # dtype and format are proto enums on the wire (varints); int32 fields encode
-    # identically, and keep the writer free of the long enum tables.
+    shape = ".toolkit.dumpdata.Shape"
     message("Shape", [("dim", 1, rep, u64, "")])
-    message(
-        "OpOutput",
-        [
-            ("data_type", 1, opt, i32, ""),
-            ("format", 2, opt, i32, ""),
-            ("shape", 3, opt, m, ".toolkit.dumpdata.Shape"),
-            ("data", 5, opt, b, ""),
-            ("size", 6, opt, u64, ""),
-            ("original_shape", 7, opt, m, ".toolkit.dumpdata.Shape"),
-            ("sub_format", 8, opt, i32, ""),
-            ("address", 9, opt, u64, ""),
-            ("arg_index", 12, opt, u32, ""),  # exception dumps (toolkit.dump twin)
-        ],
+    # OpOutput and OpInput carry the same tensor fields under their own numbers:
+    # (field, kind, message type, number in OpOutput, number in OpInput). dtype and
+    # format are proto enums on the wire (varints); int32 fields encode identically,
+    # and keep the writer free of the long enum tables.
+    tensor_fields = (
+        ("data_type", i32, "", 1, 1),
+        ("format", i32, "", 2, 2),
+        ("shape", m, shape, 3, 3),
+        ("data", b, "", 5, 4),
+        ("size", u64, "", 6, 5),
+        ("original_shape", m, shape, 7, 6),
+        ("sub_format", i32, "", 8, 7),
+        ("address", u64, "", 9, 8),
+        ("arg_index", u32, "", 12, 10),  # exception dumps (toolkit.dump twin)
     )
+    message("OpOutput", [(f, out, opt, k, t) for f, k, t, out, _ in tensor_fields])
     message(
         "OpInput",
-        [
-            ("data_type", 1, opt, i32, ""),
-            ("format", 2, opt, i32, ""),
-            ("shape", 3, opt, m, ".toolkit.dumpdata.Shape"),
-            ("data", 4, opt, b, ""),
-            ("size", 5, opt, u64, ""),
-            ("original_shape", 6, opt, m, ".toolkit.dumpdata.Shape"),
-            ("sub_format", 7, opt, i32, ""),
-            ("address", 8, opt, u64, ""),
-            ("arg_index", 10, opt, u32, ""),  # exception dumps (toolkit.dump twin)
-            ("input_type", 11, opt, u32, ""),
-        ],
+        [(f, in_, opt, k, t) for f, k, t, _, in_ in tensor_fields]
+        + [("input_type", 11, opt, u32, "")],
     )
     message(
         "DumpData",
