@@ -61,47 +61,28 @@ ACL_TO_PROTO_DTYPE: dict[int, int] = {
     C.ACL_FLOAT4_E1M2: 40,
 }
 
-#: proto dtype -> the stats CSV "Data Type" column.
-PROTO_DTYPE_NAMES: dict[int, str] = {
-    0: "DT_UNDEFINED",
-    1: "DT_FLOAT",
-    2: "DT_FLOAT16",
-    3: "DT_INT8",
-    4: "DT_UINT8",
-    5: "DT_INT16",
-    6: "DT_UINT16",
-    7: "DT_INT32",
-    8: "DT_INT64",
-    9: "DT_UINT32",
-    10: "DT_UINT64",
-    11: "DT_BOOL",
-    12: "DT_DOUBLE",
-    27: "DT_BF16",
-}
-
 #: aclFormat -> proto OutputFormat: the shared names have the same numbers.
 _SHARED_FORMATS = (0, 1, 2, 3, 4, 12, 16, 27, 29, 30, 32, 33, 35, 47)
 PROTO_FORMAT_ND = 2
-PROTO_FORMAT_NAMES: dict[int, str] = {
-    0: "NCHW",
-    1: "NHWC",
-    2: "ND",
-    3: "NC1HWC0",
-    4: "FRACTAL_Z",
-    12: "NC1HWC0_C04",
-    16: "HWCN",
-    27: "NDHWC",
-    29: "FRACTAL_NZ",
-    30: "NCDHW",
-    32: "NDC1HWC0",
-    33: "FRACTAL_Z_3D",
-    35: "NC",
-    47: "NCL",
-}
 
 
 def proto_format(acl_format: int) -> int:
     return acl_format if acl_format in _SHARED_FORMATS else PROTO_FORMAT_ND
+
+
+def proto_dtype_name(acl_dtype: int) -> str:
+    """The dump proto name of an aclDataType, as the stats CSV prints it ("DT_FLOAT16").
+
+    The two enums share their names, not their numbers: ACL_FLOAT16 is DT_FLOAT16.
+    """
+    if ACL_TO_PROTO_DTYPE.get(acl_dtype, 0) == 0:
+        return "DT_UNDEFINED"
+    return "DT_" + C.DATA_TYPE_NAMES[acl_dtype].removeprefix("ACL_")
+
+
+def proto_format_name(acl_format: int) -> str:
+    """The proto format name ("NC1HWC0") of what an aclFormat is written as."""
+    return C.FORMAT_NAMES[proto_format(acl_format)].removeprefix("ACL_").removeprefix("FORMAT_")
 
 
 # ------------------------------------------------ the DumpData schema, built in code
@@ -288,10 +269,7 @@ def stats_csv(
         for index, (tensor, values) in enumerate(tensors):
             stats = _stat_values(values)
             shape = "x".join(str(d) for d in tensor.shape) if tensor.shape else "-"
-            dtype = PROTO_DTYPE_NAMES.get(
-                ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0), "DT_UNDEFINED"
-            )
-            fmt = PROTO_FORMAT_NAMES.get(proto_format(tensor.acl_format), "ND")
+            dtype, fmt = proto_dtype_name(tensor.acl_dtype), proto_format_name(tensor.acl_format)
             fields = [label, str(index), str(len(tensor.data)), dtype, fmt, shape]
             rows.append(",".join(fields + [stats[c] for c in columns]))
     return "\n".join(rows) + "\n"

@@ -460,3 +460,17 @@ def test_exception_dump_from_env_scene(acl, tmp_path, model_path, monkeypatch):
     _run_faulting_resnet(acl, tmp_path, model_path, None)
     files = list((tmp_path / "collect" / "extra-info" / "data-dump" / "0").iterdir())
     assert len(files) == 1 and files[0].name.startswith("exception_info.layer1_conv2.")
+
+
+def test_stats_names_are_the_dump_protos_own_names():
+    # The sim names proto dtypes and formats from the CANN names (the enums share
+    # names, not numbers); the dump decoder has the proto's own tables.
+    from aclmon.dump import proto_enums
+
+    for acl_dtype, proto in dumpfile.ACL_TO_PROTO_DTYPE.items():
+        assert dumpfile.proto_dtype_name(acl_dtype) == proto_enums.DTYPE_NAMES[proto]
+    assert dumpfile.proto_dtype_name(12345) == "DT_UNDEFINED"
+    for acl_format in C.FORMAT_NAMES:
+        proto = dumpfile.proto_format(acl_format)
+        expected = proto_enums.FORMAT_NAMES[proto].removeprefix("FORMAT_")
+        assert dumpfile.proto_format_name(acl_format) == expected
