@@ -120,6 +120,27 @@ def test_runtime_misuse_codes(acl):
         acl.rt.set_exception_info_callback(42)
 
 
+def test_null_and_unknown_handles(acl):
+    acl.init()
+    acl.rt.set_device(0)
+    default, _ = acl.rt.get_context()
+    stream, _ = acl.rt.create_stream()
+    for call in (acl.rt.set_context, acl.rt.destroy_context, acl.rt.destroy_event):
+        assert call(0) == C.ACL_ERROR_INVALID_PARAM, call.__name__
+        assert call(0x1234) == C.ACL_ERROR_RT_INVALID_HANDLE, call.__name__
+    assert "does not exist" in acl.get_recent_err_msg()
+    assert acl.rt.destroy_context(default) == C.ACL_ERROR_RT_INVALID_HANDLE  # the default one
+    assert "cannot be destroyed" in acl.get_recent_err_msg()
+    event, _ = acl.rt.create_event()
+    for call in (acl.rt.record_event, acl.rt.stream_wait_event):
+        args = (event, 0x1234) if call is acl.rt.record_event else (0x1234, event)
+        assert call(*args) == C.ACL_ERROR_RT_INVALID_HANDLE, call.__name__  # the stream
+    assert acl.rt.record_event(0x1234, stream) == C.ACL_ERROR_RT_INVALID_HANDLE  # the event
+    assert acl.rt.record_event(event, stream) == C.ACL_SUCCESS
+    assert acl.rt.stream_wait_event(stream, event) == C.ACL_SUCCESS
+    assert acl.rt.destroy_event(event) == C.ACL_SUCCESS
+
+
 def test_stream_from_another_context(acl, model_path):
     acl.init()
     acl.rt.set_device(0)
