@@ -142,7 +142,7 @@ def _stats_text(stats: dict[str, Any]) -> str:
 
 
 def _print_text(report: dict[str, Any], out: Any) -> None:
-    from aclmon.dump.summary import KIND_EXCEPTION
+    from aclmon.dump.summary import KIND_EXCEPTION, KIND_OVERFLOW
 
     print(f"{report['file']}  ({report.get('kind') or 'unknown'}"
           + (f", {report['container']}" if "container" in report else "")
@@ -151,6 +151,11 @@ def _print_text(report: dict[str, Any], out: Any) -> None:
                                                             "context_id", "thread_id") if report.get(k) is not None]  # fmt: skip
     if report.get("kind") == KIND_EXCEPTION and report.get("stream_id") is None:
         ids.append("stream id unknown")  # exception dump names carry none
+    if report.get("kind") == KIND_OVERFLOW and "records" in report:
+        # the ids the record gives; the Opdebug file's own name is the debug task's
+        if report.get("op_name") is None:
+            ids.append("(no operator dump with these ids beside the file)")
+        ids.insert(0, "overflowed:")
     if ids:
         print("  " + "  ".join(ids), file=out)
     for warning in report.get("warnings", []):

@@ -10,6 +10,7 @@ directory (ids repeat across steps and devices).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,3 +193,26 @@ def find_op_dump(directory: str, task_id: int, stream_id: int | None) -> str:
     except OSError:
         return ""
     return best[1] if best else ""
+
+
+def overflow_operator(opdebug_path: str, target: dict[str, int | None]) -> dict[str, Any]:
+    """The operator an overflow record points at (``target``: its task and stream
+    ids), named by the operator dump with those ids beside the Opdebug file:
+    ``{"op_dump", "op_type", "op_name"}``, or ``{}`` when none is there. The
+    Opdebug file's own name (``Opdebug.Node_OpDebug.{task}...``) names no operator."""
+    from aclmon.dump.reader import read_dump
+
+    task = target.get("task_id")
+    if not isinstance(task, int):
+        return {}
+    stream = target.get("stream_id")
+    found = find_op_dump(
+        os.path.dirname(opdebug_path) or ".", task, stream if isinstance(stream, int) else None
+    )
+    name = parse_dump_name(os.path.basename(found)) if found else None
+    if name is None:
+        return {}
+    op_name = name.op_name  # "/" and "." made "_" by the writer; the header has the real one
+    with contextlib.suppress(AclmonError, OSError):
+        op_name = read_dump(found, header_only=True).op_name or op_name
+    return {"op_dump": found, "op_type": name.op_type, "op_name": op_name}

@@ -125,6 +125,12 @@ def summarize(path: str | os.PathLike[str]) -> dict[str, Any]:
         if kind == KIND_EXCEPTION:
             # "exception_info" (or the kernel's name) stands where an op type would
             out.pop("op_type", None)
+        elif kind == KIND_OVERFLOW:
+            # "Opdebug.Node_OpDebug.{task}.{stream}": the debug task's own ids, not
+            # the overflowing operator's; the records name that one (below)
+            for key in ("op_type", "op_name", "task_id", "stream_id", "task_type", "context_id",
+                        "thread_id"):  # fmt: skip
+                out.pop(key, None)
         if kind is None:
             out["error"] = _why_not_a_dump(path)
         elif kind == KIND_STATS:
@@ -150,7 +156,7 @@ def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
     # else is read header-only: no memory map, so a file truncated under us cannot
     # raise SIGBUS in the agent, which runs inside the user's job.
     dump = read_dump(path, header_only=kind != KIND_OVERFLOW)
-    if dump.op_name:
+    if dump.op_name and kind != KIND_OVERFLOW:  # an Opdebug file's is "Node_OpDebug"
         out["op_name"] = dump.op_name
     out.update(
         container=dump.container,
@@ -174,6 +180,55 @@ def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
             except AclmonError as exc:
                 records.append({"output": tensor.index, "error": str(exc)})
         out["records"] = records
+        _name_overflowing_operator(path, records, out)
 
 
-__all__ = ["classify", "summarize"]
+def _name_overflowing_operator(
+    path: str, records: list[dict[str, Any]], out: dict[str, Any]
+) -> None:
+    """The ids of the operator the first record says overflowed (task, stream and,
+    for FFTS+ sub-tasks, context and thread), and its type and name from the
+    operator dump with those ids beside the Opdebug file, when there is one."""
+    from aclmon.dump.index import overflow_operator
+    from aclmon.dump.opdebug import overflow_target
+
+    for item in records:
+        if "record" in item:
+            target = overflow_target(item["record"])
+            out.update((k, v) for k, v in target.items() if v is not None)
+            out.update(overflow_operator(path, target))
+            return
+
+
+def summary_target(summary: Any) -> dict[str, Any]:
+    """The ids of the operator an overflow file's summary says overflowed (from its
+    first decoded record: ``task_id``, ``stream_id``, ``context_id``, ``thread_id``);
+    ``{}`` when it has none. Works on summaries of any age: older ones carry the
+    Opdebug file's own ids in ``task_id``/``stream_id``, which are not these."""
+    from aclmon.dump.opdebug import overflow_target
+
+    items = summary.get("records") if isinstance(summary, dict) else None
+    for item in items if isinstance(items, (list, tuple)) else ():
+        record = item.get("record") if isinstance(item, dict) else None
+        if isinstance(record, dict):
+            try:
+                return overflow_target(record)
+            except (AttributeError, TypeError):  # a record of another shape
+                return {}
+    return {}
+
+
+def summary_operator(summary: Any) -> str:
+    """ "MatMul mm1": the operator that overflowed, as an overflow file's summary names
+    it; "" when it names none (an older summary's "Opdebug Node_OpDebug" is the
+    file's own name, not an operator)."""
+    if not isinstance(summary, dict):
+        return ""
+    if summary.get("operator"):  # set by replay from the directory's index
+        return str(summary["operator"])
+    if str(summary.get("op_type", "")).lower() == "opdebug":
+        return ""
+    return " ".join(str(summary[k]) for k in ("op_type", "op_name") if summary.get(k))
+
+
+__all__ = ["classify", "summarize", "summary_operator", "summary_target"]

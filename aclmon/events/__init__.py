@@ -22,6 +22,7 @@ from aclmon.events.schema import (
     KINDS,
     SCHEMA_VERSION,
     SLOW_CALL_NS,
+    UNKNOWN_VALUES,
     AclException,
     CallFailed,
     ContextCreated,
@@ -59,6 +60,7 @@ from aclmon.events.schema import (
     TxMark,
     TxRange,
     kind_name,
+    known,
     register,
 )
 
@@ -70,6 +72,7 @@ __all__ = [
     "KIND_NAMES",
     "SCHEMA_VERSION",
     "SLOW_CALL_NS",
+    "UNKNOWN_VALUES",
     "AclException",
     "CallFailed",
     "Clock",
@@ -111,6 +114,7 @@ __all__ = [
     "encode",
     "hello_fields",
     "kind_name",
+    "known",
     "missed_between",
     "register",
     "to_json",

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from aclmon.acl_constants import data_type_name, format_name
-from aclmon.events.schema import KIND_NAMES, DumpFileSeen, Event, TensorDesc
+from aclmon.events.schema import (
+    KIND_NAMES,
+    UNKNOWN_VALUES,
+    DumpFileSeen,
+    Event,
+    Goodbye,
+    TensorDesc,
+    known,
+)
 
 #: JSON keys of fields whose own name would hide the event's ``"kind"``.
 JSON_RENAMED_FIELDS: dict[tuple[type, str], str] = {(DumpFileSeen, "kind"): "file_kind"}
@@ -31,10 +39,15 @@ def to_json(event: Event) -> dict[str, Any]:
 
     ``"kind"`` is always the event's kind name (so ``jq 'select(.kind==...)'``
     works for every event); a field that is itself called ``kind``
-    (DumpFileSeen) appears under the name in :data:`JSON_RENAMED_FIELDS`.
+    (DumpFileSeen) appears under the name in :data:`JSON_RENAMED_FIELDS`. A value
+    that means "not known" (:data:`UNKNOWN_VALUES`, a Goodbye's unknown exit
+    status) is null.
     """
     cls = type(event)
     out: dict[str, Any] = {"kind": KIND_NAMES[cls]}
+    checked = UNKNOWN_VALUES.get(cls, {}).keys() | ({"exit_status"} if cls is Goodbye else set())
     for name, value in zip(event._fields, event, strict=True):
+        if name in checked:
+            value = known(event, name)
         out[JSON_RENAMED_FIELDS.get((cls, name), name)] = _plain(value)
     return out

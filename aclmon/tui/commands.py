@@ -258,14 +258,13 @@ def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> 
 
 
 def _percent(value: Any) -> str:
-    """A utilization as text: a device that cannot measure it says so (no -1%)."""
-    if isinstance(value, int) and value >= 0:
-        return f"{value}%"
-    return "n/a" if isinstance(value, int) else "?"
+    """A utilization as text: a device that cannot measure it (null in the JSON) says so."""
+    return f"{value}%" if isinstance(value, int) else "n/a"
 
 
 def _print_text_summary(data: dict[str, Any]) -> None:
     from aclmon.acl_constants import error_name
+    from aclmon.dump.summary import summary_operator
     from aclmon.tui.fmt import runtime_headline
 
     target = data.get("target") or {}
@@ -316,7 +315,10 @@ def _print_text_summary(data: dict[str, Any]) -> None:
     if dumps.get("total"):
         print(f"dump files {dumps['total']} since start")
         for d in dumps.get("recent", [])[-5:]:
-            print(f"  {d['kind']} {os.path.basename(d['path'])}")
+            line = f"  {d['file_kind']} {os.path.basename(d['path'])}"
+            if d["file_kind"] == "overflow":  # its file name is the debug task's
+                line += f" → {summary_operator(d.get('summary')) or 'operator not named'}"
+            print(line)
     goodbye = data.get("goodbye")
     if goodbye:
         status = f"status {goodbye['exit_status']}" if goodbye["status_known"] else "status unknown"

@@ -240,9 +240,28 @@ def _preview(values: list[Any], bad: Style) -> Text:
     return text
 
 
+def overflowing_operator(summary: dict[str, Any]) -> str:
+    """The operator an overflow file's records point at, as its summary names it
+    ("MatMul mm1"), else by the ids its record gives."""
+    from aclmon.dump.summary import summary_operator, summary_target
+
+    named = summary_operator(summary)
+    if named:
+        return named
+    target = summary_target(summary)
+    if target.get("task_id") is None:
+        return "operator not known"
+    stream = target.get("stream_id")
+    return (
+        f"task {target['task_id']} stream {'?' if stream is None else stream} (no dump of it found)"
+    )
+
+
 def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
     """What the agent already said about a file (its ``DumpFileSeen.summary``):
     shown at once when the file is highlighted, before any decoding."""
+    from aclmon.dump.summary import summary_operator, summary_target
+
     dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
     summary = dump.summary if isinstance(dump.summary, dict) else {}
     head = Text(os.path.basename(dump.path), style=bold)
@@ -251,6 +270,9 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
     if summary.get("error"):
         parts.append(Text(f"\n{summary['error']}", style=bad))
     op = " ".join(str(summary.get(k) or "") for k in ("op_type", "op_name")).strip()
+    if dump.kind == "overflow":  # the file's own name and ids are the debug task's
+        summary = {**summary, **summary_target(summary)}
+        op = f"overflowed: {summary_operator(summary) or 'operator (no dump of it found)'}"
     if op:
         stream = summary.get("stream_id")  # exception dump names carry none
         stream_text = "unknown" if stream is None else str(stream)

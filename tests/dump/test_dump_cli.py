@@ -366,3 +366,27 @@ def test_decode_of_an_overflow_file_alone_links_the_operator_dump_beside_it(dump
     assert report["records"][0]["op_dump"] == str(src / NAME)
     assert main(["decode", str(overflow)]) == 0
     assert f"operator dump: {src / NAME}" in capsys.readouterr().out
+
+
+def test_decode_of_an_overflow_file_names_the_operator_that_overflowed(dump_dir, capsys):
+    """The Opdebug file's own name ("Opdebug.Node_OpDebug.3.2...": the debug task) is
+    not the operator: the record's ids (task 7, stream 2) and the dump beside it are."""
+    src, _ = dump_dir
+    overflow = src / "Opdebug.Node_OpDebug.3.2.1700000000000001"
+    assert main(["decode", "--json", str(overflow)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["op_type"], report["op_name"]) == ("Conv2D", "op")  # the header's name
+    assert (report["task_id"], report["stream_id"]) == (7, 2)
+    assert report["op_dump"] == str(src / NAME)
+    assert main(["decode", str(overflow)]) == 0
+    out = capsys.readouterr().out
+    assert "overflowed:  op type Conv2D  op name op  task id 7  stream id 2" in out
+    assert "Node_OpDebug" not in out.split("\n", 1)[1]  # only the file's own name says it
+
+    (src / NAME).unlink()  # no dump of the operator: its ids, and the file's name nowhere
+    assert main(["decode", "--json", str(overflow)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "op_type" not in report and "op_name" not in report
+    assert (report["task_id"], report["stream_id"]) == (7, 2)
+    assert main(["decode", str(overflow)]) == 0
+    assert "(no operator dump with these ids beside the file)" in capsys.readouterr().out

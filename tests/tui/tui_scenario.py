@@ -171,7 +171,11 @@ def build_events() -> list[ev.Event]:
     b.add(ev.DumpFileSeen, "/var/dump/20251202100000/0/resnet50/1/0/Opdebug.Node_OpDebug.2002.6.1764669648123999",
           "overflow", 2_460, {"kind": "overflow", "records": [
               {"output": 0, "record": overflow_record,
-               "explained": ["AI Core: floating-point computation overflow (0x020)"]}]})  # fmt: skip
+               "explained": ["AI Core: floating-point computation overflow (0x020)"]}],
+              # the operator the record points at, named by its dump beside the file
+              "task_id": 2001, "stream_id": 6, "op_type": "MatMulV2",
+              "op_name": "resnet50/fc/MatMulV2",
+              "op_dump": "/var/dump/20251202100000/0/resnet50/1/0/MatMulV2.resnet50_fc_MatMulV2.2001.6.1764669648123456"})  # fmt: skip
     b.add(ev.DumpFileSeen, "/var/dump/20251202100000/0/resnet50/1/0/Conv2D.resnet50_conv1_Conv2D.1005.0.1764669648200000",
           "op-dump", 257_302_528, {"kind": "op-dump", "op_type": "Conv2D", "task_id": 1005, "stream_id": 0})  # fmt: skip
     b.add(ev.Drops, 0, "publisher", "queue full")

@@ -58,7 +58,10 @@ def exception_json(e: ev.AclException) -> dict[str, Any]:
 
 def overflow_json(d: ev.DumpFileSeen) -> dict[str, Any]:
     """An overflow file: the status meanings of each record and the operator."""
+    from aclmon.dump.summary import summary_operator, summary_target
+
     summary = d.summary if isinstance(d.summary, dict) else {}
+    target = summary_target(summary)
     records = []
     for item in summary.get("records") or ():
         if not isinstance(item, dict):
@@ -76,9 +79,10 @@ def overflow_json(d: ev.DumpFileSeen) -> dict[str, Any]:
         "ts_ns": d.ts_ns,
         "utc": _utc(d.ts_ns),
         "path": d.path,
-        "task_id": summary.get("task_id"),
-        "stream_id": summary.get("stream_id"),
-        "operator": summary.get("operator"),
+        # of the operator that overflowed (the file's own name carries the debug task's)
+        "task_id": target.get("task_id"),
+        "stream_id": target.get("stream_id"),
+        "operator": summary_operator(summary) or None,
         "op_dump": summary.get("op_dump"),
         "group": summary.get("group"),
         "records": records,
@@ -101,19 +105,12 @@ def _op_dump_key(d: ev.DumpFileSeen) -> tuple[str, int, int | None] | None:
 def _target(d: ev.DumpFileSeen) -> tuple[str, int, int | None] | None:
     """Where the operator an overflow record points at would be: its directory,
     and the task and stream ids from the first decoded record."""
-    from aclmon.dump.opdebug import overflow_target
+    from aclmon.dump.summary import summary_target
 
-    summary = d.summary if isinstance(d.summary, dict) else {}
-    for item in summary.get("records") or ():
-        record = item.get("record") if isinstance(item, dict) else None
-        if isinstance(record, dict):
-            try:
-                target = overflow_target(record)
-            except (AttributeError, TypeError):  # a summary of another shape
-                return None
-            task, stream = target.get("task_id"), target.get("stream_id")
-            if isinstance(task, int):
-                return (os.path.dirname(d.path), task, stream if isinstance(stream, int) else None)
+    target = summary_target(d.summary)
+    task, stream = target.get("task_id"), target.get("stream_id")
+    if isinstance(task, int):
+        return (os.path.dirname(d.path), task, stream if isinstance(stream, int) else None)
     return None
 
 

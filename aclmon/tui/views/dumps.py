@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from aclmon import events as ev
 from aclmon.tui import fmt
-from aclmon.tui.dumpdetail import render_summary
+from aclmon.tui.dumpdetail import overflowing_operator, render_summary
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
 from aclmon.tui.views.dumplinks import (
@@ -412,15 +412,16 @@ class DumpsView(View):
             summary = entry.summary if isinstance(entry.summary, dict) else {}
             text.append("overflow  ", style=theme_style(self, "aclmon-bad", bold=True))
             text.append(f"{overflow_meaning(summary)}  ")
-            operator = summary.get("operator") or "operator dump not found"
-            text.append(f"→ {operator}", style=Style(bold=True))
+            text.append(f"→ {overflowing_operator(summary)}", style=Style(bold=True))
             return text
         bad = theme_style(self, "aclmon-bad", bold=True)
         # an exception dump: what the runtime saved of an operator that raised
         kind = "exception" if entry.kind == "exception-dump" else entry.kind
         text.append(f"{kind:<9}", style=bad if entry.kind == "overflow" else Style())
-        name_width = max(8, width - len(text) - 13)
-        text.append(
-            f"  {fmt.size(entry.size):>9}  {middle(os.path.basename(entry.path), name_width)}"
-        )
+        text.append(f"  {fmt.size(entry.size):>9}  ")
+        if entry.kind == "overflow":  # its file name is the debug task's: name the operator
+            summary = entry.summary if isinstance(entry.summary, dict) else {}
+            text.append(f"→ {overflowing_operator(summary)}  ", style=Style(bold=True))
+        name_width = max(8, width - len(text))
+        text.append(middle(os.path.basename(entry.path), name_width))
         return text
