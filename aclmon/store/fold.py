@@ -16,6 +16,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.events import DEVICE_SYNC
+from aclmon.store.attribution import attribute_exception, note_launch, synchronous_end
 from aclmon.store.export import state_to_json
 from aclmon.store.ops import fold_op_timing, fold_tx, sorted_ops, top_ops
 from aclmon.store.pairing import (
@@ -546,6 +547,8 @@ class Store:
                     del model.pending[mine[found]]
                     model.running = len(model.pending)
             note_end(model.recent_ends, (e.stream, start), e.duration_ns)
+            if not e.stream and self.state.awaiting_execution:
+                synchronous_end(self.state, model, e)
         if not e.stream:
             return
         # The stream holding this model's pending Begin, else the usual resolution.
@@ -565,6 +568,8 @@ class Store:
             stream = self.resolve_stream(e.stream, device_id=device_id)
         if stream is None:
             return
+        if model is not None:
+            note_launch(stream, model)
         if e.ret != 0:
             stream.errors += 1
             stream.last_error = e.ret
@@ -585,11 +590,13 @@ class Store:
             key = _exception_key(e)
             if any(_exception_key(x) == key for x in s.exceptions):
                 return
+        stream = self.stream_by_id(e.device_id, e.stream_id)
+        if e.seq != 0:
+            e = attribute_exception(s, e, stream)
         s.exceptions_total += 1
         s.exceptions_dropped += ring_add(s.exceptions, e, s.exception_limit)
         if e.seq == 0:
             return
-        stream = self.stream_by_id(e.device_id, e.stream_id)
         if stream is not None:
             stream.exceptions += 1
             stream.last_error = e.error_code

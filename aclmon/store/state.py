@@ -162,6 +162,8 @@ class StreamState:
     pending_syncs: list[int] = field(default_factory=list)  # StreamSyncBegin start times
     recent_sync_ends: list[int] = field(default_factory=list)  # End start times
     pending_executes: list[tuple[int, int]] = field(default_factory=list)  # (model, start)
+    # (model_id, execution number) of the newest execute_async End on it (store/attribution)
+    last_launch: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -341,6 +343,8 @@ class StoreState:
     exceptions: deque[ev.AclException] = field(default_factory=deque)
     exceptions_total: int = 0
     exceptions_dropped: int = 0
+    # exceptions naming no model, until a synchronous execute's End does (store/attribution)
+    awaiting_execution: list[ev.AclException] = field(default_factory=list)
     history_since_ns: int | None = None  # the agent's history (totals) starts here
     goodbye: ev.Goodbye | None = None  # the job ended and said so
     profiling: ev.ProfilingState | None = None

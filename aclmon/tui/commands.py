@@ -265,7 +265,7 @@ def _percent(value: Any) -> str:
 def _print_text_summary(data: dict[str, Any]) -> None:
     from aclmon.acl_constants import error_name
     from aclmon.dump.summary import summary_operator
-    from aclmon.tui.fmt import runtime_headline
+    from aclmon.tui.fmt import model_execution, runtime_headline
 
     target = data.get("target") or {}
     print(
@@ -299,8 +299,7 @@ def _print_text_summary(data: dict[str, Any]) -> None:
         f"exceptions {exceptions['total']} since start ({len(exceptions['recent'])} recent shown)"
     )
     for e in exceptions["recent"][-5:]:
-        where = (f"  model {e['model_name']}" + (f" execution {e['execution']}" if e.get("execution") else "")
-                 if e.get("model_name") else "")  # fmt: skip
+        where = "  " + model_execution(e.get("model_name") or "", e.get("execution") or 0)
         print(f"  dev {e['device_id']} stream {e['stream_id']} task {e['task_id']}"
               f" {error_name(e['error_code'])} {e['op_type'] or 'type unknown'} {e['op_name'] or '?'}{where}")  # fmt: skip
         if e.get("runtime_message"):

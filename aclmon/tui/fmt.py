@@ -113,9 +113,10 @@ def shape(dims: Iterable[int]) -> str:
 
 
 def model_execution(model_name: str, execution: int) -> str:
-    """ "model resnet50 · execution 25" (the execution left out when not known)."""
-    text = f"model {model_name}"
-    return f"{text} · execution {execution}" if execution > 0 else text
+    """ "model resnet50 · execution 25" (the execution left out when not known,
+    "model –" when neither is)."""
+    text = f"model {model_name or '–'}"
+    return f"{text} · execution {execution}" if execution > 0 and model_name else text
 
 
 def job_end_text(goodbye: Any) -> str:

@@ -121,8 +121,7 @@ class ExceptionDetail(ModalScreen[str | None]):
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
         title = Text(f"{e.op_type or '(type not reported)'}  {e.op_name}", style=Style(bold=True))
-        if e.model_name:
-            title.append(f"  · {fmt.model_execution(e.model_name, e.execution)}")
+        title.append(f"  · {fmt.model_execution(e.model_name, e.execution)}")
         self.query_one("#detail-title", Static).update(title)
         head = Text()
         head.append(error_text(e.error_code), style=bad)

@@ -324,7 +324,7 @@ class ExceptionsView(View):
         run = (
             (f"{e.model_name} run {e.execution}" if e.execution else e.model_name)
             if e.model_name
-            else ""
+            else "–"  # no model known: said, not left blank
         )
         room = c.op - len(run) - 2
         if run and room >= 12:
