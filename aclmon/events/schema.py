@@ -496,6 +496,7 @@ UNKNOWN_VALUES: dict[type, dict[str, object]] = {
     StreamSyncBegin: {"stream": DEVICE_SYNC},
     StreamSynchronized: {"stream": DEVICE_SYNC, "timeout_ms": -1},
     AclException: {"execution": 0},
+    OpTiming: {"device_id": -1},
     LogLine: {"pid": 0, "logged_ns": 0},
     CallFailed: {"stream": -1},  # a call about no stream
 }

@@ -79,7 +79,7 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
             {
                 "op_name": o.op_name,
                 "op_type": o.op_type,
-                "device_id": o.device_id,
+                "device_id": o.device_id if o.device_id >= 0 else None,  # -1: not known
                 "model_id": o.model_id,
                 "model_name": o.model_name,
                 "count": o.count,

@@ -4,6 +4,7 @@ after 100 synchronous executions with 4 AI Core exceptions, then the job's exit.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -81,6 +82,9 @@ def test_late_once_json_reports_everything_since_start(tmp_path, model_path):  #
         assert {d["file_kind"] for d in dumps["recent"]} == {"exception-dump"}
         assert all("op_type" not in d["summary"] for d in dumps["recent"])
         assert data["since_ns"] and data["goodbye"] is None
+        # nothing unknown reads as a figure: no rank -1, no -1 % utilization
+        assert [data["target"][k] for k in ("rank", "rank_size", "device_id")] == [None] * 3
+        assert not re.search(r'": -\d', json.dumps(data)), "a negative sentinel in the JSON"
 
         # a live viewer from now on: the history first, then the job's goodbye
         subscriber = Subscriber(str(address)).start()

@@ -34,7 +34,8 @@ def _job_with_unknowns() -> list:
         ev.AclException(7, 7, 0, 7, 11, 1, AICORE, "mm1", "MatMul", (), ()),  # no model known
         ev.CallFailed(8, 8, "rt.malloc", 207001, "", 1, -1),
         ev.LogLine(9, 9, "warning", "aclmon's own line"),
-        ev.Goodbye(10, 10, 0, False, "agent stopped"),
+        ev.OpTiming(10, 10, 99, "mm1", "MatMul", 0, 5, 5),  # schema 4: no device, model unseen
+        ev.Goodbye(11, 11, 0, False, "agent stopped"),
     ]
 
 
@@ -51,6 +52,8 @@ def test_once_json_shows_unknown_as_null_and_never_a_sentinel():
     assert exception["execution"] is None and exception["model_name"] == ""
     (failure,) = data["call_failures"]["recent"]
     assert failure["stream"] is None
+    (op,) = data["ops"]
+    assert op["device_id"] is None
     assert data["goodbye"]["exit_status"] is None and data["goodbye"]["status_known"] is False
     negative = [(path, n) for path, n in _numbers(data) if n < 0]
     assert negative == []
