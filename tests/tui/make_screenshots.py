@@ -1,59 +1,94 @@
-"""Write the screenshots of docs/usage.md (SVG, exported by Textual) from the fixed scenario.
+"""Write the screenshots of docs/usage.md from a real run, as ``aclmon demo`` shows it:
+the demo job (the simulated runtime under the agent, in its own process) and the
+real app attached to it over the real bus, driven with Pilot. Each view is saved
+at 160×48 (``NAME.svg``) and 80×24 (``NAME-80x24.svg``).
 
-usage: python tests/tui/make_screenshots.py [OUT_DIR]   (default docs/usage)
+usage: PYTHONPATH=. python tests/tui/make_screenshots.py [OUT_DIR]   (default docs/usage)
+
+It takes a minute or two: it waits until the job has raised AI Core exceptions and
+an overflow, and until live operator timings have come in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
+from aclmon.tui.app import AclmonApp
+from aclmon.tui.demo import DemoJob
+from aclmon.tui.sources import LiveSource
 
-from tui_helpers import SIZE, make_app, write_overflow_pair
-from tui_scenario import T0, build_events
-
-from aclmon import events as ev
-
-SHOTS = [
-    ("devices", "aclmon-dark", ["1"]),
-    ("devices-light", "aclmon-light", ["1"]),
-    ("exceptions", "aclmon-dark", ["2", "up"]),
-    ("exception-detail", "aclmon-dark", ["2", "up", "enter"]),
-    ("profiling", "aclmon-dark", ["3", "d"]),
-    ("profiling-light", "aclmon-light", ["3"]),
-    ("dumps", "aclmon-dark", ["4", "up"]),
-    ("help", "aclmon-dark", ["question_mark"]),
-]
+WIDE = (160, 48)
+NARROW = (80, 24)
+#: how long to wait for what the screenshots need before giving up
+PATIENCE_S = 240.0
 
 
-async def shoot(out: Path, name: str, theme: str, keys: list[str], events=None) -> None:
-    app = make_app(theme=theme, events=events)
-    async with app.run_test(size=SIZE) as pilot:
-        for key in keys:
-            await pilot.press(key)
-        await pilot.pause(0.3)
-        await app.workers.wait_for_complete()
-        await pilot.pause(0.3)
-        app.save_screenshot(str(out / f"{name}.svg"))
+async def until(pilot: Any, what: str, ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + PATIENCE_S
+    while not ready():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"make_screenshots: gave up waiting for {what}")
+        await pilot.pause(0.25)
+
+
+async def settle(pilot: Any, app: AclmonApp) -> None:
+    """Let refreshes and decoding workers finish before a screenshot."""
+    await pilot.pause(0.6)
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.6)
+
+
+async def shoot(pilot: Any, app: AclmonApp, out: Path, name: str, *keys: str) -> None:
+    """Press ``keys``, then save the screen at both sizes."""
+    for key in keys:
+        await pilot.press(key)
+    for size, suffix in ((WIDE, ""), (NARROW, "-80x24")):
+        await pilot.resize_terminal(*size)
+        await settle(pilot, app)
+        app.save_screenshot(str(out / f"{name}{suffix}.svg"))
+    await pilot.resize_terminal(*WIDE)
+    print(f"wrote {name}.svg and {name}-80x24.svg", flush=True)
 
 
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for name, theme, keys in SHOTS:
-        await shoot(out, name, theme, keys)
-    # The overflow decoded: real files written by the simulator's dump writer.
-    with tempfile.TemporaryDirectory(prefix="aclmon-shot-") as tmp:
-        over, op = write_overflow_pair(Path(tmp))
-        events = build_events()
-        n = len(events)
-        events += [
-            ev.DumpFileSeen(n + 1, T0 + 10**11, str(op), "op-dump", op.stat().st_size, {}),
-            ev.DumpFileSeen(n + 2, T0 + 10**11 + 1, str(over), "overflow", over.stat().st_size, {}),
-        ]
-        await shoot(out, "dumps-decoded", "aclmon-dark", ["4", "enter"], events)
+    with DemoJob() as job:
+        source = LiveSource(str(job.socket_path), description="aclmon demo")
+        app = AclmonApp(source, theme="aclmon-dark")
+        async with app.run_test(size=WIDE) as pilot:
+            s = app.store.state
+            await until(pilot, "the job's devices", lambda: len(s.devices) >= 4)
+            await pilot.press("3", "t")  # live operator timings, as a user would start them
+            await until(
+                pilot,
+                "four AI Core exceptions and an overflow",
+                lambda: s.exceptions_total >= 4 and any(d.kind == "overflow" for d in s.dumps),
+            )
+            await until(pilot, "operator timings", lambda: len(s.ops) >= 10)
+
+            await shoot(pilot, app, out, "devices", "1")
+            app.theme = "aclmon-light"
+            await shoot(pilot, app, out, "devices-light")
+            app.theme = "aclmon-dark"
+            await shoot(pilot, app, out, "exceptions", "2")
+            await shoot(pilot, app, out, "exception-detail", "enter")
+            await pilot.press("escape")
+            await shoot(pilot, app, out, "profiling", "3")
+            app.theme = "aclmon-light"
+            await shoot(pilot, app, out, "profiling-light")
+            app.theme = "aclmon-dark"
+            await shoot(pilot, app, out, "dumps", "4", "home")
+            # an overflow record decoded: only overflow files, the newest selected
+            await shoot(pilot, app, out, "dumps-decoded", "o", "end", "enter")
+            await pilot.press("o")
+            await shoot(pilot, app, out, "help", "question_mark")
+            await pilot.press("escape")
+        source.close()
 
 
 if __name__ == "__main__":
