@@ -7,6 +7,7 @@ Imports nothing heavy at module level: this module is imported to build
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def configure_run(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +53,12 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="recent exceptions and dump files kept for viewers that connect late (default 256)",
     )
+    parser.add_argument(
+        "--capture-output",
+        action="store_true",
+        help="also forward the script's stdout and stderr to viewers as log lines (it then"
+        " writes to pipes, not a terminal: output is still passed through unchanged)",
+    )
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     parser.set_defaults(handler=run_command)
@@ -94,11 +101,25 @@ def run_command(args: argparse.Namespace) -> int:
     )
     # No stop() here: like `python script.py`, the interpreter first waits for the
     # job's non-daemon threads (which may still use acl), then atexit stops the agent.
+    capture = _capture_output(aclmon.agent.current()) if args.capture_output else None
     status = run_script(args.script, list(args.args))
+    if capture is not None:
+        capture.stop()
     agent = aclmon.agent.current()
     if agent is not None:
         agent.set_exit_status(status)  # told to viewers in the agent's Goodbye
     return status
+
+
+def _capture_output(agent: Any) -> Any:
+    """Forward the job's stdout and stderr (see :mod:`aclmon.agent.output`)."""
+    from aclmon.agent.output import OutputCapture
+
+    if agent is None or agent.context is None:
+        return None
+    capture = OutputCapture(agent.context)
+    capture.start()
+    return capture
 
 
 def _stop_agent_on_termination() -> None:

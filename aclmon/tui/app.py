@@ -417,6 +417,11 @@ class AclmonApp(App[int]):
         self.logs_view.show_near(exception, self._job_pid())
         self.action_show_view("logs")
 
+    def show_log_source(self, source: str) -> None:
+        """The Logs view with only the lines of ``source`` (the palette's entries)."""
+        self.logs_view.source = source
+        self.action_show_view("logs")
+
     @on(LogsView.ExceptionWanted)
     def _exception_of_line(self, message: LogsView.ExceptionWanted) -> None:
         line = message.line

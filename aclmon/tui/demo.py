@@ -77,7 +77,7 @@ class DemoJob:
 
     def command(self) -> list[str]:
         argv = [sys.executable, "-m", "aclmon", "run", "--sim", "--listen", str(self.socket_path),
-                "--profiling-output", str(self.profiling_path)]  # fmt: skip
+                "--profiling-output", str(self.profiling_path), "--capture-output"]  # fmt: skip
         if self.record:
             argv += ["--record", self.record]
         return [*argv, workload_path(), "--dump-path", str(self.dump_path), *self.extra_args]

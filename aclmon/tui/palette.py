@@ -13,10 +13,17 @@ from typing import TYPE_CHECKING
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
+from aclmon.tui.views.logs import SOURCES
 
 if TYPE_CHECKING:
     from aclmon.tui.app import AclmonApp
 
+SOURCE_TITLES = (
+    "every source",
+    "the job's stdout/stderr",
+    "the job's CANN log",
+    "the agent's own lines",
+)
 VIEW_TITLES = {
     "devices": "Devices",
     "exceptions": "Exceptions",
@@ -84,6 +91,10 @@ class AclmonCommands(Provider):
                     (f"Dump: {name}", partial(on_dumps, action), f"selected file; {help_text}")
                 )
         out.append(("Dump: back", partial(on_dumps, dumps.action_back), "before the last jump"))
+        for source, title in zip(SOURCES, SOURCE_TITLES, strict=True):
+            out.append(
+                (f"Logs: {title}", partial(app.show_log_source, source), "the Logs view, filtered")
+            )
         for device_id in app.store.device_ids():
             out.append(
                 (

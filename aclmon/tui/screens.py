@@ -196,7 +196,7 @@ class ExceptionDetail(ModalScreen[str | None]):
     def show_decoded(self, renderable: RenderableType) -> None:
         """Show a decoded file (or its progress) under the file list."""
         if self.is_attached:
-            self.query_one("#detail-decoded", Static).update(renderable)
+            self.query_one("#detail-decoded", Static).update(Group(Text(""), renderable))
 
     def action_scroll(self, delta: int) -> None:
         self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)

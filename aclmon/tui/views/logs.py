@@ -25,6 +25,22 @@ from aclmon.tui.vlist import VirtualList
 
 #: the lowest level shown, cycled by ``v``.
 LEVELS: tuple[str, ...] = ("all", "info", "warning", "error")
+#: where lines come from, cycled by ``o``: the job's stdout/stderr (forwarded by
+#: ``aclmon run --capture-output``), its CANN log (plog), the agent's own lines.
+SOURCES: tuple[str, ...] = ("all", "job output", "CANN log", "agent")
+#: the ``module`` of a forwarded stdout/stderr line
+OUTPUT_MODULES = ("stdout", "stderr")
+
+
+def source_of(line: ev.LogLine) -> str:
+    """Which of :data:`SOURCES` a line comes from."""
+    if line.module in OUTPUT_MODULES and not line.log_file:
+        return "job output"
+    if line.log_file or line.module:
+        return "CANN log"
+    return "agent"
+
+
 _RANK = {"debug": 0, "info": 1, "event": 1, "warning": 2, "error": 3}
 #: an exception and a log line belong together within this much time.
 WINDOW_NS = 1_000_000_000
@@ -71,6 +87,7 @@ class LogsView(View):
         Binding("slash", "filter", "Search", id="logs.filter"),
         Binding("v", "next_level", "Level", id="logs.level"),
         Binding("M", "next_module", "Module", id="logs.module"),
+        Binding("o", "next_source", "Source", show=False, id="logs.source"),
         Binding("escape", "clear", "Clear", show=False, id="logs.clear"),
     ]
 
@@ -83,6 +100,8 @@ class LogsView(View):
 
     level: reactive[str] = reactive("all")
     """The lowest level shown (one of :data:`LEVELS`)."""
+    source: reactive[str] = reactive("all")
+    """Only lines from this source (one of :data:`SOURCES`)."""
     module: reactive[str] = reactive("")
     """Only lines of this module ("" for all)."""
     filter_text: reactive[str] = reactive("")
@@ -97,6 +116,7 @@ class LogsView(View):
 
     def compose(self) -> ComposeResult:
         yield Static(id="logs-status", classes="status")
+        yield Static(id="logs-note")
         yield Static(id="logs-header", classes="colhead")
         yield VirtualList(self._render_row, id="logs-list")
         yield FilterBar("search: text, module, file:line", id="logs-filter")
@@ -109,6 +129,9 @@ class LogsView(View):
         self.vlist.focus()
 
     def watch_level(self) -> None:
+        self._rebuild()
+
+    def watch_source(self) -> None:
         self._rebuild()
 
     def watch_module(self) -> None:
@@ -144,6 +167,9 @@ class LogsView(View):
     def action_next_level(self) -> None:
         self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]
 
+    def action_next_source(self) -> None:
+        self.source = SOURCES[(SOURCES.index(self.source) + 1) % len(SOURCES)]
+
     def action_next_module(self) -> None:
         modules = ["", *self._modules()]
         index = modules.index(self.module) if self.module in modules else 0
@@ -153,10 +179,11 @@ class LogsView(View):
         if self.filter_text:
             self.query_one(FilterBar).action_clear()
         self.window = None
+        self.source = "all"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear":
-            return bool(self.filter_text or self.window)
+            return bool(self.filter_text or self.window or self.source != "all")
         return True
 
     @on(FilterBar.Changed, "#logs-filter")
@@ -192,6 +219,8 @@ class LogsView(View):
             return False
         if self.module and line.module != self.module:
             return False
+        if self.source != "all" and source_of(line) != self.source:
+            return False
         if self.window is not None:
             centre, pid, _task = self.window
             if abs(line_time(line) - centre) > WINDOW_NS or (pid and line.pid not in (0, pid)):
@@ -204,7 +233,13 @@ class LogsView(View):
 
     @property
     def plain(self) -> bool:
-        return self.level == "all" and not self.module and not self.filter_text and not self.window
+        return (
+            self.level == "all"
+            and self.source == "all"
+            and not self.module
+            and not self.filter_text
+            and not self.window
+        )
 
     def redraw(self) -> None:
         if self.store is None:
@@ -224,7 +259,26 @@ class LogsView(View):
             style="bold", no_wrap=True,
         )  # fmt: skip
         self.query_one("#logs-header", Static).update(head)
+        self._update_note(logs)
         self._update_status()
+
+    def _update_note(self, logs: list[ev.LogLine]) -> None:
+        """Showing the job's output when none came: say why there is none."""
+        note = self.query_one("#logs-note", Static)
+        missing = self.source == "job output" and not any(
+            source_of(line) == "job output" for line in logs
+        )
+        note.display = missing
+        if missing:
+            note.update(
+                Text(
+                    "No stdout/stderr from this job. The agent forwards them only when the job"
+                    " runs under `aclmon run --capture-output` (as `aclmon demo` does); a job"
+                    " that does not keeps them to itself, and this view has only what the"
+                    " agent says and the job's CANN log.",
+                    style=theme_style(self, "aclmon-busy"),
+                )
+            )
 
     def _update_status(self) -> None:
         if self.store is None:
@@ -237,6 +291,8 @@ class LogsView(View):
             text.append(f"  ·  {s.logs_dropped} older dropped", style=dim)
         if self.level != "all":
             text.append(f"  ·  {self.level} and above ({self.key('logs.level', 'v')})", style=dim)
+        if self.source != "all":
+            text.append(f"  ·  {self.source} ({self.key('logs.source', 'o')})", style=dim)
         if self.module:
             text.append(f"  ·  module {self.module} ({self.key('logs.module', 'M')})", style=dim)
         if self.filter_text:
