@@ -212,3 +212,23 @@ async def test_a_double_click_on_a_file_in_the_detail_decodes_it(tmp_path):
         await pilot.click("#detail-files", offset=(3, 0), times=2)
         await app.workers.wait_for_complete()
         await wait_for(pilot, lambda: "input 0" in static_text(app, "#detail-decoded"))
+
+
+async def test_the_operator_jumped_to_is_scrolled_into_view():
+    events = build_events()
+    at = next(i for i, e in enumerate(events) if type(e) is ev.DumpFileSeen)
+    fillers = [
+        ev.DumpFileSeen(0, events[at].ts_ns - 1, f"{STEP}/Add.filler.{n}.9.1", "op-dump", 1, {})
+        for n in range(80)
+    ]
+    events = [e._replace(seq=n) for n, e in enumerate([*events[:at], *fillers, *events[at:]], 1)]
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "o")
+        vlist = app.dumps_view.vlist
+        await pilot.press("t")
+        await pilot.pause()
+        assert ".2001.6." in _cursor_dump(app).path
+        row = vlist.cursor - vlist.first_index
+        top = round(vlist.scroll_y)
+        assert row >= 80 and top <= row < top + vlist.scrollable_content_region.height

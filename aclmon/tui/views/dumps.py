@@ -250,6 +250,8 @@ class DumpsView(View):
                 self.detail_shown = False
                 self.vlist.move_cursor_to(self._offset + row)
                 self.vlist.focus()
+                # the list may have just grown (a toggle lifted): scroll once it is laid out
+                self.call_after_refresh(self.vlist.scroll_to_cursor)
                 return True
         return False
 
