@@ -16,7 +16,10 @@ through, counted and reported as :class:`~aclmon.events.Drops` (``where =
 It is opt-in because the job sees the difference: its stdout and stderr are
 pipes, not a terminal, so ``isatty()`` is False and Python and C libraries
 buffer by block instead of by line. Under ``aclmon demo`` the job writes to a
-log file anyway, so nothing changes for it there.
+log file anyway, so nothing changes for it there. Child processes inherit the
+pipes: one that outlives the job and writes afterwards finds no reader (EPIPE,
+or SIGPIPE if it does not ignore it), where it would have written to the
+terminal.
 """
 
 from __future__ import annotations
