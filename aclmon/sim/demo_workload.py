@@ -14,7 +14,9 @@ job asks it (through the documented environment variables, before
 ``acl.init``) for an AI Core exception every ~10-20 s and a real float16
 overflow every ~15-30 s; its acl.json turns on overflow detection
 (``dump_debug``) and dumps a few operators. It does not start profiling
-itself, but works while someone else (the aclmon agent) profiles it.
+itself, but works while someone else (the aclmon agent) profiles it. Each
+worker marks its batches with msproftx: a push/pop range around every ten
+requests and a mark every fifty.
 
     demo_workload.py [--seconds N] [--devices N] [--first-device D] [--dump-path DIR] [--quiet]
 """
@@ -187,8 +189,13 @@ def worker(device_id, context, model, pause, stop, stats):
     rng = random.Random(device_id * 100 + model.model_id)
     scratch = 0  # a workspace whose size follows the "batch", so HBM use moves
     iteration = 0
+    stamp = acl.prof.create_stamp()
+    label = f"{model.name} dev{device_id}: 10 requests"
+    acl.prof.set_stamp_trace_message(stamp, label, len(label))
     while not stop.is_set():
         iteration += 1
+        if iteration % 10 == 1:
+            acl.prof.push(stamp)
         if iteration % 25 == 1:
             if scratch:
                 acl.rt.free(scratch)
@@ -215,10 +222,17 @@ def worker(device_id, context, model, pause, stop, stats):
                 "(float16 overflow; see the Opdebug dump)"
             )
         stats["iterations"] += 1
+        if iteration % 10 == 0:
+            acl.prof.pop()
+        if iteration % 50 == 0:
+            acl.prof.mark_ex(f"{model.name} dev{device_id}: {iteration} requests", stream)
         # A slow swell and ebb of the request rate, different per device, so the
         # utilization a monitor shows keeps moving.
         swell = 1.0 + 0.8 * math.sin(time.monotonic() / 6.0 + device_id)
         stop.wait(rng.uniform(*pause) * swell)
+    if iteration % 10:
+        acl.prof.pop()
+    acl.prof.destroy_stamp(stamp)
     acl.rt.synchronize_stream(stream)
     acl.rt.destroy_stream(stream)
     if scratch:

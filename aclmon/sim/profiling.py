@@ -512,26 +512,37 @@ class Profiler:
             return range_id
 
 
+#: how busy a unit's pipe typically is while it runs an operator (0..1 of its cycles)
+_PIPE_SHARE = (
+    ("mac", 0.72), ("vec", 0.66), ("mte2", 0.44), ("mte1", 0.31), ("mte3", 0.24),
+    ("fixpipe", 0.17), ("scalar", 0.11),
+)  # fmt: skip
+
+
 def metric_values(metrics: int, op_type: str, duration_ns: int) -> dict[str, float]:
     """Plausible values of one operator run for the columns of ``metrics``: the
     unit the operator runs on (cube for convolutions and matrix products, vector
-    for the rest) is busy, the other mostly idle; a little noise on each run."""
+    for the rest) is busy, the other mostly idle; each pipe has its own typical
+    share, each op type its own factor, each run a little noise."""
     cube = op_type.startswith(CUBE_TYPES)
+    factor = 0.7 + (sum(op_type.encode()) % 7) / 15  # the same for every run of a type
+    us = duration_ns / 1000
     values: dict[str, float] = {}
     for name in C.AICORE_METRIC_COLUMNS.get(metrics, ()):
         side = name[:4]
         busy = (side == "aic_") == cube if side in ("aic_", "aiv_") else True
-        noise = random.uniform(0.85, 1.15)
+        scale = (1.0 if busy else 0.08) * factor * random.uniform(0.9, 1.1)
         if name.endswith("(GB/s)"):
-            value = (160.0 if busy else 18.0) * noise
+            value = 150.0 * scale
         elif name.endswith("(KB)"):
-            value = duration_ns / 1000 * (48.0 if busy else 6.0) * noise
+            value = us * 40.0 * scale
         elif "cflt" in name:
-            value = (0.06 if busy else 0.01) * noise
+            value = min(1.0, 0.05 * scale)
         elif name.endswith("ratio"):
-            value = min(1.0, (0.62 if busy else 0.08) * noise)
+            share = next((v for key, v in _PIPE_SHARE if key in name), 0.3)
+            value = min(1.0, share * scale)
         else:  # cache hit / allocate counts
-            value = float(int(duration_ns / 1000 * (30 if "hit" in name else 4) * noise))
+            value = float(int(us * (25 if "hit" in name else 3) * scale))
         values[name] = round(value, 4)
     return values
 

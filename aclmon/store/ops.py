@@ -16,11 +16,13 @@ from aclmon import events as ev
 from aclmon.store.state import METRIC_LIMIT, TX_LIMIT, OpStats, StoreState, ring_add
 
 #: what the operator table can be sorted by -> the key of a row (ties by name,
-#: device and model, for a stable order). Numbers sort largest first.
+#: device and model, for a stable order). Numbers sort largest first. An AI Core
+#: metric column sorts as ``metric:<column>`` (rows without it last).
 OP_SORTS: dict[str, Callable[[OpStats], Any]] = {
     "total": lambda o: -o.total_us,
     "mean": lambda o: -o.mean_us,
     "max": lambda o: -o.max_us,
+    "min": lambda o: -o.min_us,
     "count": lambda o: -o.count,
     "last": lambda o: -o.last_us,
     "op": lambda o: o.op_name,
@@ -28,6 +30,9 @@ OP_SORTS: dict[str, Callable[[OpStats], Any]] = {
     "model": lambda o: (o.model_name or f"#{o.model_id}", o.model_id),
     "device": lambda o: o.device_id,
 }
+
+
+METRIC_SORT = "metric:"
 
 
 def fold_op_timing(s: StoreState, e: ev.OpTiming) -> None:
@@ -84,9 +89,16 @@ def fold_tx(s: StoreState, e: ev.TxMark | ev.TxRange) -> None:
 
 def sorted_ops(s: StoreState, sort: str = "total", reverse: bool = False) -> list[OpStats]:
     """Every tracked operator in the table's order: ``sort`` (a key of
-    :data:`OP_SORTS`; largest first for numbers, A to Z for names), ``reverse``
-    turns it around."""
-    key = OP_SORTS[sort]
+    :data:`OP_SORTS` or ``metric:<column>``; largest first for numbers, A to Z
+    for names), ``reverse`` turns it around."""
+    if sort.startswith(METRIC_SORT):
+        name = sort.removeprefix(METRIC_SORT)
+
+        def key(o: OpStats) -> Any:
+            value = o.metric(name)
+            return (value is None, -(value or 0.0))
+    else:
+        key = OP_SORTS[sort]
     ops = sorted(s.ops.values(), key=lambda o: (o.op_name, o.device_id, o.model_id))
     ops.sort(key=key, reverse=reverse)  # stable: ties keep the name order
     return ops

@@ -330,11 +330,9 @@ class AclmonApp(App[int]):
         self.action_show_view(message.view)
 
     def _focus_view(self) -> None:
-        widget = self.views[self.current_view]
-        vlists = widget.query(VirtualList)
         # set_focus now, not focus() (which waits a cycle): a key typed right
         # after the view key must reach the new view.
-        self.set_focus(vlists.first() if vlists else widget)
+        self.set_focus(self.views[self.current_view].focus_target())
 
     def jump_to_device(self, device_id: int) -> None:
         self.action_show_view("devices")

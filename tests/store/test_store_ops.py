@@ -78,6 +78,8 @@ def test_metrics_are_averaged_per_row_and_their_columns_kept_in_order():
     assert conv.metric("aic_mac_ratio") == pytest.approx(0.6)
     assert conv.metric("aiv_vec_ratio") == pytest.approx(0.2)
     assert s.ops[(0, 1, "Relu")].metric("aic_mac_ratio") is None
+    by_metric = store.sorted_ops("metric:aic_mac_ratio")
+    assert [o.op_name for o in by_metric] == ["Conv", "Relu"]  # no value: last
     exported = store.to_json()["ops"]
     assert exported[0]["metrics"] == {"aic_mac_ratio": 0.6, "aiv_vec_ratio": 0.2}
     assert exported[0]["model_id"] == 1 and exported[0]["device_id"] == 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from textual.containers import Vertical
+from textual.widget import Widget
 
 from aclmon.store import Store
+from aclmon.tui.vlist import VirtualList
 
 
 class View(Vertical):
@@ -23,6 +25,11 @@ class View(Vertical):
         """The key a hint should name for a binding: the first remapped one, or ``default``."""
         keys = self.keymap.get(binding_id)
         return keys.split(",")[0] if keys else default
+
+    def focus_target(self) -> Widget:
+        """What gets the focus when the view is shown: its first list, else itself."""
+        lists = self.query(VirtualList)
+        return lists.first() if lists else self
 
     def update_from(self, store: Store) -> None:
         self.store = store

@@ -1,6 +1,7 @@
 """The Profiling view: a checklist of ACL_PROF_* flags that sends nothing until
 Enter, the AI Core metric and devices, start/stop of profiling to files, live
-operator timings on their own key, the agent's reply, and operator timings.
+operator timings on their own key, the agent's reply, the operator table
+(:mod:`aclmon.tui.views.optable`) and the newest msproftx marks and ranges.
 
 Safety: every key here either moves the cursor or edits the *pending*
 configuration; only Enter (apply), ``p`` (start/stop) and ``t`` (live timings)
@@ -14,14 +15,15 @@ from typing import ClassVar, NamedTuple
 
 from rich.console import Group
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Static
 
 from aclmon import events as ev
@@ -35,12 +37,15 @@ from aclmon.acl_constants import (
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
+from aclmon.tui.views.optable import OpTable
 
 #: metric cycle order for ``m``.
 METRIC_ORDER: tuple[int, ...] = tuple(AICORE_METRICS)
-TOP_OPS = 25
-#: width of one checklist cell (``> [x] ● TASK_TIME_L0 *``).
+#: width of one checklist cell (``> [x] ● TASK_TIME_L0 *``), at most and at least.
 CELL_WIDTH = 28
+CELL_MIN = 22
+#: a view this tall shows three lines of msproftx records, a shorter one one line.
+TX_TALL = 36
 #: who owns profiling when aclmon must not offer start/stop.
 FOREIGN_OWNERS = ("acl.json", "job")
 
@@ -92,8 +97,14 @@ class ProfilingView(View):
         Binding("v", "next_devices", "Devices", show=False, id="profiling.devices"),
         Binding("p", "start_stop", "Start/stop", id="profiling.start_stop"),
         Binding("t", "live_timings", "Live timings", id="profiling.live"),
+        # the operator table's keys are named under it (the footer must fit 80 columns)
+        Binding("s", "next_sort", "Sort", show=False, id="profiling.sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False, id="profiling.reverse"),
     ]
     can_focus = True
+    DEFAULT_CSS = """
+    ProfilingView > #prof-tx { height: auto; padding: 0 1; }
+    """
 
     class ConfigRequested(Message):
         """Enter: send this configuration to the agent."""
@@ -122,11 +133,12 @@ class ProfilingView(View):
     """What happened to the last command (sent, failed); empty when settled."""
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
+        with _Controls(id="prof-controls"):
             yield Static(id="prof-state", classes="panel")
             yield Static(id="prof-flags", classes="panel")
             yield Static(id="prof-reply", classes="panel")
-            yield Static(id="prof-ops", classes="panel")
+        yield OpTable(id="prof-table")
+        yield Static(id="prof-tx")
 
     # ------------------------------------------------------------ state
     @property
@@ -151,6 +163,13 @@ class ProfilingView(View):
 
     def watch_cursor(self) -> None:
         self.redraw()
+        if self.is_mounted:
+            # keep the cursor's row in sight when the controls scroll (a short terminal)
+            flags = self.query_one("#prof-flags", Static)
+            row = flags.virtual_region.y + self.cursor % self._rows_per_column()
+            self.query_one(_Controls).scroll_to_region(
+                Region(0, row, 1, 1), animate=False, immediate=True
+            )
 
     def watch_note(self) -> None:
         self.redraw()
@@ -165,7 +184,7 @@ class ProfilingView(View):
         return prof is not None and prof.owner in FOREIGN_OWNERS
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("move", "move_column"):
+        if action in ("move", "move_column", "next_sort", "reverse_sort"):
             return True
         if self.readonly:
             return False
@@ -174,6 +193,10 @@ class ProfilingView(View):
         if action in ("apply", "discard"):
             return self.pending is not None
         return True
+
+    def focus_target(self) -> Widget:
+        """The checklist (the view itself) first; Tab moves on to the operator table."""
+        return self
 
     # ------------------------------------------------------------ keys
     def action_move(self, delta: int) -> None:
@@ -184,6 +207,13 @@ class ProfilingView(View):
         target = self.cursor + delta * rows
         if 0 <= target < len(PROF_FLAGS):
             self.cursor = target
+
+    def action_next_sort(self) -> None:
+        self.query_one(OpTable).next_sort()
+
+    def action_reverse_sort(self) -> None:
+        table = self.query_one(OpTable)
+        table.reverse = not table.reverse
 
     def action_toggle(self, index: int | None = None) -> None:
         if index is not None:
@@ -246,14 +276,17 @@ class ProfilingView(View):
         x, y = event.x - 1, event.y  # the panel's left padding
         rows = self._rows_per_column()
         if 0 <= y < rows and x >= 0:
-            index = (x // CELL_WIDTH) * rows + y
+            index = (x // self._cell_width()) * rows + y
             if index < len(PROF_FLAGS) and not self.readonly:
                 self.action_toggle(index)
 
     # ------------------------------------------------------------ drawing
     def _columns(self) -> int:
         width = self.width - 2
-        return max(1, min(3, width // CELL_WIDTH))
+        return max(1, min(3, width // CELL_MIN))
+
+    def _cell_width(self) -> int:
+        return min(CELL_WIDTH, (self.width - 2) // self._columns())
 
     def _rows_per_column(self) -> int:
         columns = self._columns()
@@ -265,7 +298,8 @@ class ProfilingView(View):
         self._draw_state()
         self._draw_flags()
         self._draw_reply()
-        self._draw_ops()
+        self.query_one(OpTable).show(self.store)
+        self._draw_tx()
 
     def _draw_state(self) -> None:
         prof = self.prof
@@ -366,7 +400,7 @@ class ProfilingView(View):
                 + (Style(reverse=True) if here and focused else Style()),
             )
             cell.append("*" if changed else " ", style=busy)
-            cell.truncate(CELL_WIDTH, pad=True)
+            cell.truncate(self._cell_width(), pad=True)
             line.append(cell)
         legend = Text("[x] used by the next start · * changed · ● collecting now", style=dim)
         if not self.readonly:
@@ -392,32 +426,48 @@ class ProfilingView(View):
             reply.append(reply_text(last), style=good if last.code == 0 else bad)
         self.query_one("#prof-reply", Static).update(reply)
 
-    def _draw_ops(self) -> None:
+    def _draw_tx(self) -> None:
+        """msproftx: counts, then the newest marks and ranges (ranges with their
+        duration), newest first, packed on one line (three when tall); never wrapped."""
         assert self.store is not None
-        store = self.store
-        s = store.state
+        s = self.store.state
         dim = theme_style(self, "aclmon-dim")
-        busy = theme_style(self, "aclmon-busy", bold=True)
-        ops = Table(expand=True, box=None, header_style=dim + Style(bold=True), pad_edge=False)
-        ops.add_column("OPERATOR", ratio=3, no_wrap=True, overflow="ellipsis")
-        ops.add_column("TYPE", ratio=1, no_wrap=True, overflow="ellipsis")
-        for column in ("COUNT", "TOTAL", "MEAN", "MAX"):
-            ops.add_column(column, justify="right", no_wrap=True)
-        top = store.top_ops(TOP_OPS)
-        for o in top:
-            ops.add_row(o.op_name, o.op_type, str(o.count), fmt.duration_us(o.total_us),
-                        fmt.duration_us(o.mean_us), fmt.duration_us(o.max_us))  # fmt: skip
-        title = Text("TOP OPERATORS BY TOTAL TIME  ", style=Style(bold=True))
-        title.append(f"{s.op_timings_total} timings · {len(s.ops)} operators", style=dim)
-        if s.op_timings_untracked:
-            title.append(f" · {s.op_timings_untracked} timings of untracked operators", style=busy)
-        widget = self.query_one("#prof-ops", Static)
-        if not top:
-            hint = Text("no operator timings yet: they arrive while live op timings are on (t)",
-                        style=dim)  # fmt: skip
-            widget.update(Group(title, hint))
-        else:
-            widget.update(Group(title, ops))
+        good = theme_style(self, "aclmon-idle", bold=True)
+        width = max(10, self.width - 2)
+        head = Text("MSPROFTX  ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
+        head.append(f"{s.tx_marks} marks · {s.tx_ranges} ranges", style=dim)
+        if not s.tx_recent:
+            head.append(
+                "   none yet: the job's acl.prof mark / push-pop / range_start-stop", style=dim
+            )
+            head.truncate(width, overflow="ellipsis")
+            self.query_one("#prof-tx", Static).update(head)
+            return
+        lines = [head]
+        head.append("   ")
+        room = 3 if self.size.height >= TX_TALL else 1
+        line = head
+        for record in reversed(s.tx_recent):
+            item = Text(no_wrap=True)
+            if type(record) is ev.TxRange:
+                item.append("▭ ", style=good)
+                item.append(middle(record.message or "(no message)", 36))
+                item.append(" " + fmt.duration_ns(record.end_ns - record.start_ns), style=dim)
+            else:
+                item.append("◆ ", style=good)
+                item.append(middle(record.message or "(no message)", 36))
+                item.append(" " + fmt.utc_time(record.ts_ns), style=dim)
+            if line.cell_len + item.cell_len > width:
+                if len(lines) >= room:
+                    break
+                line = Text(no_wrap=True, overflow="ellipsis")
+                lines.append(line)
+            line.append_text(item)
+            line.append("   ")
+        for line in lines:
+            line.rstrip()
+            line.truncate(width, overflow="ellipsis")
+        self.query_one("#prof-tx", Static).update(Group(*lines))
 
     def on_focus(self) -> None:
         self.redraw()
@@ -427,3 +477,12 @@ class ProfilingView(View):
 
     def on_resize(self) -> None:
         self.redraw()
+
+
+class _Controls(VerticalScroll, can_focus=False):
+    """The state, checklist and reply: as tall as they are, at most half the view
+    (then they scroll, following the checklist's cursor)."""
+
+    DEFAULT_CSS = """
+    _Controls { height: auto; max-height: 50%; }
+    """

@@ -1,0 +1,355 @@
+"""The operator table of the Profiling view: one row per operator of a model on
+a device, sortable by any column (``s`` cycles, ``r`` reverses, a click on a
+header sorts by it, a second click reverses), scrollable with a cursor, the AI
+Core metric columns the profiling data carries, and a line that says how many
+rows lie below (and above) the pane. Columns that do not fit are dropped, least
+important first; nothing wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from rich.style import Style
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from aclmon.acl_constants import AICORE_METRICS
+from aclmon.store import Store, StoreState
+from aclmon.store.ops import METRIC_SORT
+from aclmon.store.state import OpKey, OpStats
+from aclmon.tui import fmt
+from aclmon.tui.style import middle, theme_style
+from aclmon.tui.vlist import VirtualList
+
+#: the operator name's column never gets narrower than this
+OP_MIN = 26
+#: a metric column's width at most (its label is shortened to fit)
+METRIC_MAX = 11
+#: label shortenings, in order: msprof's op_summary names are long
+_SHORT = (
+    ("(GB/s)", ""), ("(KB)", ""), ("_ratio", "%"), ("main_mem_", "mm_"), ("_main_memory", "_mm"),
+    ("_read", "_rd"), ("_write", "_wr"), ("_datas", ""), ("_cache", ""), ("_exe", "_x"),
+    ("bankgroup", "bg"), ("_cflt", ""), ("_bw_vector", "_v"), ("_bw_scalar", "_s"),
+    ("_cube", ""), ("_bw", ""), ("_miss_allocate", "_miss"), ("fixpipe", "fixp"),
+    ("_fp16", "16"), ("_fp32", "32"), ("_int32", "i32"), ("_int8", "i8"),
+)  # fmt: skip
+
+
+class Column(NamedTuple):
+    label: str
+    sort: str  # key for Store.sorted_ops
+    width: int
+    right: bool  # right-aligned (numbers)
+    cell: Callable[[OpStats], str]
+
+
+def metric_label(name: str) -> str:
+    """A short header for an msprof op_summary column: ``aic_mac_ratio`` -> ``c.mac%``
+    (``c.`` cube core, ``v.`` vector core)."""
+    label = name
+    for old, new in _SHORT:
+        label = label.replace(old, new)
+    if label.startswith(("aic_", "aiv_")):
+        label = ("c." if label.startswith("aic_") else "v.") + label[4:]
+    return label[:METRIC_MAX]
+
+
+def metric_cell(name: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    if name.endswith("ratio"):
+        return f"{value * 100:.0f}%"
+    if name.endswith("(GB/s)"):
+        return f"{value:.1f}"
+    return fmt.count(value)
+
+
+def _metric_column(name: str) -> Column:
+    label = metric_label(name)
+    return Column(
+        label,
+        METRIC_SORT + name,
+        max(6, len(label)),
+        True,
+        lambda o: metric_cell(name, o.metric(name)),
+    )
+
+
+def _device(o: OpStats) -> str:
+    return str(o.device_id) if o.device_id >= 0 else "–"
+
+
+def _model(o: OpStats) -> str:
+    return o.model_name or (f"#{o.model_id}" if o.model_id >= 0 else "–")
+
+
+OPERATOR = Column("OPERATOR", "op", OP_MIN, False, lambda o: o.op_name)
+#: the fixed columns, most important first (the order they are kept when narrow)
+KEPT_FIRST = (
+    Column("TOTAL", "total", 8, True, lambda o: fmt.duration_us(o.total_us)),
+    Column("MODEL", "model", 14, False, _model),
+    Column("DEV", "device", 3, True, _device),
+    Column("COUNT", "count", 6, True, lambda o: fmt.count(o.count)),
+    Column("MEAN", "mean", 8, True, lambda o: fmt.duration_us(o.mean_us)),
+)
+KEPT_LAST = (
+    Column("MAX", "max", 8, True, lambda o: fmt.duration_us(o.max_us)),
+    Column("TYPE", "type", 14, False, lambda o: o.op_type),
+    Column("LAST", "last", 8, True, lambda o: fmt.duration_us(o.last_us)),
+    Column("MIN", "min", 8, True, lambda o: fmt.duration_us(o.min_us)),
+)
+#: left-to-right order of the columns that fit (metrics after MAX)
+ORDER = ("op", "type", "model", "device", "count", "total", "mean", "min", "max", "last")
+
+
+def columns_for(width: int, metrics: list[str]) -> list[Column]:
+    """The columns that fit ``width``, left to right: the operator's name first
+    (it takes what is left), then the rest in :data:`ORDER`, metrics last."""
+    candidates = [*KEPT_FIRST, *map(_metric_column, metrics), *KEPT_LAST]
+    room = width - OP_MIN
+    kept: list[Column] = []
+    for column in candidates:
+        if column.width + 1 <= room:
+            kept.append(column)
+            room -= column.width + 1
+    fixed = sorted(
+        (c for c in kept if not c.sort.startswith(METRIC_SORT)), key=lambda c: ORDER.index(c.sort)
+    )
+    shown = [c for c in kept if c.sort.startswith(METRIC_SORT)]
+    operator = OPERATOR._replace(width=OP_MIN + room)
+    return [operator, *fixed, *shown]
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    text = middle(text, width)
+    return text.rjust(width) if right else text.ljust(width)
+
+
+class OpList(VirtualList):
+    """The table's rows: a cursor, never following (the order is not arrival)."""
+
+    def __init__(self, renderer: Callable[[int, int], Text], *, id: str | None = None) -> None:
+        super().__init__(renderer, id=id)
+        self.follow = False
+
+    def set_follow(self, follow: bool) -> None:
+        super().set_follow(False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Enter opens nothing here: it goes on to the view (which applies the checklist).
+        return action != "select"
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._tell_table()
+
+    def on_focus(self) -> None:
+        self._tell_table()
+
+    def on_blur(self) -> None:
+        self._tell_table()
+
+    def _tell_table(self) -> None:
+        parent = self.parent
+        if isinstance(parent, OpTable):
+            parent.draw_more()
+
+
+class OpTable(Vertical):
+    """Operators of the store, sorted; the owner calls :meth:`show` with the store."""
+
+    DEFAULT_CSS = """
+    OpTable { height: 1fr; }
+    OpTable > #ops-title { height: 1; padding: 0 1; }
+    OpTable > #ops-more { height: 1; padding: 0 1; }
+    OpTable > OpList { overflow-x: hidden; }
+    """
+
+    sort: reactive[str] = reactive("total")
+    """The column the rows are sorted by (a key of Store.sorted_ops)."""
+    reverse: reactive[bool] = reactive(False)
+    """Sorted the other way round (smallest / Z first)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.store: Store | None = None
+        self.rows: list[OpStats] = []
+        self.columns: list[Column] = []
+        self._spans: list[tuple[int, int, str]] = []
+        self._width = 0
+        self._metrics: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="ops-title")
+        yield Static(id="ops-header", classes="colhead")
+        yield OpList(self._render_row, id="ops-list")
+        yield Static(id="ops-more")
+
+    @property
+    def oplist(self) -> OpList:
+        return self.query_one(OpList)
+
+    # ------------------------------------------------------------ sorting
+    def watch_sort(self) -> None:
+        self.show(self.store)
+
+    def watch_reverse(self) -> None:
+        self.show(self.store)
+
+    def next_sort(self) -> None:
+        """The next column to the right (the first after the last); the order restarts."""
+        sorts = [c.sort for c in self.columns] or ["total"]
+        index = sorts.index(self.sort) if self.sort in sorts else -1
+        self.reverse = False
+        self.sort = sorts[(index + 1) % len(sorts)]
+
+    def sort_by(self, sort: str) -> None:
+        """Sort by ``sort``; asked again for the column already sorted by, reverse it."""
+        if sort == self.sort:
+            self.reverse = not self.reverse
+        else:
+            self.reverse = False
+            self.sort = sort
+
+    @on(events.Click, "#ops-header")
+    def _header_clicked(self, event: events.Click) -> None:
+        for start, end, sort in self._spans:
+            if start <= event.x < end:
+                self.sort_by(sort)
+                return
+
+    # ------------------------------------------------------------ drawing
+    def show(self, store: Store | None) -> None:
+        """Draw the store's operators (keeping the cursor on the same row)."""
+        self.store = store
+        if store is None or not self.is_mounted:
+            return
+        oplist = self.oplist
+        width = max(OP_MIN, oplist.scrollable_content_region.width or (self.size.width - 1))
+        metrics = list(store.state.op_metrics)
+        self._width, self._metrics = width, metrics
+        self.columns = columns_for(width, metrics)
+        if self.sort.startswith(METRIC_SORT) and self.sort.removeprefix(METRIC_SORT) not in metrics:
+            self.sort = "total"  # the metric group changed under the sort
+            return
+        selected = self._key(oplist.cursor)
+        self.rows = store.sorted_ops(self.sort, self.reverse)
+        oplist.set_rows(0, len(self.rows))
+        oplist.clear_cache()
+        if selected is not None:
+            index = next((i for i, o in enumerate(self.rows) if _key(o) == selected), None)
+            if index is not None and index != oplist.cursor:
+                oplist.move_cursor_to(index)
+        self._draw_title()
+        self._draw_header()
+        self.draw_more()
+
+    def _key(self, index: int) -> OpKey | None:
+        return _key(self.rows[index]) if 0 <= index < len(self.rows) else None
+
+    def selected(self) -> OpStats | None:
+        """The operator under the cursor."""
+        index = self.oplist.cursor
+        return self.rows[index] if 0 <= index < len(self.rows) else None
+
+    def _draw_title(self) -> None:
+        assert self.store is not None
+        s = self.store.state
+        dim = theme_style(self, "aclmon-dim")
+        busy = theme_style(self, "aclmon-busy", bold=True)
+        title = Text("OPERATORS  ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
+        title.append(f"{s.op_timings_total} timings · {len(s.ops)} rows", style=dim)
+        if s.op_timings_untracked:
+            title.append(f" · {s.op_timings_untracked} of untracked operators", style=busy)
+        if self._metrics:
+            shown = sum(1 for c in self.columns if c.sort.startswith(METRIC_SORT))
+            group = _group_name(s)
+            units = [u for u in ("GB/s", "KB") if any(f"({u})" in m for m in self._metrics)]
+            title.append(f" · AI Core {group}: c. cube core, v. vector core", style=dim)
+            if units:
+                title.append(f", in {' and '.join(units)}", style=dim)
+            if shown < len(self._metrics):
+                title.append(f" ({len(self._metrics) - shown} columns need more width)", style=dim)
+        elif not s.ops:
+            title.append(
+                " · none yet: live operator timings (t), or profiling to files"
+                " with TASK_TIME / AICORE_METRICS",
+                style=dim,
+            )
+        title.truncate(max(1, self.size.width - 2), overflow="ellipsis")
+        self.query_one("#ops-title", Static).update(title)
+
+    def _draw_header(self) -> None:
+        dim = theme_style(self, "aclmon-dim", bold=True)
+        key = theme_style(self, "footer-key-foreground", bold=True)
+        text = Text(no_wrap=True, overflow="crop")
+        spans: list[tuple[int, int, str]] = []
+        for i, column in enumerate(self.columns):
+            if i:
+                text.append(" ")
+            start = len(text)
+            label = column.label
+            if column.sort == self.sort:
+                label += " ▲" if self.reverse else " ▼"
+            text.append(
+                _pad(label, column.width, column.right),
+                style=key if column.sort == self.sort else dim,
+            )
+            spans.append((start + 1, len(text) + 1, column.sort))  # +1: the header's padding
+        self._spans = spans
+        self.query_one("#ops-header", Static).update(text)
+
+    def draw_more(self) -> None:
+        """The line under the rows: how many lie below and above the pane, and the keys."""
+        if not self.is_mounted:
+            return
+        oplist = self.oplist
+        dim = theme_style(self, "aclmon-dim")
+        bold = Style(bold=True)
+        height = max(1, oplist.scrollable_content_region.height)
+        top = round(oplist.scroll_y)
+        below = max(0, len(self.rows) - top - height)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if below:
+            text.append(f"↓ {below} more", style=bold)
+        if top:
+            text.append(("   " if below else "") + f"↑ {top} above", style=bold)
+        if text:
+            text.append("   ")
+        where = "Tab: back to the checklist" if oplist.has_focus else "Tab: into the table"
+        text.append(f"s sort · r reverse · click a header · {where}", style=dim)
+        text.truncate(max(1, self.size.width - 2), overflow="ellipsis")
+        self.query_one("#ops-more", Static).update(text)
+
+    def _render_row(self, index: int, width: int) -> Text:
+        o = self.rows[index] if 0 <= index < len(self.rows) else None
+        text = Text(no_wrap=True, overflow="crop")
+        if o is None:
+            return text
+        dim = theme_style(self, "aclmon-dim")
+        for i, column in enumerate(self.columns):
+            if i:
+                text.append(" ")
+            cell = _pad(column.cell(o), column.width, column.right)
+            text.append(cell, style=dim if column.sort in ("device", "type") else Style())
+        return text
+
+    def on_resize(self) -> None:
+        self.show(self.store)
+
+
+def _key(o: OpStats) -> OpKey:
+    return (o.device_id, o.model_id, o.op_name)
+
+
+def _group_name(s: StoreState) -> str:
+    """The AI Core metric group the profiling session collects."""
+    if s.profiling is None:
+        return "metrics"
+    return AICORE_METRICS.get(s.profiling.aicore_metrics, ("", "metrics"))[1]
