@@ -177,7 +177,7 @@ class Agent:
         self.profiling = ProfilingController(ctx, binder, self.config.profiling_output)
         self.exceptions = ExceptionCapture(ctx)
         self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
-        self.exceptions.running_model = self.hooks.synchronous_execute_in_flight
+        self.exceptions.running_model = self.hooks.slow_calls.synchronous_execute_in_flight
         self.exceptions.note_running = self.history.note_running_model
         self.sampler = Sampler(ctx, binder)
         if self.config.plog:
@@ -348,7 +348,7 @@ class Agent:
             if task is not None:
                 self._guarded("control task", task)
             ctx.resync_clock()
-            self._guarded("slow call watch", hooks.announce_slow_calls)
+            self._guarded("slow call watch", hooks.slow_calls.announce)
             now = time.monotonic()
             if now >= timers["sample"]:
                 if self.sampler is not None:

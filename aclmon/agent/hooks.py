@@ -1,17 +1,11 @@
-"""Wrappers around the ``acl`` functions that change runtime state.
+"""Installs the wrappers around the ``acl`` functions that change runtime state.
 
-A wrapper calls the original with exactly the arguments it got and hands back
-exactly what it returned or raised; the observation happens around that call
-and is fenced by ``try`` so that nothing the agent does can reach the job.
-
-Ordinary calls get their wrapper from one builder (:func:`observed`): an
-optional ``before(args, kwargs)``, the call, then ``after(args, kwargs,
-result)``. The few calls a job makes in its inner loop (``synchronize_stream``,
-``synchronize_device``, ``execute``, ``execute_async``, ``set_context``) have
-hand-written wrappers instead: on the job's thread they read the clock twice
-and append one tuple to the publisher's ring, with every name they use bound in
-the closure (no attribute lookups per call); the event is built and numbered
-later on the publisher's thread (see ``aclmon.bus.publisher.Record``).
+Ordinary calls get their wrapper from one builder
+(:func:`aclmon.agent.wrappers.observed`) with the observers here: an optional
+``before(args, kwargs)``, the call, then ``after(args, kwargs, result)``; the
+msproftx observers are in :mod:`aclmon.agent.msproftx`. The few calls a job
+makes in its inner loop have hand-written wrappers (:mod:`aclmon.agent.hot`,
+which says why).
 
 When a hooked call fails (a non-zero ACL code), the wrapper asks the runtime
 why on the same thread (``acl.get_recent_err_msg``, which is per thread) and
@@ -28,32 +22,35 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent import hot
 from aclmon.agent import models as loaded_models
 from aclmon.agent.msproftx import TxHooks
+from aclmon.agent.wrappers import (
+    NO_ACL_CODE,
+    After,
+    Before,
+    Wrapper,
+    arg,
+    int_or,
+    observed,
+    ret_of,
+)
 from aclmon.events import (
-    DEVICE_SYNC,
-    SLOW_CALL_NS,
     CallFailed,
     ContextCreated,
     ContextCurrent,
     ContextDestroyed,
     DeviceReset,
     DeviceSet,
-    ExecuteBegin,
-    ExecuteEnd,
     ModelLoaded,
     ModelUnloaded,
     StreamCreated,
     StreamDestroyed,
-    StreamSyncBegin,
-    StreamSynchronized,
 )
 
 if TYPE_CHECKING:
@@ -61,66 +58,7 @@ if TYPE_CHECKING:
     from aclmon.agent.exceptions import ExceptionCapture
     from aclmon.agent.profiling import ProfilingController
 
-Wrapper = Callable[..., Any]
-#: (args, kwargs) -> None, run before the original call
-Before = Callable[[tuple[Any, ...], dict[str, Any]], None]
-#: (args, kwargs, result) -> None, run after it
-After = Callable[[tuple[Any, ...], dict[str, Any], Any], None]
-
-#: frames searched per thread for a synchronize/execute wrapper
-MAX_STACK_DEPTH = 64
-
 _get_ident = threading.get_ident
-_perf_ns = time.perf_counter_ns
-_tuple_new = tuple.__new__
-
-
-def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
-    """Argument ``index`` of a call, positional or by keyword (None if absent)."""
-    if len(args) > index:
-        return args[index]
-    return kwargs.get(name)
-
-
-def ret_of(result: Any) -> int:
-    """The ACL return code of a result: a bare int, or the last item of a tuple."""
-    if type(result) is int:
-        return result
-    if type(result) is tuple and result and type(result[-1]) is int:
-        return result[-1]
-    return -1
-
-
-def observed(
-    name: str,
-    original: Callable[..., Any],
-    fail: Callable[[str, BaseException], None],
-    call_failed: Callable[[str, tuple[Any, ...], dict[str, Any], Any], None] | None,
-    after: After | None = None,
-    before: Before | None = None,
-) -> Wrapper:
-    """The wrapper of an ordinary call: ``before``, the call, ``after``; a failed
-    call is also reported with the runtime's message (``call_failed``; None for a
-    call that returns no ACL code). Each observer is fenced."""
-    where = f"hook {name}"
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if before is not None:
-            try:
-                before(args, kwargs)
-            except Exception as exc:
-                fail(where, exc)
-        result = original(*args, **kwargs)
-        try:
-            if after is not None:
-                after(args, kwargs, result)
-            if call_failed is not None and ret_of(result) not in (ACL_SUCCESS, -1):
-                call_failed(name, args, kwargs, result)
-        except Exception as exc:
-            fail(where, exc)
-        return result
-
-    return wrapper
 
 
 class Hooks:
@@ -144,11 +82,9 @@ class Hooks:
         self.capture = capture
         self.on_init = on_init
         self.tx = TxHooks(ctx)
-        #: code object of a hot wrapper -> what a long call of it is ("sync", "execute"...)
-        self.slow_call_codes: dict[Any, str] = {}
+        #: the hot wrappers' calls still waiting (searched by the control thread)
+        self.slow_calls = hot.SlowCalls(ctx)
         self._installed: list[tuple[Any, str, Any, Any]] = []
-        #: thread id -> start (perf_counter_ns) of the slow call last announced on it
-        self._announced: dict[int, int] = {}
         self._get_recent_err_msg: Callable[[], Any] | None = getattr(
             self.acl, "get_recent_err_msg", None
         )
@@ -175,9 +111,7 @@ class Hooks:
             wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]
             setattr(module, name, wrapper)
             self.ctx.originals[qualified] = original
-            slow = _SLOW_CALLS.get(qualified)
-            if slow is not None:
-                self.slow_call_codes[wrapper.__code__] = slow
+            self.slow_calls.watch(qualified, wrapper)
             self._installed.append((module, name, original, wrapper))
 
     def uninstall(self) -> None:
@@ -199,15 +133,15 @@ class Hooks:
             "rt.reset_device_force": plain(functools.partial(self._after_reset_device, force=True)),
             "rt.create_context": plain(self._after_create_context),
             "rt.destroy_context": plain(self._after_destroy_context),
-            "rt.set_context": self._set_context,
+            "rt.set_context": self._hot(hot.set_context),
             "rt.create_stream": plain(self._after_create_stream),
             "rt.create_stream_with_config": plain(self._after_create_stream_with_config),
             "rt.destroy_stream": plain(self._after_destroy_stream),
             "rt.destroy_stream_force": plain(self._after_destroy_stream),
-            "rt.synchronize_stream": functools.partial(self._synchronize, timed=False),
-            "rt.synchronize_stream_with_timeout": functools.partial(self._synchronize, timed=True),
-            "rt.synchronize_device": functools.partial(self._synchronize, timed=False),
-            "rt.synchronize_device_with_timeout": functools.partial(self._synchronize, timed=True),
+            "rt.synchronize_stream": self._hot(hot.synchronize, timed=False),
+            "rt.synchronize_stream_with_timeout": self._hot(hot.synchronize, timed=True),
+            "rt.synchronize_device": self._hot(hot.synchronize, timed=False),
+            "rt.synchronize_device_with_timeout": self._hot(hot.synchronize, timed=True),
             "rt.set_exception_info_callback": self._set_exception_info_callback,
             "mdl.load_from_file": plain(functools.partial(self._after_load, from_file=True)),
             "mdl.load_from_file_with_mem": plain(
@@ -218,8 +152,8 @@ class Hooks:
                 functools.partial(self._after_load, from_file=False)
             ),
             "mdl.unload": plain(self._after_unload, self._before_unload),
-            "mdl.execute": functools.partial(self._execute, asynchronous=False),
-            "mdl.execute_async": functools.partial(self._execute, asynchronous=True),
+            "mdl.execute": self._hot(hot.execute, asynchronous=False),
+            "mdl.execute_async": self._hot(hot.execute, asynchronous=True),
             "prof.init": plain(self._after_prof_init, self._before_prof_init),
             "prof.finalize": plain(
                 lambda a, k, r: profiling.job_finalize(ret_of(r)),
@@ -247,8 +181,16 @@ class Hooks:
         self, after: After | None, before: Before | None = None
     ) -> Callable[[str, Callable[..., Any]], Wrapper]:
         def make(name: str, original: Callable[..., Any]) -> Wrapper:
-            failed = None if name in _NO_ACL_CODE else self.call_failed
+            failed = None if name in NO_ACL_CODE else self.call_failed
             return observed(name, original, self.ctx.fail, failed, after, before)
+
+        return make
+
+    def _hot(
+        self, factory: Callable[..., Wrapper], **options: bool
+    ) -> Callable[[str, Callable[..., Any]], Wrapper]:
+        def make(name: str, original: Callable[..., Any]) -> Wrapper:
+            return factory(self.ctx, name, original, self.call_failed, **options)
 
         return make
 
@@ -272,216 +214,7 @@ class Hooks:
             stream = arg(args, kwargs, 0, "stream")
         elif name == "mdl.execute_async":
             stream = arg(args, kwargs, 3, "stream")
-        self.ctx.emit(CallFailed, name, int(ret), message, _get_ident(), _int_or(stream, -1))
-
-    # ------------------------------------------------------------ hot wrappers
-    def _synchronize(self, name: str, original: Callable[..., Any], *, timed: bool) -> Wrapper:
-        """synchronize_stream / synchronize_device (``DEVICE_SYNC``), with or without a timeout.
-
-        StreamSyncBegin is not published from here: the control thread finds calls still
-        waiting after SLOW_CALL_NS on the threads' stacks (this code object, with ``start``
-        set and no ``end`` yet) and announces them (:meth:`announce_slow_calls`).
-        """
-        ctx = self.ctx
-        sink = ctx.sink
-        ring = sink.ring
-        limit = sink.ring_limit
-        append = ring.append
-        drop = sink.count_drop
-        fail = ctx.fail
-        call_failed = self.call_failed
-        where = f"hook {name}"
-        build = _sync_builder(
-            ctx.wall_offset, device=name.startswith("rt.synchronize_device"), timed=timed
-        )
-        size = len
-        if timed or name.startswith("rt.synchronize_device"):
-            # Rarer forms: the builder reads the arguments on the publisher's thread.
-            def synchronize(*args: Any, **kwargs: Any) -> Any:
-                start = _perf_ns()
-                result = original(*args, **kwargs)
-                end = _perf_ns()
-                try:
-                    if result:  # an int ACL code: non-zero only when the call failed
-                        call_failed(name, args, kwargs, result)
-                    if size(ring) < limit:
-                        append((build, start, end, args, kwargs, result))
-                    else:
-                        drop()
-                except Exception as exc:
-                    fail(where, exc)
-                return result
-
-            return synchronize
-        build_stream = _sync_stream_builder(ctx.wall_offset)
-
-        # Hand-inlined (no shared builder): the call jobs make most often. The record is
-        # flat (the stream, not args and kwargs): keeping fewer objects alive until the
-        # publisher takes them is measurably cheaper.
-        def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            end = _perf_ns()
-            try:
-                if result:  # an int ACL code: non-zero only when the call failed
-                    call_failed(name, args, kwargs, result)
-                if size(ring) < limit:
-                    append(
-                        (
-                            build_stream,
-                            start,
-                            end,
-                            args[0] if args else kwargs.get("stream", 0),
-                            result,
-                        )
-                    )
-                else:
-                    drop()
-            except Exception as exc:
-                fail(where, exc)
-            return result
-
-        return synchronize_stream
-
-    def _execute(self, name: str, original: Callable[..., Any], *, asynchronous: bool) -> Wrapper:
-        """mdl.execute / execute_async; ExecuteBegin is deferred like StreamSyncBegin."""
-        ctx = self.ctx
-        sink = ctx.sink
-        ring = sink.ring
-        limit = sink.ring_limit
-        append = ring.append
-        drop = sink.count_drop
-        fail = ctx.fail
-        call_failed = self.call_failed
-        where = f"hook {name}"
-        build = _execute_builder(ctx.wall_offset, asynchronous)
-        size = len
-
-        # Hand-inlined (no shared builder): runs once per model step; a flat record.
-        def execute(*args: Any, **kwargs: Any) -> Any:
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            end = _perf_ns()
-            try:
-                if result:
-                    call_failed(name, args, kwargs, result)
-                if size(ring) < limit:
-                    model_id = args[0] if args else kwargs.get("model_id")
-                    if asynchronous:
-                        stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
-                        append((build, start, end, model_id, stream, result))
-                    else:
-                        append((build, start, end, model_id, 0, result))
-                else:
-                    drop()
-            except Exception as exc:
-                fail(where, exc)
-            return result
-
-        return execute
-
-    def _set_context(self, name: str, original: Callable[..., Any]) -> Wrapper:
-        ctx = self.ctx
-        publish = ctx.publish
-        fail = ctx.fail
-        call_failed = self.call_failed
-        current = ctx.state.current
-        time_ns = time.time_ns
-
-        # Hand-inlined: jobs often set the same context in every step, and only a change
-        # is news, so the common call costs one dict lookup.
-        def set_context(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            try:
-                if result == ACL_SUCCESS:
-                    context = args[0] if args else kwargs.get("context")
-                    thread = _get_ident()
-                    previous = current.get(thread)
-                    if previous is None or previous[2] != context:
-                        event = ContextCurrent(0, time_ns(), context, thread)
-                        current[thread] = event
-                        publish(event)
-                else:
-                    call_failed(name, args, kwargs, result)
-            except Exception as exc:
-                fail("hook rt.set_context", exc)
-            return result
-
-        return set_context
-
-    # ------------------------------------------------------------ slow calls
-    def announce_slow_calls(self) -> None:
-        """Publish the Begin event of each synchronize/execute that has run too long
-        (runs on the control thread).
-
-        Nothing is recorded on the job's thread for this: the threads' stacks are
-        searched for a hot wrapper frame whose original call has not returned
-        (``start`` set, ``end`` not yet). A viewer thus still learns which thread is
-        stuck waiting on which stream or model, while a hooked call costs one record.
-        """
-        codes = self.slow_call_codes
-        if not codes:
-            return
-        ctx = self.ctx
-        now_perf = time.perf_counter_ns()
-        now_wall = time.time_ns()
-        seen: dict[int, int] = {}
-        for thread, frame in sys._current_frames().items():
-            depth = 0
-            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
-                frame = frame.f_back
-                depth += 1
-            if frame is None or depth >= MAX_STACK_DEPTH:
-                continue
-            local = frame.f_locals
-            start = local.get("start")
-            if type(start) is not int or "end" in local:
-                continue
-            seen[thread] = start
-            if self._announced.get(thread) == start or now_perf - start < SLOW_CALL_NS:
-                continue
-            args = local.get("args", ())
-            kwargs = local.get("kwargs", {})
-            begin_ns = now_wall - (now_perf - start)
-            # One code object serves several calls: the closure's ``name`` says which.
-            what = _SLOW_CALLS.get(local.get("name", ""), codes[frame.f_code])
-            if what == "sync":
-                event = ctx.make(StreamSyncBegin, arg(args, kwargs, 0, "stream"), thread)
-            elif what == "device":
-                event = ctx.make(StreamSyncBegin, DEVICE_SYNC, thread)
-            else:
-                model_id = arg(args, kwargs, 0, "model_id")
-                stream = arg(args, kwargs, 3, "stream") if what == "execute_async" else 0
-                model = ctx.state.models.get(model_id)
-                device = model.device_id if model is not None else -1
-                event = ctx.make(ExecuteBegin, model_id, stream or 0, device)
-            ctx.publish(event._replace(ts_ns=begin_ns))
-            self._announced[thread] = start
-        self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
-
-    def synchronous_execute_in_flight(self, device: int) -> int | None:
-        """The model of the one synchronous ``mdl.execute`` running on ``device`` now
-        (found on the threads' stacks, as for slow calls); None if none or several."""
-        codes = self.slow_call_codes
-        models = self.ctx.state.models
-        found = set()
-        for frame in list(sys._current_frames().values()):
-            depth = 0
-            while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
-                frame = frame.f_back
-                depth += 1
-            if frame is None or depth >= MAX_STACK_DEPTH:
-                continue
-            local = frame.f_locals
-            if type(local.get("start")) is not int or "end" in local:
-                continue
-            if _SLOW_CALLS.get(local.get("name", ""), codes[frame.f_code]) != "execute":
-                continue
-            model_id = arg(local.get("args", ()), local.get("kwargs", {}), 0, "model_id")
-            model = models.get(model_id)
-            if model is not None and model.device_id in (device, -1):
-                found.add(model_id)
-        return found.pop() if len(found) == 1 else None
+        self.ctx.emit(CallFailed, name, int(ret), message, _get_ident(), int_or(stream, -1))
 
     # ------------------------------------------------------------ helpers used by observers
     def _current_context(self) -> int:
@@ -727,69 +460,3 @@ class Hooks:
         metrics = arg(args, kwargs, 1, "aicore_metrics")
         flags = arg(args, kwargs, 3, "data_type_config")
         self.profiling.job_config(result, devices, metrics, flags)
-
-
-#: hot wrappers whose long calls the control thread announces, and what they are
-_SLOW_CALLS = {
-    "rt.synchronize_stream": "sync",
-    "rt.synchronize_stream_with_timeout": "sync",
-    "rt.synchronize_device": "device",
-    "rt.synchronize_device_with_timeout": "device",
-    "mdl.execute": "execute",
-    "mdl.execute_async": "execute_async",
-}
-
-
-#: hooked calls whose result is not an ACL code (a handle, 0 on failure; or None)
-_NO_ACL_CODE = frozenset({"prof.create_config", "prof.destroy_stamp"})
-
-
-def _int_or(value: Any, default: int) -> int:
-    return value if type(value) is int else default
-
-
-def _sync_builder(wall_offset: list[int], *, device: bool, timed: bool) -> Any:
-    """The publisher-side half of a synchronize wrapper: its record as StreamSynchronized."""
-
-    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
-        _, start, end, args, kwargs, result = record
-        if device:
-            stream = DEVICE_SYNC
-            timeout_ms = (args[0] if args else kwargs.get("timeout", -1)) if timed else -1
-        else:
-            stream = args[0] if args else kwargs.get("stream", 0)
-            timeout_ms = (args[1] if len(args) > 1 else kwargs.get("timeout", -1)) if timed else -1
-        ret = result if type(result) is int else ret_of(result)
-        return _tuple_new(
-            StreamSynchronized,
-            (next(counter), end + wall_offset[0], stream, end - start, ret, timeout_ms),
-        )
-
-    return build
-
-
-def _sync_stream_builder(wall_offset: list[int]) -> Any:
-    """The publisher-side half of the synchronize_stream wrapper."""
-
-    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
-        _, start, end, stream, result = record
-        ret = result if type(result) is int else ret_of(result)
-        return _tuple_new(
-            StreamSynchronized,
-            (next(counter), end + wall_offset[0], stream, end - start, ret, -1),
-        )
-
-    return build
-
-
-def _execute_builder(wall_offset: list[int], asynchronous: bool) -> Any:
-    """The publisher-side half of an execute wrapper: its record as ExecuteEnd."""
-
-    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
-        _, start, end, model_id, stream, result = record
-        ret = result if type(result) is int else ret_of(result)
-        return _tuple_new(
-            ExecuteEnd, (next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
-        )
-
-    return build

@@ -5,7 +5,7 @@ then marks it or opens a range with it; the agent remembers the messages and
 the open ranges (bounded) and publishes :class:`~aclmon.events.TxMark` for a
 mark and :class:`~aclmon.events.TxRange` when a range ends. Each function here
 is the ``after(args, kwargs, result)`` observer of one call, wrapped by
-``hooks.observed``.
+``aclmon.agent.wrappers.observed``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.wrappers import arg, ok
 from aclmon.events import TxMark, TxRange
 
 if TYPE_CHECKING:
@@ -28,19 +29,6 @@ MAX_PUSH_DEPTH = 256
 
 _get_ident = threading.get_ident
 _time_ns = time.time_ns
-
-
-def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
-    if len(args) > index:
-        return args[index]
-    return kwargs.get(name)
-
-
-def _ok(result: Any) -> bool:
-    """The call returned ACL_SUCCESS (an int alone, or as the last item of a tuple)."""
-    if type(result) is int:
-        return result == ACL_SUCCESS
-    return type(result) is tuple and bool(result) and type(result[-1]) is int and result[-1] == 0
 
 
 class TxHooks:
@@ -71,48 +59,48 @@ class TxHooks:
     def set_stamp_trace_message(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
-        if not _ok(result) or len(self.messages) >= MAX_REMEMBERED:
+        if not ok(result) or len(self.messages) >= MAX_REMEMBERED:
             return
-        stamp = _arg(args, kwargs, 0, "stamp")
-        message = str(_arg(args, kwargs, 1, "msg"))
-        length = _arg(args, kwargs, 2, "msg_len")
+        stamp = arg(args, kwargs, 0, "stamp")
+        message = str(arg(args, kwargs, 1, "msg"))
+        length = arg(args, kwargs, 2, "msg_len")
         if isinstance(length, int):  # the runtime keeps msg_len bytes
             message = message.encode()[: max(length, 0)].decode("utf-8", "replace")
         self.messages[stamp] = message
 
     def mark(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        if _ok(result):
-            self.ctx.emit(TxMark, self.messages.get(_arg(args, kwargs, 0, "stamp"), ""))
+        if ok(result):
+            self.ctx.emit(TxMark, self.messages.get(arg(args, kwargs, 0, "stamp"), ""))
 
     def mark_ex(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        if _ok(result):
-            self.ctx.emit(TxMark, str(_arg(args, kwargs, 0, "msg")))
+        if ok(result):
+            self.ctx.emit(TxMark, str(arg(args, kwargs, 0, "msg")))
 
     def destroy_stamp(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         # destroy_stamp returns None: the stamp is gone whatever it says
-        self.messages.pop(_arg(args, kwargs, 0, "stamp"), None)
+        self.messages.pop(arg(args, kwargs, 0, "stamp"), None)
 
     def push(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        if not _ok(result):
+        if not ok(result):
             return
         stack = self.pushed.setdefault(_get_ident(), [])
         if len(stack) < MAX_PUSH_DEPTH:
-            message = self.messages.get(_arg(args, kwargs, 0, "stamp"), "")
+            message = self.messages.get(arg(args, kwargs, 0, "stamp"), "")
             stack.append((message, _time_ns()))
 
     def pop(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         stack = self.pushed.get(_get_ident())
-        if _ok(result) and stack:
+        if ok(result) and stack:
             message, start_ns = stack.pop()
             self.ctx.emit(TxRange, message, start_ns, _time_ns())
 
     def range_start(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         range_id, ret = result
         if ret == ACL_SUCCESS and len(self.ranges) < MAX_REMEMBERED:
-            message = self.messages.get(_arg(args, kwargs, 0, "stamp"), "")
+            message = self.messages.get(arg(args, kwargs, 0, "stamp"), "")
             self.ranges[range_id] = (message, _time_ns())
 
     def range_stop(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        opened = self.ranges.pop(_arg(args, kwargs, 0, "range_id"), None)
-        if opened is not None and _ok(result):
+        opened = self.ranges.pop(arg(args, kwargs, 0, "range_id"), None)
+        if opened is not None and ok(result):
             self.ctx.emit(TxRange, opened[0], opened[1], _time_ns())

@@ -170,12 +170,12 @@ def test_devices_contexts_streams_and_snapshot(agent_factory, sim_acl, model_pat
 
 
 def test_slow_calls_get_their_begin_event(agent_factory, sim_acl, tmp_path, monkeypatch):
-    from aclmon.agent import hooks
+    from aclmon.agent import hot
 
     # A call counts as slow after 1 ms here; the operator keeps the device busy for
     # 0.6 s, so the control thread (checking every 50 ms) has ample time to see it
     # even on a loaded machine.
-    monkeypatch.setattr(hooks, "SLOW_CALL_NS", 1_000_000)
+    monkeypatch.setattr(hot, "SLOW_CALL_NS", 1_000_000)
     slow = json.loads(json.dumps(MODEL))
     slow["ops"] = [dict(MODEL["ops"][2], inputs=["x"], cost_us=600_000)]
     path = tmp_path / "slow.json"
