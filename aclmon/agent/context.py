@@ -7,7 +7,7 @@ itself. It holds:
 
 * the event sink (the publisher, or a :class:`MemorySink` in tests): ``emit``,
   ``publish`` and ``make`` hand it records that are numbered later, on the
-  sink's side (see ``aclmon.bus.publisher.Record``), so a job thread pays one
+  sink's side (see ``aclmon.bus.records.Record``), so a job thread pays one
   tuple and one deque append;
 * the clock offset the hottest hooks use (``wall_offset``);
 * the runtime state (``state``), the configuration (``config``), the logger;
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.state import RuntimeState
-from aclmon.bus.publisher import Record, build_numbered, build_plain, build_records
+from aclmon.bus.records import Record, build_numbered, build_plain, build_records
 from aclmon.events import Event, LogLine
 
 log = logging.getLogger("aclmon.agent")

@@ -3,7 +3,7 @@
 ``publish(event)`` appends to a bounded queue and returns; when the queue is
 full the event is dropped and counted (``False``). ``emit(cls, *fields)`` and
 the records any thread appends to :attr:`Publisher.ring` are numbered later, on
-the publisher's thread (see :data:`Record`), so the thread that emits pays for
+the publisher's thread (see :data:`aclmon.bus.records.Record`), so the thread that emits pays for
 one tuple and one deque append. One daemon thread owns all
 I/O (``selectors``): it accepts viewers, runs the handshake, packs every
 queued event into one buffer of frames, and fans that buffer out to each
@@ -16,28 +16,23 @@ Commands from authorised, non-readonly connections reach ``on_command`` on
 the publisher thread. ``Ping`` and ``RequestSnapshot`` are answered here,
 since they concern the connection rather than the runtime.
 
-Peers are not trusted before they prove who they are (docs/security.md): a
-connection in its handshake holds at most one 4 KiB frame, must finish within
-``HANDSHAKE_TIMEOUT_S``, and such connections are capped per peer and in total
-(the oldest is closed to make room, so a newcomer always gets its chance);
-viewers that receive without having authenticated have their own cap, apart
-from authenticated ones, so they can never lock a real viewer out. Warnings a
-peer can trigger are aggregated (:mod:`aclmon.bus.lograte`).
+Peers are not trusted before they prove who they are: the caps on handshakes
+and viewers are in :mod:`aclmon.bus.viewers`. Warnings a peer can trigger are
+aggregated (:mod:`aclmon.bus.lograte`). The ring's records and how they become
+events are in :mod:`aclmon.bus.records`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import logging
-import operator
 import os
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
@@ -45,7 +40,16 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.lograte import RateLimitedLog
+from aclmon.bus.records import Record, build_plain, build_records
 from aclmon.bus.transport import Address, Listener, as_address, listen
+from aclmon.bus.viewers import (
+    DEFAULT_MAX_CONNECTIONS,
+    HANDSHAKE_TIMEOUT_S,
+    MAX_IGNORED_COMMANDS,
+    Admission,
+    Connection,
+    peer_of,
+)
 from aclmon.errors import AclmonError
 from aclmon.events import (
     COMMAND_KINDS,
@@ -57,7 +61,7 @@ from aclmon.events import (
     Reply,
     RequestSnapshot,
 )
-from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError, encode_frame
+from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameError, encode_frame, encode_frames
 
 log = logging.getLogger("aclmon.bus")
 
@@ -67,28 +71,6 @@ DEFAULT_QUEUE_SIZE = 65536
 DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
 #: most events packed into one batch (bounds one write and the pump's latency)
 BATCH_EVENTS = 4096
-HANDSHAKE_TIMEOUT_S = 5.0
-#: authenticated viewers served at once; more are closed at accept so a runaway
-#: client cannot exhaust the job's descriptors
-DEFAULT_MAX_CONNECTIONS = 32
-#: connections still in their handshake, in total and from one peer (an IP
-#: address, or a process on a Unix socket); past these the oldest is closed
-MAX_HANDSHAKES = 16
-MAX_HANDSHAKES_PER_PEER = 4
-#: viewers admitted without authenticating (receive-only), in total and per peer
-MAX_UNAUTHENTICATED = 8
-MAX_UNAUTHENTICATED_PER_PEER = 2
-#: output buffer of an unauthenticated viewer (authenticated ones: subscriber_buffer)
-UNAUTHENTICATED_BUFFER = 1024 * 1024
-#: commands a connection may send that are ignored (it may not send any) before
-#: it is dropped: a well-behaved client sends none
-MAX_IGNORED_COMMANDS = 64
-#: a peer whose unauthenticated connection sent garbage or ignored commands is
-#: not admitted without authenticating again for this long (so a flooder that
-#: reconnects at once costs a refused handshake, not a snapshot and a flood)
-MISBEHAVIOUR_PENALTY_S = 10.0
-#: peers remembered for that, at most (the oldest are forgotten first)
-_MAX_PENALISED = 1024
 #: connections accepted per turn of the I/O loop, so that the handshakes already
 #: under way are served between bursts of new ones
 _ACCEPTS_PER_TURN = 8
@@ -101,106 +83,12 @@ DROPS_REPORT_INTERVAL_S = 0.5
 RING_POLL_S = 0.005
 IDLE_POLL_S = 0.05
 
-#: An entry of :attr:`Publisher.ring`: a tuple whose first item builds the event,
-#: ``record[0](counter, record) -> Event | None``, taking ``next(counter)`` as its
-#: sequence number only when it returns an event. It runs on the publisher's
-#: thread, and only when someone listens.
-Record = tuple[Any, ...]
-
-
-def build_plain(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(build_plain, cls, ts_ns, fields)``: the event ``cls(seq, ts_ns, *fields)``."""
-    return _tuple_new(record[1], (next(counter), record[2], *record[3]))  # type: ignore[no-any-return]
-
-
-def build_numbered(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(build_numbered, event)``: a ready event, given the next number."""
-    event = record[1]
-    return _tuple_new(type(event), (next(counter), *event[1:]))  # type: ignore[no-any-return]
-
-
-def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:
-    """The events of ``records`` in order, and how many records failed to build
-    (skipped: a bad record must not stop the others, nor take a number)."""
-    events: list[Event] = []
-    append = events.append
-    failed = 0
-    for record in records:
-        try:
-            event = record[0](counter, record)
-        except Exception as exc:
-            failed += 1
-            if failed == 1:
-                log.warning("event record dropped: %s: %s", type(exc).__name__, exc)
-            continue
-        if event is not None:
-            append(event)
-    return events, failed
-
-
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
 MAX_HELLO = handshake.MAX_HANDSHAKE_FRAME
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-_pack_length = HEADER.pack
-_kind_tuple = operator.attrgetter("KIND_TUPLE")
 _tuple_new = tuple.__new__
-
-
-class _Connection:
-    __slots__ = (
-        "authenticated",
-        "command_frames",
-        "commands",
-        "dropped",
-        "hello",
-        "ignored",
-        "name",
-        "nonce",
-        "opened",
-        "out",
-        "out_limit",
-        "peer",
-        "ready",
-        "reported_at",
-        "reported_drops",
-        "sock",
-        "want_write",
-    )
-
-    def __init__(self, sock: socket.socket, name: str, peer: str, max_frame: int) -> None:
-        self.sock = sock
-        self.name = name
-        self.peer = peer
-        self.nonce = handshake.make_nonce()
-        self.opened = time.monotonic()
-        self.ready = False
-        self.commands = False
-        self.authenticated = False
-        # The bytes of the hello so far: never more than one handshake frame.
-        self.hello = bytearray()
-        self.command_frames = FrameDecoder(max_frame, name)
-        self.out = bytearray()
-        self.out_limit = 0
-        self.want_write = False
-        self.dropped = 0
-        self.ignored = 0
-        self.reported_drops = 0
-        self.reported_at = 0.0
-
-
-def _peer_of(sock: socket.socket, name: str) -> str:
-    """Who is on the other end, for the per-peer caps: the IP address over TCP,
-    the process over a Unix socket."""
-    if name.startswith("tcp:"):
-        return name[4:].rsplit(":", 1)[0]
-    try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        pid = int.from_bytes(creds[:4], "little")
-    except (OSError, AttributeError):
-        return "unix"
-    return f"unix pid {pid}"
 
 
 class Publisher:
@@ -232,7 +120,7 @@ class Publisher:
         self._observe = observe
         self._subscriber_buffer = subscriber_buffer
         self._max_frame = max_frame
-        self._max_connections = max_connections
+        self._admission = Admission(max_connections)
         self._clock = Clock()
         #: records (see :data:`Record`) appended by any thread without a lock; at most
         #: ``ring_limit`` wait: a writer checks ``len(ring) < ring_limit`` and calls
@@ -250,14 +138,13 @@ class Publisher:
         self._closing = False
         self._listener: Listener | None = None
         self._thread: threading.Thread | None = None
-        self._connections: dict[int, _Connection] = {}
+        self._connections: dict[int, Connection] = {}
         self._selector: selectors.BaseSelector | None = None
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._policy: handshake.Policy | None = None
         self._warnings = RateLimitedLog(log)
         self._warn = self._warnings.warning
-        self._penalised: dict[str, float] = {}  # peer -> until (monotonic)
 
     # ------------------------------------------------------------ public API
     @property
@@ -404,7 +291,7 @@ class Publisher:
                 elif tag == "wake":
                     self._drain_wake()
                 else:
-                    conn: _Connection = tag
+                    conn: Connection = tag
                     try:
                         if mask & selectors.EVENT_READ:
                             self._read(conn)
@@ -437,36 +324,24 @@ class Publisher:
             if accepted is None:
                 return
             sock, name = accepted
-            ready = sum(1 for c in self._connections.values() if c.ready)
-            if ready >= self._max_connections + MAX_UNAUTHENTICATED:
+            ready = self._admission.viewers_at_cap(self._connections.values())
+            if ready is not None:
                 self._warn("refused", "refusing %s: already %d viewers", name, ready)
                 sock.close()
                 continue
-            peer = _peer_of(sock, name)
-            self._make_room_for_handshake(peer)
-            conn = _Connection(sock, name, peer, self._max_frame)
+            peer = peer_of(sock, name)
+            for oldest, why in self._admission.handshakes_to_close(
+                self._connections.values(), peer
+            ):
+                self._drop_connection(oldest, why, kind="evicted")
+            conn = Connection(sock, name, peer, self._max_frame)
             self._connections[sock.fileno()] = conn
             assert self._selector is not None
             self._selector.register(sock, selectors.EVENT_READ, conn)
             hello = handshake.server_hello(conn.nonce, bool(self._token))
             self._send(conn, encode_frame(_pack(hello)))
 
-    def _make_room_for_handshake(self, peer: str) -> None:
-        """Close the oldest handshakes in progress past the per-peer and total caps."""
-        waiting = [c for c in self._connections.values() if not c.ready]
-        from_peer = [c for c in waiting if c.peer == peer]
-        if len(from_peer) >= MAX_HANDSHAKES_PER_PEER:
-            oldest = min(from_peer, key=lambda c: c.opened)
-            self._drop_connection(oldest, f"closed: more than {MAX_HANDSHAKES_PER_PEER}"
-                                  f" handshakes at once from {peer}", kind="evicted")  # fmt: skip
-            waiting.remove(oldest)
-        if len(waiting) >= MAX_HANDSHAKES:
-            oldest = min(waiting, key=lambda c: c.opened)
-            self._drop_connection(
-                oldest, f"closed: more than {MAX_HANDSHAKES} handshakes at once", kind="evicted"
-            )
-
-    def _read(self, conn: _Connection) -> None:
+    def _read(self, conn: Connection) -> None:
         # Before the handshake, read no more than what completes one handshake
         # frame: an unauthenticated peer never makes the job hold more. A
         # connection that may not send commands has nothing to send: small reads
@@ -518,7 +393,7 @@ class Publisher:
             if not self._command(conn, payload):
                 return
 
-    def _admit(self, conn: _Connection, payload: bytes) -> bool:
+    def _admit(self, conn: Connection, payload: bytes) -> bool:
         hello = None
         try:
             hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
@@ -527,7 +402,7 @@ class Publisher:
         assert self._policy is not None
         verdict = handshake.judge(self._policy, conn.nonce, hello)
         if verdict.ok:
-            verdict = self._room_for(conn, verdict)
+            verdict = self._admission.room_for(self._connections.values(), conn, verdict)
         self._send(conn, encode_frame(_pack(handshake.welcome(verdict))))
         if not verdict.ok:
             self._drop_connection(conn, f"handshake refused: {verdict.why}", kind="refused")
@@ -535,37 +410,12 @@ class Publisher:
         conn.ready = True
         conn.commands = verdict.commands
         conn.authenticated = verdict.authenticated
-        conn.out_limit = (
-            self._subscriber_buffer
-            if verdict.authenticated
-            else min(self._subscriber_buffer, UNAUTHENTICATED_BUFFER)
-        )
+        conn.out_limit = self._admission.out_limit(verdict.authenticated, self._subscriber_buffer)
         log.debug("subscriber %s connected (commands: %s)", conn.name, conn.commands)
         self._send_snapshot(conn)
         return True
 
-    def _room_for(self, conn: _Connection, verdict: handshake.Verdict) -> handshake.Verdict:
-        """``verdict``, or a refusal when viewers of its kind are at their caps
-        (authenticated and unauthenticated viewers are counted apart, so the ones
-        without a token can never lock out the ones with it)."""
-        if verdict.authenticated:
-            ready = sum(1 for c in self._connections.values() if c.ready and c.authenticated)
-            if ready < self._max_connections:
-                return verdict
-            return handshake.Verdict(False, False, f"already {ready} viewers")
-        others = [c for c in self._connections.values() if c.ready and not c.authenticated]
-        until = self._penalised.get(conn.peer)
-        if until is not None and time.monotonic() < until:
-            why = f"{conn.peer} misbehaved without a token in the last {MISBEHAVIOUR_PENALTY_S:g} s"
-        elif len(others) >= MAX_UNAUTHENTICATED:
-            why = f"already {len(others)} viewers without a token (authenticate to get in)"
-        elif sum(1 for c in others if c.peer == conn.peer) >= MAX_UNAUTHENTICATED_PER_PEER:
-            why = f"already {MAX_UNAUTHENTICATED_PER_PEER} viewers without a token from {conn.peer}"
-        else:
-            return verdict
-        return handshake.Verdict(False, False, why)
-
-    def _send_snapshot(self, conn: _Connection) -> None:
+    def _send_snapshot(self, conn: Connection) -> None:
         if self._snapshot is None:
             return
         try:
@@ -573,18 +423,13 @@ class Publisher:
         except Exception:
             log.exception("snapshot callback failed; subscriber %s starts without it", conn.name)
             return
-        parts = []
-        for event in events:
-            try:
-                payload = _pack((type(event).KIND, 0, *event[1:]))  # type: ignore[attr-defined]
-            except Exception as exc:
-                log.warning("unencodable snapshot event %r skipped: %s", type(event).__name__, exc)
-                continue
-            parts.append(_pack_length(len(payload)))
-            parts.append(payload)
-        self._send(conn, b"".join(parts))
+        # Snapshot state stands outside the sequence: number 0.
+        data, failed = encode_frames([_tuple_new(type(e), (0, *e[1:])) for e in events])
+        for event, exc in failed:
+            log.warning("unencodable snapshot event %r skipped: %s", type(event).__name__, exc)
+        self._send(conn, data)
 
-    def _command(self, conn: _Connection, payload: bytes) -> bool:
+    def _command(self, conn: Connection, payload: bytes) -> bool:
         """Handle one frame from a subscriber; False if the connection was dropped."""
         decoder = EventDecoder()
         event = decoder.decode_payload(payload)
@@ -616,7 +461,7 @@ class Publisher:
                 self.reply(request_id, ACL_ERROR_INTERNAL_ERROR, f"command failed: {exc}")
         return True
 
-    def _ignore(self, conn: _Connection, what: str) -> bool:
+    def _ignore(self, conn: Connection, what: str) -> bool:
         """Count a frame ignored from ``conn``; drop it past MAX_IGNORED_COMMANDS."""
         conn.ignored += 1
         if conn.ignored > MAX_IGNORED_COMMANDS:
@@ -680,23 +525,16 @@ class Publisher:
                 self._send(conn, data)
 
     def _frames(self, batch: list[Event]) -> bytes:
-        """``batch`` as frames in one buffer. Packing and framing run as C-level
-        ``map`` calls over the whole batch: no Python bytecode per event."""
-        try:
-            payloads = list(map(_pack, map(operator.add, map(_kind_tuple, batch), batch)))
-        except Exception:  # some event msgpack cannot carry: find it, drop it
-            payloads = []
-            for event in batch:
-                try:
-                    payloads.append(_pack((event.KIND, *event)))  # type: ignore[union-attr]
-                except Exception as exc:
-                    log.warning("unencodable %s dropped: %s", type(event).__name__, exc)
-                    with self._drop_lock:
-                        self._queue_dropped += 1
-        lengths = map(_pack_length, map(len, payloads))
-        return b"".join(itertools.chain.from_iterable(zip(lengths, payloads, strict=True)))
+        """``batch`` as frames in one buffer; an event msgpack cannot carry is dropped."""
+        data, failed = encode_frames(batch)
+        for event, exc in failed:
+            log.warning("unencodable %s dropped: %s", type(event).__name__, exc)
+        if failed:
+            with self._drop_lock:
+                self._queue_dropped += len(failed)
+        return data
 
-    def _send(self, conn: _Connection, data: bytes) -> None:
+    def _send(self, conn: Connection, data: bytes) -> None:
         if not data:
             return
         if conn.out:
@@ -713,7 +551,7 @@ class Publisher:
             conn.out += memoryview(data)[sent:]
             self._want_write(conn, True)
 
-    def _flush(self, conn: _Connection) -> None:
+    def _flush(self, conn: Connection) -> None:
         try:
             sent = conn.sock.send(conn.out)
         except (BlockingIOError, InterruptedError):
@@ -725,7 +563,7 @@ class Publisher:
         if not conn.out:
             self._want_write(conn, False)
 
-    def _want_write(self, conn: _Connection, on: bool) -> None:
+    def _want_write(self, conn: Connection, on: bool) -> None:
         if conn.want_write == on or conn.sock.fileno() == -1:
             return
         conn.want_write = on
@@ -764,18 +602,13 @@ class Publisher:
             self.emit(Drops, self._queue_dropped, "publisher queue", "queue full")
 
     def _drop_connection(
-        self, conn: _Connection, why: str, quiet: bool = False, kind: str = "dropped"
+        self, conn: Connection, why: str, quiet: bool = False, kind: str = "dropped"
     ) -> None:
         if quiet:
             log.debug("subscriber %s disconnected: %s", conn.name, why)
         else:
             self._warn(kind, "subscriber %s disconnected: %s", conn.name, why)
-        if kind in ("garbage", "ignored") and not conn.authenticated:
-            penalised = self._penalised
-            penalised.pop(conn.peer, None)  # re-inserted last: the newest
-            if len(penalised) >= _MAX_PENALISED:
-                del penalised[next(iter(penalised))]
-            penalised[conn.peer] = time.monotonic() + MISBEHAVIOUR_PENALTY_S
+        self._admission.dropped(conn, kind)
         fd = conn.sock.fileno()
         if fd != -1:
             assert self._selector is not None

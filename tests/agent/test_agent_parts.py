@@ -14,7 +14,7 @@ from aclmon.agent.exceptions import ExceptionCapture
 from aclmon.agent.hooks import Hooks
 from aclmon.agent.profiling import ProfilingController
 from aclmon.agent.sampler import Sampler
-from aclmon.bus.publisher import build_plain, build_records
+from aclmon.bus.records import build_plain, build_records
 from aclmon.events import (
     AclException,
     CallFailed,

@@ -13,7 +13,7 @@ import pytest
 from bushelpers import RawClient, wait_until
 
 from aclmon import events as ev
-from aclmon.bus import publisher as publisher_module
+from aclmon.bus import viewers
 from aclmon.bus.lograte import RateLimitedLog
 from aclmon.bus.publisher import Publisher
 from aclmon.bus.subscriber import Subscriber
@@ -43,7 +43,7 @@ def test_receive_only_strangers_cannot_lock_out_a_viewer_with_the_token() -> Non
         strangers = []
         try:
             # Viewers without the token (receive-only on loopback), then idle sockets.
-            for _ in range(publisher_module.DEFAULT_MAX_CONNECTIONS + 4):
+            for _ in range(viewers.DEFAULT_MAX_CONNECTIONS + 4):
                 client = RawClient(publisher.address)
                 client.handshake()
                 strangers.append(client)
@@ -53,9 +53,9 @@ def test_receive_only_strangers_cannot_lock_out_a_viewer_with_the_token() -> Non
                 assert viewer.wait_connected(10)
                 assert viewer.commands_allowed
             admitted = [c for c in publisher._connections.values() if c.ready]
-            assert len(admitted) <= publisher_module.MAX_UNAUTHENTICATED + 1
+            assert len(admitted) <= viewers.MAX_UNAUTHENTICATED + 1
             waiting = [c for c in publisher._connections.values() if not c.ready]
-            assert len(waiting) <= publisher_module.MAX_HANDSHAKES
+            assert len(waiting) <= viewers.MAX_HANDSHAKES
         finally:
             for client in strangers:
                 client.close()
@@ -70,7 +70,7 @@ def test_handshakes_from_one_peer_are_capped_oldest_first(
         try:
             for client in clients[:-1]:
                 assert client.next_payload() is not None  # accepted, hello sent
-            cap = publisher_module.MAX_HANDSHAKES_PER_PEER
+            cap = viewers.MAX_HANDSHAKES_PER_PEER
             # The oldest ones were closed to make room for the newer ones.
             assert clients[0].next_payload(10) is None
             assert clients[-1].handshake()["ok"]
@@ -123,9 +123,9 @@ def test_peer_names_for_the_caps() -> None:
     try:
         import os
 
-        assert publisher_module._peer_of(a, "unix:fd3") == f"unix pid {os.getpid()}"
-        assert publisher_module._peer_of(a, "tcp:10.0.0.7:5000") == "10.0.0.7"
-        assert publisher_module._peer_of(a, "tcp:::1:5000") == "::1"
+        assert viewers.peer_of(a, "unix:fd3") == f"unix pid {os.getpid()}"
+        assert viewers.peer_of(a, "tcp:10.0.0.7:5000") == "10.0.0.7"
+        assert viewers.peer_of(a, "tcp:::1:5000") == "::1"
     finally:
         a.close()
         b.close()

@@ -1,0 +1,56 @@
+"""The records of the publisher's ring: what the job's threads append, and how the
+publisher's thread turns them into numbered events.
+
+A thread that emits pays for one tuple and one deque append; building the event
+and giving it its sequence number happen later, on the publisher's thread, and
+only when someone listens. :class:`aclmon.agent.context.MemorySink` numbers them
+the same way without a socket.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from aclmon.events import Event
+
+log = logging.getLogger("aclmon.bus")
+
+#: An entry of :attr:`aclmon.bus.publisher.Publisher.ring`: a tuple whose first item
+#: builds the event, ``record[0](counter, record) -> Event | None``, taking
+#: ``next(counter)`` as its sequence number only when it returns an event. It runs
+#: on the publisher's thread, and only when someone listens.
+Record = tuple[Any, ...]
+
+_tuple_new = tuple.__new__
+
+
+def build_plain(counter: Iterator[int], record: Record) -> Event:
+    """The record ``(build_plain, cls, ts_ns, fields)``: the event ``cls(seq, ts_ns, *fields)``."""
+    return _tuple_new(record[1], (next(counter), record[2], *record[3]))  # type: ignore[no-any-return]
+
+
+def build_numbered(counter: Iterator[int], record: Record) -> Event:
+    """The record ``(build_numbered, event)``: a ready event, given the next number."""
+    event = record[1]
+    return _tuple_new(type(event), (next(counter), *event[1:]))  # type: ignore[no-any-return]
+
+
+def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:
+    """The events of ``records`` in order, and how many records failed to build
+    (skipped: a bad record must not stop the others, nor take a number)."""
+    events: list[Event] = []
+    append = events.append
+    failed = 0
+    for record in records:
+        try:
+            event = record[0](counter, record)
+        except Exception as exc:
+            failed += 1
+            if failed == 1:
+                log.warning("event record dropped: %s: %s", type(exc).__name__, exc)
+            continue
+        if event is not None:
+            append(event)
+    return events, failed
