@@ -21,18 +21,13 @@ the file to read the frames from, so it is testable on its own.
 from __future__ import annotations
 
 import bisect
-import itertools
-import math
 import os
-import pickle
 import re
 import threading
-import zlib
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 
@@ -40,15 +35,15 @@ from aclmon import events as ev
 from aclmon.errors import AclmonError
 from aclmon.events.wire import HEADER, HEADER_SIZE, BatchDecoder
 from aclmon.store.fold import Store
+from aclmon.store.snapshots import (
+    DEFAULT_MAX_SNAPSHOTS,
+    DEFAULT_SNAPSHOT_EVERY,
+    SharedParts,
+    Snapshot,
+    Snapshots,
+)
 from aclmon.store.state import StoreState
 
-#: frames between two snapshots, at least: bounds the fold work of any seek.
-DEFAULT_SNAPSHOT_EVERY = 5_000
-#: snapshots kept at most (besides the empty one at position 0). Each costs
-#: ~12 KiB on the 1M-event bench (its rings are places in shared journals, the
-#: rest is compressed; 256 of them ~3 MiB), so past this many the spacing
-#: grows instead (1M frames: one every 5,000; 4M frames: one every ~16,000).
-DEFAULT_MAX_SNAPSHOTS = 256
 #: frames decoded and folded at once while folding long ranges: bounds the decoded
 #: events alive at once (20,000 left ~8 MiB more in the replay's peak RSS, and
 #: the builder thread and a seek may fold at the same time; no slower).
@@ -61,7 +56,6 @@ RESTORE_COST = 2_000
 _KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
 _KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
 OVERFLOW = "overflow"
-_T = TypeVar("_T")
 EXCEPTION = "exception"
 
 
@@ -196,16 +190,12 @@ class ReplayEngine:
         self.frames = FrameFile(path, index)
         self.snapshot_every = snapshot_every
         self.max_snapshots = max_snapshots
-        #: the builder's current spacing: ``snapshot_every`` or more for long recordings.
-        self.spacing = snapshot_every
         self._store_factory = store_factory
         self.store = store_factory()
         self.position = 0
+        # Guards the snapshots and the markers (the builder adds, any thread reads).
         self._lock = threading.Lock()
-        # Sorted snapshot positions and their states; position 0 is the empty store.
-        self._snapshot_at: list[int] = [0]
-        self._journals = {name: RingJournal() for name in RINGS}
-        self._snapshots: dict[int, Snapshot] = {0: self._take_snapshot(self.store.state)}
+        self.snapshots = Snapshots(self.store.state, snapshot_every, max_snapshots)
         # Frame numbers as int64 arrays: 8 bytes each instead of a list slot plus an int object.
         self._markers: dict[str, array[int]] = {EXCEPTION: array("q"), OVERFLOW: array("q")}
         self._scanned = 0  # frames the builder has folded (snapshots and markers cover them)
@@ -296,39 +286,14 @@ class ReplayEngine:
 
     def _nearest_snapshot(self, position: int) -> tuple[int, Snapshot]:
         with self._lock:
-            i = bisect.bisect_right(self._snapshot_at, position) - 1
-            at = self._snapshot_at[i]
-            return at, self._snapshots[at]
-
-    def _take_snapshot(self, state: StoreState) -> Snapshot:
-        """A snapshot of ``state`` (the builder's own store): its rings as places in the
-        journals, everything else serialised and compressed."""
-        rings = tuple(
-            self._journals[name].record(getattr(state, name), getattr(state, f"{name}_dropped"))
-            for name in RINGS
-        )
-        held = [getattr(state, name) for name in RINGS]
-        try:
-            for name in RINGS:
-                setattr(state, name, deque())  # saved empty: the journal holds the items
-            rest = zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        finally:
-            for name, ring in zip(RINGS, held, strict=True):
-                setattr(state, name, ring)
-        return Snapshot(rest, rings)
-
-    def _restore(self, store: Store, snapshot: Snapshot) -> None:
-        """Make ``store`` continue from ``snapshot`` (which stays unchanged)."""
-        store.restore(pickle.loads(zlib.decompress(snapshot.rest)))
-        for name, (end, length) in zip(RINGS, snapshot.rings, strict=True):
-            setattr(store.state, name, self._journals[name].ring(end, length))
+            return self.snapshots.nearest(position)
 
     def state_at(self, position: int) -> StoreState:
         """The fold of frames ``0..position-1`` as a new state (any thread)."""
         position = self._clamp(position)
         at, snapshot = self._nearest_snapshot(position)
         store = self._store_factory()
-        self._restore(store, snapshot)
+        self.snapshots.restore(store, snapshot)
         self._fold(store, at, position)
         return store.state
 
@@ -353,7 +318,7 @@ class ReplayEngine:
         if 0 <= forward <= position - at + RESTORE_COST:
             self._fold(self.store, self.position, position)
         else:
-            self._restore(self.store, snapshot)
+            self.snapshots.restore(self.store, snapshot)
             self._fold(self.store, at, position)
         self.position = position
         return position
@@ -488,6 +453,7 @@ class ReplayEngine:
             store = self._store_factory()
             decoder = ev.EventDecoder()
             parts = SharedParts()
+            snapshots = self.snapshots
             while not self._stop.is_set():
                 indexed = self.index.indexed  # read before len: no frames missed at the end
                 n = len(self.index)
@@ -498,16 +464,9 @@ class ReplayEngine:
                     self._stop.wait(0.05)
                     continue
                 if indexed:
-                    # The length is final: spread the snapshots still allowed
-                    # evenly over the frames left (never closer than before).
-                    # One stays reserved for the end itself ("E" is the commonest seek).
                     with self._lock:
-                        while len(self._snapshot_at) >= max(3, self.max_snapshots):
-                            self._thin_snapshots()
-                    left = max(1, self.max_snapshots - len(self._snapshot_at))
-                    rest = n - self._snapshot_at[-1]
-                    self.spacing = max(self.spacing, math.ceil(rest / left))
-                next_snapshot = self._snapshot_at[-1] + self.spacing
+                        snapshots.spread_over(n)
+                next_snapshot = snapshots.next_position()
                 stop = min(n, next_snapshot, pos + FOLD_BATCH)
                 found = self._scan_markers(pos, stop)
                 before = (decoder.malformed, decoder.unknown)
@@ -520,33 +479,15 @@ class ReplayEngine:
                     store.note_decoder_counts(c.malformed + bad[0], c.unknown + bad[1])
                 snapshot = None
                 if stop == next_snapshot or (indexed and stop == n):
-                    snapshot = self._take_snapshot(store.state)
+                    snapshot = snapshots.take(store.state)
                 with self._lock:
                     for kind, frames in found.items():
                         self._markers[kind].extend(frames)
                     if snapshot is not None:
-                        self._snapshot_at.append(stop)
-                        self._snapshots[stop] = snapshot
-                        if len(self._snapshot_at) > self.max_snapshots + 1:
-                            self._thin_snapshots()
+                        snapshots.add(stop, snapshot)
                     self._scanned = stop
         except Exception as exc:  # reported in the timeline, never raised on a thread
             self.builder_error = f"snapshot builder stopped: {exc}"
-
-    def _thin_snapshots(self) -> None:
-        """Drop every other snapshot and double the spacing (with the lock held).
-
-        Only for a recording still growing while it is built (its final length
-        unknown): the snapshots stay evenly spaced and their count bounded.
-        Position 0 (the empty store) and the newest snapshot are kept.
-        """
-        keep = self._snapshot_at[::2]
-        if keep[-1] != self._snapshot_at[-1]:
-            keep.append(self._snapshot_at[-1])
-        for at in set(self._snapshot_at).difference(keep):
-            del self._snapshots[at]
-        self._snapshot_at = keep
-        self.spacing *= 2
 
     def close(self) -> None:
         self._stop.set()
@@ -554,119 +495,6 @@ class ReplayEngine:
             self._thread.join()
             self._thread = None
         self.frames.close()
-
-
-#: the store's rings (deques it appends to and drops from the left), each with a
-#: ``{name}_dropped`` count: snapshots hold them as places in a :class:`RingJournal`.
-RINGS = ("exceptions", "dumps", "logs")
-
-
-class Snapshot(NamedTuple):
-    """The state at a position: everything but the rings as a zlib-compressed
-    pickle (``rest``, its rings empty), and each ring as ``(end, length)`` in
-    its journal.
-
-    Pickled because the rest is mostly numbers in many small objects (operator
-    table, streams with their pending calls, device histories): ~280 KiB as
-    objects on the 1M-event bench, ~12 KiB as bytes, and unpickling it is
-    about as fast as copying the objects (~1.5 ms). Only this process's own
-    states are unpickled, never bytes from a file."""
-
-    rest: bytes
-    rings: tuple[tuple[int, int], ...]
-
-
-class RingJournal:
-    """The items of one store ring, each once, in the order the builder's store
-    appended them (as far as snapshots need them).
-
-    A ring at any snapshot is the last ``length`` items appended before it, so a
-    snapshot needs only where it ends in this journal and its length: the items
-    are shared by every snapshot instead of each snapshot copying the whole
-    ring (10,000 exceptions are ~80 KiB of references per copy, for every
-    snapshot). Items that came and went between two snapshots are never
-    recorded. Appended by the builder thread; read by any (list slices only).
-    """
-
-    def __init__(self) -> None:
-        self.items: list[object] = []
-        self._appended = 0  # items the ring had received when last recorded
-
-    def record(self, ring: deque[Any], dropped: int) -> tuple[int, int]:
-        """Note the items ``ring`` (which has dropped ``dropped`` from its left in
-        all) got since the last call; returns ``(end, length)`` for it now."""
-        appended = dropped + len(ring)
-        new = min(appended - self._appended, len(ring))
-        if new > 0:
-            self.items.extend(itertools.islice(ring, len(ring) - new, None))
-        self._appended = appended
-        return len(self.items), len(ring)
-
-    def ring(self, end: int, length: int) -> deque[Any]:
-        return deque(self.items[end - length : end])
-
-
-class SharedParts:
-    """Holds equal immutable parts of exceptions (and dump records' words) once.
-
-    The snapshots keep up to ``exception_limit`` exceptions alive, and each
-    decoded exception has its own strings and tensor descriptions although a
-    job's exceptions mostly repeat a few operators and shapes: sharing them
-    halves what the kept exceptions cost (~1.3 KiB -> ~0.5 KiB each). The
-    events stay equal to the decoded ones, so the fold is unchanged. At most
-    ``limit`` distinct parts are remembered (a hostile file of all-different
-    tensors only stops the sharing).
-    """
-
-    def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._parts: dict[tuple[int, object], object] = {}
-
-    def _one(self, tag: int, value: _T) -> _T:
-        key = (tag, value)
-        try:
-            found = self._parts.get(key)
-        except TypeError:  # unhashable: the decoder should not let one through
-            return value
-        if found is not None:
-            return found  # type: ignore[return-value]
-        if len(self._parts) < self.limit:
-            self._parts[key] = value
-        return value
-
-    def share(self, events: list[ev.Event]) -> list[ev.Event]:
-        """``events`` with the parts of each exception replaced by equal shared ones."""
-        one = self._one
-        for i, e in enumerate(events):
-            if type(e) is ev.AclException:
-                events[i] = e._replace(
-                    op_name=one(0, e.op_name),
-                    op_type=one(0, e.op_type),
-                    inputs=one(2, tuple(one(1, t) for t in e.inputs)),
-                    outputs=one(2, tuple(one(1, t) for t in e.outputs)),
-                )
-            elif type(e) is ev.DumpFileSeen:
-                events[i] = e._replace(kind=one(0, e.kind), summary=self._summary(e.summary))
-        return events
-
-    def _summary(self, summary: object) -> object:
-        """A dump summary with its repeated words held once (its kind, the explained
-        status words of overflow records): ~1.4 MiB less for 12,000 dump files."""
-        if not isinstance(summary, dict):
-            return summary
-        shared = dict(summary)
-        if isinstance(shared.get("kind"), str):
-            shared["kind"] = self._one(0, shared["kind"])
-        records = shared.get("records")
-        if isinstance(records, tuple):
-            shared["records"] = tuple(self._record(r) for r in records)
-        return shared
-
-    def _record(self, record: object) -> object:
-        if isinstance(record, dict) and isinstance(record.get("explained"), tuple):
-            record = dict(record)
-            record["explained"] = self._one(3, record["explained"])
-        return record
 
 
 def iter_recording_events(engine: ReplayEngine, start: int = 0) -> Iterator[ev.Event]:

@@ -366,7 +366,7 @@ def test_snapshots_hold_ring_items_once_and_restores_stay_independent(recording)
         common = [d for d in second.dumps if any(d is e for e in first.dumps)]
         assert common  # dump files seen before frame 1000 are held once
         for name in ("exceptions", "dumps"):
-            journal = engine._journals[name].items
+            journal = engine.snapshots.journals[name].items
             assert journal and len({id(x) for x in journal}) == len(journal)
         first.dumps.clear()  # a restored ring is its own
         engine.seek(len(engine))
@@ -394,7 +394,7 @@ def test_snapshot_rings_are_the_store_rings_when_the_rings_wrap(recording, snaps
     engine = ReplayEngine(reader, path, snapshot_every=snapshot_every, store_factory=small)
     try:
         engine.build()
-        for position in [*engine._snapshot_at, 1, 1234, len(engine)]:
+        for position in [*engine.snapshots.at, 1, 1234, len(engine)]:
             state = engine.state_at(position)
             fresh = small()
             fresh.apply_many([e for e, f in zip(events, frames, strict=True) if f < position])
@@ -440,10 +440,10 @@ def test_snapshot_count_stays_bounded_and_seeks_still_give_the_fold(recording):
         engine.build()
         n = len(engine)
         # 3060 frames at one per 10 would be 306 snapshots: 7 spaced out, 1 at the end.
-        assert len(engine._snapshot_at) <= 9 and engine.spacing == -(-n // 7)
-        assert engine._snapshot_at[-1] == n
-        assert sorted(engine._snapshots) == engine._snapshot_at
-        for target in (n, 1, n // 3 + 5, engine._snapshot_at[-1], 0, n - 1):
+        assert len(engine.snapshots.at) <= 9 and engine.snapshots.spacing == -(-n // 7)
+        assert engine.snapshots.at[-1] == n
+        assert sorted(engine.snapshots.states) == engine.snapshots.at
+        for target in (n, 1, n // 3 + 5, engine.snapshots.at[-1], 0, n - 1):
             engine.seek(target)
             assert engine.store.to_json() == expected_at(events, frames, target)
     finally:
@@ -485,9 +485,9 @@ def test_snapshots_of_a_growing_recording_are_thinned_to_the_bound(recording):
     try:
         engine.build()
         assert len(engine) == len(reader) and engine.ready
-        assert 2 <= len(engine._snapshot_at) <= 7 and engine.spacing > 5
-        assert sorted(engine._snapshots) == engine._snapshot_at
-        for at in engine._snapshot_at:
+        assert 2 <= len(engine.snapshots.at) <= 7 and engine.snapshots.spacing > 5
+        assert sorted(engine.snapshots.states) == engine.snapshots.at
+        for at in engine.snapshots.at:
             engine.seek(at)
             assert engine.store.to_json() == expected_at(events, frames, at)
         engine.seek(len(engine) // 2 + 3)
@@ -508,7 +508,7 @@ def test_max_snapshots_below_two_is_refused(recording):
 
 
 def test_shared_parts_keep_events_equal_and_hold_repeated_parts_once():
-    from aclmon.store.replay import SharedParts
+    from aclmon.store.snapshots import SharedParts
 
     def exception(seq: int, name: str) -> ev.AclException:
         tensor = ev.TensorDesc(1, 2, (4, int("8")), 1 << 40, 64, "x" + "y" * (seq % 2))
@@ -529,7 +529,7 @@ def test_shared_parts_keep_events_equal_and_hold_repeated_parts_once():
 
 
 def test_shared_parts_hold_the_repeated_words_of_dump_records_once():
-    from aclmon.store.replay import SharedParts
+    from aclmon.store.snapshots import SharedParts
 
     def dump(seq: int) -> ev.DumpFileSeen:
         explained = ("AI Core: floating-point computation overflow " + "(0x020)",)
@@ -554,7 +554,7 @@ def test_the_end_gets_its_own_snapshot_within_the_bound(recording, max_snapshots
     try:
         engine.build()
         n = len(engine)
-        assert engine._snapshot_at[-1] == n and len(engine._snapshot_at) <= max_snapshots + 1
+        assert engine.snapshots.at[-1] == n and len(engine.snapshots.at) <= max_snapshots + 1
         assert engine.cost(n) == RESTORE_COST  # restore only, nothing to fold
         engine.seek(n)
         assert engine.store.to_json() == expected_at(events, frames, n)
