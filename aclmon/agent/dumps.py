@@ -36,6 +36,7 @@ from aclmon.acl_constants import (
     ACL_PROF_TASK_TIME_L3,
     AICORE_METRICS,
 )
+from aclmon.dump.walk import walk_files
 from aclmon.events import DumpFileSeen
 
 if TYPE_CHECKING:
@@ -199,8 +200,7 @@ class DumpWatcher:
         if not os.path.isdir(self.root):
             return 0
         seen_now: dict[str, int] = {}
-        budget = [MAX_SCAN_ENTRIES]
-        self._scan(self.root, 0, seen_now, budget)
+        self._scan(seen_now)
         count = 0
         for path, size in seen_now.items():
             previous = self._pending.get(path)
@@ -214,34 +214,21 @@ class DumpWatcher:
             count += 1
         return count
 
-    def _scan(self, directory: str, depth: int, out: dict[str, int], budget: list[int]) -> None:
-        try:
-            entries = os.scandir(directory)
-        except OSError:
-            return
-        with entries:
-            for entry in entries:
-                budget[0] -= 1
-                if budget[0] < 0:
-                    return
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if depth < MAX_DEPTH:
-                            self._scan(entry.path, depth + 1, out, budget)
-                        continue
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                    path = entry.path
-                    if path in self._announced or entry.name.endswith(".json"):
-                        continue  # .json: msaccucmp's own output beside the dumps
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if info.st_mtime < self.started:
-                    if len(self._announced) < MAX_REMEMBERED:
-                        self._announced.add(path)
-                    continue
-                out[path] = info.st_size
+    def _scan(self, out: dict[str, int]) -> None:
+        """path -> size of the files below the root not announced yet."""
+        for entry in walk_files(self.root, MAX_DEPTH, MAX_SCAN_ENTRIES):
+            path = entry.path
+            if path in self._announced or entry.name.endswith(".json"):
+                continue  # .json: msaccucmp's own output beside the dumps
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_mtime < self.started:
+                if len(self._announced) < MAX_REMEMBERED:
+                    self._announced.add(path)
+                continue
+            out[path] = info.st_size
 
     def _announce(self, path: str, size: int) -> None:
         name = os.path.basename(path)

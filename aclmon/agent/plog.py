@@ -177,15 +177,5 @@ class PlogTail:
             return 0
         self._tokens -= 1.0
         self.published += 1
-        self.ctx.emit(
-            LogLine,
-            entry.level,
-            entry.text,
-            entry.module,
-            entry.pid,
-            entry.process,
-            entry.logged_ns,
-            entry.location,
-            str(path),
-        )
+        self.ctx.emit(LogLine, *entry.log_line_fields(path))
         return 1

@@ -104,16 +104,6 @@ def _connect(target: str | None, token: str | None) -> Any:
     return subscriber.start()
 
 
-def _is_recording(path: str) -> bool:
-    from aclmon.bus.recording import MAGIC
-
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
-
-
 def _looks_like_a_file(source: str) -> bool:
     """A path that names no agent: not a PID, not an address, not an existing socket."""
     if source.isdigit() or "://" in source or source.startswith("unix:"):
@@ -215,11 +205,12 @@ def _live_events(target: str | None, token: str | None, stop: _StopFlag) -> Iter
 def run_events(args: argparse.Namespace) -> int:
     import json
 
+    from aclmon.bus.recording import is_recording
     from aclmon.events import kind_name, to_json
 
     count = 0
     with _StopFlag() as stop:
-        if args.source and os.path.isfile(args.source) and _is_recording(args.source):
+        if args.source and os.path.isfile(args.source) and is_recording(args.source):
             events = _recording_events(args.source, args.follow, stop)
         elif args.source and os.path.isfile(args.source):
             from aclmon.errors import AclmonError

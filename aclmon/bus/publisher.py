@@ -211,9 +211,7 @@ class Publisher:
                 self._queue_dropped += 1
             return False
         queue.append(event)
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._wake()
+        self._wake_soon()
         return True
 
     def emit(self, cls: type, *fields: Any) -> bool:
@@ -228,9 +226,7 @@ class Publisher:
             self.count_drop()
             return False
         ring.append(record)
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._wake()
+        self._wake_soon()
         return True
 
     def count_drop(self) -> None:
@@ -263,6 +259,12 @@ class Publisher:
         self.close()
 
     # ------------------------------------------------------------ the thread
+    def _wake_soon(self) -> None:
+        """Wake the thread unless a wake is pending already (cleared when it drains)."""
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._wake()
+
     def _wake(self) -> None:
         if self._wake_w is not None:
             with contextlib.suppress(OSError):  # full pipe: a wake is already pending

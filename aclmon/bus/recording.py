@@ -156,6 +156,15 @@ class RecordingWriter:
 
 
 # ---------------------------------------------------------------- reading
+def is_recording(path: str | os.PathLike[str]) -> bool:
+    """``path`` is a readable file that starts like an aclmon recording."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def read_header(fd: int, source: str, file_size: int) -> RecordingHeader:
     if file_size < FILE_HEADER.size:
         raise DecodeError(source, 0, f"too short for a recording header ({file_size} bytes)")

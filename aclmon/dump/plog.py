@@ -25,9 +25,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from aclmon.dump.walk import walk_files
 
 #: levels in order of severity (EVENT is a separate category: below WARNING here)
 LEVELS = ("debug", "info", "event", "warning", "error")
@@ -66,6 +69,20 @@ class PlogEntry:
     location: str  # "file.cc:123", "" when the header has none
     text: str  # the message; continuation lines joined with "\n"
     line: int  # 1-based line number of the header in its file (or feed)
+
+    def log_line_fields(self, path: str | os.PathLike[str]) -> tuple[Any, ...]:
+        """The fields of :class:`aclmon.events.LogLine` after ``seq`` and ``ts_ns``,
+        for this entry read from ``path``."""
+        return (
+            self.level,
+            self.text,
+            self.module,
+            self.pid,
+            self.process,
+            self.logged_ns,
+            self.location,
+            str(path),
+        )
 
 
 def _logged_ns(fields: tuple[str | None, ...]) -> int:
@@ -216,31 +233,11 @@ def find_log_files(root: str | os.PathLike[str], pid: int | None = None) -> list
     in name order. Bounded in depth and in entries looked at; unreadable
     directories are skipped."""
     found: list[Path] = []
-    budget = [MAX_SCAN_ENTRIES]
-    for path in _walk(Path(root), 0, budget):
-        file_pid = log_file_pid(path.name)
+    for entry in walk_files(root, MAX_DEPTH, MAX_SCAN_ENTRIES, ordered=True):
+        file_pid = log_file_pid(entry.name)
         if file_pid is not None and (pid is None or file_pid == pid):
-            found.append(path)
+            found.append(Path(entry.path))
     return sorted(found, key=lambda p: (p.name, str(p)))
-
-
-def _walk(directory: Path, depth: int, budget: list[int]) -> Iterator[Path]:
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        budget[0] -= 1
-        if budget[0] < 0:
-            return
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if depth < MAX_DEPTH:
-                    yield from _walk(Path(entry.path), depth + 1, budget)
-            elif entry.is_file(follow_symlinks=False):
-                yield Path(entry.path)
-        except OSError:
-            continue
 
 
 def at_least(level: str, threshold: str) -> bool:

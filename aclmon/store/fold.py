@@ -452,10 +452,7 @@ class Store:
             stream = self.resolve_stream(e.stream)
         if stream is None:
             return
-        stream.syncs += 1
-        stream.last_sync_ns = e.duration_ns
-        stream.last_sync_ret = e.ret
-        if e.ret != 0:
+        if _count_sync(stream, e):
             stream.errors += 1
             stream.last_error = e.ret
         if stream.pending_syncs:
@@ -478,10 +475,7 @@ class Store:
         if device is None:
             self.state.device_syncs_unattributed += 1
             return
-        device.syncs += 1
-        device.last_sync_ns = e.duration_ns
-        device.last_sync_ret = e.ret
-        if e.ret != 0:
+        if _count_sync(device, e):
             device.sync_errors += 1
         take_back(device.pending_syncs, device.recent_sync_ends, start, e.ts_ns)
         device.synchronizing = bool(device.pending_syncs)
@@ -703,3 +697,11 @@ def _exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
 def _groups(values: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
     """A History's flat figures in groups of ``size`` (a short tail is ignored)."""
     return [tuple(values[i : i + size]) for i in range(0, len(values) - size + 1, size)]
+
+
+def _count_sync(target: StreamState | DeviceState, e: ev.StreamSynchronized) -> bool:
+    """Count one finished synchronize on a stream or device; True if it failed."""
+    target.syncs += 1
+    target.last_sync_ns = e.duration_ns
+    target.last_sync_ret = e.ret
+    return e.ret != 0
