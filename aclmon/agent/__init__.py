@@ -55,30 +55,28 @@ def start(
     *,
     sim: bool = False,
     acl_module: Any = None,
-    record: str | None = None,
-    token: str | None = None,
-    sample_interval: float = 1.0,
-    acl_json: str | None = None,
-    profiling_output: str | None = None,
-    queue_size: int | None = None,
-    register: bool = True,
-    take_exception_callback: bool = False,
     quiet: bool = False,
-    history: int = 256,
+    **settings: Any,
 ) -> Agent:
     """Start the agent of this process (once; later calls return the running agent).
 
     ``address``: ``/path.sock``, ``unix:/path`` or ``tcp://host:port`` (default:
     a Unix socket in the per-user runtime directory). ``acl_module``: the module
-    to watch (default: ``import acl``). ``record``: also write every event to
-    this recording file. ``acl_json``: the acl.json the job passed to
-    ``acl.init`` before the agent started (so its dump path and profiler switch
-    are known). The agent's exception callback is registered at the job's next
-    ``acl.init``; ``take_exception_callback`` registers it now, for a job that
-    initialised acl before the agent started and has no callback of its own yet
-    (pyACL cannot tell the agent about one registered earlier, so it would be
-    replaced). ``quiet``: do not print the listening line. ``history``: how many
-    recent exceptions and dump files a viewer that connects late is sent.
+    to watch (default: ``import acl``; ``sim``: the simulated runtime).
+    ``quiet``: do not print the listening line. ``settings``: the other fields
+    of :class:`aclmon.agent.context.AgentConfig` (``record``, ``token``,
+    ``sample_interval``, ``acl_json``, ``profiling_output``, ``queue_size``,
+    ``register``, ``take_exception_callback``, ``plog``, ``history``); an
+    unknown one is a ``TypeError``.
+
+    ``acl_json`` is the acl.json the job passed to ``acl.init`` before the agent
+    started (so its dump path and profiler switch are known). The agent's
+    exception callback is registered at the job's next ``acl.init``;
+    ``take_exception_callback`` registers it now, for a job that initialised acl
+    before the agent started and has no callback of its own yet (pyACL cannot
+    tell the agent about one registered earlier, so it would be replaced).
+    ``history``: how many recent exceptions and dump files a viewer that
+    connects late is sent.
     """
     global _agent
     with _lock:
@@ -87,19 +85,7 @@ def start(
         from aclmon.agent.core import Agent, print_listening
 
         acl = acl_module if acl_module is not None else load_acl(sim)
-        agent = Agent(
-            acl,
-            address=address,
-            token=token,
-            record=record,
-            sample_interval=sample_interval,
-            queue_size=queue_size,
-            profiling_output=profiling_output,
-            acl_json=acl_json,
-            register=register,
-            take_exception_callback=take_exception_callback,
-            history=history,
-        )
+        agent = Agent(acl, address=address, **settings)
         agent.start()
         _agent = agent
     if not quiet:

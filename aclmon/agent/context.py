@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.history import DEFAULT_RECENT
 from aclmon.agent.state import RuntimeState
 from aclmon.bus.records import Record, build_numbered, build_plain, build_records
 from aclmon.events import Event, LogLine
@@ -84,16 +85,31 @@ class MemorySink:
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The agent's settings (from ``aclmon.agent.start`` / ``aclmon run``)."""
+    """The agent's settings (from ``aclmon.agent.start`` / ``aclmon run``), declared
+    once here: ``start(**settings)`` and ``Agent(acl, **settings)`` take these."""
 
+    #: where viewers connect: /path.sock, unix:/path or tcp://host:port (None: a
+    #: Unix socket in the per-user runtime directory)
+    address: str | None = None
+    #: the token viewers must prove to send commands (None: none)
+    token: str | None = None
+    #: also write every event to this recording file
+    record: str | None = None
     sample_interval: float = DEFAULT_SAMPLE_INTERVAL_S
-    #: where aclmon's own API-mode profiling writes ("" = aclmon-prof-<pid> here)
-    profiling_output: str = ""
+    #: events the publisher's queue holds (None: its default)
+    queue_size: int | None = None
+    #: where aclmon's own API-mode profiling writes (None or "": aclmon-prof-<pid> here;
+    #: the agent fills it in)
+    profiling_output: str | None = None
     #: the acl.json the job passed to acl.init before the agent started
     acl_json: str | None = None
+    #: appear in the registry (so ``aclmon attach`` finds the agent)
+    register: bool = True
     take_exception_callback: bool = False
     #: follow the job's CANN log (plog) and publish its warnings and errors
     plog: bool = True
+    #: recent exceptions and dump files a viewer that connects late is sent
+    history: int = DEFAULT_RECENT
 
 
 class AgentContext:

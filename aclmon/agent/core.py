@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 import os
 import queue
@@ -33,14 +34,13 @@ from aclmon.acl_constants import (
     ACL_SUCCESS,
 )
 from aclmon.agent.context import (
-    DEFAULT_SAMPLE_INTERVAL_S,
     AgentConfig,
     AgentContext,
     DeviceBinder,
 )
 from aclmon.agent.dumps import DumpWatcher, read_acl_json
 from aclmon.agent.exceptions import ExceptionCapture
-from aclmon.agent.history import DEFAULT_RECENT, HistoryKeeper
+from aclmon.agent.history import HistoryKeeper
 from aclmon.agent.hooks import Hooks
 from aclmon.agent.plog import PlogTail
 from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
@@ -71,40 +71,20 @@ class Agent:
     control thread and answers commands.
     """
 
-    def __init__(
-        self,
-        acl: Any,
-        *,
-        address: str | None = None,
-        token: str | None = None,
-        record: str | None = None,
-        sample_interval: float = DEFAULT_SAMPLE_INTERVAL_S,
-        queue_size: int | None = None,
-        profiling_output: str | None = None,
-        acl_json: str | None = None,
-        register: bool = True,
-        take_exception_callback: bool = False,
-        plog: bool = True,
-        history: int = DEFAULT_RECENT,
-    ) -> None:
+    def __init__(self, acl: Any, **settings: Any) -> None:
+        """``settings``: the fields of :class:`AgentConfig`."""
         self.acl = acl
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
-        self.config = AgentConfig(
-            sample_interval=sample_interval,
-            profiling_output=profiling_output or os.path.abspath(f"aclmon-prof-{os.getpid()}"),
-            acl_json=acl_json,
-            take_exception_callback=take_exception_callback,
-            plog=plog,
-        )
-        self.sample_interval = sample_interval
-        self._address = address
-        self._token = token
-        self._record_path = record
-        self._queue_size = queue_size
-        self._register = register
+        config = AgentConfig(**settings)
+        if not config.profiling_output:
+            output = os.path.abspath(f"aclmon-prof-{os.getpid()}")
+            config = dataclasses.replace(config, profiling_output=output)
+        self.config = config
+        #: the device sampling interval now (a viewer may change it)
+        self.sample_interval = config.sample_interval
         self.state = RuntimeState()
         #: totals and recent exceptions/dumps since start, for late viewers
-        self.history = HistoryKeeper(history)
+        self.history = HistoryKeeper(config.history)
         #: (status, reason) of the job's end, once known (sent in the Goodbye)
         self.exit_status: tuple[int, str] | None = None
         # The parts, built by start() once the publisher exists.
@@ -141,11 +121,12 @@ class Agent:
     def start(self) -> Agent:
         from aclmon.bus.publisher import Publisher
 
-        kwargs: dict[str, Any] = {"token": self._token}
-        if self._queue_size is not None:
-            kwargs["queue_size"] = self._queue_size
+        config = self.config
+        kwargs: dict[str, Any] = {"token": config.token}
+        if config.queue_size is not None:
+            kwargs["queue_size"] = config.queue_size
         publisher = Publisher(
-            self._address,
+            config.address,
             snapshot=self.snapshot,
             on_command=self._on_command,
             observe=self.history.observe,
@@ -183,10 +164,10 @@ class Agent:
         if self.config.plog:
             self.plog = PlogTail(ctx)
         self.started = time.time()
-        if self._record_path:
+        if self.config.record:
             from aclmon.agent.recorder import Recorder
 
-            self.recorder = Recorder(ctx, self._record_path, self.address, self._token)
+            self.recorder = Recorder(ctx, self.config.record, self.address, self.config.token)
         self._send_hello()
         self.profiling.publish_state()  # idle until someone starts it: viewers see that too
         self.hooks.install()
@@ -209,7 +190,7 @@ class Agent:
             target=self._control_loop, name="aclmon-agent", daemon=True
         )
         self._control.start()
-        if self._register:
+        if self.config.register:
             try:
                 from aclmon.bus import registry
 
@@ -270,7 +251,7 @@ class Agent:
                     self.fail("exception callback shutdown", exc)
             if self.hooks is not None:
                 self.hooks.uninstall()
-        if self._register:
+        if self.config.register:
             try:
                 from aclmon.bus import registry
 
