@@ -4,210 +4,124 @@ The one place they are defined (docs/reference/pyacl_api.md §1–§4). The sim,
 the agent, the store and the TUI all import from here. The *dump protobuf*
 dtype/format enums are a different numbering and live in ``aclmon.dump``;
 never mix the two.
+
+Each name is written once: the tables (:data:`ERRORS`, :data:`DATA_TYPE_NAMES`,
+:data:`FORMAT_NAMES`, :data:`PROF_FLAGS`, :data:`AICORE_METRICS`) take their names
+from the constants declared in their section, and an error's meaning (a metric's
+acl.json name) stands beside its number.
 """
 
 from __future__ import annotations
 
+
+def _declared_since(mark: int) -> dict[str, int]:
+    """name -> value of this module's int constants declared since ``mark`` (the number
+    of its globals then), in declaration order: each table below takes its names from
+    the constants themselves, so a name is written once."""
+    return {
+        name: value
+        for name, value in list(globals().items())[mark:]
+        if name.isupper() and type(value) is int
+    }
+
+
+_MEANINGS: dict[int, str] = {}
+_JSON_NAMES: dict[int, str] = {}
+
+
+def _error(code: int, meaning: str) -> int:
+    """An error code, with what it means in words (for :data:`ERRORS`)."""
+    _MEANINGS[code] = meaning
+    return code
+
+
+def _metric(value: int, json_name: str) -> int:
+    """An aclprofAicoreMetrics value, with its name in acl.json (for :data:`AICORE_METRICS`)."""
+    _JSON_NAMES[value] = json_name
+    return value
+
+
 # ---------------------------------------------------------------- error codes
-ACL_SUCCESS = 0
-ACL_ERROR_INVALID_PARAM = 100000
-ACL_ERROR_UNINITIALIZE = 100001
-ACL_ERROR_REPEAT_INITIALIZE = 100002
-ACL_ERROR_INVALID_FILE = 100003
-ACL_ERROR_PARSE_FILE = 100006
-ACL_ERROR_INVALID_DUMP_CONFIG = 100009
-ACL_ERROR_INVALID_PROFILING_CONFIG = 100010
-ACL_ERROR_INVALID_MODEL_ID = 100011
-ACL_ERROR_OP_NOT_FOUND = 100024
-ACL_ERROR_REPEAT_SUBSCRIBE = 100033
-ACL_ERROR_REPEAT_FINALIZE = 100037
-ACL_ERROR_PROF_ALREADY_RUN = 100042
-ACL_ERROR_PROF_NOT_RUN = 100043
-ACL_ERROR_DUMP_ALREADY_RUN = 100044
-ACL_ERROR_DUMP_NOT_RUN = 100045
-ACL_ERROR_PROF_REPEAT_SUBSCRIBE = 148046
-ACL_ERROR_PROF_API_CONFLICT = 148047
-ACL_ERROR_BAD_ALLOC = 200000
-ACL_ERROR_API_NOT_SUPPORT = 200001
-ACL_ERROR_INVALID_DEVICE = 200002
-ACL_ERROR_INVALID_RESOURCE_HANDLE = 200005
-ACL_ERROR_FEATURE_UNSUPPORTED = 200006
-ACL_ERROR_STORAGE_OVER_LIMIT = 300000
-ACL_ERROR_INTERNAL_ERROR = 500000
-ACL_ERROR_GE_FAILURE = 500002
-ACL_ERROR_RT_FAILURE = 500003
-ACL_ERROR_DRV_FAILURE = 500004
-ACL_ERROR_PROFILING_FAILURE = 500005
-ACL_ERROR_RT_PARAM_INVALID = 107000
-ACL_ERROR_RT_INVALID_DEVICEID = 107001
-ACL_ERROR_RT_CONTEXT_NULL = 107002
-ACL_ERROR_RT_STREAM_CONTEXT = 107003
-ACL_ERROR_RT_STREAM_SUBSCRIBE = 107011
-ACL_ERROR_RT_THREAD_SUBSCRIBE = 107012
-ACL_ERROR_RT_INVALID_HANDLE = 107017
-ACL_ERROR_RT_WAIT_TIMEOUT = 107019
-ACL_ERROR_RT_TASK_TIMEOUT = 107020
-ACL_ERROR_RT_DEVICE_TASK_ABORT = 107022
-ACL_ERROR_RT_MEMORY_ALLOCATION = 207001
-ACL_ERROR_RT_AICORE_OVER_FLOW = 207003
-ACL_ERROR_RT_NO_DEVICE = 207004
-ACL_ERROR_RT_NO_STREAM_RESOURCE = 207008
-ACL_ERROR_RT_AIVEC_OVER_FLOW = 207016
-ACL_ERROR_RT_DEVICE_OOM = 207018
-ACL_ERROR_RT_INTERNAL_ERROR = 507000
-ACL_ERROR_RT_TS_ERROR = 507001
-ACL_ERROR_RT_LOST_HEARTBEAT = 507010
-ACL_ERROR_RT_MODEL_EXECUTE = 507011
-ACL_ERROR_RT_REPORT_TIMEOUT = 507012
-ACL_ERROR_RT_SYS_DMA = 507013
-ACL_ERROR_RT_AICORE_TIMEOUT = 507014
-ACL_ERROR_RT_AICORE_EXCEPTION = 507015
-ACL_ERROR_RT_AICORE_TRAP_EXCEPTION = 507016
-ACL_ERROR_RT_AICPU_TIMEOUT = 507017
-ACL_ERROR_RT_AICPU_EXCEPTION = 507018
-ACL_ERROR_RT_VECTOR_CORE_TIMEOUT = 507034
-ACL_ERROR_RT_VECTOR_CORE_EXCEPTION = 507035
-ACL_ERROR_RT_STREAM_SYNC_TIMEOUT = 507046
-ACL_ERROR_RT_EVENT_SYNC_TIMEOUT = 507047
-ACL_ERROR_RT_DEVICE_MEM_ERROR = 507053
-ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR = 507054
-ACL_ERROR_RT_DRV_INTERNAL_ERROR = 507899
-ACL_ERROR_RT_SOCKET_CLOSE = 507901
-ACL_ERROR_GE_PARAM_INVALID = 145000
-ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = 145002
-ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID = 145011
-ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID = 145012
-ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = 145013
-ACL_ERROR_GE_INTERNAL_ERROR = 545000
-ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000
+_mark = len(globals())
+ACL_SUCCESS = _error(0, "success")
+ACL_ERROR_INVALID_PARAM = _error(100000, "parameter check failed")
+ACL_ERROR_UNINITIALIZE = _error(100001, "acl.init has not been called")
+ACL_ERROR_REPEAT_INITIALIZE = _error(100002, "already initialized")
+ACL_ERROR_INVALID_FILE = _error(100003, "invalid file")
+ACL_ERROR_PARSE_FILE = _error(100006, "the file could not be parsed")
+ACL_ERROR_INVALID_DUMP_CONFIG = _error(100009, "invalid dump config")
+ACL_ERROR_INVALID_PROFILING_CONFIG = _error(100010, "invalid profiling config")
+ACL_ERROR_INVALID_MODEL_ID = _error(100011, "invalid model id")
+ACL_ERROR_OP_NOT_FOUND = _error(100024, "operator not found")
+ACL_ERROR_REPEAT_SUBSCRIBE = _error(100033, "already subscribed")
+ACL_ERROR_REPEAT_FINALIZE = _error(100037, "already finalized")
+ACL_ERROR_PROF_ALREADY_RUN = _error(
+    100042, "profiling already runs (acl.json, msprof or a started device)"
+)
+ACL_ERROR_PROF_NOT_RUN = _error(100043, "profiling not initialized, or the device not started")
+ACL_ERROR_DUMP_ALREADY_RUN = _error(100044, "a dump task already exists")
+ACL_ERROR_DUMP_NOT_RUN = _error(100045, "dump is not initialized")
+ACL_ERROR_PROF_REPEAT_SUBSCRIBE = _error(148046, "this model is already subscribed")
+ACL_ERROR_PROF_API_CONFLICT = _error(148047, "profiling API mode and subscription mode conflict")
+ACL_ERROR_BAD_ALLOC = _error(200000, "memory allocation failed")
+ACL_ERROR_API_NOT_SUPPORT = _error(200001, "API not supported")
+ACL_ERROR_INVALID_DEVICE = _error(200002, "invalid device")
+ACL_ERROR_INVALID_RESOURCE_HANDLE = _error(200005, "invalid handle")
+ACL_ERROR_FEATURE_UNSUPPORTED = _error(200006, "feature unsupported")
+ACL_ERROR_STORAGE_OVER_LIMIT = _error(300000, "storage over limit")
+ACL_ERROR_INTERNAL_ERROR = _error(500000, "unknown internal error")
+ACL_ERROR_GE_FAILURE = _error(500002, "graph engine error")
+ACL_ERROR_RT_FAILURE = _error(500003, "runtime module error")
+ACL_ERROR_DRV_FAILURE = _error(500004, "driver module error")
+ACL_ERROR_PROFILING_FAILURE = _error(500005, "profiling module error")
+ACL_ERROR_RT_PARAM_INVALID = _error(107000, "runtime parameter invalid")
+ACL_ERROR_RT_INVALID_DEVICEID = _error(107001, "invalid device id")
+ACL_ERROR_RT_CONTEXT_NULL = _error(107002, "no current context (call set_device or set_context)")
+ACL_ERROR_RT_STREAM_CONTEXT = _error(107003, "stream does not belong to the current context")
+ACL_ERROR_RT_STREAM_SUBSCRIBE = _error(107011, "stream not subscribed to callbacks, or twice")
+ACL_ERROR_RT_THREAD_SUBSCRIBE = _error(107012, "thread not subscribed to callbacks, or twice")
+ACL_ERROR_RT_INVALID_HANDLE = _error(107017, "invalid handle")
+ACL_ERROR_RT_WAIT_TIMEOUT = _error(107019, "wait timeout")
+ACL_ERROR_RT_TASK_TIMEOUT = _error(107020, "task timeout")
+ACL_ERROR_RT_DEVICE_TASK_ABORT = _error(107022, "device task aborting")
+ACL_ERROR_RT_MEMORY_ALLOCATION = _error(207001, "memory allocation error")
+ACL_ERROR_RT_AICORE_OVER_FLOW = _error(207003, "AI Core arithmetic overflow")
+ACL_ERROR_RT_NO_DEVICE = _error(207004, "no device")
+ACL_ERROR_RT_NO_STREAM_RESOURCE = _error(207008, "out of streams")
+ACL_ERROR_RT_AIVEC_OVER_FLOW = _error(207016, "AI Vector overflow")
+ACL_ERROR_RT_DEVICE_OOM = _error(207018, "device out of memory")
+ACL_ERROR_RT_INTERNAL_ERROR = _error(507000, "runtime internal error")
+ACL_ERROR_RT_TS_ERROR = _error(507001, "task scheduler internal error")
+ACL_ERROR_RT_LOST_HEARTBEAT = _error(507010, "task scheduler lost heartbeat")
+ACL_ERROR_RT_MODEL_EXECUTE = _error(507011, "model execute failed")
+ACL_ERROR_RT_REPORT_TIMEOUT = _error(507012, "no callback to report in time")
+ACL_ERROR_RT_SYS_DMA = _error(507013, "system DMA error")
+ACL_ERROR_RT_AICORE_TIMEOUT = _error(507014, "AI Core timeout")
+ACL_ERROR_RT_AICORE_EXCEPTION = _error(507015, "AI Core exception")
+ACL_ERROR_RT_AICORE_TRAP_EXCEPTION = _error(507016, "AI Core trap exception")
+ACL_ERROR_RT_AICPU_TIMEOUT = _error(507017, "AI CPU timeout")
+ACL_ERROR_RT_AICPU_EXCEPTION = _error(507018, "AI CPU exception")
+ACL_ERROR_RT_VECTOR_CORE_TIMEOUT = _error(507034, "vector core timeout")
+ACL_ERROR_RT_VECTOR_CORE_EXCEPTION = _error(507035, "vector core exception")
+ACL_ERROR_RT_STREAM_SYNC_TIMEOUT = _error(507046, "stream synchronize timed out")
+ACL_ERROR_RT_EVENT_SYNC_TIMEOUT = _error(507047, "event synchronize timed out")
+ACL_ERROR_RT_DEVICE_MEM_ERROR = _error(507053, "device memory UCE")
+ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR = _error(507054, "HBM multi-bit ECC error")
+ACL_ERROR_RT_DRV_INTERNAL_ERROR = _error(507899, "driver internal error")
+ACL_ERROR_RT_SOCKET_CLOSE = _error(507901, "HDC disconnected")
+ACL_ERROR_GE_PARAM_INVALID = _error(145000, "graph engine parameter invalid")
+ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = _error(145002, "model file path invalid")
+ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID = _error(145011, "dynamic input address invalid")
+ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID = _error(145012, "dynamic input size invalid")
+ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = _error(
+    145013, "not one of the model's dynamic batch sizes"
+)
+ACL_ERROR_GE_INTERNAL_ERROR = _error(545000, "graph engine internal error")
+ACL_ERROR_RT_FEATURE_NOT_SUPPORT = _error(207000, "feature not supported")
 
 #: code -> (name, meaning), for showing an error in words.
 ERRORS: dict[int, tuple[str, str]] = {
-    ACL_SUCCESS: ("ACL_SUCCESS", "success"),
-    ACL_ERROR_INVALID_PARAM: ("ACL_ERROR_INVALID_PARAM", "parameter check failed"),
-    ACL_ERROR_UNINITIALIZE: ("ACL_ERROR_UNINITIALIZE", "acl.init has not been called"),
-    ACL_ERROR_REPEAT_INITIALIZE: ("ACL_ERROR_REPEAT_INITIALIZE", "already initialized"),
-    ACL_ERROR_INVALID_FILE: ("ACL_ERROR_INVALID_FILE", "invalid file"),
-    ACL_ERROR_PARSE_FILE: ("ACL_ERROR_PARSE_FILE", "the file could not be parsed"),
-    ACL_ERROR_INVALID_DUMP_CONFIG: ("ACL_ERROR_INVALID_DUMP_CONFIG", "invalid dump config"),
-    ACL_ERROR_INVALID_PROFILING_CONFIG: (
-        "ACL_ERROR_INVALID_PROFILING_CONFIG",
-        "invalid profiling config",
-    ),
-    ACL_ERROR_INVALID_MODEL_ID: ("ACL_ERROR_INVALID_MODEL_ID", "invalid model id"),
-    ACL_ERROR_OP_NOT_FOUND: ("ACL_ERROR_OP_NOT_FOUND", "operator not found"),
-    ACL_ERROR_REPEAT_SUBSCRIBE: ("ACL_ERROR_REPEAT_SUBSCRIBE", "already subscribed"),
-    ACL_ERROR_REPEAT_FINALIZE: ("ACL_ERROR_REPEAT_FINALIZE", "already finalized"),
-    ACL_ERROR_PROF_ALREADY_RUN: (
-        "ACL_ERROR_PROF_ALREADY_RUN",
-        "a profiling task already exists (acl.json, msprof or a started device)",
-    ),
-    ACL_ERROR_PROF_NOT_RUN: (
-        "ACL_ERROR_PROF_NOT_RUN",
-        "profiling is not initialized or the device was not started",
-    ),
-    ACL_ERROR_DUMP_ALREADY_RUN: ("ACL_ERROR_DUMP_ALREADY_RUN", "a dump task already exists"),
-    ACL_ERROR_DUMP_NOT_RUN: ("ACL_ERROR_DUMP_NOT_RUN", "dump is not initialized"),
-    ACL_ERROR_PROF_REPEAT_SUBSCRIBE: (
-        "ACL_ERROR_PROF_REPEAT_SUBSCRIBE",
-        "this model is already subscribed",
-    ),
-    ACL_ERROR_PROF_API_CONFLICT: (
-        "ACL_ERROR_PROF_API_CONFLICT",
-        "profiling API mode and subscription mode conflict",
-    ),
-    ACL_ERROR_BAD_ALLOC: ("ACL_ERROR_BAD_ALLOC", "memory allocation failed"),
-    ACL_ERROR_API_NOT_SUPPORT: ("ACL_ERROR_API_NOT_SUPPORT", "API not supported"),
-    ACL_ERROR_INVALID_DEVICE: ("ACL_ERROR_INVALID_DEVICE", "invalid device"),
-    ACL_ERROR_INVALID_RESOURCE_HANDLE: ("ACL_ERROR_INVALID_RESOURCE_HANDLE", "invalid handle"),
-    ACL_ERROR_FEATURE_UNSUPPORTED: ("ACL_ERROR_FEATURE_UNSUPPORTED", "feature unsupported"),
-    ACL_ERROR_STORAGE_OVER_LIMIT: ("ACL_ERROR_STORAGE_OVER_LIMIT", "storage over limit"),
-    ACL_ERROR_INTERNAL_ERROR: ("ACL_ERROR_INTERNAL_ERROR", "unknown internal error"),
-    ACL_ERROR_GE_FAILURE: ("ACL_ERROR_GE_FAILURE", "graph engine error"),
-    ACL_ERROR_RT_FAILURE: ("ACL_ERROR_RT_FAILURE", "runtime module error"),
-    ACL_ERROR_DRV_FAILURE: ("ACL_ERROR_DRV_FAILURE", "driver module error"),
-    ACL_ERROR_PROFILING_FAILURE: ("ACL_ERROR_PROFILING_FAILURE", "profiling module error"),
-    ACL_ERROR_RT_PARAM_INVALID: ("ACL_ERROR_RT_PARAM_INVALID", "runtime parameter invalid"),
-    ACL_ERROR_RT_INVALID_DEVICEID: ("ACL_ERROR_RT_INVALID_DEVICEID", "invalid device id"),
-    ACL_ERROR_RT_CONTEXT_NULL: (
-        "ACL_ERROR_RT_CONTEXT_NULL",
-        "no current context (call set_device or set_context)",
-    ),
-    ACL_ERROR_RT_STREAM_CONTEXT: (
-        "ACL_ERROR_RT_STREAM_CONTEXT",
-        "stream does not belong to the current context",
-    ),
-    ACL_ERROR_RT_STREAM_SUBSCRIBE: (
-        "ACL_ERROR_RT_STREAM_SUBSCRIBE",
-        "stream not subscribed for callbacks, or subscribed twice",
-    ),
-    ACL_ERROR_RT_THREAD_SUBSCRIBE: (
-        "ACL_ERROR_RT_THREAD_SUBSCRIBE",
-        "thread not subscribed for callbacks, or subscribed twice",
-    ),
-    ACL_ERROR_RT_INVALID_HANDLE: ("ACL_ERROR_RT_INVALID_HANDLE", "invalid handle"),
-    ACL_ERROR_RT_WAIT_TIMEOUT: ("ACL_ERROR_RT_WAIT_TIMEOUT", "wait timeout"),
-    ACL_ERROR_RT_TASK_TIMEOUT: ("ACL_ERROR_RT_TASK_TIMEOUT", "task timeout"),
-    ACL_ERROR_RT_DEVICE_TASK_ABORT: ("ACL_ERROR_RT_DEVICE_TASK_ABORT", "device task aborting"),
-    ACL_ERROR_RT_MEMORY_ALLOCATION: ("ACL_ERROR_RT_MEMORY_ALLOCATION", "memory allocation error"),
-    ACL_ERROR_RT_AICORE_OVER_FLOW: ("ACL_ERROR_RT_AICORE_OVER_FLOW", "AI Core arithmetic overflow"),
-    ACL_ERROR_RT_NO_DEVICE: ("ACL_ERROR_RT_NO_DEVICE", "no device"),
-    ACL_ERROR_RT_NO_STREAM_RESOURCE: ("ACL_ERROR_RT_NO_STREAM_RESOURCE", "out of streams"),
-    ACL_ERROR_RT_AIVEC_OVER_FLOW: ("ACL_ERROR_RT_AIVEC_OVER_FLOW", "AI Vector overflow"),
-    ACL_ERROR_RT_DEVICE_OOM: ("ACL_ERROR_RT_DEVICE_OOM", "device out of memory"),
-    ACL_ERROR_RT_INTERNAL_ERROR: ("ACL_ERROR_RT_INTERNAL_ERROR", "runtime internal error"),
-    ACL_ERROR_RT_TS_ERROR: ("ACL_ERROR_RT_TS_ERROR", "task scheduler internal error"),
-    ACL_ERROR_RT_LOST_HEARTBEAT: ("ACL_ERROR_RT_LOST_HEARTBEAT", "task scheduler lost heartbeat"),
-    ACL_ERROR_RT_MODEL_EXECUTE: ("ACL_ERROR_RT_MODEL_EXECUTE", "model execute failed"),
-    ACL_ERROR_RT_REPORT_TIMEOUT: ("ACL_ERROR_RT_REPORT_TIMEOUT", "no callback to report in time"),
-    ACL_ERROR_RT_SYS_DMA: ("ACL_ERROR_RT_SYS_DMA", "system DMA error"),
-    ACL_ERROR_RT_AICORE_TIMEOUT: ("ACL_ERROR_RT_AICORE_TIMEOUT", "AI Core timeout"),
-    ACL_ERROR_RT_AICORE_EXCEPTION: ("ACL_ERROR_RT_AICORE_EXCEPTION", "AI Core exception"),
-    ACL_ERROR_RT_AICORE_TRAP_EXCEPTION: (
-        "ACL_ERROR_RT_AICORE_TRAP_EXCEPTION",
-        "AI Core trap exception",
-    ),
-    ACL_ERROR_RT_AICPU_TIMEOUT: ("ACL_ERROR_RT_AICPU_TIMEOUT", "AI CPU timeout"),
-    ACL_ERROR_RT_AICPU_EXCEPTION: ("ACL_ERROR_RT_AICPU_EXCEPTION", "AI CPU exception"),
-    ACL_ERROR_RT_VECTOR_CORE_TIMEOUT: ("ACL_ERROR_RT_VECTOR_CORE_TIMEOUT", "vector core timeout"),
-    ACL_ERROR_RT_VECTOR_CORE_EXCEPTION: (
-        "ACL_ERROR_RT_VECTOR_CORE_EXCEPTION",
-        "vector core exception",
-    ),
-    ACL_ERROR_RT_STREAM_SYNC_TIMEOUT: (
-        "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT",
-        "stream synchronize timed out",
-    ),
-    ACL_ERROR_RT_EVENT_SYNC_TIMEOUT: (
-        "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT",
-        "event synchronize timed out",
-    ),
-    ACL_ERROR_RT_DEVICE_MEM_ERROR: ("ACL_ERROR_RT_DEVICE_MEM_ERROR", "device memory UCE"),
-    ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR: (
-        "ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR",
-        "HBM multi-bit ECC error",
-    ),
-    ACL_ERROR_RT_DRV_INTERNAL_ERROR: ("ACL_ERROR_RT_DRV_INTERNAL_ERROR", "driver internal error"),
-    ACL_ERROR_RT_SOCKET_CLOSE: ("ACL_ERROR_RT_SOCKET_CLOSE", "HDC disconnected"),
-    ACL_ERROR_GE_PARAM_INVALID: ("ACL_ERROR_GE_PARAM_INVALID", "graph engine parameter invalid"),
-    ACL_ERROR_GE_INTERNAL_ERROR: ("ACL_ERROR_GE_INTERNAL_ERROR", "graph engine internal error"),
-    ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID: (
-        "ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID",
-        "model file path invalid",
-    ),
-    ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID: (
-        "ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID",
-        "dynamic input address invalid",
-    ),
-    ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID: (
-        "ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID",
-        "dynamic input size invalid",
-    ),
-    ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID: (
-        "ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID",
-        "dynamic batch size (or image size) is not one of the model's gears",
-    ),
-    ACL_ERROR_RT_FEATURE_NOT_SUPPORT: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", "feature not supported"),
+    code: (name, _MEANINGS[code]) for name, code in _declared_since(_mark).items()
 }
 
 
@@ -320,6 +234,7 @@ ACL_CALLBACK_NO_BLOCK = 0
 ACL_CALLBACK_BLOCK = 1
 
 # ---------------------------------------------------------------- aclDataType
+_mark = len(globals())
 ACL_DT_UNDEFINED = -1
 ACL_FLOAT = 0
 ACL_FLOAT16 = 1
@@ -349,36 +264,7 @@ ACL_FLOAT6_E2M3 = 39
 ACL_FLOAT4_E2M1 = 40
 ACL_FLOAT4_E1M2 = 41
 
-DATA_TYPE_NAMES: dict[int, str] = {
-    ACL_DT_UNDEFINED: "ACL_DT_UNDEFINED",
-    ACL_FLOAT: "ACL_FLOAT",
-    ACL_FLOAT16: "ACL_FLOAT16",
-    ACL_INT8: "ACL_INT8",
-    ACL_INT32: "ACL_INT32",
-    ACL_UINT8: "ACL_UINT8",
-    ACL_INT16: "ACL_INT16",
-    ACL_UINT16: "ACL_UINT16",
-    ACL_UINT32: "ACL_UINT32",
-    ACL_INT64: "ACL_INT64",
-    ACL_UINT64: "ACL_UINT64",
-    ACL_DOUBLE: "ACL_DOUBLE",
-    ACL_BOOL: "ACL_BOOL",
-    ACL_STRING: "ACL_STRING",
-    ACL_COMPLEX64: "ACL_COMPLEX64",
-    ACL_COMPLEX128: "ACL_COMPLEX128",
-    ACL_BF16: "ACL_BF16",
-    ACL_INT4: "ACL_INT4",
-    ACL_UINT1: "ACL_UINT1",
-    ACL_COMPLEX32: "ACL_COMPLEX32",
-    ACL_HIFLOAT8: "ACL_HIFLOAT8",
-    ACL_FLOAT8_E5M2: "ACL_FLOAT8_E5M2",
-    ACL_FLOAT8_E4M3FN: "ACL_FLOAT8_E4M3FN",
-    ACL_FLOAT8_E8M0: "ACL_FLOAT8_E8M0",
-    ACL_FLOAT6_E3M2: "ACL_FLOAT6_E3M2",
-    ACL_FLOAT6_E2M3: "ACL_FLOAT6_E2M3",
-    ACL_FLOAT4_E2M1: "ACL_FLOAT4_E2M1",
-    ACL_FLOAT4_E1M2: "ACL_FLOAT4_E1M2",
-}
+DATA_TYPE_NAMES: dict[int, str] = {value: name for name, value in _declared_since(_mark).items()}
 
 
 def data_type_name(dtype: int) -> str:
@@ -388,6 +274,7 @@ def data_type_name(dtype: int) -> str:
 
 
 # ---------------------------------------------------------------- aclFormat
+_mark = len(globals())
 ACL_FORMAT_UNDEFINED = -1
 ACL_FORMAT_NCHW = 0
 ACL_FORMAT_NHWC = 1
@@ -409,28 +296,7 @@ ACL_FORMAT_FRACTAL_NZ_C0_2 = 52
 ACL_FORMAT_FRACTAL_NZ_C0_4 = 53
 ACL_FORMAT_FRACTAL_NZ_C0_8 = 54
 
-FORMAT_NAMES: dict[int, str] = {
-    ACL_FORMAT_UNDEFINED: "ACL_FORMAT_UNDEFINED",
-    ACL_FORMAT_NCHW: "ACL_FORMAT_NCHW",
-    ACL_FORMAT_NHWC: "ACL_FORMAT_NHWC",
-    ACL_FORMAT_ND: "ACL_FORMAT_ND",
-    ACL_FORMAT_NC1HWC0: "ACL_FORMAT_NC1HWC0",
-    ACL_FORMAT_FRACTAL_Z: "ACL_FORMAT_FRACTAL_Z",
-    ACL_FORMAT_NC1HWC0_C04: "ACL_FORMAT_NC1HWC0_C04",
-    ACL_FORMAT_HWCN: "ACL_FORMAT_HWCN",
-    ACL_FORMAT_NDHWC: "ACL_FORMAT_NDHWC",
-    ACL_FORMAT_FRACTAL_NZ: "ACL_FORMAT_FRACTAL_NZ",
-    ACL_FORMAT_NCDHW: "ACL_FORMAT_NCDHW",
-    ACL_FORMAT_NDC1HWC0: "ACL_FORMAT_NDC1HWC0",
-    ACL_FRACTAL_Z_3D: "ACL_FRACTAL_Z_3D",
-    ACL_FORMAT_NC: "ACL_FORMAT_NC",
-    ACL_FORMAT_NCL: "ACL_FORMAT_NCL",
-    ACL_FORMAT_FRACTAL_NZ_C0_16: "ACL_FORMAT_FRACTAL_NZ_C0_16",
-    ACL_FORMAT_FRACTAL_NZ_C0_32: "ACL_FORMAT_FRACTAL_NZ_C0_32",
-    ACL_FORMAT_FRACTAL_NZ_C0_2: "ACL_FORMAT_FRACTAL_NZ_C0_2",
-    ACL_FORMAT_FRACTAL_NZ_C0_4: "ACL_FORMAT_FRACTAL_NZ_C0_4",
-    ACL_FORMAT_FRACTAL_NZ_C0_8: "ACL_FORMAT_FRACTAL_NZ_C0_8",
-}
+FORMAT_NAMES: dict[int, str] = {value: name for name, value in _declared_since(_mark).items()}
 
 
 def format_name(fmt: int) -> str:
@@ -442,6 +308,7 @@ def format_name(fmt: int) -> str:
 
 
 # ---------------------------------------------------------------- profiling
+_mark = len(globals())
 ACL_PROF_ACL_API = 0x0001
 ACL_PROF_TASK_TIME = 0x0002
 ACL_PROF_AICORE_METRICS = 0x0004
@@ -462,26 +329,7 @@ ACL_PROF_API_STATS = 0x400000000
 ACL_PROF_AICORE_SHAPE = 0x800000000
 
 #: every ACL_PROF_* data-type flag, in header order: (name, value).
-PROF_FLAGS: tuple[tuple[str, int], ...] = (
-    ("ACL_PROF_ACL_API", ACL_PROF_ACL_API),
-    ("ACL_PROF_TASK_TIME", ACL_PROF_TASK_TIME),
-    ("ACL_PROF_AICORE_METRICS", ACL_PROF_AICORE_METRICS),
-    ("ACL_PROF_AICPU", ACL_PROF_AICPU),
-    ("ACL_PROF_L2CACHE", ACL_PROF_L2CACHE),
-    ("ACL_PROF_HCCL_TRACE", ACL_PROF_HCCL_TRACE),
-    ("ACL_PROF_TRAINING_TRACE", ACL_PROF_TRAINING_TRACE),
-    ("ACL_PROF_MSPROFTX", ACL_PROF_MSPROFTX),
-    ("ACL_PROF_RUNTIME_API", ACL_PROF_RUNTIME_API),
-    ("ACL_PROF_GE_API_L0", ACL_PROF_GE_API_L0),
-    ("ACL_PROF_TASK_TIME_L0", ACL_PROF_TASK_TIME_L0),
-    ("ACL_PROF_TASK_MEMORY", ACL_PROF_TASK_MEMORY),
-    ("ACL_PROF_TASK_TIME_L2", ACL_PROF_TASK_TIME_L2),
-    ("ACL_PROF_OP_ATTR", ACL_PROF_OP_ATTR),
-    ("ACL_PROF_TASK_TIME_L3", ACL_PROF_TASK_TIME_L3),
-    ("ACL_PROF_GE_API_L1", ACL_PROF_GE_API_L1),
-    ("ACL_PROF_API_STATS", ACL_PROF_API_STATS),
-    ("ACL_PROF_AICORE_SHAPE", ACL_PROF_AICORE_SHAPE),
-)
+PROF_FLAGS: tuple[tuple[str, int], ...] = tuple(_declared_since(_mark).items())
 PROF_FLAGS_ALL = 0
 for _name, _value in PROF_FLAGS:
     PROF_FLAGS_ALL |= _value
@@ -493,38 +341,21 @@ def prof_flag_names(mask: int) -> list[str]:
     return [name for name, value in PROF_FLAGS if mask & value]
 
 
-ACL_AICORE_ARITHMETIC_UTILIZATION = 0
-ACL_AICORE_PIPE_UTILIZATION = 1
-ACL_AICORE_MEMORY_BANDWIDTH = 2
-ACL_AICORE_L0B_AND_WIDTH = 3
-ACL_AICORE_RESOURCE_CONFLICT_RATIO = 4
-ACL_AICORE_MEMORY_UB = 5
-ACL_AICORE_L2_CACHE = 6
-ACL_AICORE_PIPE_EXECUTE_UTILIZATION = 7
-ACL_AICORE_MEMORY_ACCESS = 8
-ACL_AICORE_NONE = 0xFF
+_mark = len(globals())
+ACL_AICORE_ARITHMETIC_UTILIZATION = _metric(0, "ArithmeticUtilization")
+ACL_AICORE_PIPE_UTILIZATION = _metric(1, "PipeUtilization")
+ACL_AICORE_MEMORY_BANDWIDTH = _metric(2, "Memory")
+ACL_AICORE_L0B_AND_WIDTH = _metric(3, "MemoryL0")
+ACL_AICORE_RESOURCE_CONFLICT_RATIO = _metric(4, "ResourceConflictRatio")
+ACL_AICORE_MEMORY_UB = _metric(5, "MemoryUB")
+ACL_AICORE_L2_CACHE = _metric(6, "L2Cache")
+ACL_AICORE_PIPE_EXECUTE_UTILIZATION = _metric(7, "PipelineExecuteUtilization")
+ACL_AICORE_MEMORY_ACCESS = _metric(8, "MemoryAccess")
+ACL_AICORE_NONE = _metric(0xFF, "None")
 
 #: aclprofAicoreMetrics value -> (enum name, acl.json aic_metrics string).
 AICORE_METRICS: dict[int, tuple[str, str]] = {
-    ACL_AICORE_ARITHMETIC_UTILIZATION: (
-        "ACL_AICORE_ARITHMETIC_UTILIZATION",
-        "ArithmeticUtilization",
-    ),
-    ACL_AICORE_PIPE_UTILIZATION: ("ACL_AICORE_PIPE_UTILIZATION", "PipeUtilization"),
-    ACL_AICORE_MEMORY_BANDWIDTH: ("ACL_AICORE_MEMORY_BANDWIDTH", "Memory"),
-    ACL_AICORE_L0B_AND_WIDTH: ("ACL_AICORE_L0B_AND_WIDTH", "MemoryL0"),
-    ACL_AICORE_RESOURCE_CONFLICT_RATIO: (
-        "ACL_AICORE_RESOURCE_CONFLICT_RATIO",
-        "ResourceConflictRatio",
-    ),
-    ACL_AICORE_MEMORY_UB: ("ACL_AICORE_MEMORY_UB", "MemoryUB"),
-    ACL_AICORE_L2_CACHE: ("ACL_AICORE_L2_CACHE", "L2Cache"),
-    ACL_AICORE_PIPE_EXECUTE_UTILIZATION: (
-        "ACL_AICORE_PIPE_EXECUTE_UTILIZATION",
-        "PipelineExecuteUtilization",
-    ),
-    ACL_AICORE_MEMORY_ACCESS: ("ACL_AICORE_MEMORY_ACCESS", "MemoryAccess"),
-    ACL_AICORE_NONE: ("ACL_AICORE_NONE", "None"),
+    value: (name, _JSON_NAMES[value]) for name, value in _declared_since(_mark).items()
 }
 
 #: aclprofAicoreMetrics value -> the per-operator columns msprof's op_summary
@@ -594,3 +425,5 @@ ACL_STEP_END = 1
 
 ACL_PROF_MAX_OP_TYPE_LEN = 65
 ACL_PROF_MAX_OP_NAME_LEN = 257
+
+del _mark
