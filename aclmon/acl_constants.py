@@ -14,14 +14,15 @@ acl.json name) stands beside its number.
 from __future__ import annotations
 
 
-def _declared_since(mark: int) -> dict[str, int]:
-    """name -> value of this module's int constants declared since ``mark`` (the number
-    of its globals then), in declaration order: each table below takes its names from
-    the constants themselves, so a name is written once."""
+def declared_since(namespace: dict[str, object], mark: int) -> dict[str, int]:
+    """name -> value of the public int constants of a module (its ``globals()``)
+    declared since ``mark`` (the number of its globals then), in declaration order: a
+    table built from them takes each name from the constant itself, so the name is
+    written once."""
     return {
         name: value
-        for name, value in list(globals().items())[mark:]
-        if name.isupper() and type(value) is int
+        for name, value in list(namespace.items())[mark:]
+        if not name.startswith("_") and type(value) is int
     }
 
 
@@ -121,7 +122,7 @@ ACL_ERROR_RT_FEATURE_NOT_SUPPORT = _error(207000, "feature not supported")
 
 #: code -> (name, meaning), for showing an error in words.
 ERRORS: dict[int, tuple[str, str]] = {
-    code: (name, _MEANINGS[code]) for name, code in _declared_since(_mark).items()
+    code: (name, _MEANINGS[code]) for name, code in declared_since(globals(), _mark).items()
 }
 
 
@@ -264,7 +265,9 @@ ACL_FLOAT6_E2M3 = 39
 ACL_FLOAT4_E2M1 = 40
 ACL_FLOAT4_E1M2 = 41
 
-DATA_TYPE_NAMES: dict[int, str] = {value: name for name, value in _declared_since(_mark).items()}
+DATA_TYPE_NAMES: dict[int, str] = {
+    value: name for name, value in declared_since(globals(), _mark).items()
+}
 
 
 def data_type_name(dtype: int) -> str:
@@ -296,7 +299,9 @@ ACL_FORMAT_FRACTAL_NZ_C0_2 = 52
 ACL_FORMAT_FRACTAL_NZ_C0_4 = 53
 ACL_FORMAT_FRACTAL_NZ_C0_8 = 54
 
-FORMAT_NAMES: dict[int, str] = {value: name for name, value in _declared_since(_mark).items()}
+FORMAT_NAMES: dict[int, str] = {
+    value: name for name, value in declared_since(globals(), _mark).items()
+}
 
 
 def format_name(fmt: int) -> str:
@@ -329,7 +334,7 @@ ACL_PROF_API_STATS = 0x400000000
 ACL_PROF_AICORE_SHAPE = 0x800000000
 
 #: every ACL_PROF_* data-type flag, in header order: (name, value).
-PROF_FLAGS: tuple[tuple[str, int], ...] = tuple(_declared_since(_mark).items())
+PROF_FLAGS: tuple[tuple[str, int], ...] = tuple(declared_since(globals(), _mark).items())
 PROF_FLAGS_ALL = 0
 for _name, _value in PROF_FLAGS:
     PROF_FLAGS_ALL |= _value
@@ -355,7 +360,7 @@ ACL_AICORE_NONE = _metric(0xFF, "None")
 
 #: aclprofAicoreMetrics value -> (enum name, acl.json aic_metrics string).
 AICORE_METRICS: dict[int, tuple[str, str]] = {
-    value: (name, _JSON_NAMES[value]) for name, value in _declared_since(_mark).items()
+    value: (name, _JSON_NAMES[value]) for name, value in declared_since(globals(), _mark).items()
 }
 
 #: aclprofAicoreMetrics value -> the per-operator columns msprof's op_summary

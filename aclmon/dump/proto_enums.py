@@ -4,58 +4,16 @@ These are a *different* numbering from pyACL's ``aclDataType``/``aclFormat``
 (``aclmon.acl_constants``): dump ``DT_FLOAT16 = 2`` but ``ACL_FLOAT16 = 1``.
 Never mix the two tables. Nano dumps use the ge/acl numbering; its table is
 here too (``NANO_DTYPE_TO_PROTO``) so the translation happens in one place.
+Every enum value is a constant here, and the name tables are built from them
+(:func:`aclmon.acl_constants.declared_since`): each name is written once.
 """
 
 from __future__ import annotations
 
-#: OutputDataType (dump_data.proto; 41/42 only in dump_task.proto).
-DTYPE_NAMES: dict[int, str] = {
-    0: "DT_UNDEFINED",
-    1: "DT_FLOAT",
-    2: "DT_FLOAT16",
-    3: "DT_INT8",
-    4: "DT_UINT8",
-    5: "DT_INT16",
-    6: "DT_UINT16",
-    7: "DT_INT32",
-    8: "DT_INT64",
-    9: "DT_UINT32",
-    10: "DT_UINT64",
-    11: "DT_BOOL",
-    12: "DT_DOUBLE",
-    13: "DT_STRING",
-    14: "DT_DUAL_SUB_INT8",
-    15: "DT_DUAL_SUB_UINT8",
-    16: "DT_COMPLEX64",
-    17: "DT_COMPLEX128",
-    18: "DT_QINT8",
-    19: "DT_QINT16",
-    20: "DT_QINT32",
-    21: "DT_QUINT8",
-    22: "DT_QUINT16",
-    23: "DT_RESOURCE",
-    24: "DT_STRING_REF",
-    25: "DT_DUAL",
-    26: "DT_VARIANT",
-    27: "DT_BF16",
-    28: "DT_INT4",
-    29: "DT_UINT1",
-    30: "DT_INT2",
-    31: "DT_UINT2",
-    32: "DT_COMPLEX32",
-    33: "DT_HIFLOAT8",
-    34: "DT_FLOAT8_E5M2",
-    35: "DT_FLOAT8_E4M3FN",
-    36: "DT_FLOAT8_E8M0",
-    37: "DT_FLOAT6_E3M2",
-    38: "DT_FLOAT6_E2M3",
-    39: "DT_FLOAT4_E2M1",
-    40: "DT_FLOAT4_E1M2",
-    41: "DT_HIFLOAT4",
-    42: "DT_HIFLOAT4_SCALE",
-}
-DTYPE_VALUES: dict[str, int] = {name: value for value, name in DTYPE_NAMES.items()}
+from aclmon.acl_constants import declared_since
 
+# ---------------------------------------------------------------- OutputDataType
+_mark = len(globals())
 DT_UNDEFINED = 0
 DT_FLOAT = 1
 DT_FLOAT16 = 2
@@ -69,83 +27,97 @@ DT_UINT32 = 9
 DT_UINT64 = 10
 DT_BOOL = 11
 DT_DOUBLE = 12
+DT_STRING = 13
+DT_DUAL_SUB_INT8 = 14
+DT_DUAL_SUB_UINT8 = 15
 DT_COMPLEX64 = 16
 DT_COMPLEX128 = 17
+DT_QINT8 = 18
+DT_QINT16 = 19
+DT_QINT32 = 20
+DT_QUINT8 = 21
+DT_QUINT16 = 22
 DT_RESOURCE = 23
+DT_STRING_REF = 24
+DT_DUAL = 25
+DT_VARIANT = 26
 DT_BF16 = 27
 DT_INT4 = 28
 DT_UINT1 = 29
+DT_INT2 = 30
+DT_UINT2 = 31
+DT_COMPLEX32 = 32
 DT_HIFLOAT8 = 33
 DT_FLOAT8_E5M2 = 34
 DT_FLOAT8_E4M3FN = 35
 DT_FLOAT8_E8M0 = 36
+DT_FLOAT6_E3M2 = 37
+DT_FLOAT6_E2M3 = 38
+DT_FLOAT4_E2M1 = 39
+DT_FLOAT4_E1M2 = 40
+DT_HIFLOAT4 = 41
+DT_HIFLOAT4_SCALE = 42
 
-#: OutputFormat (dump_data.proto) with the enum names.
-FORMAT_NAMES: dict[int, str] = {
-    0: "FORMAT_NCHW",
-    1: "FORMAT_NHWC",
-    2: "FORMAT_ND",
-    3: "FORMAT_NC1HWC0",
-    4: "FORMAT_FRACTAL_Z",
-    5: "FORMAT_NC1C0HWPAD",
-    6: "FORMAT_NHWC1C0",
-    7: "FORMAT_FSR_NCHW",
-    8: "FORMAT_FRACTAL_DECONV",
-    9: "FORMAT_C1HWNC0",
-    10: "FORMAT_FRACTAL_DECONV_TRANSPOSE",
-    11: "FORMAT_FRACTAL_DECONV_SP_STRIDE_TRANS",
-    12: "FORMAT_NC1HWC0_C04",
-    13: "FORMAT_FRACTAL_Z_C04",
-    14: "FORMAT_CHWN",
-    15: "FORMAT_FRACTAL_DECONV_SP_STRIDE8_TRANS",
-    16: "FORMAT_HWCN",
-    17: "FORMAT_NC1KHKWHWC0",
-    18: "FORMAT_BN_WEIGHT",
-    19: "FORMAT_FILTER_HWCK",
-    20: "FORMAT_HASHTABLE_LOOKUP_LOOKUPS",
-    21: "FORMAT_HASHTABLE_LOOKUP_KEYS",
-    22: "FORMAT_HASHTABLE_LOOKUP_VALUE",
-    23: "FORMAT_HASHTABLE_LOOKUP_OUTPUT",
-    24: "FORMAT_HASHTABLE_LOOKUP_HITS",
-    25: "FORMAT_C1HWNCoC0",
-    26: "FORMAT_MD",
-    27: "FORMAT_NDHWC",
-    28: "FORMAT_FRACTAL_ZZ",
-    29: "FORMAT_FRACTAL_NZ",
-    30: "FORMAT_NCDHW",
-    31: "FORMAT_DHWCN",
-    32: "FORMAT_NDC1HWC0",
-    33: "FORMAT_FRACTAL_Z_3D",
-    34: "FORMAT_CN",
-    35: "FORMAT_NC",
-    36: "FORMAT_DHWNC",
-    37: "FORMAT_FRACTAL_Z_3D_TRANSPOSE",
-    38: "FORMAT_FRACTAL_ZN_LSTM",
-    39: "FORMAT_FRACTAL_Z_G",
-    40: "FORMAT_RESERVED",
-    41: "FORMAT_ALL",
-    42: "FORMAT_NULL",
-    43: "FORMAT_ND_RNN_BIAS",
-    44: "FORMAT_FRACTAL_ZN_RNN",
-    45: "FORMAT_YUV",
-    46: "FORMAT_YUV_A",
-    47: "FORMAT_NCL",
-    48: "FORMAT_FRACTAL_Z_WINO",
-    49: "FORMAT_C1HWC0",
-    255: "FORMAT_MAX",
-}
+#: OutputDataType (dump_data.proto; 41/42 only in dump_task.proto) -> its name.
+DTYPE_NAMES: dict[int, str] = {v: n for n, v in declared_since(globals(), _mark).items()}
+DTYPE_VALUES: dict[str, int] = {name: value for value, name in DTYPE_NAMES.items()}
 
+# ---------------------------------------------------------------- OutputFormat
+_mark = len(globals())
 FORMAT_NCHW = 0
 FORMAT_NHWC = 1
 FORMAT_ND = 2
 FORMAT_NC1HWC0 = 3
 FORMAT_FRACTAL_Z = 4
+FORMAT_NC1C0HWPAD = 5
+FORMAT_NHWC1C0 = 6
+FORMAT_FSR_NCHW = 7
+FORMAT_FRACTAL_DECONV = 8
+FORMAT_C1HWNC0 = 9
+FORMAT_FRACTAL_DECONV_TRANSPOSE = 10
+FORMAT_FRACTAL_DECONV_SP_STRIDE_TRANS = 11
 FORMAT_NC1HWC0_C04 = 12
+FORMAT_FRACTAL_Z_C04 = 13
+FORMAT_CHWN = 14
+FORMAT_FRACTAL_DECONV_SP_STRIDE8_TRANS = 15
 FORMAT_HWCN = 16
+FORMAT_NC1KHKWHWC0 = 17
+FORMAT_BN_WEIGHT = 18
+FORMAT_FILTER_HWCK = 19
+FORMAT_HASHTABLE_LOOKUP_LOOKUPS = 20
+FORMAT_HASHTABLE_LOOKUP_KEYS = 21
+FORMAT_HASHTABLE_LOOKUP_VALUE = 22
+FORMAT_HASHTABLE_LOOKUP_OUTPUT = 23
+FORMAT_HASHTABLE_LOOKUP_HITS = 24
 FORMAT_C1HWNCoC0 = 25
+FORMAT_MD = 26
+FORMAT_NDHWC = 27
+FORMAT_FRACTAL_ZZ = 28
 FORMAT_FRACTAL_NZ = 29
 FORMAT_NCDHW = 30
+FORMAT_DHWCN = 31
 FORMAT_NDC1HWC0 = 32
+FORMAT_FRACTAL_Z_3D = 33
+FORMAT_CN = 34
+FORMAT_NC = 35
+FORMAT_DHWNC = 36
+FORMAT_FRACTAL_Z_3D_TRANSPOSE = 37
+FORMAT_FRACTAL_ZN_LSTM = 38
+FORMAT_FRACTAL_Z_G = 39
+FORMAT_RESERVED = 40
+FORMAT_ALL = 41
+FORMAT_NULL = 42
+FORMAT_ND_RNN_BIAS = 43
+FORMAT_FRACTAL_ZN_RNN = 44
+FORMAT_YUV = 45
+FORMAT_YUV_A = 46
+FORMAT_NCL = 47
+FORMAT_FRACTAL_Z_WINO = 48
+FORMAT_C1HWC0 = 49
+FORMAT_MAX = 255
+
+#: OutputFormat (dump_data.proto) -> its enum name.
+FORMAT_NAMES: dict[int, str] = {v: n for n, v in declared_since(globals(), _mark).items()}
 
 # msaccucmp's short spellings where they differ from "strip FORMAT_".
 _SHORT_OVERRIDES = {
@@ -210,3 +182,5 @@ NANO_DTYPE_TO_PROTO: dict[int, int] = {
 #: ge/acl names of the nano numbering, to label a type we do not map: for these
 #: numbers the ge/acl numbering and the dump enum agree.
 NANO_DTYPE_NAMES: dict[int, str] = {n: DTYPE_NAMES[n] for n in (*range(13, 23), 24, 25, 26)}
+
+del _mark
