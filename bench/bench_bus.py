@@ -12,7 +12,7 @@ framing, sockets or validation.
 Also measured: the same path with publisher and subscriber threads in one
 process (they then share one GIL), and the payload bytes of each kind.
 
-    /work/venv/bin/python bench/bench_bus.py
+    python bench/bench_bus.py
 """
 
 from __future__ import annotations

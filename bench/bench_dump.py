@@ -24,7 +24,7 @@ time (2.0 on two idle cores). ``convert_cli_s`` is the whole command in a fresh 
 (start-up included), once per round. All files are deleted afterwards.
 The last line is one JSON object with the figures.
 
-Run: /work/venv/bin/python bench/bench_dump.py [--mb 1024] [--rounds 3] [--convert-mb 256]
+Run: python bench/bench_dump.py [--mb 1024] [--rounds 3] [--convert-mb 256]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the time to pack + unpack one event with
 and, for positional, the full decode our subscribers do (unpack + schema
 validation by ``EventDecoder``). Prints a table, then one JSON line.
 
-    /work/venv/bin/python bench/bench_event_encoding.py
+    python bench/bench_event_encoding.py
 """
 
 from __future__ import annotations

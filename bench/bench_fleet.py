@@ -25,7 +25,7 @@ replay_s_per_million < 3, live_ratio >= 0.5. ``replay_ratio`` (the late
 joiner's events/s over the socketpair ceiling) compares runs on a machine
 whose load changes.
 
-    PYTHONPATH=. /work/venv/bin/python bench/bench_fleet.py [--seconds 32] [--publishers 16]
+    PYTHONPATH=. python bench/bench_fleet.py [--seconds 32] [--publishers 16]
 """
 
 from __future__ import annotations

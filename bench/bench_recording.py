@@ -11,7 +11,7 @@ Writes a realistic event mix to a temporary recording, then times:
   high-water mark (interpreter and imports included), ``index_rss_mb`` how
   far indexing raised it above the RSS just before opening the reader.
 
-    /work/venv/bin/python bench/bench_recording.py
+    python bench/bench_recording.py
 """
 
 from __future__ import annotations
