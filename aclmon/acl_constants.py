@@ -57,7 +57,7 @@ ACL_ERROR_OP_NOT_FOUND = _error(100024, "operator not found")
 ACL_ERROR_REPEAT_SUBSCRIBE = _error(100033, "already subscribed")
 ACL_ERROR_REPEAT_FINALIZE = _error(100037, "already finalized")
 ACL_ERROR_PROF_ALREADY_RUN = _error(
-    100042, "profiling already runs (acl.json, msprof or a started device)"
+    100042, "a profiling task already exists (acl.json, msprof or a started device)"
 )
 ACL_ERROR_PROF_NOT_RUN = _error(100043, "profiling not initialized, or the device not started")
 ACL_ERROR_DUMP_ALREADY_RUN = _error(100044, "a dump task already exists")
