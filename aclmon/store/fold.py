@@ -2,7 +2,8 @@
 
 The store imports no Textual. Each event kind has one handler; the state model
 is :mod:`aclmon.store.state`, Begin/End pairing :mod:`aclmon.store.pairing`,
-the JSON export :mod:`aclmon.store.export`.
+the JSON export :mod:`aclmon.store.export`, the agent's History totals
+:mod:`aclmon.store.history`.
 
 No event walks every stream: streams are found through the indexes kept in the
 state (by handle, by exception-info id), and destroyed streams, contexts and
@@ -18,6 +19,7 @@ from aclmon import events as ev
 from aclmon.events import DEVICE_SYNC
 from aclmon.store.attribution import attribute_exception, note_launch, synchronous_end
 from aclmon.store.export import state_to_json
+from aclmon.store.history import fold_history
 from aclmon.store.ops import fold_op_timing, fold_tx, sorted_ops, top_ops
 from aclmon.store.pairing import (
     PENDING_LIMIT,
@@ -596,30 +598,7 @@ class Store:
             stream.last_error = e.error_code
 
     def _history(self, e: ev.History) -> None:
-        """Totals since the agent started: a viewer that joined late takes them, one
-        that saw everything keeps its own (the larger figure wins either way)."""
-        s = self.state
-        s.history_since_ns = e.since_ns
-        for model_id, executions, failures in _groups(e.models, 3):
-            model = s.models.get(model_id)
-            if model is not None:
-                model.executions = max(model.executions, executions)
-                model.failures = max(model.failures, failures)
-        for handle, syncs, errors, last_error in _groups(e.streams, 4):
-            stream = self.resolve_stream(handle)
-            if stream is not None:
-                stream.syncs = max(stream.syncs, syncs)
-                if errors > stream.errors:
-                    stream.errors, stream.last_error = errors, last_error
-        for device_id, stream_id, count in _groups(e.stream_exceptions, 3):
-            stream = self.stream_by_id(device_id, stream_id)
-            if stream is not None:
-                stream.exceptions = max(stream.exceptions, count)
-        s.exceptions_total = max(s.exceptions_total, e.exceptions_total)
-        s.exceptions_dropped = max(s.exceptions_dropped, s.exceptions_total - len(s.exceptions))
-        s.dumps_total = max(s.dumps_total, e.dumps_total)
-        s.dumps_dropped = max(s.dumps_dropped, s.dumps_total - len(s.dumps))
-        s.call_failures_total = max(s.call_failures_total, e.call_failures_total)
+        fold_history(self, e)
 
     def _goodbye(self, e: ev.Goodbye) -> None:
         self.state.goodbye = e
@@ -692,11 +671,6 @@ class Store:
 
 def _exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
     return (e.ts_ns, e.device_id, e.stream_id, e.task_id)
-
-
-def _groups(values: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
-    """A History's flat figures in groups of ``size`` (a short tail is ignored)."""
-    return [tuple(values[i : i + size]) for i in range(0, len(values) - size + 1, size)]
 
 
 def _count_sync(target: StreamState | DeviceState, e: ev.StreamSynchronized) -> bool:
