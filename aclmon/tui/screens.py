@@ -154,7 +154,7 @@ class ExceptionDetail(ModalScreen[str | None]):
             vlist.set_follow(False)
             vlist.set_rows(0, len(self.dumps))
             vlist.move_cursor_to(0)
-            vlist.focus()
+            vlist.focus(scroll_visible=False)  # the detail opens at its top, not at the list
         log = Text(f"\nLOG LINES WITHIN ±1 s ({len(self.logs)})\n", style=Style(bold=True))
         if not self.logs:
             log.append("none from this process", style=dim)
