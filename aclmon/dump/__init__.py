@@ -20,8 +20,8 @@ Public API (import from ``aclmon.dump``; submodules load lazily so that
 ``read_dump(path) -> DumpFile``
     Header fields (``version``, ``dump_time``, ``op_name``, ``attrs``,
     ``dfx_message``), ``inputs``/``outputs``/``buffers``/``workspaces`` as
-    :class:`Tensor` objects whose ``.array`` is a lazy numpy view over a memory
-    map (``.raw`` is the bytes as ``uint8``), ``warnings`` (list of str), and
+    :class:`Tensor` objects whose bytes are read on first use of ``.raw`` (the
+    bytes as ``uint8``) or ``.array`` (the typed view of them), ``warnings`` (list of str), and
     ``name`` (the parsed file name). Reads 2.0 files, legacy v1 files and nano dumps.
 ``decode_opdebug(data, source="<bytes>") -> dict``
     One overflow record (old 2048-byte or new magic layout) in msaccucmp's key

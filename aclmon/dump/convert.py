@@ -16,11 +16,11 @@ suffix`` with ``new,old`` appended to ``mapping.csv``, as msaccucmp does.
 Arrays are written in msaccucmp's host types: bfloat16 and float8 as float32.
 
 Writing costs one pass over the bytes at most. The file's header is read
-first, without the tensors' bytes. A ``.npy`` is one header write plus the
-payload; a tensor written unchanged (its bytes as they sit in the dump, the
-usual case without ``-f``) is copied file to file by the kernel
-(``copy_file_range``), so its bytes never pass through this process and the
-file is read whole only when some tensor's values are needed; any other
+first; a tensor's bytes are read (straight into one array) only when its
+values are needed. A ``.npy`` is one header write plus the payload; a tensor
+written unchanged (its bytes as they sit in the dump, the usual case without
+``-f``) is copied file to file by the kernel (``copy_file_range``), so its
+bytes never pass through this process; any other
 array is made C-contiguous once (a no-op when it already is) and written with
 one ``tofile``, never element by element as ``np.save`` writes a strided view.
 The files are byte for byte what ``np.save`` writes.
@@ -103,25 +103,13 @@ def _msnpy_base(base: str, op_name: str) -> str:
 
 
 class _Source:
-    """The dump file: its header read first (no tensor bytes), opened on first use
-    for kernel-side copies, and read whole only when a tensor's values are needed."""
+    """The dump file, opened on first use for kernel-side copies of tensors written
+    as they are (tensors whose values are needed read their own bytes)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd = -1
         self.kernel_copy = hasattr(os, "copy_file_range")
-        self._full: DumpFile | None = None
-
-    def loaded(self, tensor: Tensor) -> Tensor:
-        """``tensor`` (of the header-only read) with its bytes: the file is read once."""
-        if tensor.loaded:
-            return tensor
-        if self._full is None:
-            self._full = read_dump(self.path)
-        for other in self._full.tensors:
-            if other.role == tensor.role and other.index == tensor.index:
-                return other
-        raise DecodeError(os.path.basename(self.path), tensor.offset, "the file changed")
 
     def _open(self) -> int:
         if self._fd < 0:
@@ -166,15 +154,8 @@ class _Source:
             self._fd = -1
 
 
-def _present(tensor: Tensor, file_size: int) -> int:
-    """Bytes of the tensor the file holds (its declared size, less what is cut off)."""
-    if tensor.loaded:
-        return int(tensor.raw.nbytes)
-    return max(0, min(tensor.offset + tensor.size, file_size) - tensor.offset)
-
-
 def _as_stored(
-    tensor: Tensor, options: ConvertOptions, save_shape: tuple[int, ...] | None, file_size: int
+    tensor: Tensor, options: ConvertOptions, save_shape: tuple[int, ...] | None
 ) -> tuple[np.dtype, tuple[int, ...], int] | None:
     """(dtype, shape, bytes) when the tensor is written exactly as its bytes sit in the
     file (no conversion, a plain numpy type, the bytes all there), else ``None``: the
@@ -184,7 +165,7 @@ def _as_stored(
     dtype = VIEW_DTYPES.get(tensor.data_type)
     if dtype is None:
         return None
-    present = _present(tensor, file_size)
+    present = tensor.present
     shape = effective_shape(tensor.data_type, tensor.shape, present)
     if math.prod(d for d in shape if d) > _MAX_ELEMENTS:
         return None
@@ -255,10 +236,10 @@ def convert_file(
     source = _Source(path)
     try:
         # The header only: tensors written as they are go file to file without being read.
-        dump = read_dump(path, header_only=True)
+        dump = read_dump(path)
         result.warnings.extend(dump.warnings)
         if is_opdebug_name(base):
-            _write_opdebug(dump, base, out_dir, result, source)
+            _write_opdebug(dump, base, out_dir, result)
             return result
         stem_base = _msnpy_base(base, dump.op_name) if options.file_type == "msnpy" else base
         if options.only is not None:
@@ -268,9 +249,7 @@ def convert_file(
                 raise AclmonError(
                     f"{base}: {role} index {index} is out of range [0, {len(tensors)})"
                 )
-            _write_tensor(
-                tensors[index], stem_base, out_dir, options, result, None, source, dump.file_size
-            )
+            _write_tensor(tensors[index], stem_base, out_dir, options, result, None, source)
             return result
         for role, tensors in ((ROLE_INPUT, dump.inputs), (ROLE_OUTPUT, dump.outputs)):
             shapes = (
@@ -280,9 +259,7 @@ def convert_file(
             )
             for tensor in tensors:
                 save_shape = shapes[tensor.index] if shapes else None
-                _write_tensor(
-                    tensor, stem_base, out_dir, options, result, save_shape, source, dump.file_size
-                )
+                _write_tensor(tensor, stem_base, out_dir, options, result, save_shape, source)
         if options.target_format is not None:
             return result  # msaccucmp's -f path writes inputs and outputs only
         for tensor in dump.buffers:
@@ -292,7 +269,6 @@ def convert_file(
                 _output_name(out_dir, f"{base}.{kind}buffer.{tensor.index}.bin", ".bin"),
                 result,
                 source,
-                dump.file_size,
             )
         for tensor in dump.workspaces:
             _write_bytes(
@@ -300,7 +276,6 @@ def convert_file(
                 _output_name(out_dir, f"{base}.space.{tensor.index}.bin", ".bin"),
                 result,
                 source,
-                dump.file_size,
             )
     except AclmonError as exc:
         result.error = str(exc)
@@ -311,11 +286,8 @@ def convert_file(
     return result
 
 
-def _write_opdebug(
-    dump: DumpFile, base: str, out_dir: str, result: ConvertResult, source: _Source
-) -> None:
+def _write_opdebug(dump: DumpFile, base: str, out_dir: str, result: ConvertResult) -> None:
     for tensor in dump.outputs:
-        tensor = source.loaded(tensor)
         record = decode_opdebug(bytes(tensor.raw), base, tensor.offset)
         target = _output_name(out_dir, f"{base}.output.{tensor.index}.json", ".json")
         with open(target, "w", encoding="utf-8") as handle:
@@ -339,11 +311,9 @@ def _ffts_shapes(
     return shapes
 
 
-def _write_bytes(
-    tensor: Tensor, target: str, result: ConvertResult, source: _Source, file_size: int
-) -> None:
+def _write_bytes(tensor: Tensor, target: str, result: ConvertResult, source: _Source) -> None:
     with open(target, "wb") as out:
-        source.copy_to(out, tensor.offset, _present(tensor, file_size))
+        source.copy_to(out, tensor.offset, tensor.present)
     result.written.append(target)
 
 
@@ -424,16 +394,14 @@ def _write_tensor(
     result: ConvertResult,
     save_shape: tuple[int, ...] | None,
     source: _Source,
-    file_size: int,
 ) -> None:
     role = "input" if tensor.role == ROLE_INPUT else "output"
     label = f"{role} {tensor.index}"
-    stored = _as_stored(tensor, options, save_shape, file_size)
+    stored = _as_stored(tensor, options, save_shape)
     if stored is not None:
         _write_as_stored(tensor, stored, base, role, out_dir, options, result, source)
         return
     try:
-        tensor = source.loaded(tensor)
         decoded = tensor.decode()
     except AclmonError as exc:
         result.warnings.append(f"{label}: skipped: {exc}")

@@ -1,9 +1,17 @@
 """Read one dump file: 2.0 operator dumps, legacy v1 files and nano dumps.
 
-The file is memory-mapped; every tensor is a numpy view over the map, so a
-multi-gigabyte dump costs nothing until a tensor's values are touched. Sizes
-from the header are checked against the bytes present before anything is
-sliced. Only :class:`aclmon.errors.DecodeError` escapes on bad input.
+Opening a file reads its header only (one bounded read). A tensor's bytes are
+read on first use of its ``raw``/``array``/``decode()``, straight into a new
+buffer of the tensor's size (one read, no intermediate copy), so opening a
+multi-gigabyte dump costs its header and looking at one tensor costs that
+tensor. Nothing is memory-mapped: a map of a file that another process
+truncates kills the reader with SIGBUS when it touches the lost pages (a dump
+directory is often still being written); a file that shrank or was replaced
+before a tensor is read gives a :class:`DecodeError` naming the file and the
+offset. Sizes from the header are checked against the bytes present before
+anything is read. Only :class:`aclmon.errors.DecodeError` escapes on bad input.
+(Legacy v1 files keep their tensors inside the header message: they are read
+whole.)
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import weakref
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
 
@@ -33,11 +43,6 @@ from aclmon.errors import DecodeError
 
 #: the writer refuses headers of 2 GiB or more (INT_MAX); so do we.
 MAX_HEADER_LEN = (1 << 31) - 1
-#: files up to this size are read into memory, larger ones are mapped. A read
-#: copy cannot fault: a map of a file that another process truncates kills the
-#: reader with SIGBUS when it touches the lost pages (a dump directory is often
-#: still being written), so only files too big to copy are mapped.
-_MMAP_THRESHOLD = 512 << 20
 
 #: DfxTensorType.GENERAL: an exception dump's "input buffer" entry.
 INPUT_TYPE_GENERAL = 1
@@ -47,18 +52,106 @@ FORMAT_V1 = "v1"
 FORMAT_NANO = "nano"
 
 
+class _OpenedFile:
+    """The file a dump was read from, as it was when its header was read: tensors
+    read their bytes from it on first use, and only if it is still that file."""
+
+    __slots__ = ("identity", "path", "size", "source")
+
+    def __init__(self, path: str, source: str, info: os.stat_result) -> None:
+        self.path = path
+        self.source = source
+        self.size = info.st_size
+        self.identity = (info.st_dev, info.st_ino)
+
+    def read(self, offset: int, count: int, label: str) -> np.ndarray:
+        """``count`` bytes from ``offset`` in a new ``uint8`` array (read straight into it);
+        ``label`` names them in errors."""
+        out = np.empty(count, dtype=np.uint8)
+        if not count:
+            return out
+        try:
+            with _open(self.path) as handle:
+                info = os.fstat(handle.fileno())
+                if (info.st_dev, info.st_ino) != self.identity:
+                    raise DecodeError(
+                        self.source,
+                        offset,
+                        f"{label}: the file was replaced since its header was read",
+                    )
+                handle.seek(offset)
+                shrank = f"{label}: the file shrank from {self.size} bytes since it was opened"
+                _read_into(handle, out, self.source, offset, shrank)
+        except OSError as exc:
+            raise DecodeError(
+                self.source, offset, f"{label}: cannot read: {exc.strerror or exc}"
+            ) from None
+        return out
+
+
+def _open(path: str) -> BinaryIO:
+    """``path`` opened for unbuffered reads; without waiting for a writer if it is a FIFO
+    (which the caller then refuses: it is not a regular file)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    return open(fd, "rb", buffering=0)
+
+
+def _read_into(handle: BinaryIO, out: np.ndarray, source: str, offset: int, shrank: str) -> None:
+    """Fill ``out`` from ``handle``'s position ``offset``; a :class:`DecodeError` saying
+    ``shrank`` at the offset where the file ends first."""
+    view = memoryview(out)
+    done = 0
+    while done < out.nbytes:
+        got = handle.readinto(view[done:])
+        if not got:
+            raise DecodeError(source, offset + done, shrank)
+        done += got
+
+
 @dataclass
 class Tensor:
-    """One tensor of a dump: header fields plus lazy access to its bytes."""
+    """One tensor of a dump: header fields plus its bytes, read on first use."""
 
     role: str  # "input" | "output" | "buffer" | "space"
     index: int
     header: TensorHeader
     offset: int  # absolute file offset of the tensor's bytes
-    raw: np.ndarray  # uint8 view of the bytes present (may be short if the file is cut)
+    present: int  # bytes of the tensor the file held when it was opened (short if cut)
     source: str
     dtype_label: str = ""  # overrides the proto name (nano types we do not map)
     loaded: bool = True  # False when the file was read with header_only=True
+    _bytes: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _file: _OpenedFile | None = field(default=None, repr=False, compare=False)
+    _read: weakref.ref[np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The ``present`` bytes as ``uint8``, read from the file on first use.
+
+        The bytes stay in memory as long as something holds them (this array or
+        a view of it, e.g. ``array``): a tensor whose values were used and let go
+        costs no memory, and the next use reads it again. Raises
+        :class:`DecodeError` when the file was read header-only, or can no longer
+        give them (it shrank or was replaced since it was opened)."""
+        if self._bytes is not None:
+            return self._bytes
+        held = self._read() if self._read is not None else None
+        if held is not None:
+            return held
+        if not self.loaded or self._file is None:
+            raise DecodeError(
+                self.source,
+                self.offset,
+                f"{self.role} {self.index}: bytes not loaded (header only)",
+            )
+        data = self._file.read(self.offset, self.present, f"{self.role} {self.index}")
+        self._read = weakref.ref(data)
+        return data
+
+    @property
+    def is_read(self) -> bool:
+        """Whether the bytes are in memory (``raw`` would not read the file)."""
+        return self._bytes is not None or (self._read is not None and self._read() is not None)
 
     @property
     def data_type(self) -> int:
@@ -92,14 +185,9 @@ class Tensor:
     def decode(self) -> Decoded:
         """The typed array (a view when possible) with its label.
 
-        Raises :class:`DecodeError` when the bytes present cannot hold the shape.
+        Raises :class:`DecodeError` when the bytes present cannot hold the shape,
+        or cannot be read.
         """
-        if not self.loaded:
-            raise DecodeError(
-                self.source,
-                self.offset,
-                f"{self.role} {self.index}: bytes not loaded (header only)",
-            )
         if self.dtype_label:
             return Decoded(self.raw, False, f"raw bytes ({self.dtype_label} is not decoded)")
         if self.role in (ROLE_BUFFER, ROLE_SPACE):
@@ -125,7 +213,7 @@ class Tensor:
 
 @dataclass
 class DumpFile:
-    """A decoded dump file. Tensors reference the memory map; keep this alive while using them."""
+    """A decoded dump file: its header's fields and its tensors (bytes read on first use)."""
 
     path: str
     file_size: int
@@ -201,46 +289,40 @@ class DumpFile:
         return shapes
 
 
-def _map_file(path: str, size: int) -> np.ndarray:
-    if size == 0:
-        return np.zeros(0, dtype=np.uint8)
-    if size <= _MMAP_THRESHOLD:
-        data = np.fromfile(path, dtype=np.uint8, count=size)
-        if data.size < size:
-            source = os.path.basename(path) or path
-            raise DecodeError(
-                source, data.size, f"the file shrank from {size} bytes while it was being read"
-            )
-        return data
-    return np.memmap(path, dtype=np.uint8, mode="r")
-
-
 def read_dump(
     path: str | os.PathLike[str], container: str | None = None, *, header_only: bool = False
 ) -> DumpFile:
     """Read a dump file. ``container`` forces "2.0", "v1" or "nano" (default: detect).
 
-    ``header_only`` reads just the header with plain reads (no memory map): the
-    tensors' metadata is complete but their bytes are not loaded. The agent uses
-    it inside the user's job, where touching a map of a file that another
-    process truncates would raise SIGBUS.
+    Reads the header; each tensor's bytes are read when first used. With
+    ``header_only`` they never are (``raw``/``decode()`` raise): the agent reads
+    headers inside the user's job and must not read tensors there.
     """
     path = os.fspath(path)
     source = os.path.basename(path) or path
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise DecodeError(source, 0, "not a regular file")
-        size = info.st_size
-        with open(path, "rb") as handle:
-            prefix = handle.read(16)
-        detected = container is None
-        if container is None:
-            container = detect_container(prefix, size, source)
-        partial = header_only and container in (FORMAT_V2, FORMAT_NANO)
-        data = _load(path, size, prefix if partial else None)
+        with _open(path) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise DecodeError(source, 0, "not a regular file")
+            size = info.st_size
+            prefix = handle.read(16) or b""
+            detected = container is None
+            if container is None:
+                container = detect_container(prefix, size, source)
+            if container in (FORMAT_V2, FORMAT_NANO):
+                # the length word and the header (a bad length is reported by the reader)
+                header_len = int.from_bytes(prefix[:8], "little")
+                count = min(size, 8 + min(header_len, size))
+            else:
+                count = size  # v1: the tensors are inside the header message
+            data = np.empty(count, dtype=np.uint8)
+            handle.seek(0)
+            shrank = f"the file shrank from {size} bytes while it was being read"
+            _read_into(handle, data, source, 0, shrank)
     except OSError as exc:
         raise DecodeError(source, 0, f"cannot read: {exc.strerror or exc}") from None
+    opened = None if header_only else _OpenedFile(path, source, info)
     if container == FORMAT_V1 and detected:
         try:
             dump = _read_v1(data, path, source)
@@ -254,25 +336,16 @@ def read_dump(
                 f"and the file is not a legacy v1 dump either ({exc.reason})",
             ) from None
     elif container == FORMAT_NANO:
-        dump = _read_nano(data, path, source, size, partial)
+        dump = _read_nano(data, path, source, size, opened)
     elif container == FORMAT_V1:
         dump = _read_v1(data, path, source)
     elif container == FORMAT_V2:
-        dump = _read_v2(data, path, source, size, partial)
+        dump = _read_v2(data, path, source, size, opened)
     else:
         raise DecodeError(source, 0, f"unknown container {container!r}")
-    dump.header_only = partial
+    dump.header_only = header_only and container != FORMAT_V1
     dump.name = parse_dump_name(os.path.basename(path))
     return dump
-
-
-def _load(path: str, size: int, header_prefix: bytes | None) -> np.ndarray:
-    """The whole file (mapped when large), or with ``header_prefix`` only 8 + header bytes."""
-    if header_prefix is None:
-        return _map_file(path, size)
-    header_len = int.from_bytes(header_prefix[:8], "little")
-    count = min(size, 8 + min(header_len, size))  # a bad length is reported by the reader
-    return np.fromfile(path, dtype=np.uint8, count=count)
 
 
 def detect_container(prefix: bytes, size: int, source: str) -> str:
@@ -313,7 +386,9 @@ def _role_list(dump: DumpFile, role: str) -> list[Tensor]:
     }[role]
 
 
-def _read_v2(data: np.ndarray, path: str, source: str, size: int, partial: bool) -> DumpFile:
+def _read_v2(
+    data: np.ndarray, path: str, source: str, size: int, opened: _OpenedFile | None
+) -> DumpFile:
     if size < 8:
         raise DecodeError(
             source, 0, f"file has {size} bytes, too short for the 8-byte header length"
@@ -328,24 +403,25 @@ def _read_v2(data: np.ndarray, path: str, source: str, size: int, partial: bool)
     header = decode_header(memoryview(data), 8, 8 + header_len, source)
     dump = DumpFile(path, size, FORMAT_V2, header_len)
     _fill_from_header(dump, header)
-    layout_payload(dump, header, data, 8 + header_len, source, size, partial)
+    layout_payload(dump, header, 8 + header_len, source, size, opened)
     return dump
 
 
 def _place(
     dump: DumpFile,
     th: TensorHeader,
-    data: np.ndarray,
     pos: int,
     source: str,
     size: int,
-    partial: bool,
+    opened: _OpenedFile | None,
     label: str = "",
 ) -> None:
-    """Add one tensor whose bytes start at file offset ``pos`` (``size`` = file size)."""
-    present = int(data.shape[0])
-    raw = data[min(pos, present) : min(pos + th.size, present)]
-    tensor = Tensor(th.role, th.index, th, pos, raw, source, label, loaded=not partial)
+    """Add one tensor whose bytes start at file offset ``pos`` (``size`` = file size;
+    ``opened`` is ``None`` for a header-only read)."""
+    present = max(0, min(pos + th.size, size) - pos)
+    tensor = Tensor(
+        th.role, th.index, th, pos, present, source, label, opened is not None, None, opened
+    )
     _role_list(dump, th.role).append(tensor)
     if pos + th.size > size:
         dump.warnings.append(
@@ -356,11 +432,10 @@ def _place(
 def layout_payload(
     dump: DumpFile,
     header: DumpHeader,
-    data: np.ndarray,
     start: int,
     source: str,
     size: int,
-    partial: bool = False,
+    opened: _OpenedFile | None,
 ) -> None:
     """Slice the payload in the writer's order: inputs, outputs, buffers, workspaces.
 
@@ -377,7 +452,7 @@ def layout_payload(
             if th.input_type == INPUT_TYPE_GENERAL and role == ROLE_INPUT:
                 continue
             declared += th.size
-            _place(dump, th, data, pos, source, size, partial)
+            _place(dump, th, pos, source, size, opened)
             pos += th.size
     if trailing:
         tail = sum(th.size for th in trailing)
@@ -389,7 +464,7 @@ def layout_payload(
                 f"before {len(trailing)} input buffer(s)"
             )
         for th in trailing:
-            _place(dump, th, data, tail_pos, source, size, partial)
+            _place(dump, th, tail_pos, source, size, opened)
             tail_pos += th.size
         dump.inputs.sort(key=lambda t: t.index)
         if pos + tail <= size:
@@ -402,7 +477,9 @@ def layout_payload(
         )
 
 
-def _read_nano(data: np.ndarray, path: str, source: str, size: int, partial: bool) -> DumpFile:
+def _read_nano(
+    data: np.ndarray, path: str, source: str, size: int, opened: _OpenedFile | None
+) -> DumpFile:
     """Nano dump: TLV head, then input bytes, then output bytes (file size must match)."""
     head = parse_nano_head(data, source, size)
     dump = DumpFile(path, size, FORMAT_NANO, head.head_len)
@@ -410,7 +487,7 @@ def _read_nano(data: np.ndarray, path: str, source: str, size: int, partial: boo
     pos = 8 + head.head_len
     for th in (*head.header.inputs, *head.header.outputs):
         label = head.labels.get((th.role, th.index), "")
-        _place(dump, th, data, pos, source, size, partial, label)
+        _place(dump, th, pos, source, size, opened, label)
         pos += th.size
     if pos != size:
         dump.warnings.append(
@@ -432,7 +509,8 @@ def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:
                 dump.warnings.append(
                     f"{role} {th.index}: size field says {th.size} bytes, data holds {embedded}"
                 )
+            raw = data[th.data_start : th.data_end]
             _role_list(dump, role).append(
-                Tensor(role, th.index, th, th.data_start, data[th.data_start : th.data_end], source)
+                Tensor(role, th.index, th, th.data_start, int(raw.shape[0]), source, _bytes=raw)
             )
     return dump

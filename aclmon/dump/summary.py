@@ -153,8 +153,8 @@ def _summarize_dump(path: str, kind: str, out: dict[str, Any]) -> None:
     from aclmon.dump.reader import read_dump
 
     # Only overflow records need tensor bytes (and those files are small). Everything
-    # else is read header-only: no memory map, so a file truncated under us cannot
-    # raise SIGBUS in the agent, which runs inside the user's job.
+    # else is read header-only: the agent runs inside the user's job and reads no
+    # tensor there that it does not need.
     dump = read_dump(path, header_only=kind != KIND_OVERFLOW)
     if dump.op_name and kind != KIND_OVERFLOW:  # an Opdebug file's is "Node_OpDebug"
         out["op_name"] = dump.op_name

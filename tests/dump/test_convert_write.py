@@ -154,27 +154,28 @@ def test_the_source_is_closed_after_each_file(tmp_path: Path) -> None:
 
 def test_tensors_written_as_they_are_never_read_into_memory(tmp_path: Path, monkeypatch) -> None:
     """Without -f, a plain-typed dump goes out without its bytes being read (only its
-    header); a cast (bf16 -> float32) needs the values and reads the file."""
+    header); a cast (bf16 -> float32) needs the values and reads that tensor alone."""
+    from aclmon.dump import reader
+
     src, big, _ = _dump(tmp_path, 64 * 1024)
-    reads: list[bool] = []
-    real = convert_module.read_dump
+    reads: list[tuple[int, int]] = []
+    real = reader._OpenedFile.read
 
-    def spy(path, *args, header_only: bool = False, **kwargs):
-        reads.append(header_only)
-        return real(path, *args, header_only=header_only, **kwargs)
+    def spy(self, offset: int, count: int, label: str):
+        reads.append((offset, count))
+        return real(self, offset, count, label)
 
-    monkeypatch.setattr(convert_module, "read_dump", spy)
+    monkeypatch.setattr(reader._OpenedFile, "read", spy)
     out = tmp_path / "out"
     out.mkdir()
     assert convert_file(src, out).error is None
-    assert reads == [True]
+    assert reads == []
     assert (out / f"{src.name}.input.0.npy").read_bytes() == _npy_bytes(big)
     bf16 = np.arange(8, dtype="<f4").view("<u2")[1::2].tobytes()
     tensor = T(bf16, dtype=pe.DT_BF16, fmt=pe.FORMAT_ND, shape=(4,))
     cast = write(tmp_path / "src", "Cast.c.1.2.1700000000000000", dump_bytes(outputs=[tensor]))
-    reads.clear()
     assert convert_file(cast, out).error is None
-    assert reads == [True, False]
+    assert reads == [(read_dump(cast).outputs[0].offset, len(bf16))]
     assert np.load(out / f"{cast.name}.output.0.npy").dtype == np.float32
 
 

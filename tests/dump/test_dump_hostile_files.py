@@ -10,9 +10,11 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from dumpfixtures import T, dump_bytes, write
 
 from aclmon.dump.commands import decode_report
+from aclmon.errors import DecodeError
 
 REPO = Path(__file__).parents[2]
 NAME = "Add.add1.3.1.1700000000000000"
@@ -35,40 +37,64 @@ def _big_dump(directory: Path) -> Path:
 
 
 def test_a_dump_truncated_while_it_is_decoded_does_not_kill_the_reader(tmp_path: Path) -> None:
+    """Another process cuts the file short between its opening and the tensor's read:
+    a DecodeError naming the file, the offset and the tensor (never SIGBUS)."""
     path = _big_dump(tmp_path)
+    size = path.stat().st_size
     script = textwrap.dedent(f"""
         import os
         from aclmon.dump.reader import read_dump
         from aclmon.dump.stats import tensor_stats
+        from aclmon.errors import DecodeError
         dump = read_dump({str(path)!r})
         os.truncate({str(path)!r}, 64)  # another process cuts the file short
         for tensor in dump.tensors:
-            tensor_stats(tensor.decode().array)
+            try:
+                tensor_stats(tensor.decode().array)
+            except DecodeError as exc:
+                print(exc)
         print("survived")
     """)
     result = subprocess.run([sys.executable, "-c", script], env=_env(), text=True,
                             capture_output=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, f"killed by signal {-result.returncode}: {result.stderr}"
-    assert result.stdout.strip() == "survived"
+    assert result.stdout.splitlines() == [
+        f"{NAME}: at byte 64: output 0: the file shrank from {size} bytes since it was opened",
+        "survived",
+    ]
 
 
-def test_a_file_that_shrinks_before_it_is_read_is_named(tmp_path: Path, monkeypatch) -> None:
+def test_a_file_replaced_after_it_was_opened_is_named(tmp_path: Path) -> None:
+    from aclmon.dump.reader import read_dump
+
+    path = _big_dump(tmp_path)
+    dump = read_dump(path)
+    offset = dump.outputs[0].offset
+    (tmp_path / "new").mkdir()
+    os.replace(_big_dump(tmp_path / "new"), path)  # a writer renames a new file over it
+    with pytest.raises(DecodeError) as info:
+        dump.outputs[0].array  # noqa: B018
+    assert str(info.value) == (
+        f"{NAME}: at byte {offset}: output 0: the file was replaced since its header was read"
+    )
+
+
+def test_a_file_that_shrinks_while_its_header_is_read_is_named(tmp_path: Path) -> None:
     from aclmon.dump import reader
 
     path = _big_dump(tmp_path)
-    real_fromfile = np.fromfile
-
     size = path.stat().st_size
+    real_read_into = reader._read_into
 
-    def shrinking_fromfile(file, *args, count=-1, **kwargs):
-        if count == size:  # the whole file: cut short between stat and read
-            os.truncate(file, 1000)
-        return real_fromfile(file, *args, count=count, **kwargs)
+    def shrinking(handle, out, *args):
+        os.truncate(path, 10)  # cut short between the stat and the read
+        return real_read_into(handle, out, *args)
 
-    monkeypatch.setattr(reader.np, "fromfile", shrinking_fromfile)
-    report = decode_report(str(path))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reader, "_read_into", shrinking)
+        report = decode_report(str(path))
     assert report["error"] == (
-        f"{NAME}: at byte 1000: the file shrank from {size} bytes while it was being read"
+        f"{NAME}: at byte 10: the file shrank from {size} bytes while it was being read"
     )
 
 

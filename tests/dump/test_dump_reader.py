@@ -74,19 +74,24 @@ def test_payload_order_is_inputs_outputs_buffers_spaces(tmp_path):
     assert dump.warnings == []
 
 
-def test_arrays_are_views_over_a_memory_map(tmp_path, monkeypatch):
-    # Only files too big to copy are mapped (a map can fault on truncation).
-    monkeypatch.setattr("aclmon.dump.reader._MMAP_THRESHOLD", 1 << 20)
-    values = np.arange(1 << 19, dtype="<f4")  # 2 MiB: above the mmap threshold
-    data = dump_bytes(outputs=[T(values.tobytes(), shape=[values.size])])
-    dump = read_dump(write(tmp_path, "big", data))
+def test_tensor_bytes_are_read_on_first_use_only(tmp_path):
+    """Opening reads the header; a tensor's bytes are read when its values are used,
+    into an array of their own (no memory map), kept while something holds them."""
+    values = np.arange(1 << 16, dtype=np.float32)
+    data = dump_bytes(
+        inputs=[T(values.tobytes(), shape=[values.size])],
+        outputs=[T(values[::-1].tobytes(), shape=[values.size])],
+    )
+    dump = read_dump(write(tmp_path, "lazy", data))
+    assert not any(t.is_read for t in dump.tensors)
     array = dump.outputs[0].array
-    base = array
-    while base.base is not None and not isinstance(base, np.memmap):
-        base = base.base
-    assert isinstance(base, np.memmap)
-    assert not array.flags.owndata
-    np.testing.assert_array_equal(array, values)
+    np.testing.assert_array_equal(array, values[::-1])
+    assert [t.is_read for t in dump.tensors] == [False, True]
+    assert array.base is dump.outputs[0].raw  # held: read once, viewed after
+    assert not isinstance(array.base, np.memmap)
+    del array
+    assert not dump.outputs[0].is_read  # let go: its memory is free
+    np.testing.assert_array_equal(dump.outputs[0].array, values[::-1])  # read again
 
 
 def test_size_mismatch_warns_but_reads(tmp_path):
