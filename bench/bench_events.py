@@ -71,6 +71,8 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             start,
             start + 850,
             850,
+            rng.randrange(8),
+            {},  # live timings from model subscription carry no metrics
         )
     elif cls is ev.AclException:
         fields = (
@@ -83,6 +85,8 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             "Conv2D",
             (_tensor(rng, "x"), _tensor(rng, "filter")),
             (_tensor(rng, "y"),),
+            "resnet50_bs32",
+            rng.randrange(1, 10_000),
         )
     elif cls is ev.Hello:
         fields = ev.hello_fields("sim", "Ascend910B1", 8)
@@ -121,7 +125,42 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             },
         )
     elif cls is ev.LogLine:
-        fields = ("warning", "aclmon: stream 5 synchronize took 1204 ms")
+        fields = (
+            "error",
+            "[stream.cc:1204] 4171 SynchronizeStream: Stream synchronize failed, "
+            "stream_id=5, retCode=0x7150050",
+            "RUNTIME",
+            4171,
+            "python3",
+            ts - 2_000_000,
+            "stream.cc:1204",
+            "/root/ascend/log/debug/plog/plog-4171_20260101000000000.log",
+        )
+    elif cls is ev.CallFailed:
+        fields = (
+            "rt.synchronize_stream",
+            507011,
+            "EZ9999: Inner Error!\nEZ9999: The error from device(chipId:0, dieId:0), "
+            "serial number is 3, there is an aivec error exception, core id is 0",
+            140_000_000_000_000 + rng.randrange(1 << 16),
+            stream,
+        )
+    elif cls is ev.History:
+        fields = (
+            ts - 3_600_000_000_000,
+            tuple(v for m in range(1, 5) for v in (m, rng.randrange(10**5), rng.randrange(3))),
+            tuple(
+                v
+                for s in range(8)
+                for v in (0xFFFF8000_1234_0000 + s * 0x100, rng.randrange(10**5), 0, 0, 0)
+            ),
+            (0, 5, 4),
+            4,
+            1_024,
+            12,
+        )
+    elif cls is ev.Goodbye:
+        fields = (0, True, "exit")
     elif cls is ev.Drops:
         fields = (1024, "publisher queue", "queue full")
     elif cls is ev.SetProfilingConfig:
@@ -131,7 +170,11 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
     elif cls is ev.Reply:
         fields = (rng.getrandbits(63), 0, "ok", {"flags": 0x7D})
     else:
-        raise AssertionError(f"no sample for {cls.__name__}")
+        raise AssertionError(f"no sample for {cls.__name__}: add one to bench/bench_events.py")
+    if len(fields) != len(cls._fields) - 2:
+        # a field left at its default would make the figures of newer fields silently wrong
+        missing = cls._fields[2 + len(fields) :]
+        raise AssertionError(f"the sample for {cls.__name__} does not set {', '.join(missing)}")
     return cls(seq, ts, *fields)
 
 
