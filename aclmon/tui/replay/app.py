@@ -144,11 +144,12 @@ class ReplayApp(AclmonApp):
     def _refresh_timeline(self) -> None:
         timeline = self.timeline
         with self.batch_update():
-            timeline.playing = self.playing
-            timeline.seeking = self.seeking
-            timeline.speed = self.speed
-            timeline.cursor_ts = self.cursor_ts
-            timeline.warnings = tuple(self.warnings)
+            # set without their watchers (each would redraw): one redraw below
+            timeline.set_reactive(Timeline.playing, self.playing)
+            timeline.set_reactive(Timeline.seeking, self.seeking)
+            timeline.set_reactive(Timeline.speed, self.speed)
+            timeline.set_reactive(Timeline.cursor_ts, self.cursor_ts)
+            timeline.set_reactive(Timeline.warnings, tuple(self.warnings))
             timeline.refresh_timeline()
 
     # ---------------------------------------------------------------- refresh

@@ -47,6 +47,9 @@ class Timeline(Static):
     def __init__(self, engine: ReplayEngine) -> None:
         super().__init__(id="timeline")
         self.engine = engine
+        # the bar's marker cells: recomputed only when the width or the markers change
+        self._marks_key: tuple[int, int, int, int] | None = None
+        self._marks: list[tuple[int, str]] = []
 
     def watch_playing(self) -> None:
         self.refresh_timeline()
@@ -88,8 +91,9 @@ class Timeline(Static):
             line.append(f"{fmt.utc_time(now)} UTC  ")
             line.append(f"{_clock(now - first)} / {_clock(last - first)}  ", style=dim)
         line.append(f"event {pos:,} / {n:,}", style=dim)
-        ahead_exc = _count_after(engine.markers(EXCEPTION), pos)
-        ahead_ovf = _count_after(engine.markers(OVERFLOW), pos)
+        exceptions, overflows = engine.markers(EXCEPTION), engine.markers(OVERFLOW)
+        ahead_exc = _count_after(exceptions, pos)
+        ahead_ovf = _count_after(overflows, pos)
         if ahead_exc or ahead_ovf:
             line.append(f"  ·  ahead: {ahead_exc} exception(s), {ahead_ovf} overflow(s)", style=dim)
         if not engine.ready:
@@ -102,28 +106,53 @@ class Timeline(Static):
             )
         for warning in self.warnings:
             line.append(f"  ·  ⚠ {warning}", style=bad)
-        bar = self._bar(max(10, self.size.width - 2), n, pos, engine, dim, bad)
+        width = max(10, self.size.width - 2)
+        marks = self._marker_cells(width, n, exceptions, overflows)
+        bar = _bar(width, n, pos, marks, dim, bad)
         self.update(Text.assemble(line, "\n ", bar))
 
-    @staticmethod
-    def _bar(width: int, n: int, pos: int, engine: ReplayEngine, dim: Style, bad: Style) -> Text:
-        cells = ["━"] * width
-        styles: list[Style | None] = [None] * width
-        cursor = min(width - 1, pos * width // n) if n else 0
-        for i in range(cursor + 1, width):
-            cells[i] = "─"
-            styles[i] = dim
-        for kind, mark in ((OVERFLOW, "▲"), (EXCEPTION, "✖")):
-            for frame in engine.markers(kind):
-                cell = min(width - 1, frame * width // n) if n else 0
-                cells[cell] = mark
-                styles[cell] = bad
-        cells[cursor] = "●"
-        styles[cursor] = Style(bold=True)
-        text = Text(no_wrap=True)
-        for char, style in zip(cells, styles, strict=True):
-            text.append(char, style=style or Style())
-        return text
+    def _marker_cells(
+        self, width: int, n: int, exceptions: list[int], overflows: list[int]
+    ) -> list[tuple[int, str]]:
+        """(cell, mark) of the bar's exceptions and overflows, in cell order (an
+        exception wins a cell it shares with an overflow). Markers only grow, so
+        their counts tell when they changed: a seek or a tick redraws the bar
+        without going over thousands of them again."""
+        key = (width, n, len(exceptions), len(overflows))
+        if key != self._marks_key:
+            cells: dict[int, str] = {}
+            for frames, mark in ((overflows, "▲"), (exceptions, "✖")):
+                for frame in frames:
+                    cells[min(width - 1, frame * width // n) if n else 0] = mark
+            self._marks = sorted(cells.items())
+            self._marks_key = key
+        return self._marks
+
+
+def _bar(
+    width: int, n: int, pos: int, marks: list[tuple[int, str]], dim: Style, bad: Style
+) -> Text:
+    """The recording as ``width`` cells: played (━), to come (─, dim), the markers
+    and the cursor (●); one style span per marker, not one per cell."""
+    cursor = min(width - 1, pos * width // n) if n else 0
+    cells = ["━"] * (cursor + 1) + ["─"] * (width - cursor - 1)
+    for cell, mark in marks:
+        cells[cell] = mark
+    cells[cursor] = "●"
+    text = Text("".join(cells), no_wrap=True)
+    dim_from = cursor + 1  # the cells to come are dim, all but their markers
+    for cell, _ in marks:
+        if cell == cursor:
+            continue
+        if cell > cursor:
+            if cell > dim_from:
+                text.stylize(dim, dim_from, cell)
+            dim_from = cell + 1
+        text.stylize(bad, cell, cell + 1)
+    if dim_from < width:
+        text.stylize(dim, dim_from, width)
+    text.stylize(Style(bold=True), cursor, cursor + 1)
+    return text
 
 
 def _count_after(frames: list[int], position: int) -> int:
