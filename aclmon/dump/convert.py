@@ -22,7 +22,9 @@ written unchanged (its bytes as they sit in the dump, the usual case without
 ``-f``) is copied file to file by the kernel (``copy_file_range``), so its
 bytes never pass through this process; any other
 array is made C-contiguous once (a no-op when it already is) and written with
-one ``tofile``, never element by element as ``np.save`` writes a strided view.
+one ``tofile``, never element by element as ``np.save`` writes a strided view;
+a padded layout cropped to its shape with ``-f`` (NC1HWC0, FRACTAL_NZ) is
+converted straight into the array written, each element copied once.
 The files are byte for byte what ``np.save`` writes.
 """
 
@@ -47,7 +49,7 @@ from aclmon.dump.dtypes import (
     element_count,
     to_host_array,
 )
-from aclmon.dump.formats import FormatError, can_convert, convert_to_host
+from aclmon.dump.formats import FormatError, can_convert, convert_contiguous, convert_to_host
 from aclmon.dump.header import ROLE_INPUT, ROLE_OUTPUT
 from aclmon.dump.naming import is_opdebug_name
 from aclmon.dump.opdebug import decode_opdebug
@@ -370,6 +372,10 @@ def _to_target_format(
     if not can_convert(real, target_format):
         return f"no conversion from {pe.format_name(real)} to {pe.format_name(target_format)}"
     crop = shape or tensor.original_shape or None
+    # padded formats cropped to their shape: converted straight into the array written
+    converted = convert_contiguous(array, real, crop, target_format)
+    if converted is not None:
+        return converted, target_format
     try:
         return convert_to_host(array, real, crop, target_format), target_format
     except FormatError as exc:

@@ -10,6 +10,7 @@ layout, as msaccucmp expects. Results keep the tensor's dtype.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -191,3 +192,88 @@ def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.n
         .reshape(batch, no * ni, c1 * c0)
     )
     return merged[:, :rows, :cols].reshape(target)
+
+
+def convert_contiguous(
+    array: np.ndarray, src_format: int, target_shape: Sequence[int] | None, dst_format: int
+) -> np.ndarray | None:
+    """What :func:`convert_to_host` gives, made C-contiguous, in one pass.
+
+    :func:`convert_to_host` merges each padded axis pair (C1 x C0, No x Ni ...)
+    with a ``reshape``, which copies, and the crop and the host transpose then
+    need a second copy to be contiguous. Here the destination array is made
+    first and every element is copied into it once from the device layout, a
+    block of whole C0 (or Ni) groups and a block of the last partial group per
+    merged axis. Handles NC1HWC0 (and C04) to NCHW/NHWC/HWCN and FRACTAL_NZ to
+    its host formats, with the target (crop) shape given; ``None`` for anything
+    else, or shapes that do not fit (``convert_to_host`` says why).
+    """
+    if not target_shape:
+        return None
+    target = tuple(int(d) for d in target_shape)
+    if src_format in (pe.FORMAT_NC1HWC0, pe.FORMAT_NC1HWC0_C04) and dst_format in _FROM_NCHW:
+        if array.ndim != 5 or len(target) != 4:
+            return None
+        n, c1, h, w, c0 = array.shape
+        nchw = _to_nchw_order(target, dst_format)
+        if any(t > m for t, m in zip(nchw, (n, c1 * c0, h, w), strict=True)):
+            return None
+        out = np.empty(target, dtype=array.dtype)
+        back = tuple(int(a) for a in np.argsort(_FROM_NCHW[dst_format]))
+        _fill_merged(out.transpose(back), array.transpose(0, 1, 4, 2, 3), (1, 2, 1, 1))
+        return out
+    if src_format == pe.FORMAT_FRACTAL_NZ and can_convert(src_format, dst_format):
+        if array.ndim < 4:
+            return None
+        c1, no, ni, c0 = array.shape[-4:]
+        if len(target) == 1:
+            batch, rows, cols = 1, 1, target[0]
+        else:
+            batch, rows, cols = math.prod(target[:-2]), target[-2], target[-1]
+        if batch * c1 * no * ni * c0 != array.size or rows > no * ni or cols > c1 * c0:
+            return None
+        out = np.empty(target, dtype=array.dtype)
+        device = array.reshape(batch, c1, no, ni, c0).transpose(0, 2, 3, 1, 4)
+        _fill_merged(out.reshape(batch, rows, cols), device, (1, 2, 2))
+        return out
+    return None
+
+
+def _fill_merged(out: np.ndarray, device: np.ndarray, groups: tuple[int, ...]) -> None:
+    """Copy ``device`` into ``out``, each axis of ``out`` being one axis of ``device``
+    (group 1) or an (outer, inner) pair of them merged (group 2), cropped to
+    ``out``'s shape. ``out`` may be strided (a transposed view): it is written
+    through views that split its merged axes, never copied."""
+    pieces: list[list[tuple[slice, tuple[slice, ...], tuple[int, ...]]]] = []
+    axis = 0
+    for size, group in zip(out.shape, groups, strict=True):
+        if group == 1:
+            pieces.append([(slice(0, size), (slice(0, size),), (size,))])
+        else:
+            inner = device.shape[axis + 1]
+            full, rest = divmod(size, inner)
+            options = []
+            if full:
+                options.append(
+                    (slice(0, full * inner), (slice(0, full), slice(None)), (full, inner))
+                )
+            if rest:
+                options.append(
+                    (slice(full * inner, size), (slice(full, full + 1), slice(0, rest)), (1, rest))
+                )
+            pieces.append(options)
+        axis += group
+    for combo in itertools.product(*pieces):
+        block = out[tuple(piece[0] for piece in combo)]
+        shape: list[int] = []
+        strides: list[int] = []
+        for piece, stride in zip(combo, block.strides, strict=True):
+            if len(piece[2]) == 1:
+                shape.append(piece[2][0])
+                strides.append(stride)
+            else:
+                outer, inner = piece[2]
+                shape += [outer, inner]
+                strides += [stride * inner, stride]
+        split = np.lib.stride_tricks.as_strided(block, tuple(shape), tuple(strides))
+        np.copyto(split, device[tuple(s for piece in combo for s in piece[1])])

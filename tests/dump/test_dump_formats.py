@@ -257,3 +257,36 @@ def test_msaccucmp_aliases_nz_to_nhwc_and_ndc1hwc0_to_nd():
     padded = convert_to_host(device, pe.FORMAT_NDC1HWC0, (18, 12), pe.FORMAT_ND)
     assert padded.shape == (1, 32, 2, 2, 3)
     np.testing.assert_array_equal(padded[:, :18], y)
+
+
+def test_padded_formats_convert_in_one_pass_to_what_convert_to_host_gives():
+    """``convert -f`` of NC1HWC0 / FRACTAL_NZ cropped to its shape writes into the
+    final array at once: the same values, shape and dtype as the two-step path."""
+    import itertools
+
+    from aclmon.dump.formats import convert_contiguous
+
+    nc1hwc0 = np.arange(2 * 3 * 2 * 3 * 16, dtype=np.float16).reshape(2, 3, 2, 3, 16)
+    for dst, (n, c, h, w) in itertools.product(
+        (pe.FORMAT_NCHW, pe.FORMAT_NHWC, pe.FORMAT_HWCN),
+        [(2, 48, 2, 3), (1, 35, 2, 2), (2, 16, 1, 3), (2, 7, 2, 3), (0, 5, 2, 3)],
+    ):
+        order = {pe.FORMAT_NCHW: (n, c, h, w), pe.FORMAT_NHWC: (n, h, w, c)}
+        target = order.get(dst, (h, w, c, n))
+        for src in (pe.FORMAT_NC1HWC0, pe.FORMAT_NC1HWC0_C04):
+            got = convert_contiguous(nc1hwc0, src, target, dst)
+            want = convert_to_host(nc1hwc0, src, target, dst)
+            assert got is not None and got.flags.c_contiguous and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    nz = np.arange(2 * 3 * 2 * 16 * 16, dtype=np.float32).reshape(2, 3, 2, 16, 16)
+    for target in [(2, 32, 48), (2, 17, 40), (2, 1, 1), (2, 32, 33)]:
+        for dst in (pe.FORMAT_ND, pe.FORMAT_NCHW, pe.FORMAT_NHWC):
+            got = convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, target, dst)
+            assert got is not None and got.flags.c_contiguous
+            np.testing.assert_array_equal(
+                got, convert_to_host(nz, pe.FORMAT_FRACTAL_NZ, target, dst)
+            )
+    # shapes that do not fit are left to convert_to_host, which says why
+    assert convert_contiguous(nc1hwc0, pe.FORMAT_NC1HWC0, (2, 49, 2, 3), pe.FORMAT_NCHW) is None
+    assert convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, (2, 33, 48), pe.FORMAT_ND) is None
+    assert convert_contiguous(nz, pe.FORMAT_FRACTAL_Z, (2, 3, 4, 4), pe.FORMAT_NCHW) is None
