@@ -23,8 +23,8 @@ written unchanged (its bytes as they sit in the dump, the usual case without
 bytes never pass through this process; any other
 array is made C-contiguous once (a no-op when it already is) and written with
 one ``tofile``, never element by element as ``np.save`` writes a strided view;
-a padded layout cropped to its shape with ``-f`` (NC1HWC0, FRACTAL_NZ) is
-converted straight into the array written, each element copied once.
+NC1HWC0 cropped to its shape with ``-f`` is converted straight into the
+array written, each element copied once.
 The files are byte for byte what ``np.save`` writes.
 """
 

@@ -203,10 +203,13 @@ def convert_contiguous(
     with a ``reshape``, which copies, and the crop and the host transpose then
     need a second copy to be contiguous. Here the destination array is made
     first and every element is copied into it once from the device layout, a
-    block of whole C0 (or Ni) groups and a block of the last partial group per
-    merged axis. Handles NC1HWC0 (and C04) to NCHW/NHWC/HWCN and FRACTAL_NZ to
-    its host formats, with the target (crop) shape given; ``None`` for anything
-    else, or shapes that do not fit (``convert_to_host`` says why).
+    block of whole C0 groups and a block of the last partial group. Handles
+    NC1HWC0 (and C04) to NCHW/NHWC/HWCN with the target (crop) shape given
+    (1.6-1.9x faster than the two copies on a 26 MB float16 tensor cropped to
+    C=120); ``None`` for anything else, or shapes that do not fit
+    (``convert_to_host`` says why). FRACTAL_NZ stays on the two-copy path: its
+    16-element rows made the one-pass copy 4x slower than numpy's two
+    contiguous copies.
     """
     if not target_shape:
         return None
@@ -221,20 +224,6 @@ def convert_contiguous(
         out = np.empty(target, dtype=array.dtype)
         back = tuple(int(a) for a in np.argsort(_FROM_NCHW[dst_format]))
         _fill_merged(out.transpose(back), array.transpose(0, 1, 4, 2, 3), (1, 2, 1, 1))
-        return out
-    if src_format == pe.FORMAT_FRACTAL_NZ and can_convert(src_format, dst_format):
-        if array.ndim < 4:
-            return None
-        c1, no, ni, c0 = array.shape[-4:]
-        if len(target) == 1:
-            batch, rows, cols = 1, 1, target[0]
-        else:
-            batch, rows, cols = math.prod(target[:-2]), target[-2], target[-1]
-        if batch * c1 * no * ni * c0 != array.size or rows > no * ni or cols > c1 * c0:
-            return None
-        out = np.empty(target, dtype=array.dtype)
-        device = array.reshape(batch, c1, no, ni, c0).transpose(0, 2, 3, 1, 4)
-        _fill_merged(out.reshape(batch, rows, cols), device, (1, 2, 2))
         return out
     return None
 

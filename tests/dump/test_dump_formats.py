@@ -260,7 +260,7 @@ def test_msaccucmp_aliases_nz_to_nhwc_and_ndc1hwc0_to_nd():
 
 
 def test_padded_formats_convert_in_one_pass_to_what_convert_to_host_gives():
-    """``convert -f`` of NC1HWC0 / FRACTAL_NZ cropped to its shape writes into the
+    """``convert -f`` of NC1HWC0 cropped to its shape writes into the
     final array at once: the same values, shape and dtype as the two-step path."""
     import itertools
 
@@ -279,14 +279,7 @@ def test_padded_formats_convert_in_one_pass_to_what_convert_to_host_gives():
             assert got is not None and got.flags.c_contiguous and got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
     nz = np.arange(2 * 3 * 2 * 16 * 16, dtype=np.float32).reshape(2, 3, 2, 16, 16)
-    for target in [(2, 32, 48), (2, 17, 40), (2, 1, 1), (2, 32, 33)]:
-        for dst in (pe.FORMAT_ND, pe.FORMAT_NCHW, pe.FORMAT_NHWC):
-            got = convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, target, dst)
-            assert got is not None and got.flags.c_contiguous
-            np.testing.assert_array_equal(
-                got, convert_to_host(nz, pe.FORMAT_FRACTAL_NZ, target, dst)
-            )
     # shapes that do not fit are left to convert_to_host, which says why
     assert convert_contiguous(nc1hwc0, pe.FORMAT_NC1HWC0, (2, 49, 2, 3), pe.FORMAT_NCHW) is None
-    assert convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, (2, 33, 48), pe.FORMAT_ND) is None
+    assert convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, (2, 32, 48), pe.FORMAT_ND) is None
     assert convert_contiguous(nz, pe.FORMAT_FRACTAL_Z, (2, 3, 4, 4), pe.FORMAT_NCHW) is None
