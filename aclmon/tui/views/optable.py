@@ -75,7 +75,7 @@ def _metric_column(name: str) -> Column:
     return Column(
         label,
         METRIC_SORT + name,
-        max(6, len(label)),
+        len(label) + 2,  # room for the sort arrow
         True,
         lambda o: metric_cell(name, o.metric(name)),
     )
@@ -94,8 +94,8 @@ OPERATOR = Column("OPERATOR", "op", OP_MIN, False, lambda o: o.op_name)
 KEPT_FIRST = (
     Column("TOTAL", "total", 8, True, lambda o: fmt.duration_us(o.total_us)),
     Column("MODEL", "model", 14, False, _model),
-    Column("DEV", "device", 3, True, _device),
-    Column("COUNT", "count", 6, True, lambda o: fmt.count(o.count)),
+    Column("DEV", "device", 5, True, _device),
+    Column("COUNT", "count", 7, True, lambda o: fmt.count(o.count)),
     Column("MEAN", "mean", 8, True, lambda o: fmt.duration_us(o.mean_us)),
 )
 KEPT_LAST = (
