@@ -38,7 +38,7 @@ from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.header import HeaderBar, TabBar
 from aclmon.tui.palette import VIEW_TITLES, AclmonCommands
-from aclmon.tui.screens import ExceptionDetail, HelpScreen, related_dumps
+from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen, related_dumps
 from aclmon.tui.sources import Source
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
@@ -51,7 +51,7 @@ from aclmon.tui.views import (
     View,
 )
 from aclmon.tui.views.filterbar import FilterBar
-from aclmon.tui.views.logs import belongs_to, lines_near
+from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near
 from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
 
@@ -422,12 +422,23 @@ class AclmonApp(App[int]):
 
     @on(LogsView.ExceptionWanted)
     def _exception_of_line(self, message: LogsView.ExceptionWanted) -> None:
+        """The exception the line belongs to (a failed synchronize that reported it
+        too: the exception carries the runtime's message); else the failed call
+        it is about (a line ending ``result = N``)."""
         line = message.line
-        for exception in reversed(self.store.state.exceptions):
-            if belongs_to(line, exception):
-                self.open_exception(exception)
-                return
-        self.notify("no exception within 1 s of this line (and its task/stream)", timeout=3)
+        s = self.store.state
+        exception = next((e for e in reversed(s.exceptions) if belongs_to(line, e)), None)
+        failure = failure_of_line(line, list(s.call_failures)) if exception is None else None
+        if exception is not None:
+            self.open_exception(exception)
+        elif failure is not None:
+            near = lines_near(list(s.logs), failure.event, self._job_pid())
+            self.push_screen(CallFailureDetail(failure, s.newest_ts_ns, near))
+        else:
+            self.notify(
+                "no exception or failed call within 1 s of this line (and its task/stream/code)",
+                timeout=3,
+            )
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:

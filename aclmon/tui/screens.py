@@ -1,4 +1,4 @@
-"""Modal screens: an exception's detail, the help screen, the target picker."""
+"""Modal screens: an exception's detail, a failed call's, the help screen, the target picker."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from textual.widgets import OptionList, Static
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_text
+from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
@@ -155,17 +156,7 @@ class ExceptionDetail(ModalScreen[str | None]):
             vlist.set_rows(0, len(self.dumps))
             vlist.move_cursor_to(0)
             vlist.focus(scroll_visible=False)  # the detail opens at its top, not at the list
-        log = Text(f"\nLOG LINES WITHIN ±1 s ({len(self.logs)})\n", style=Style(bold=True))
-        if not self.logs:
-            log.append("none from this process", style=dim)
-        for line in self.logs[-20:]:
-            when = line.logged_ns or line.ts_ns
-            log.append(
-                f"{fmt.utc_time(when)} {line.level.upper():<7} {line.module:<10} ", style=dim
-            )
-            log.append(
-                line.text.split("\n", 1)[0] + "\n", style=bad if line.level == "error" else Style()
-            )
+        log = _log_lines_text(self.logs, dim, bad)
         log.append("\nEsc closes · l shows the Logs view around it", style=dim)
         self.query_one("#detail-logs", Static).update(log)
 
@@ -197,6 +188,74 @@ class ExceptionDetail(ModalScreen[str | None]):
         """Show a decoded file (or its progress) under the file list."""
         if self.is_attached:
             self.query_one("#detail-decoded", Static).update(Group(Text(""), renderable))
+
+    def action_scroll(self, delta: int) -> None:
+        self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
+
+
+def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
+    """The "LOG LINES WITHIN ±1 s" part of a detail: the newest 20, first lines only."""
+    log = Text(f"\nLOG LINES WITHIN ±1 s ({len(logs)})\n", style=Style(bold=True))
+    if not logs:
+        log.append("none from this process", style=dim)
+    for line in logs[-20:]:
+        when = line.logged_ns or line.ts_ns
+        log.append(f"{fmt.utc_time(when)} {line.level.upper():<7} {line.module:<10} ", style=dim)
+        log.append(
+            line.text.split("\n", 1)[0] + "\n", style=bad if line.level == "error" else Style()
+        )
+    return log
+
+
+class CallFailureDetail(ModalScreen[None]):
+    """A failed pyACL call: its code, what the runtime said about it
+    (``acl.get_recent_err_msg``), where, and the log lines near it."""
+
+    # The exception detail's ids: one remap moves the same keys in both details.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+        Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
+        Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
+        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="detail.page_down"),
+        Binding("pageup", "scroll(-10)", "Page up", show=False, id="detail.page_up"),
+    ]
+
+    def __init__(
+        self, failure: CallFailure, newest_ns: int, logs: list[ev.LogLine] | None = None
+    ) -> None:
+        super().__init__()
+        self.failure = failure
+        self.newest_ns = newest_ns
+        self.logs = list(logs or [])
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="detail-box"):
+            yield Static(id="failure-title", classes="title")
+            with VerticalScroll(id="detail-scroll"):
+                yield Static(id="failure-body")
+
+    def on_mount(self) -> None:
+        failure = self.failure
+        e = failure.event
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        self.query_one("#failure-title", Static).update(
+            Text(f"acl.{e.api} failed", style=Style(bold=True))
+        )
+        body = Text()
+        body.append(error_text(e.ret), style=bad)
+        where = f"{fmt.utc_time(e.ts_ns)} UTC ({_relative(e.ts_ns, self.newest_ns)})"
+        if failure.stream_id != -1:
+            where += f" · device {failure.device_id} · stream {failure.stream_id}"
+        body.append(f"\n{where} · thread {e.thread_id}", style=dim)
+        body.append("\nruntime: ", style=dim)
+        if e.message:
+            body.append(e.message)
+        else:
+            body.append("(the runtime said nothing more)", style=dim)
+        body.append_text(_log_lines_text(self.logs, dim, bad))
+        body.append("\nEsc closes", style=dim)
+        self.query_one("#failure-body", Static).update(body)
 
     def action_scroll(self, delta: int) -> None:
         self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)

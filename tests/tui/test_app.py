@@ -9,7 +9,7 @@ from tui_scenario import T0, build_events
 from aclmon import events as ev
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.screens import ExceptionDetail, HelpScreen
+from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen
 from aclmon.tui.views.optable import OpTable
 from aclmon.tui.vlist import VirtualList
 
@@ -637,6 +637,47 @@ async def test_logs_view_filters_searches_follows_and_links_back_to_the_exceptio
         await pilot.press("enter")
         await pilot.pause()
         assert not isinstance(app.screen, ExceptionDetail)
+
+
+async def test_an_error_line_about_a_failed_call_opens_that_call():
+    """A runtime ERROR line ending ``result = N`` opens the failed call it is about
+    (code, the runtime's message, the log lines near it); one about the
+    synchronize that reported an exception opens the exception."""
+    events = build_events()
+    exception, _stream = _last_exception_and_its_stream(events)
+    pid = events[0].pid
+    t = exception.ts_ns
+    seq = max(e.seq for e in events)
+    said = "[PID: 7] 2025-12-02-10:00:00.000.000 Invalid_Argument(EE1001): no device 99"
+    events += [
+        ev.CallFailed(seq + 1, t + 300_000_000, "rt.set_device", 107001, said, 9, -1),
+        ev.LogLine(seq + 2, t + 400_000_000, "error",
+                   "9 aclrtSetDevice: no device 99, result = 107001 (ACL_ERROR_RT_INVALID_DEVICEID)",
+                   "RUNTIME", pid, "python", t + 300_000_000, "device.cpp:1151", "/plog/p.log"),
+        ev.LogLine(seq + 3, t + 400_000_000, "error",
+                   f"9 aclrtSynchronizeStream: Stream synchronize failed, stream_id={exception.stream_id},"
+                   f" result = {exception.error_code} (ACL_ERROR_RT_AICORE_EXCEPTION)",
+                   "RUNTIME", pid, "python", t + 1_000, "stream.cpp:1023", "/plog/p.log"),
+    ]  # fmt: skip
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.store.state.call_failures_total == 1)
+        await pilot.press("5")
+        view = app.logs_view
+        seqs = [line.seq for line in app.store.state.logs]
+        view.vlist.move_cursor_to(view.vlist.first_index + seqs.index(seq + 2))
+        await pilot.press("enter")
+        assert isinstance(app.screen, CallFailureDetail)
+        assert app.screen.failure.event.api == "rt.set_device"
+        body = static_text(app, "#failure-body")
+        assert "ACL_ERROR_RT_INVALID_DEVICEID (107001)" in body
+        assert "runtime: [PID: 7]" in body and "no device 99" in body
+        assert "LOG LINES WITHIN ±1 s" in body and "aclrtSetDevice" in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, CallFailureDetail)
+        view.vlist.move_cursor_to(view.vlist.first_index + seqs.index(seq + 3))
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail) and app.screen.exception == exception
 
 
 async def test_an_exception_shows_the_log_lines_of_its_process_within_a_second():

@@ -1,6 +1,7 @@
 """The Logs view: the job's CANN log lines (plog) and the agent's own, with a
 level filter, a module filter, ``/`` search and follow; a time window around
-an exception; Enter on an ERROR line asks for the exception it belongs to."""
+an exception; Enter on an ERROR line asks for the exception or the failed call
+it belongs to."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
@@ -47,6 +49,8 @@ WINDOW_NS = 1_000_000_000
 _NUMBER = {
     "task": re.compile(r"task[_ ]?id[=: ]+(\d+)", re.IGNORECASE),
     "stream": re.compile(r"stream[_ ]?id[=: ]+(\d+)", re.IGNORECASE),
+    # the ACL code a runtime line ends with: "..., result = 107001 (ACL_ERROR_...)"
+    "result": re.compile(r"\bresult ?= ?(\d+)"),
 }
 
 
@@ -63,15 +67,42 @@ def mentioned(line: ev.LogLine, what: str) -> int | None:
 
 def belongs_to(line: ev.LogLine, e: ev.AclException) -> bool:
     """A log line and an exception match by time (±1 s) and, where the line
-    names them, by task and stream id."""
+    names them, by task id, stream id and error code."""
     if abs(line_time(line) - e.ts_ns) > WINDOW_NS:
         return False
     task, stream = mentioned(line, "task"), mentioned(line, "stream")
-    return (task is None or task == e.task_id) and (stream is None or stream == e.stream_id)
+    code = mentioned(line, "result")
+    return (
+        (task is None or task == e.task_id)
+        and (stream is None or stream == e.stream_id)
+        and (code is None or code == e.error_code)
+    )
 
 
-def lines_near(logs: list[ev.LogLine], e: ev.AclException, pid: int | None) -> list[ev.LogLine]:
-    """The log lines of this process (``pid``; lines without one count) within ±1 s of ``e``."""
+def failure_of_line(line: ev.LogLine, failures: list[CallFailure]) -> CallFailure | None:
+    """The failed call a runtime ERROR line is about: one that returned the code the
+    line ends with (``result = N``), within ±1 s, on the stream it names (if it
+    names one and the call's stream is known); the nearest in time. None when the
+    line names no code or no call matches."""
+    code = mentioned(line, "result")
+    if code is None:
+        return None
+    stream, when = mentioned(line, "stream"), line_time(line)
+    matches = [
+        f
+        for f in failures
+        if f.event.ret == code
+        and abs(f.event.ts_ns - when) <= WINDOW_NS
+        and (stream is None or f.stream_id in (-1, stream))
+    ]
+    return min(matches, key=lambda f: abs(f.event.ts_ns - when), default=None)
+
+
+def lines_near(
+    logs: list[ev.LogLine], e: ev.AclException | ev.CallFailed, pid: int | None
+) -> list[ev.LogLine]:
+    """The log lines of this process (``pid``; lines without one count) within ±1 s
+    of an exception or a failed call."""
     return [
         line
         for line in logs
