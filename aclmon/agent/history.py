@@ -5,7 +5,7 @@ see a clean job. The publisher hands every batch of events to
 :meth:`History.observe` on its own thread, in queue order, before anyone gets
 it; the history counts what matters there (nothing runs on the job's threads)
 and the snapshot a new subscriber gets ends with :meth:`History.snapshot_events`:
-the last N exceptions, failed calls and dump files (seq 0) and one
+the last N exceptions, failed calls, log lines and dump files (seq 0) and one
 :class:`History` event with the totals. Because counting and the snapshot both run on the publisher thread,
 the snapshot covers exactly the events before it and the subscriber receives
 every later one: nothing is counted twice or missed.
@@ -39,6 +39,7 @@ from aclmon.events import (
     DumpFileSeen,
     ExecuteEnd,
     History,
+    LogLine,
     ModelLoaded,
     ModelUnloaded,
     StreamCreated,
@@ -93,6 +94,9 @@ class HistoryKeeper:
         #: failed calls with the runtime's message: what a late viewer needs to say
         #: why an exception's synchronize failed
         self.call_failures: deque[CallFailed] = deque(maxlen=recent)
+        #: log lines (the job's plog warnings and errors, the agent's own): the
+        #: lines near an exception, for a viewer that was not there
+        self.logs: deque[LogLine] = deque(maxlen=recent)
         self.exceptions_total = 0
         self.dumps_total = 0
         self.call_failures_total = 0
@@ -104,6 +108,7 @@ class HistoryKeeper:
             AclException: self._exception,
             DumpFileSeen: self._dump,
             CallFailed: self._call_failed,
+            LogLine: self.logs.append,
             ModelLoaded: self._model_loaded,
             ModelUnloaded: self._model_unloaded,
             StreamCreated: self._stream_created,
@@ -132,9 +137,10 @@ class HistoryKeeper:
         return batch
 
     def snapshot_events(self) -> list[Any]:
-        """Recent exceptions, failed calls and dump files (seq 0), then the totals."""
+        """Recent exceptions, failed calls, log lines and dump files (seq 0), then the totals."""
         events: list[Any] = [e._replace(seq=0) for e in self.exceptions]
         events.extend(c._replace(seq=0) for c in self.call_failures)
+        events.extend(line._replace(seq=0) for line in self.logs)
         events.extend(d._replace(seq=0) for d in self.dumps)
         models = [
             value

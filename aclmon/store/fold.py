@@ -621,14 +621,16 @@ class Store:
 
     def _log(self, e: ev.LogLine) -> None:
         s = self.state
-        if e.log_file:
-            # the same file entry twice: the first copy stays (see StoreState.log_entries)
-            key = hash((e.logged_ns, e.pid, e.location, e.text))
-            if key in s.log_entries:
-                return
-            s.log_entries[key] = None
-            if len(s.log_entries) > 4 * s.log_limit:
-                del s.log_entries[next(iter(s.log_entries))]
+        # The same line twice: the first copy stays (see StoreState.log_entries). A
+        # file entry is the same whenever it was read; an agent's line, at its time.
+        key = hash(
+            (e.logged_ns, e.pid, e.location, e.text) if e.log_file else (e.ts_ns, e.level, e.text)
+        )
+        if key in s.log_entries:
+            return
+        s.log_entries[key] = None
+        if len(s.log_entries) > 4 * s.log_limit:
+            del s.log_entries[next(iter(s.log_entries))]
         s.logs_dropped += ring_add(s.logs, e, s.log_limit)
 
     def _call_failed(self, e: ev.CallFailed) -> None:

@@ -362,9 +362,10 @@ class StoreState:
     dumps_dropped: int = 0
     logs: deque[ev.LogLine] = field(default_factory=deque)
     logs_dropped: int = 0
-    # keys of the CANN log file entries taken lately (the newest 4 * log_limit), so
-    # an entry read twice (a replay that folds the files beside a recording whose
-    # agent also published the entry) is shown once
+    # keys of the log lines taken lately (the newest 4 * log_limit), so a line that
+    # comes twice is shown once: a CANN log file entry in a replay that folds the
+    # files beside a recording whose agent also published it, or any line the
+    # agent's history re-sends to a viewer that reconnects
     log_entries: dict[int, None] = field(default_factory=dict)
     # failed hooked calls (the newest log_limit), each with its stream's (device, stream id)
     call_failures: deque[CallFailure] = field(default_factory=deque)

@@ -121,6 +121,7 @@ def test_history_keeps_the_last_n_and_counts_apart(tmp_path):
         CallFailed,
         DumpFileSeen,
         ExecuteEnd,
+        LogLine,
         ModelLoaded,
         StreamCreated,
         StreamSynchronized,
@@ -148,12 +149,14 @@ def test_history_keeps_the_last_n_and_counts_apart(tmp_path):
     keeper.observe(
         [CallFailed(20 + n, 20, "mdl.execute", 507015, f"EZ9999 {n}", 1, -1) for n in range(3)]
     )
+    keeper.observe([LogLine(30 + n, 30, "error", f"line {n}") for n in range(3)])
     snapshot = keeper.snapshot_events()
     assert [type(e).__name__ for e in snapshot] == [
-        "AclException", "AclException", "CallFailed", "CallFailed",
+        "AclException", "AclException", "CallFailed", "CallFailed", "LogLine", "LogLine",
         "DumpFileSeen", "DumpFileSeen", "History",
     ]  # fmt: skip
     assert [e.message for e in snapshot[2:4]] == ["EZ9999 1", "EZ9999 2"]
+    assert [e.text for e in snapshot[4:6]] == ["line 1", "line 2"]
     assert all(e.seq == 0 for e in snapshot)
     assert [e.task_id for e in snapshot[:2]] == [12, 13] and snapshot[1].model_name == ""
     history = snapshot[-1]

@@ -134,3 +134,21 @@ def test_once_text_says_what_the_runtime_said(capsys):
     assert f"    runtime: {said}\n" in out
     assert "failed calls 1 since start" in out
     assert f"  acl.rt.synchronize_stream ACL_ERROR_RT_AICORE_EXCEPTION: {said}\n" in out
+
+
+def test_log_lines_from_the_history_are_shown_once():
+    """A late viewer gets the agent's recent log lines (the plog errors near an
+    exception); a reconnect does not show them twice, the file's or the agent's."""
+    plog = ev.LogLine(9, 9, "error", "aclrtSynchronizeStream failed", "RUNTIME", 42, "python",
+                      5, "stream.cpp:1", "/l/plog-42_1.log")  # fmt: skip
+    own = ev.LogLine(10, 10, "info", "watching dump directory /d")
+    late = Store()
+    late.apply_many([*_snapshot()[:-1], plog._replace(seq=0), own._replace(seq=0)])
+    assert [line.text for line in late.state.logs] == [plog.text, own.text]
+    seen = Store()
+    seen.apply_many([*_live(), plog, own])
+    seen.apply_many([*_snapshot()[:-1], plog._replace(seq=0), own._replace(seq=0)])
+    assert [line.text for line in seen.state.logs] == [plog.text, own.text]
+    # the same text again later is a new line
+    seen.apply(own._replace(seq=11, ts_ns=11))
+    assert len(seen.state.logs) == 3
