@@ -253,6 +253,7 @@ class CallFailureDetail(ModalScreen[None]):
             body.append(e.message)
         else:
             body.append("(the runtime said nothing more)", style=dim)
+        body.append("\n")
         body.append_text(_log_lines_text(self.logs, dim, bad))
         body.append("\nEsc closes", style=dim)
         self.query_one("#failure-body", Static).update(body)
