@@ -193,6 +193,17 @@ class ExceptionDetail(ModalScreen[str | None]):
         self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
 
 
+def _closing_and_scrolling(prefix: str, close_keys: str) -> list[BindingType]:
+    """A modal text screen's keys: close, and scroll by line or page (ids ``prefix.*``)."""
+    return [
+        Binding(close_keys, "app.pop_screen", "Close", id=f"{prefix}.close"),
+        Binding("down,j", "scroll(1)", "Down", show=False, id=f"{prefix}.down"),
+        Binding("up,k", "scroll(-1)", "Up", show=False, id=f"{prefix}.up"),
+        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id=f"{prefix}.page_down"),
+        Binding("pageup", "scroll(-10)", "Page up", show=False, id=f"{prefix}.page_up"),
+    ]
+
+
 def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
     """The "LOG LINES WITHIN ±1 s" part of a detail: the newest 20, first lines only."""
     log = Text(f"\nLOG LINES WITHIN ±1 s ({len(logs)})\n", style=Style(bold=True))
@@ -212,13 +223,7 @@ class CallFailureDetail(ModalScreen[None]):
     (``acl.get_recent_err_msg``), where, and the log lines near it."""
 
     # The exception detail's ids: one remap moves the same keys in both details.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
-        Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
-        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="detail.page_down"),
-        Binding("pageup", "scroll(-10)", "Page up", show=False, id="detail.page_up"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = _closing_and_scrolling("detail", "escape,q,enter")
 
     def __init__(
         self, failure: CallFailure, newest_ns: int, logs: list[ev.LogLine] | None = None
@@ -265,13 +270,9 @@ class CallFailureDetail(ModalScreen[None]):
 class HelpScreen(ModalScreen[None]):
     """Every key, grouped by where it works, with the binding id used to remap it."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close"),
-        Binding("down,j", "scroll(1)", "Down", show=False, id="help.down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id="help.up"),
-        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="help.page_down"),
-        Binding("pageup", "scroll(-10)", "Page up", show=False, id="help.page_up"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = _closing_and_scrolling(
+        "help", "escape,q,question_mark,f1"
+    )
 
     def __init__(
         self, sections: list[tuple[str, list[tuple[str, str, str]]]], keymap_path: str

@@ -677,7 +677,11 @@ async def test_an_error_line_about_a_failed_call_opens_that_call():
         assert not isinstance(app.screen, CallFailureDetail)
         view.vlist.move_cursor_to(view.vlist.first_index + seqs.index(seq + 3))
         await pilot.press("enter")
-        assert isinstance(app.screen, ExceptionDetail) and app.screen.exception == exception
+        assert isinstance(app.screen, ExceptionDetail)
+        assert (app.screen.exception.seq, app.screen.exception.task_id) == (
+            exception.seq,
+            exception.task_id,
+        )
 
 
 async def test_an_exception_shows_the_log_lines_of_its_process_within_a_second():
