@@ -154,14 +154,15 @@ def measure(path: str, started: float) -> dict[str, float]:
                 await asyncio.sleep(0.05)
             result["snapshots_ready_s"] = round(time.perf_counter() - built, 3)
             result["rss_ready_mb"] = rss_mb()  # index + snapshots + markers + first screen
-            result["snapshots"] = len(engine._snapshot_at)
+            snapshots = engine.snapshots
+            result["snapshots"] = len(snapshots.at)
             # what the replay's own structures hold (for the breakdown in docs/replay.md)
             reader = getattr(engine.index, "reader", engine.index)
             result["index_mb"] = round(reader.index_nbytes / 2**20, 1)
             result["snapshots_mb"] = round(
-                sum(len(s.rest) for s in engine._snapshots.values()) / 2**20, 2
+                sum(len(s.rest) for s in snapshots.states.values()) / 2**20, 2
             )
-            result["journal_items"] = sum(len(j.items) for j in engine._journals.values())
+            result["journal_items"] = sum(len(j.items) for j in snapshots.journals.values())
             result["frames"] = len(engine)
 
             async def timed_seek(name: str, seek: Callable[[], None], target: int) -> None:
