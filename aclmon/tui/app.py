@@ -30,15 +30,23 @@ from rich.console import RenderableType
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Footer
+from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
 from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
+from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
+from aclmon.tui.keys import quit_bindings, view_bindings
 from aclmon.tui.palette import VIEW_TITLES, AclmonCommands
-from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen, related_dumps
+from aclmon.tui.screens import (
+    CallFailureDetail,
+    ExceptionDetail,
+    HelpScreen,
+    ScrollingModal,
+    related_dumps,
+)
 from aclmon.tui.sources import Source
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
@@ -51,6 +59,7 @@ from aclmon.tui.views import (
     View,
 )
 from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.listview import FilteredView, ListView
 from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near
 from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
@@ -103,16 +112,10 @@ class AclmonApp(App[int]):
     # The tab bar shows the view keys: the footer keeps its room for the view's
     # own keys, Help and Quit (which must fit at 80 columns).
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "show_view('devices')", "Devices", show=False, id="view.devices"),
-        Binding("2", "show_view('exceptions')", "Exceptions", show=False, id="view.exceptions"),
-        Binding("3", "show_view('profiling')", "Profiling", show=False, id="view.profiling"),
-        Binding("4", "show_view('dumps')", "Dumps", show=False, id="view.dumps"),
-        Binding("5", "show_view('logs')", "Logs", show=False, id="view.logs"),
+        *view_bindings(VIEW_TITLES),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
         Binding("ctrl+t", "toggle_dark", "Dark/light", show=False, id="app.theme"),
-        Binding("q", "quit", "Quit", id="app.quit"),
-        # A monitor quits on Ctrl+C like any terminal tool (Textual's default only hints).
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+        *quit_bindings("quit", "app"),
     ]
 
     def __init__(
@@ -201,7 +204,7 @@ class AclmonApp(App[int]):
         yield self.tabs
         with self._switcher:
             yield from self.views.values()
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()
@@ -227,8 +230,16 @@ class AclmonApp(App[int]):
                 self.log.warning(message)
                 self.notify(message, severity="warning", timeout=8)
             self.set_keymap(self.user_keymap)
+        app_keys = frozenset(
+            key.strip()
+            for cls in type(self).__mro__
+            for b in cls.__dict__.get("BINDINGS", ())
+            if isinstance(b, Binding)
+            for key in self.user_keymap.get(b.id or "", b.key).split(",")
+        )
         for view in self.views.values():
             view.keymap = dict(self.user_keymap)
+            view.app_keys = app_keys
         self.profiling_view.readonly = self.source.readonly
         self.dumps_view.grouped = self._group_dumps
         self.tabs.current = self.current_view
@@ -360,7 +371,11 @@ class AclmonApp(App[int]):
                     ("ctrl+q", "Quit", ""),
                 ],
             ),
-            ("Lists (exceptions, dumps)", binding_rows(list(VirtualList.BINDINGS), keymap)),
+            ("Lists (exceptions, dumps, logs)", binding_rows(list(VirtualList.BINDINGS), keymap)),
+            (
+                "Filter and sort (devices: / and Esc only)",
+                binding_rows([*FilteredView.BINDINGS, *ListView.BINDINGS], keymap),
+            ),
             ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
             ("Devices view", binding_rows(list(DevicesView.BINDINGS), keymap)),
             ("Exceptions view", binding_rows(list(ExceptionsView.BINDINGS), keymap)),
@@ -369,6 +384,7 @@ class AclmonApp(App[int]):
             ("Logs view", binding_rows(list(LogsView.BINDINGS), keymap)),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
+            ("Detail and help (scrolling)", binding_rows(list(ScrollingModal.BINDINGS), keymap)),
         ]
 
     def action_help(self) -> None:

@@ -20,6 +20,11 @@ def _add_view_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="never send commands to the agent (profiling keys are disabled)",
     )
+    _add_screen_options(parser)
+
+
+def _add_screen_options(parser: argparse.ArgumentParser) -> None:
+    """Theme, refresh interval and keymap: every command that opens a screen."""
     parser.add_argument(
         "--theme",
         default=None,
@@ -132,19 +137,7 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
         help="open at this time: start, end, +10s, 90 (s from start), 14:03:07 (UTC), ISO",
     )
     parser.add_argument("--play", action="store_true", help="start playing at once")
-    parser.add_argument(
-        "--theme",
-        default=None,
-        help="theme name: aclmon-dark (default), aclmon-light, or any Textual theme",
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=DEFAULT_INTERVAL,
-        metavar="SECONDS",
-        help=f"screen refresh interval (default {DEFAULT_INTERVAL} s)",
-    )
-    parser.add_argument("--keymap", metavar="FILE", help='JSON file {"binding id": "keys"}')
+    _add_screen_options(parser)
     parser.set_defaults(handler=_replay_command)
 
 
@@ -257,6 +250,26 @@ def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> 
     return store.to_json()
 
 
+def print_once(
+    collect: Callable[[], dict[str, Any]],
+    close: Callable[[], None],
+    as_json: bool,
+    print_text: Callable[[dict[str, Any]], None],
+) -> int:
+    """``--once``: take one snapshot, close what it came from, print it as JSON or text."""
+    import json
+
+    try:
+        data = collect()
+    finally:
+        close()
+    if as_json:
+        print(json.dumps(data, indent=2))
+    else:
+        print_text(data)
+    return 0
+
+
 def _percent(value: Any) -> str:
     """A utilization as text: a device that cannot measure it (null in the JSON) says so."""
     return f"{value}%" if isinstance(value, int) else "n/a"
@@ -330,8 +343,6 @@ def _print_text_summary(data: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ handlers
 def attach_command(args: argparse.Namespace) -> int:
-    import json
-
     from aclmon.bus import registry
     from aclmon.errors import AclmonError
     from aclmon.tui.sources import LiveSource
@@ -361,15 +372,9 @@ def attach_command(args: argparse.Namespace) -> int:
 
         source = WithDumpDirectory(source, args.dump_dir)
     if args.once:
-        try:
-            data = once_snapshot(source, args.wait)
-        finally:
-            source.close()
-        if args.json:
-            print(json.dumps(data, indent=2))
-        else:
-            _print_text_summary(data)
-        return 0
+        return print_once(
+            lambda: once_snapshot(source, args.wait), source.close, args.json, _print_text_summary
+        )
     return _run_app(source, args)
 
 

@@ -30,13 +30,16 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Static
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
 from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
+from aclmon.tui.footer import FittingFooter
+from aclmon.tui.keys import quit_bindings
 from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
 
 SORTS = ("rank", "host", "exec/s", "exceptions", "util")
@@ -46,6 +49,31 @@ SHADES = " ░▒▓█"
 #: hosts on their own heat-map line up to this many; past it, a flat grid
 HEAT_HOST_LINES = 16
 BACK = "back"
+#: in one rank's screens: back to the fleet
+BACK_BINDING = Binding("escape", "back", "Fleet", id="fleet.back")
+#: (name, width, right-aligned) of each column of a rank's row; width 0: the rest
+WIDE_COLUMNS = (
+    ("rank", 5, True), ("host", 16, False), ("pid", 7, True), ("dev", 7, False),
+    ("AI Core", 21, False), ("HBM", 17, True), ("exec/s", 7, True), ("execs", 8, True),
+    ("fail", 5, True), ("exc", 5, True), ("ovf", 4, True), ("last error", 20, False),
+    ("state", 0, False),
+)  # fmt: skip
+NARROW_COLUMNS = (
+    ("rank", 5, True), ("host", 12, False), ("pid", 7, True), ("util", 4, True),
+    ("exec/s", 7, True), ("exc", 4, True), ("last error", 16, False), ("state", 0, False),
+)  # fmt: skip
+
+
+def _fit(cells: list[tuple[str, int, bool]]) -> str:
+    """One line of cells, each cut or padded to its column."""
+    return "".join(
+        f" {text[:width]:>{width}}"
+        if right
+        else f" {text[:width]:<{width}}"
+        if width
+        else f" {text}"
+        for text, width, right in cells
+    )
 
 
 def sort_rows(
@@ -54,8 +82,7 @@ def sort_rows(
     """Rows with exceptions first (earliest first), then by ``sort``; only
     those whose text contains ``text`` (case-insensitive) when it is given."""
     if text:
-        needle = text.lower()
-        rows = [r for r in rows if needle in row_words(r)]
+        rows = [r for r in rows if text.lower() in row_words(r)]
 
     def rank_key(r: FleetRow) -> tuple[Any, ...]:
         return (r.rank if r.rank is not None else 1 << 30, r.host, r.pid)
@@ -89,15 +116,13 @@ class FleetApp(App[object]):
     #heat { height: auto; max-height: 18; padding: 0 1; }
     #colhead { height: 1; background: $panel; }
     #rows { height: 1fr; }
-    #filter { dock: bottom; display: none; }
-    #filter.shown { display: block; }
+    #filter { dock: bottom; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "next_sort", "Sort", id="fleet.sort"),
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear"),
-        Binding("q", "quit_fleet", "Quit", id="fleet.quit"),
-        Binding("ctrl+c", "quit_fleet", "Quit", show=False, priority=True, id="fleet.interrupt"),
+        *quit_bindings("quit_fleet", "fleet"),
     ]
 
     def __init__(
@@ -133,13 +158,15 @@ class FleetApp(App[object]):
         self.heat = Static(id="heat")
         self.colhead = Static(id="colhead")
         self.vlist = VirtualList(self._render_row, id="rows")
-        self.filter_input = Input(placeholder="filter: host, rank, pid, state, error", id="filter")
+        self.filter_input = FilterBar(
+            "host, rank, pid, state, error", searchable=False, id="filter"
+        )
         yield self.header
         yield self.heat
         yield self.colhead
         yield self.vlist
         yield self.filter_input
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         themes, _problems = load_themes()
@@ -287,32 +314,35 @@ class FleetApp(App[object]):
         return self.size.width >= 120
 
     def _colhead_text(self) -> Text:
-        if self._wide():
-            head = (f" {'rank':>5} {'host':<16} {'pid':>7} {'dev':<7} {'AI Core':<22}"
-                    f" {'HBM':>17} {'exec/s':>7} {'execs':>8} {'fail':>5} {'exc':>5}"
-                    f" {'ovf':>4}  {'last error':<20} state")  # fmt: skip
-        else:
-            head = (f" {'rank':>5} {'host':<12} {'pid':>7} {'util':>4} {'exec/s':>7}"
-                    f" {'exc':>4} {'last error':<16} state")  # fmt: skip
+        head = _fit(list(self._columns()))
         return Text(head, style=Style(bold=True))
+
+    def _columns(self) -> tuple[tuple[str, int, bool], ...]:
+        return WIDE_COLUMNS if self._wide() else NARROW_COLUMNS
 
     def _render_row(self, index: int, width: int) -> Text:
         if not 0 <= index < len(self.rows):
             return Text("")
         r = self.rows[index]
-        rank = "-" if r.rank is None else str(r.rank)
         util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
-        devices = ",".join(map(str, r.devices))[:7] or "-"
-        state = r.state if r.health == "OK" else f"{r.state} {r.health}"
+        cells = {
+            "rank": "-" if r.rank is None else str(r.rank),
+            "host": r.host,
+            "pid": str(r.pid),
+            "dev": ",".join(map(str, r.devices)) or "-",
+            "util": util,
+            "exec/s": f"{r.executions_per_s:.1f}",
+            "execs": str(r.executions),
+            "fail": str(r.failures),
+            "exc": str(r.exceptions),
+            "ovf": str(r.overflows),
+            "last error": r.last_error,
+            "state": r.state if r.health == "OK" else f"{r.state} {r.health}",
+        }
         if self._wide():
-            spark = fmt.sparkline(r.cube_history, 16)
-            hbm = fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-"
-            line = (f" {rank:>5} {r.host[:16]:<16} {r.pid:>7} {devices:<7} {util} {spark}"
-                    f" {hbm:>17} {r.executions_per_s:>7.1f} {r.executions:>8} {r.failures:>5}"
-                    f" {r.exceptions:>5} {r.overflows:>4}  {r.last_error[:20]:<20} {state}")  # fmt: skip
-        else:
-            line = (f" {rank:>5} {r.host[:12]:<12} {r.pid:>7} {util} {r.executions_per_s:>7.1f}"
-                    f" {r.exceptions:>4} {r.last_error[:16]:<16} {state}")  # fmt: skip
+            cells["AI Core"] = f"{util} {fmt.sparkline(r.cube_history, 16)}"
+            cells["HBM"] = fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-"
+        line = _fit([(cells[name], w, right) for name, w, right in self._columns()])
         style = Style()
         if r.exceptions:
             style = self._style("error", bold=r.key == self._first)
@@ -330,24 +360,18 @@ class FleetApp(App[object]):
 
     def action_filter(self) -> None:
         self.filter_input.value = self.filter_text
-        self.filter_input.add_class("shown")
-        self.filter_input.focus()
+        self.filter_input.open()
 
     def action_clear_filter(self) -> None:
-        self.filter_input.remove_class("shown")
-        if self.filter_text:
-            self.filter_text = ""
-            self.repaint()
-        self.vlist.focus()
+        self.filter_input.action_clear()
 
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, message: Input.Changed) -> None:
-        self.filter_text = message.value.strip()
+    @on(FilterBar.Changed, "#filter")
+    def _filter_changed(self, message: FilterBar.Changed) -> None:
+        self.filter_text = message.value.strip().lower()
         self.repaint()
 
-    @on(Input.Submitted, "#filter")
-    def _filter_done(self, message: Input.Submitted) -> None:
-        self.filter_input.remove_class("shown")
+    @on(FilterBar.Done, "#filter")
+    def _filter_done(self) -> None:
         self.vlist.focus()
 
     @on(VirtualList.Selected, "#rows")
@@ -422,7 +446,7 @@ def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict
     class RankApp(AclmonApp):
         BINDINGS: ClassVar[list[BindingType]] = [
             *AclmonApp.BINDINGS,
-            Binding("escape", "back", "Fleet", id="fleet.back"),
+            BACK_BINDING,
         ]
 
         def action_back(self) -> None:

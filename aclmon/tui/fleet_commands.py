@@ -6,7 +6,6 @@ Imports nothing heavy at module level; Textual and NATS load in the handlers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
@@ -105,18 +104,11 @@ def _print_text(data: dict[str, Any]) -> None:
 
 
 def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:
+    from aclmon.tui.commands import _check_theme, _keymap, print_once
+
     feed = make_feed(args, targets)
     if args.once:
-        try:
-            data = fleet_once(feed, args.wait)
-        finally:
-            feed.close()
-        if args.json:
-            print(json.dumps(data, indent=2))
-        else:
-            _print_text(data)
-        return 0
-    from aclmon.tui.commands import _check_theme, _keymap
+        return print_once(lambda: fleet_once(feed, args.wait), feed.close, args.json, _print_text)
     from aclmon.tui.fleet import run_fleet_app
 
     _check_theme(args.theme)

@@ -64,16 +64,30 @@ def size_pair(used: int, total: int) -> str:
     return f"{used / scale:.1f}/{value:.1f} {unit}"
 
 
+#: (size, suffix, format) of each unit, smallest first; format "d" floors
+Units = tuple[tuple[float, str, str], ...]
+DURATION_UNITS: Units = (
+    (1, " ns", ".0f"),
+    (1e3, " µs", ".1f"),
+    (1e6, " ms", ".1f"),
+    (1e9, " s", ".2f"),
+)
+AGE_UNITS: Units = ((1, "s", "d"), (60, "m", "d"), (3600, "h", "d"))
+COUNT_UNITS: Units = ((1, "", ".0f"), (1e3, "k", ".1f"), (1e6, "M", ".1f"))
+
+
+def in_units(value: float, units: Units) -> str:
+    """``value`` in the largest of ``units`` it reaches (the smallest below that)."""
+    size, suffix, spec = units[0]
+    for unit in units:
+        if value >= unit[0]:
+            size, suffix, spec = unit
+    scaled = int(value // size) if spec == "d" else value / size
+    return f"{scaled:{spec}}{suffix}"
+
+
 def duration_ns(ns: int | None) -> str:
-    if ns is None:
-        return "–"
-    if ns < 1_000:
-        return f"{ns} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1_000:.1f} µs"
-    if ns < 1_000_000_000:
-        return f"{ns / 1_000_000:.1f} ms"
-    return f"{ns / 1_000_000_000:.2f} s"
+    return "–" if ns is None else in_units(ns, DURATION_UNITS)
 
 
 def duration_us(us: float) -> str:
@@ -90,22 +104,12 @@ def utc_time(ts_ns: int, with_ms: bool = True) -> str:
 def age(ts_ns: int, newest_ns: int) -> str:
     """How long before the newest event: ``now``, ``4s``, ``3m``, ``2h``."""
     delta = max(0, newest_ns - ts_ns) // 1_000_000_000
-    if delta == 0:
-        return "now"
-    if delta < 60:
-        return f"{delta}s"
-    if delta < 3600:
-        return f"{delta // 60}m"
-    return f"{delta // 3600}h"
+    return "now" if delta == 0 else in_units(delta, AGE_UNITS)
 
 
 def count(n: float) -> str:
     """Compact counts: ``950``, ``12.3k``, ``4.1M``."""
-    if n < 1000:
-        return f"{n:.0f}"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
+    return in_units(n, COUNT_UNITS)
 
 
 def shape(dims: Iterable[int]) -> str:
@@ -117,6 +121,13 @@ def model_execution(model_name: str, execution: int) -> str:
     "model –" when neither is)."""
     text = f"model {model_name or '–'}"
     return f"{text} · execution {execution}" if execution > 0 and model_name else text
+
+
+def model_run(model_name: str, execution: int) -> str:
+    """ "resnet50 run 25" for a list's row ("" without a model, no run when not known)."""
+    if not model_name:
+        return ""
+    return f"{model_name} run {execution}" if execution else model_name
 
 
 def job_end_text(goodbye: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -25,6 +25,8 @@ from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
 from aclmon.tui.vlist import VirtualList
+
+ResultT = TypeVar("ResultT")
 
 
 def related_dumps(
@@ -53,7 +55,40 @@ def _relative(ts_ns: int, newest_ns: int) -> str:
     return f"{fmt.age(ts_ns, newest_ns)} before the newest event"
 
 
-class ExceptionDetail(ModalScreen[str | None]):
+class ScrollingModal(ModalScreen[ResultT]):
+    """A box over the screen: a title and a body that scrolls (arrows, ``j``/``k``,
+    the page keys). Its widgets are ``#<PREFIX>-box``, ``-title``, ``-scroll``, ``-body``."""
+
+    PREFIX: ClassVar[str] = "modal"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "scroll(1)", "Down", show=False, id="modal.down"),
+        Binding("up,k", "scroll(-1)", "Up", show=False, id="modal.up"),
+        # before a list's own page keys inside the box: the pages are the box's
+        Binding("pagedown,space", "scroll(10)", "Page down", show=False, priority=True,
+                id="modal.page_down"),
+        Binding("pageup", "scroll(-10)", "Page up", show=False, priority=True,
+                id="modal.page_up"),
+    ]  # fmt: skip
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id=f"{self.PREFIX}-box"):
+            yield Static(id=f"{self.PREFIX}-title", classes="title")
+            with VerticalScroll(id=f"{self.PREFIX}-scroll"):
+                yield Static(id=f"{self.PREFIX}-body")
+
+    def show(self, title: RenderableType, parts: list[RenderableType], note: str) -> None:
+        """The title, the body's parts and a closing line (dim) under them."""
+        self.query_one(f"#{self.PREFIX}-title", Static).update(title)
+        dim = theme_style(self, "aclmon-dim")
+        self.query_one(f"#{self.PREFIX}-body", Static).update(Group(*parts, Text(note, style=dim)))
+
+    def action_scroll(self, delta: int) -> None:
+        self.query_one(f"#{self.PREFIX}-scroll", VerticalScroll).scroll_relative(
+            y=delta, animate=False
+        )
+
+
+class ExceptionDetail(ScrollingModal[str | None]):
     """Every input and output tensor of the failing operator, its dump files
     (Enter on one decodes it here, off the UI thread) and the log lines near
     it; dismissed with ``"logs"`` to go on to the Logs view."""
@@ -61,19 +96,8 @@ class ExceptionDetail(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,enter", "close", "Close", id="detail.close"),
         Binding("l", "logs", "Logs ±1 s", id="detail.logs"),
-        Binding("down,j", "scroll(1)", "Down", show=False, id="detail.down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id="detail.up"),
-        # before the file list's own page keys: the pages are the detail's
-        Binding(
-            "pagedown,space",
-            "scroll(10)",
-            "Page down",
-            show=False,
-            priority=True,
-            id="detail.page_down",
-        ),
-        Binding("pageup", "scroll(-10)", "Page up", show=False, priority=True, id="detail.page_up"),
     ]
+    PREFIX = "detail"
 
     class DecodeRequested(Message):
         """Enter (or a double click) on one of the exception's files: decode it and
@@ -189,19 +213,6 @@ class ExceptionDetail(ModalScreen[str | None]):
         if self.is_attached:
             self.query_one("#detail-decoded", Static).update(Group(Text(""), renderable))
 
-    def action_scroll(self, delta: int) -> None:
-        self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
-
-
-def _closing_and_scrolling(prefix: str, close_keys: str) -> list[BindingType]:
-    """A modal text screen's keys: close, and scroll by line or page (ids ``prefix.*``)."""
-    return [
-        Binding(close_keys, "app.pop_screen", "Close", id=f"{prefix}.close"),
-        Binding("down,j", "scroll(1)", "Down", show=False, id=f"{prefix}.down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id=f"{prefix}.up"),
-        Binding("pagedown,space", "scroll(10)", "Page down", show=False, id=f"{prefix}.page_down"),
-        Binding("pageup", "scroll(-10)", "Page up", show=False, id=f"{prefix}.page_up"),
-    ]
 
 
 def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
@@ -218,12 +229,15 @@ def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
     return log
 
 
-class CallFailureDetail(ModalScreen[None]):
+class CallFailureDetail(ScrollingModal[None]):
     """A failed pyACL call: its code, what the runtime said about it
     (``acl.get_recent_err_msg``), where, and the log lines near it."""
 
     # The exception detail's ids: one remap moves the same keys in both details.
-    BINDINGS: ClassVar[list[BindingType]] = _closing_and_scrolling("detail", "escape,q,enter")
+    PREFIX = "detail"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+    ]
 
     def __init__(
         self, failure: CallFailure, newest_ns: int, logs: list[ev.LogLine] | None = None
@@ -263,16 +277,14 @@ class CallFailureDetail(ModalScreen[None]):
         body.append("\nEsc closes", style=dim)
         self.query_one("#failure-body", Static).update(body)
 
-    def action_scroll(self, delta: int) -> None:
-        self.query_one("#detail-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
 
-
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(ScrollingModal[None]):
     """Every key, grouped by where it works, with the binding id used to remap it."""
 
-    BINDINGS: ClassVar[list[BindingType]] = _closing_and_scrolling(
-        "help", "escape,q,question_mark,f1"
-    )
+    PREFIX = "help"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close"),
+    ]
 
     def __init__(
         self, sections: list[tuple[str, list[tuple[str, str, str]]]], keymap_path: str
@@ -280,12 +292,6 @@ class HelpScreen(ModalScreen[None]):
         super().__init__()
         self.sections = sections
         self.keymap_path = keymap_path
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
-            yield Static(Text("aclmon keys", style="bold"), classes="title")
-            with VerticalScroll(id="help-scroll"):
-                yield Static(id="help-body")
 
     def on_mount(self) -> None:
         dim = theme_style(self, "aclmon-dim")
@@ -303,17 +309,12 @@ class HelpScreen(ModalScreen[None]):
                 table.add_row(Text(keys, style=key_style), description, binding_id)
             parts.append(table)
             parts.append(Text(""))
-        parts.append(
-            Text(
-                f"Remap any key by its id in {self.keymap_path}, e.g. "
-                '{"view.exceptions": "2,x"}. Ctrl+P opens the command palette.',
-                style=dim,
-            )
+        self.show(
+            Text("aclmon keys", style="bold"),
+            parts,
+            f"Remap any key by its id in {self.keymap_path}, e.g. "
+            '{"view.exceptions": "2,x"}. Ctrl+P opens the command palette.',
         )
-        self.query_one("#help-body", Static).update(Group(*parts))
-
-    def action_scroll(self, delta: int) -> None:
-        self.query_one("#help-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
 
 
 class TargetPicker(ModalScreen[Any]):

@@ -19,9 +19,10 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from aclmon.tui.messages import AboutWidget
 
 #: (absolute row number, width) -> the row's text.
 RowRenderer = Callable[[int, int], Text]
@@ -46,15 +47,15 @@ class VirtualList(ScrollView, can_focus=True):
         Binding("enter", "select", "Open", id="list.open"),
     ]
 
-    class _RowMessage(Message):
-        def __init__(self, vlist: VirtualList, index: int) -> None:
-            super().__init__()
-            self.vlist = vlist
-            self.index = index
-
+    class _ListMessage(AboutWidget["VirtualList"]):
         @property
-        def control(self) -> VirtualList:
-            return self.vlist
+        def vlist(self) -> VirtualList:
+            return self.widget
+
+    class _RowMessage(_ListMessage):
+        def __init__(self, vlist: VirtualList, index: int) -> None:
+            super().__init__(vlist)
+            self.index = index
 
     class Selected(_RowMessage):
         """Enter on a row: ``index`` is its absolute number."""
@@ -62,15 +63,12 @@ class VirtualList(ScrollView, can_focus=True):
     class Highlighted(_RowMessage):
         """The cursor moved to another row (absolute number ``index``)."""
 
-    class FollowChanged(Message):
-        def __init__(self, vlist: VirtualList, follow: bool) -> None:
-            super().__init__()
-            self.vlist = vlist
-            self.follow = follow
+    class FollowChanged(_ListMessage):
+        """Follow mode went on or off (``follow``)."""
 
-        @property
-        def control(self) -> VirtualList:
-            return self.vlist
+        def __init__(self, vlist: VirtualList, follow: bool) -> None:
+            super().__init__(vlist)
+            self.follow = follow
 
     def __init__(self, renderer: RowRenderer, *, id: str | None = None) -> None:
         super().__init__(id=id)

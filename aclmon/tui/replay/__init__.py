@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from aclmon.errors import AclmonError
@@ -102,14 +101,10 @@ def replay_command(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `aclmon replay --json x | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    if not 0 < args.interval <= 60:
-        raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")
+    from aclmon.tui.commands import _check_view_args, _keymap
 
-    from aclmon.tui.app import keymap_path, load_keymap
-
-    keymap = (
-        load_keymap(Path(args.keymap), required=True) if args.keymap else load_keymap(keymap_path())
-    )
+    _check_view_args(args)
+    keymap = _keymap(args)
     app = build_app(
         inputs,
         speed=args.speed,

@@ -20,6 +20,8 @@ class View(Vertical):
         self.store: Store | None = None
         #: the user's keymap (binding id -> keys), so hints name the keys in use.
         self.keymap: dict[str, str] = {}
+        #: keys the app binds itself (a replay's timeline keys): they win over a view's
+        self.app_keys: frozenset[str] = frozenset()
 
     def key(self, binding_id: str, default: str) -> str:
         """The key a hint should name for a binding: the first remapped one, or ``default``."""

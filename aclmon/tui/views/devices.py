@@ -11,7 +11,6 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -28,8 +27,7 @@ from aclmon.store.state import (
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import View
-from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.listview import FilteredView
 
 
 def command_line(argv: tuple[str, ...] | list[str]) -> str:
@@ -49,23 +47,21 @@ def command_line(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join([os.path.basename(args[0]), *args[1:]]) if args else ""
 
 
-class DevicesView(View):
+class DevicesView(FilteredView):
     """Devices table with sparklines and HBM bars, the host process, models, and
     a context -> stream tree per device."""
 
+    FILTER_HINT = "tree lines: stream, state, model, error"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "scroll(1)", "Down", show=False, id="devices.down"),
         Binding("up,k", "scroll(-1)", "Up", show=False, id="devices.up"),
-        Binding("slash", "filter", "Filter", id="devices.filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="devices.clear"),
         Binding("d", "toggle_destroyed", "Destroyed", id="devices.destroyed"),
     ]
     can_focus = True
+    REDRAWN_BY = ("show_destroyed",)
 
     show_destroyed: reactive[bool] = reactive(False)
     """Destroyed contexts and streams are listed (hidden by default)."""
-    filter_text: reactive[str] = reactive("")
-    """Only tree lines (contexts, streams, models) containing this, any case."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="devices-scroll"):
@@ -74,38 +70,13 @@ class DevicesView(View):
             yield Static(id="models", classes="panel")
             yield Static(id="device-logs", classes="panel")
             yield Vertical(id="trees")
-        yield FilterBar("filter the trees: stream, state, model, error", id="devices-filter")
-
-    def watch_show_destroyed(self) -> None:
-        self.redraw()
-
-    def watch_filter_text(self) -> None:
-        self.redraw()
-
-    def action_filter(self) -> None:
-        self.query_one(FilterBar).open()
-
-    def action_clear_filter(self) -> None:
-        self.query_one(FilterBar).action_clear()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "clear_filter":
-            return bool(self.filter_text)
-        return True
+        yield self.filter_bar()
 
     def action_toggle_destroyed(self) -> None:
         self.show_destroyed = not self.show_destroyed
 
-    @on(FilterBar.Changed, "#devices-filter")
-    def _filter_changed(self, message: FilterBar.Changed) -> None:
-        self.filter_text = message.value.strip().lower()
-
-    @on(FilterBar.Done, "#devices-filter")
-    def _filter_done(self) -> None:
-        self.focus()
-
     def _shown(self, line: Text) -> bool:
-        return not self.filter_text or self.filter_text in line.plain.lower()
+        return not self.filtered or self.filter_text in line.plain.lower()
 
     def action_scroll(self, delta: int) -> None:
         self.query_one("#devices-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)

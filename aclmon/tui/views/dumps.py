@@ -5,6 +5,7 @@ file shows what the agent said about it, Enter asks for it to be decoded."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -19,17 +20,17 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.store.state import StoreState
 from aclmon.tui import fmt
 from aclmon.tui.dumpdetail import overflowing_operator, render_summary
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import View
 from aclmon.tui.views.dumplinks import (
     operator_name,
     overflow_operator,
     overflow_targets,
     overflows_of_step,
 )
-from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.listview import Column, ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 OVERFLOW_GROUP = "Overflow records"
@@ -61,12 +62,17 @@ def overflow_meaning(summary: dict[str, Any]) -> str:
     return "no overflow bit set"
 
 
-class DumpsView(View):
+def dump_op(d: ev.DumpFileSeen) -> str:
+    """The operator a dump file belongs to, as far as its summary says."""
+    summary = d.summary if isinstance(d.summary, dict) else {}
+    return str(summary.get("op_name") or summary.get("operator") or "")
+
+
+class DumpsView(ListView):
     """Dump and overflow files; Enter asks for the selected one to be decoded."""
 
+    FILTER_HINT = "kind, operator or file name"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter", id="dumps.filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="dumps.clear"),
         Binding("t", "to_operator", "To operator", show=False, id="dumps.to_operator"),
         Binding("F", "first_overflow", "First overflow", show=False, id="dumps.first_overflow"),
         Binding("o", "toggle_overflow_only", "Overflow only", id="dumps.overflow_only"),
@@ -75,35 +81,36 @@ class DumpsView(View):
         Binding("y", "copy_path", "Copy path", show=False, id="dumps.copy_path"),
         Binding("Y", "copy_op", "Copy op name", show=False, id="dumps.copy_op"),
     ]
+    SORTS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "time": lambda d: d.ts_ns,
+        "kind": sort_key_of(lambda d: d.kind, lambda d: d.ts_ns),
+        "op": sort_key_of(dump_op, lambda d: os.path.basename(d.path)),
+        "size": sort_key_of(lambda d: d.size, lambda d: d.ts_ns),
+    }
 
-    class DecodeRequested(Message):
+    REDRAWN_BY = ("grouped", "overflow_only")
+
+    class _AboutDump(Message):
+        def __init__(self, dump: ev.DumpFileSeen) -> None:
+            super().__init__()
+            self.dump = dump
+
+    class DecodeRequested(_AboutDump):
         """Enter or double click on a file: decode it (off the UI thread) and
         hand the report back with :meth:`DumpsView.show_detail`."""
 
-        def __init__(self, dump: ev.DumpFileSeen) -> None:
-            super().__init__()
-            self.dump = dump
-
-    class ExportRequested(Message):
+    class ExportRequested(_AboutDump):
         """Export a file's tensors as ``.npy`` (as ``aclmon convert`` names them)."""
-
-        def __init__(self, dump: ev.DumpFileSeen) -> None:
-            super().__init__()
-            self.dump = dump
 
     grouped: reactive[bool] = reactive(False)
     """Files under a heading per group (overflow records first): a dump directory."""
     overflow_only: reactive[bool] = reactive(False)
     """Only overflow files."""
-    filter_text: reactive[str] = reactive("")
-    """Only files whose kind, operator or name contain this (any case)."""
     detail_shown: reactive[bool] = reactive(False, init=False)
     """The pane holds a decoded file (new files must not replace it)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._rows: list[str | ev.DumpFileSeen] = []
-        self._offset = 0
         self._placed = False
         #: where a jump came from: (file, overflow only, filter), newest last
         self._back: list[tuple[ev.DumpFileSeen | None, bool, str]] = []
@@ -112,18 +119,9 @@ class DumpsView(View):
         yield Static(id="dumps-status", classes="status")
         with Horizontal():
             with Vertical(id="dumps-left"):
-                yield Static(id="dumps-header", classes="colhead")
-                yield VirtualList(self._render_row, id="dumps-list")
-                yield FilterBar("filter: kind, operator or file name", id="dumps-filter")
+                yield from self.compose_list()
             with VerticalScroll(id="dump-detail-scroll"):
                 yield Static(id="dump-detail")
-
-    @property
-    def vlist(self) -> VirtualList:
-        return self.query_one("#dumps-list", VirtualList)
-
-    def on_focus(self) -> None:
-        self.vlist.focus()
 
     def on_show(self) -> None:
         # Open scrolled to the cursor, wherever the list was left.
@@ -131,45 +129,12 @@ class DumpsView(View):
         self.call_after_refresh(vlist.scroll_to_cursor)
 
     @property
-    def plain(self) -> bool:
-        return not (self.grouped or self.overflow_only or self.filter_text)
+    def narrowed(self) -> bool:
+        return self.grouped or self.overflow_only
 
     # ------------------------------------------------------------ state
-    def watch_grouped(self) -> None:
-        self._rebuild()
-
-    def watch_overflow_only(self) -> None:
-        self._rebuild()
-
-    def watch_filter_text(self) -> None:
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        if self.store is not None:
-            self.vlist.clear_cache()
-            self.redraw()
-
-    def action_filter(self) -> None:
-        self.query_one(FilterBar).open()
-
-    def action_clear_filter(self) -> None:
-        self.query_one(FilterBar).action_clear()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "clear_filter":
-            return bool(self.filter_text)
-        return True
-
     def action_toggle_overflow_only(self) -> None:
         self.overflow_only = not self.overflow_only
-
-    @on(FilterBar.Changed, "#dumps-filter")
-    def _filter_changed(self, message: FilterBar.Changed) -> None:
-        self.filter_text = message.value.strip().lower()
-
-    @on(FilterBar.Done, "#dumps-filter")
-    def _filter_done(self) -> None:
-        self.vlist.focus()
 
     @on(VirtualList.Selected, "#dumps-list")
     def _selected(self, message: VirtualList.Selected) -> None:
@@ -224,7 +189,7 @@ class DumpsView(View):
         if not self._show_dump(target):
             # hidden by the filter or the overflow-only toggle: show every file
             self.overflow_only = False
-            self._set_filter("")
+            self.set_filter("")
             self._show_dump(target)
 
     def action_back(self) -> None:
@@ -234,15 +199,9 @@ class DumpsView(View):
             return
         dump, overflow_only, filter_text = self._back.pop()
         self.overflow_only = overflow_only
-        self._set_filter(filter_text)
+        self.set_filter(filter_text)
         if dump is not None:
             self._show_dump(dump)
-
-    def _set_filter(self, text: str) -> None:
-        bar = self.query_one("#dumps-filter", FilterBar)
-        bar.value = text
-        bar.set_class(bool(text), "-shown")
-        self.filter_text = text
 
     def _show_dump(self, dump: ev.DumpFileSeen) -> bool:
         for row, entry in enumerate(self._rows):
@@ -289,59 +248,60 @@ class DumpsView(View):
 
     # ------------------------------------------------------------ rows
     def dump_at(self, index: int) -> ev.DumpFileSeen | None:
-        row = index - self._offset
-        if 0 <= row < len(self._rows):
-            entry = self._rows[row]
-            return entry if isinstance(entry, ev.DumpFileSeen) else None
-        return None
+        entry = self.row_at(index)
+        return entry if isinstance(entry, ev.DumpFileSeen) else None
 
     def on_resize(self) -> None:
+        super().on_resize()
         self.set_class(self.width < 100, "-narrow")
 
+    def source_rows(self) -> tuple[list[Any], int]:
+        assert self.store is not None
+        return list(self.store.state.dumps), self.store.state.dumps_dropped
+
+    def row_text(self, row: Any) -> str:
+        return dump_text(row) if isinstance(row, ev.DumpFileSeen) else ""
+
+    def narrow(self, rows: list[Any]) -> list[Any]:
+        return [d for d in rows if d.kind == "overflow"] if self.overflow_only else rows
+
+    def order_rows(self, rows: list[Any]) -> list[Any]:
+        rows = self.sorted(rows)
+        if not self.grouped:
+            return rows
+        by_group: dict[str, list[ev.DumpFileSeen]] = {}
+        for d in rows:
+            by_group.setdefault(group_of(d), []).append(d)
+        out: list[str | ev.DumpFileSeen] = []
+        for name in sorted(by_group, key=lambda g: g != OVERFLOW_GROUP):
+            out.append(f"{name}  ({len(by_group[name])})")
+            out.extend(by_group[name])
+        return out
+
+    def columns(self, width: int) -> list[Column]:
+        return [
+            Column("TIME (UTC)", 12, sort="time"),
+            Column("KIND", 9, sort="kind"),
+            Column("SIZE", 9, right=True, sort="size"),
+            Column("FILE", 0, sort="op"),
+        ]
+
     def redraw(self) -> None:
-        if self.store is None:
+        if self.store is None or not self.is_mounted:
             return
         # Narrow: the list above the detail (key/value lines read better full width).
         self.set_class(self.width < 100, "-narrow")
-        s = self.store.state
-        dumps = list(s.dumps)
-        dim = theme_style(self, "aclmon-dim")
-        if self.plain:
-            self._rows = list(dumps)
-            self._offset = s.dumps_dropped
-        else:
-            chosen = [d for d in dumps if d.kind == "overflow"] if self.overflow_only else dumps
-            if self.filter_text:
-                chosen = [d for d in chosen if self.filter_text in dump_text(d)]
-            rows: list[str | ev.DumpFileSeen] = []
-            if self.grouped:
-                counts: dict[str, int] = {}
-                for d in chosen:
-                    counts[group_of(d)] = counts.get(group_of(d), 0) + 1
-                order = sorted(counts, key=lambda g: (g != OVERFLOW_GROUP,))
-                by_group: dict[str, list[ev.DumpFileSeen]] = {g: [] for g in order}
-                for d in chosen:
-                    by_group[group_of(d)].append(d)
-                for name in order:
-                    rows.append(f"{name}  ({counts[name]})")
-                    rows.extend(by_group[name])
-            else:
-                rows = list(chosen)
-            self._rows = rows
-            self._offset = 0
-            self.vlist.clear_cache()
-        self.vlist.set_rows(self._offset, len(self._rows))
+        super().redraw()
         if self.grouped and self._rows and not self._placed:
             # A directory is read top down: start on the first file, not following the end.
             self._placed = True
             self.vlist.move_cursor_to(1)
-        head = Text(
-            f" {'TIME (UTC)':<12}  {'KIND':<9}  {'SIZE':>9}  FILE", style="bold", no_wrap=True
-        )
-        self.query_one("#dumps-header", Static).update(head)
-        text = Text(f"{s.dumps_total} dump file(s)", style=Style(bold=True), no_wrap=True,
-                    overflow="ellipsis")  # fmt: skip
-        overflow = sum(1 for d in dumps if d.kind == "overflow")
+        if not self.detail_shown:
+            self._show_summary(self.vlist.cursor)
+
+    def describe(self, text: Text, s: StoreState, dim: Style) -> None:
+        text.append(f"{s.dumps_total} dump file(s)", style=Style(bold=True))
+        overflow = sum(1 for d in s.dumps if d.kind == "overflow")
         if overflow:
             text.append(f"  ·  {overflow} overflow", style=theme_style(self, "aclmon-bad"))
         if s.dumps_dropped:
@@ -351,21 +311,17 @@ class DumpsView(View):
             text.append(f"  ·  {groups} group(s)", style=dim)
         if self.overflow_only:
             text.append(f"  ·  overflow only ({self.key('dumps.overflow_only', 'o')})", style=dim)
-        if self.filter_text:
-            shown = sum(1 for r in self._rows if not isinstance(r, str))
-            text.append(f"  ·  filter “{self.filter_text}”: {shown} shown", style=dim)
+        shown = sum(1 for r in self._rows if not isinstance(r, str))
+        text.append(self.filter_note(shown, self.match_count()), style=dim)
+        text.append(self.sort_note(), style=dim)
         text.append("  ·  Enter decodes the selected file", style=dim)
-        self.query_one("#dumps-status", Static).update(text)
-        if not self.detail_shown:
-            self._show_summary(self.vlist.cursor)
 
     def _show_summary(self, index: int) -> None:
         styles = {
             "dim": theme_style(self, "aclmon-dim"),
             "bad": theme_style(self, "aclmon-bad", bold=True),
         }
-        row = index - self._offset
-        entry = self._rows[row] if 0 <= row < len(self._rows) else None
+        entry = self.row_at(index)
         renderable: RenderableType
         if isinstance(entry, str):
             renderable = Text(entry, style=Style(bold=True))
@@ -399,14 +355,11 @@ class DumpsView(View):
         self.query_one("#dump-detail", Static).update(renderable)
         self.query_one("#dump-detail-scroll", VerticalScroll).scroll_home(animate=False)
 
-    def _render_row(self, index: int, width: int) -> Text:
-        row = index - self._offset
-        if not 0 <= row < len(self._rows):
-            return Text("")
-        entry = self._rows[row]
+    def render_row(self, row: Any, width: int) -> Text:
         dim = theme_style(self, "aclmon-dim")
-        if isinstance(entry, str):
-            return Text(f" {entry}", style=Style(bold=True, underline=True), no_wrap=True)
+        if isinstance(row, str):
+            return Text(f" {row}", style=Style(bold=True, underline=True), no_wrap=True)
+        entry: ev.DumpFileSeen = row
         indent = "  " if self.grouped else " "
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{indent}{fmt.utc_time(entry.ts_ns):<12}  ", style=dim)

@@ -1,12 +1,14 @@
-"""The ``/`` filter line under a list: typing filters, Enter keeps, Esc clears."""
+"""The ``/`` filter line under a list: typing filters, Enter keeps, Esc clears,
+Tab switches between hiding the rows that do not match and only marking them."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.widgets import Input
+
+from aclmon.tui.messages import AboutWidget
 
 
 class FilterBar(Input):
@@ -18,25 +20,40 @@ class FilterBar(Input):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "clear", "Clear filter", id="filter.clear"),
+        Binding("tab", "toggle_mode", "Filter/search", id="filter.mode"),
     ]
 
-    class Done(Message):
+    class Done(AboutWidget["FilterBar"]):
         """Enter or Esc: the owner gives the focus back to its list."""
 
-        def __init__(self, bar: FilterBar) -> None:
-            super().__init__()
-            self.bar = bar
+    class ModeChanged(AboutWidget["FilterBar"]):
+        """Tab: rows that do not match are hidden (``hides``) or only the matches marked."""
 
         @property
-        def control(self) -> FilterBar:
-            return self.bar
+        def hides(self) -> bool:
+            return self.widget.hides
 
-    def __init__(self, placeholder: str, **kwargs: object) -> None:
-        super().__init__(placeholder=placeholder, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, hint: str, *, searchable: bool = True, **kwargs: object) -> None:
+        super().__init__(placeholder=f"filter: {hint}", **kwargs)  # type: ignore[arg-type]
+        self.hint = hint
+        #: Tab may switch to searching (the owner can mark matches and go to them)
+        self.searchable = searchable
+        #: rows that do not match are hidden (a filter), else only marked (a search)
+        self.hides = True
 
     def open(self) -> None:
         self.add_class("-shown")
         self.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_mode":
+            return self.searchable
+        return True
+
+    def action_toggle_mode(self) -> None:
+        self.hides = not self.hides
+        self.placeholder = f"{'filter' if self.hides else 'search'}: {self.hint}"
+        self.post_message(self.ModeChanged(self))
 
     def action_clear(self) -> None:
         self.value = ""

@@ -6,6 +6,7 @@ it belongs to."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -18,11 +19,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
-from aclmon.store.state import CallFailure
+from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import View
-from aclmon.tui.views.filterbar import FilterBar
+from aclmon.tui.views.listview import Column, ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 #: the lowest level shown, cycled by ``v``.
@@ -110,17 +110,24 @@ def lines_near(
     ]
 
 
-class LogsView(View):
+class LogsView(ListView):
     """Log lines, newest last; follow, filters, search, a window around an exception."""
 
+    FILTER_HINT = "text, module, file:line"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
-        Binding("slash", "filter", "Search", id="logs.filter"),
         Binding("v", "next_level", "Level", id="logs.level"),
         Binding("M", "next_module", "Module", id="logs.module"),
         Binding("o", "next_source", "Source", show=False, id="logs.source"),
-        Binding("escape", "clear", "Clear", show=False, id="logs.clear"),
     ]
+    SORTS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "time": line_time,
+        "level": sort_key_of(lambda line: -_RANK.get(line.level, 1), line_time),
+        "module": sort_key_of(lambda line: line.module, line_time),
+        "pid": sort_key_of(lambda line: line.pid, line_time),
+    }
+
+    REDRAWN_BY = ("level", "source", "module", "window")
 
     class ExceptionWanted(Message):
         """Enter on a log line: show the exception it belongs to, if any."""
@@ -135,49 +142,13 @@ class LogsView(View):
     """Only lines from this source (one of :data:`SOURCES`)."""
     module: reactive[str] = reactive("")
     """Only lines of this module ("" for all)."""
-    filter_text: reactive[str] = reactive("")
-    """Only lines containing this (any case)."""
     window: reactive[tuple[int, int, int] | None] = reactive(None)
     """(centre ns, pid, task id): only the lines within ±1 s of an exception."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._rows: list[ev.LogLine] = []
-        self._offset = 0
 
     def compose(self) -> ComposeResult:
         yield Static(id="logs-status", classes="status")
         yield Static(id="logs-note")
-        yield Static(id="logs-header", classes="colhead")
-        yield VirtualList(self._render_row, id="logs-list")
-        yield FilterBar("search: text, module, file:line", id="logs-filter")
-
-    @property
-    def vlist(self) -> VirtualList:
-        return self.query_one("#logs-list", VirtualList)
-
-    def on_focus(self) -> None:
-        self.vlist.focus()
-
-    def watch_level(self) -> None:
-        self._rebuild()
-
-    def watch_source(self) -> None:
-        self._rebuild()
-
-    def watch_module(self) -> None:
-        self._rebuild()
-
-    def watch_filter_text(self) -> None:
-        self._rebuild()
-
-    def watch_window(self) -> None:
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        if self.store is not None:
-            self.vlist.clear_cache()
-            self.redraw()
+        yield from self.compose_list()
 
     def show_near(self, e: ev.AclException, pid: int) -> None:
         """Only the lines of process ``pid`` within ±1 s of this exception."""
@@ -185,16 +156,6 @@ class LogsView(View):
         self.vlist.set_follow(False)
 
     # ------------------------------------------------------------ keys
-    def action_toggle_follow(self) -> None:
-        vlist = self.vlist
-        vlist.set_follow(not vlist.follow)
-        if vlist.follow:
-            vlist.action_last()
-        self._update_status()
-
-    def action_filter(self) -> None:
-        self.query_one(FilterBar).open()
-
     def action_next_level(self) -> None:
         self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]
 
@@ -206,24 +167,17 @@ class LogsView(View):
         index = modules.index(self.module) if self.module in modules else 0
         self.module = modules[(index + 1) % len(modules)]
 
-    def action_clear(self) -> None:
+    def action_clear_filter(self) -> None:
+        """Esc clears the ``/`` text, the source and the window around an exception."""
         if self.filter_text:
-            self.query_one(FilterBar).action_clear()
+            super().action_clear_filter()
         self.window = None
         self.source = "all"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "clear":
+        if action == "clear_filter":
             return bool(self.filter_text or self.window or self.source != "all")
-        return True
-
-    @on(FilterBar.Changed, "#logs-filter")
-    def _filter_changed(self, message: FilterBar.Changed) -> None:
-        self.filter_text = message.value.strip().lower()
-
-    @on(FilterBar.Done, "#logs-filter")
-    def _filter_done(self) -> None:
-        self.vlist.focus()
+        return super().check_action(action, parameters)
 
     @on(VirtualList.Selected, "#logs-list")
     def _selected(self, message: VirtualList.Selected) -> None:
@@ -233,7 +187,7 @@ class LogsView(View):
             self.post_message(self.ExceptionWanted(line))
 
     def on_virtual_list_follow_changed(self) -> None:
-        self._update_status()
+        self.draw_status()
 
     # ------------------------------------------------------------ rows
     def _modules(self) -> list[str]:
@@ -242,56 +196,53 @@ class LogsView(View):
         return sorted({line.module for line in self.store.state.logs if line.module})
 
     def line_at(self, index: int) -> ev.LogLine | None:
-        row = index - self._offset
-        return self._rows[row] if 0 <= row < len(self._rows) else None
+        return self.row_at(index)  # type: ignore[no-any-return]
 
-    def _wanted(self, line: ev.LogLine) -> bool:
-        if _RANK.get(line.level, 1) < (LEVELS.index(self.level) if self.level != "all" else 0):
-            return False
-        if self.module and line.module != self.module:
-            return False
-        if self.source != "all" and source_of(line) != self.source:
-            return False
-        if self.window is not None:
-            centre, pid, _task = self.window
-            if abs(line_time(line) - centre) > WINDOW_NS or (pid and line.pid not in (0, pid)):
-                return False
-        if self.filter_text:
-            haystack = f"{line.text} {line.module} {line.location} {line.level}".lower()
-            if self.filter_text not in haystack:
-                return False
-        return True
+    def source_rows(self) -> tuple[list[Any], int]:
+        assert self.store is not None
+        return list(self.store.state.logs), self.store.state.logs_dropped
+
+    def row_text(self, row: Any) -> str:
+        return f"{row.text} {row.module} {row.location} {row.level}".lower()
 
     @property
-    def plain(self) -> bool:
+    def narrowed(self) -> bool:
         return (
-            self.level == "all"
-            and self.source == "all"
-            and not self.module
-            and not self.filter_text
-            and not self.window
+            self.level != "all"
+            or self.source != "all"
+            or bool(self.module)
+            or self.window is not None
         )
 
+    def narrow(self, rows: list[Any]) -> list[Any]:
+        lowest = LEVELS.index(self.level) if self.level != "all" else 0
+        module, window = self.module, self.window
+        out = []
+        for line in rows:
+            if _RANK.get(line.level, 1) < lowest or (module and line.module != module):
+                continue
+            if self.source != "all" and source_of(line) != self.source:
+                continue
+            if window is not None:
+                centre, pid, _task = window
+                if abs(line_time(line) - centre) > WINDOW_NS or (pid and line.pid not in (0, pid)):
+                    continue
+            out.append(line)
+        return out
+
+    def columns(self, width: int) -> list[Column]:
+        return [
+            Column("TIME (UTC)", 12, sort="time"),
+            Column("LEVEL", 7, sort="level"),
+            Column("MODULE", 10, sort="module"),
+            Column("PID", 7, right=True, sort="pid"),
+            Column("MESSAGE", 0),
+        ]
+
     def redraw(self) -> None:
-        if self.store is None:
-            return
-        s = self.store.state
-        logs = list(s.logs)
-        if self.plain:
-            self._rows = logs
-            self._offset = s.logs_dropped
-        else:
-            self._rows = [line for line in logs if self._wanted(line)]
-            self._offset = 0
-            self.vlist.clear_cache()
-        self.vlist.set_rows(self._offset, len(self._rows))
-        head = Text(
-            f" {'TIME (UTC)':<12}  {'LEVEL':<7}  {'MODULE':<10}  {'PID':>7}  MESSAGE",
-            style="bold", no_wrap=True,
-        )  # fmt: skip
-        self.query_one("#logs-header", Static).update(head)
-        self._update_note(logs)
-        self._update_status()
+        super().redraw()
+        if self.store is not None and self.is_mounted:
+            self._update_note(list(self.store.state.logs))
 
     def _update_note(self, logs: list[ev.LogLine]) -> None:
         """Showing the job's output when none came: say why there is none."""
@@ -311,12 +262,7 @@ class LogsView(View):
                 )
             )
 
-    def _update_status(self) -> None:
-        if self.store is None:
-            return
-        s = self.store.state
-        dim = theme_style(self, "aclmon-dim")
-        text = Text(no_wrap=True, overflow="ellipsis")
+    def describe(self, text: Text, s: StoreState, dim: Style) -> None:
         text.append(f"{len(s.logs) + s.logs_dropped} log line(s)", style=Style(bold=True))
         if s.logs_dropped:
             text.append(f"  ·  {s.logs_dropped} older dropped", style=dim)
@@ -326,8 +272,7 @@ class LogsView(View):
             text.append(f"  ·  {self.source} ({self.key('logs.source', 'o')})", style=dim)
         if self.module:
             text.append(f"  ·  module {self.module} ({self.key('logs.module', 'M')})", style=dim)
-        if self.filter_text:
-            text.append(f"  ·  “{self.filter_text}”", style=dim)
+        text.append(self.filter_note(len(self._rows), self.match_count()), style=dim)
         if self.window is not None:
             centre, pid, task = self.window
             text.append(
@@ -335,6 +280,7 @@ class LogsView(View):
                 + (f", pid {pid}" if pid else ""),
                 style=theme_style(self, "aclmon-busy"),
             )
+        text.append(self.sort_note(), style=dim)
         if not self.plain:
             text.append(f"  ·  {len(self._rows)} shown  (Esc clears)", style=dim)
         elif self.vlist.follow:
@@ -344,12 +290,9 @@ class LogsView(View):
                 f"  ·  paused ({self.key('logs.follow', 'f')} follows)",
                 style=theme_style(self, "aclmon-busy"),
             )
-        self.query_one("#logs-status", Static).update(text)
 
-    def _render_row(self, index: int, width: int) -> Text:
-        line = self.line_at(index)
-        if line is None:
-            return Text("")
+    def render_row(self, row: Any, width: int) -> Text:
+        line: ev.LogLine = row
         styles = {
             "error": theme_style(self, "aclmon-bad", bold=True),
             "warning": theme_style(self, "aclmon-busy"),

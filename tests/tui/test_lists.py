@@ -1,0 +1,148 @@
+"""Every list view: / filters (Tab: search), n/N go to the matches, s/S and a
+click on a column heading sort, a click selects, a double click opens, a click
+on a tab switches view; the footer keeps Help and Quit at 80 columns."""
+
+from __future__ import annotations
+
+from textual.widgets._footer import FooterKey
+from tui_helpers import SIZE, make_app, static_text
+
+from aclmon.tui.screens import ExceptionDetail
+from aclmon.tui.views import DumpsView, ExceptionsView, LogsView
+
+
+def tasks(view: ExceptionsView) -> list[int]:
+    return [view.exception_at(i).task_id for i in range(view.vlist.row_count)]
+
+
+async def test_a_click_on_a_tab_switches_view():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tabs = static_text(app, "#tabs")
+        await pilot.click("#tabs", offset=(1 + tabs.index("4 Dumps"), 0))
+        await pilot.pause()
+        assert app.current_view == "dumps" and app.focused is app.dumps_view.vlist
+        await pilot.click("#tabs", offset=(1 + tabs.index("2 Exceptions"), 0))
+        await pilot.pause()
+        assert app.current_view == "exceptions"
+
+
+async def test_a_double_click_opens_the_row_and_a_header_click_sorts():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+        header = static_text(app, "#exceptions-header")
+        # DEV: the bert exception on device 1 goes last, reversed (second click) first
+        await pilot.click("#exceptions-header", offset=(1 + header.index("DEV"), 0))
+        await pilot.pause()
+        assert view.sort == "device" and tasks(view)[-1] == 37
+        assert "DE▲" in static_text(app, "#exceptions-header")
+        await pilot.click("#exceptions-header", offset=(1 + header.index("DEV"), 0))
+        await pilot.pause()
+        assert view.sort_reverse and tasks(view)[0] == 37
+        await pilot.click("#exceptions-header", offset=(1 + header.index("CODE"), 0))
+        await pilot.pause()
+        assert view.sort == "code" and not view.sort_reverse and tasks(view)[0] == 2001
+        # a column that does not sort changes nothing
+        await pilot.click("#exceptions-header", offset=(1 + header.index("TASK"), 0))
+        await pilot.pause()
+        assert view.sort == "code"
+        await pilot.double_click("#exceptions-list", offset=(5, 0))
+        await pilot.pause()
+        assert isinstance(app.screen, ExceptionDetail) and app.screen.exception.task_id == 2001
+
+
+async def test_s_cycles_the_sort_and_S_reverses_it_in_exceptions_dumps_and_logs():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+        assert list(view.SORTS) == ["time", "device", "op", "code", "model"]
+        await pilot.press("s", "s")  # op
+        assert view.sort == "op" and tasks(view)[0] == 37  # bert/… sorts first
+        await pilot.press("S")
+        assert view.sort_reverse and tasks(view)[-1] == 37
+        assert "sorted by op reversed" in static_text(app, "#exceptions-status")
+        await pilot.press("s", "s", "s")  # back to time, still reversed: newest first
+        assert view.sort == "time" and tasks(view)[0] == 37 and not view.plain
+        await pilot.press("S")
+        assert view.plain and view.vlist.first_index == 0
+
+        await pilot.press("4")
+        dumps = app.dumps_view
+        assert list(dumps.SORTS) == ["time", "kind", "op", "size"]
+        await pilot.press("s", "s", "s")  # size
+        sizes = [dumps.dump_at(i).size for i in range(dumps.vlist.row_count)]
+        assert dumps.sort == "size" and sizes == sorted(sizes)
+
+        await pilot.press("5", "s")
+        assert app.logs_view.sort == "level"
+
+
+async def test_filter_then_n_and_N_go_through_the_matches_and_esc_clears():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "slash", *"conv2d", "enter")
+        view = app.exceptions_view
+        assert view.filter_text == "conv2d" and view.vlist.row_count == 6
+        assert app.focused is view.vlist
+        assert "filter “conv2d”: 6 shown" in static_text(app, "#exceptions-status")
+        view.vlist.move_cursor_to(0)
+        await pilot.press("n", "n")
+        assert view.vlist.cursor == 2
+        await pilot.press("N", "N", "N")
+        assert view.vlist.cursor == 5  # wraps
+        await pilot.press("escape")
+        assert view.filter_text == "" and view.vlist.row_count == 8
+
+
+async def test_tab_in_the_filter_line_searches_instead_and_n_jumps_between_matches():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "home", "slash", "tab", *"matmul", "enter")
+        view = app.exceptions_view
+        # nothing hidden, the cursor on the match
+        assert not view.filter_hides and view.vlist.row_count == 8
+        assert view.exception_at(view.vlist.cursor).task_id == 2001
+        assert "search “matmul”: 1 match(es)" in static_text(app, "#exceptions-status")
+        await pilot.press("home", "n")
+        assert view.exception_at(view.vlist.cursor).task_id == 2001
+        await pilot.press("N")
+        assert view.exception_at(view.vlist.cursor).task_id == 2001  # the only one
+        # the match is marked in its row
+        row = view._render_row(view.vlist.cursor, 140)
+        marked = [
+            row.plain[s.start : s.end] for s in row.spans if s.style and "underline" in str(s.style)
+        ]
+        assert "MatMul" in marked
+
+
+async def test_without_a_filter_n_does_nothing_in_a_list():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "home", "n")
+        assert app.exceptions_view.vlist.cursor == 0
+
+
+async def test_dumps_and_logs_filter_through_the_same_line():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "slash", *"opdebug", "enter")
+        dumps: DumpsView = app.dumps_view
+        assert dumps.vlist.row_count == 1 and dumps.selected_dump().kind == "overflow"
+        await pilot.press("5", "slash", *"health", "enter")
+        logs: LogsView = app.logs_view
+        assert logs.filter_text == "health" and logs.vlist.row_count == 1
+
+
+async def test_the_footer_keeps_help_and_quit_at_80_columns_in_every_view():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key in "12345":
+            await pilot.press(key)
+            await pilot.pause()
+            shown = {k.action for k in app.screen.query(FooterKey)}
+            assert {"help", "quit"} <= shown, key
+            right = max(k.region.right for k in app.screen.query(FooterKey) if k.action == "quit")
+            assert right <= 80
