@@ -214,7 +214,6 @@ class ExceptionDetail(ScrollingModal[str | None]):
             self.query_one("#detail-decoded", Static).update(Group(Text(""), renderable))
 
 
-
 def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
     """The "LOG LINES WITHIN ±1 s" part of a detail: the newest 20, first lines only."""
     log = Text(f"\nLOG LINES WITHIN ±1 s ({len(logs)})\n", style=Style(bold=True))

@@ -51,17 +51,10 @@ class Timeline(Static):
         self._marks_key: tuple[int, int, int, int] | None = None
         self._marks: list[tuple[int, str]] = []
 
-    def watch_playing(self) -> None:
-        self.refresh_timeline()
-
-    def watch_seeking(self) -> None:
-        self.refresh_timeline()
-
-    def watch_speed(self) -> None:
-        self.refresh_timeline()
-
-    def watch_warnings(self) -> None:
-        self.refresh_timeline()
+    def on_mount(self) -> None:
+        # the position moves on every tick (refresh_timeline); these redraw at once
+        for name in ("playing", "seeking", "speed", "warnings"):
+            self.watch(self, name, self.refresh_timeline, init=False)
 
     def refresh_timeline(self) -> None:
         """Redraw: the position moves with the engine, on every tick."""
