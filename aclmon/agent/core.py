@@ -168,7 +168,13 @@ class Agent:
             from aclmon.agent.recorder import Recorder
 
             self.recorder = Recorder(ctx, self.config.record, self.address, self.config.token)
-        self._send_hello()
+        # Before the job's acl.init the runtime cannot count devices, and asking would
+        # write an ERROR into the job's own log and replace its recent error message:
+        # ask only when the caller says acl is initialised; else the Hello sent after
+        # the job's acl.init has the count.
+        self._send_hello(
+            ask_runtime=bool(self.config.acl_json or self.config.take_exception_callback)
+        )
         self.profiling.publish_state()  # idle until someone starts it: viewers see that too
         self.hooks.install()
         # The callback is registered at the job's next acl.init (a fresh session cannot
@@ -285,19 +291,20 @@ class Agent:
         if self.exit_status is None:
             self.exit_status = (int(status), reason)
 
-    def _send_hello(self) -> None:
+    def _send_hello(self, ask_runtime: bool = True) -> None:
         ctx = self.context
         assert ctx is not None
         soc_name = ""
-        device_count = 0
-        with contextlib.suppress(Exception):  # before acl.init some runtimes cannot say
-            soc_name = str(self.acl.get_soc_name() or "")
-        try:
-            count, ret = self.acl.rt.get_device_count()
-            if ret == ACL_SUCCESS:
-                device_count = int(count)
-        except Exception:
-            pass
+        device_count = 0  # not known
+        if ask_runtime:
+            with contextlib.suppress(Exception):
+                soc_name = str(self.acl.get_soc_name() or "")
+            try:
+                count, ret = self.acl.rt.get_device_count()
+                if ret == ACL_SUCCESS:
+                    device_count = int(count)
+            except Exception:
+                pass
         hello = ctx.make(Hello, *hello_fields(self.runtime, soc_name, device_count))
         self.state.hello = hello
         ctx.publish(hello)

@@ -490,7 +490,15 @@ class Reply(NamedTuple):
 #: a rank of -1 or a utilization of -1 % as a figure. The wire keeps the numbers
 #: (msgpack arrays of fixed types).
 UNKNOWN_VALUES: dict[type, dict[str, object]] = {
-    Hello: {"rank": -1, "rank_size": -1, "local_rank": -1, "device_id": -1},
+    # device_count 0 / soc_name "": not asked yet (the agent started before acl.init)
+    Hello: {
+        "device_count": 0,
+        "soc_name": "",
+        "rank": -1,
+        "rank_size": -1,
+        "local_rank": -1,
+        "device_id": -1,
+    },
     DeviceSample: {"cube_util": -1, "vector_util": -1, "aicpu_util": -1},
     # stream DEVICE_SYNC: synchronize_device, about no one stream; timeout_ms -1: none
     StreamSyncBegin: {"stream": DEVICE_SYNC},

@@ -44,7 +44,9 @@ class HeaderBar(Static):
             if compact:
                 text.append(h.runtime, style=dim)
             else:
-                text.append(f"{h.runtime} · {h.soc_name} ×{h.device_count}", style=dim)
+                # soc and count are not known until the job's acl.init
+                board = f"{h.soc_name} ×{h.device_count}" if h.device_count > 0 else h.soc_name
+                text.append(f"{h.runtime} · {board}" if board else h.runtime, style=dim)
         else:
             text.append(f" {middle(source.description, 40)}", style=dim)
         state = source.state

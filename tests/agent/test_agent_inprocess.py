@@ -730,3 +730,20 @@ def test_the_jobs_plog_errors_arrive_as_log_lines(agent_factory, sim_acl, model_
     assert line.location and line.logged_ns > 0
     assert os.path.basename(line.log_file).startswith(f"plog-{os.getpid()}_")
     assert agent.plog is not None and agent.plog.files
+
+
+def test_an_agent_started_before_acl_init_asks_the_runtime_nothing_it_cannot_answer(
+    agent_factory, sim_acl, model_path
+):
+    """Asking for the device count before acl.init fails with 100001: the sim (like
+    CANN) logs an ERROR in the job's plog and keeps the message as the thread's recent
+    error. The agent must leave neither behind; the Hello after acl.init has the count."""
+    from aclmon.events.schema import known
+
+    _agent, events = agent_factory()
+    assert sim_acl.get_recent_err_msg() == ""
+    first = events.wait_kind(Hello)
+    assert known(first, "device_count") is None and known(first, "soc_name") is None
+    SimJob(sim_acl, model_path)
+    hello = events.wait_kind(Hello, lambda e: e.device_count == 8)
+    assert hello.soc_name == "Ascend910B2"
