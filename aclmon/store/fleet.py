@@ -157,13 +157,7 @@ class FleetStore:
         samples = [d.sample for d in s.devices.values() if d.sample is not None]
         utils = [x.cube_util for x in samples if x.cube_util >= 0]
         histories = [d.cube_history for d in s.devices.values() if d.cube_history]
-        history: tuple[int, ...] = tuple(histories[0]) if len(histories) == 1 else ()
-        if len(histories) > 1:
-            length = min(len(h) for h in histories)
-            history = tuple(
-                sum(h[len(h) - length + i] for h in histories) // len(histories)
-                for i in range(length)
-            )
+        history = mean_history(histories)
         health = "OK"
         for sample in samples:
             if sample.health != "OK":
@@ -252,3 +246,17 @@ class FleetStore:
 
 def _order(key: SourceKey) -> tuple[str, int]:
     return (key[0], key[1])
+
+
+def mean_history(histories: list[Any]) -> tuple[int, ...]:
+    """The devices' utilization histories averaged point by point over their common
+    (newest) length; a point no device could measure stays -1 ("not supported"), and
+    an unmeasured device never pulls the mean of the others down."""
+    if not histories:
+        return ()
+    length = min(len(h) for h in histories)
+    out = []
+    for i in range(length):
+        known = [v for h in histories if (v := h[len(h) - length + i]) >= 0]
+        out.append(sum(known) // len(known) if known else -1)
+    return tuple(out)

@@ -137,3 +137,13 @@ def test_fleet_screen_snapshot(snap_compare, size, hosts):
     feed = fleet_of(hosts, 8, failing={1009, 1003})
     app = FleetApp(feed, FleetStore(), interval=0.05, theme="aclmon-dark")
     assert snap_compare(app, terminal_size=size)
+
+
+def test_a_device_that_cannot_measure_does_not_pull_the_fleet_sparkline_down():
+    from aclmon.store.fleet import mean_history
+
+    # two devices: one measures 80 %, one cannot say (-1)
+    assert mean_history([[80, 80, 80], [-1, -1, -1]]) == (80, 80, 80)
+    # newest points line up; a point nobody measured stays "not supported"
+    assert mean_history([[10, 20, -1], [30, -1]]) == (25, -1)
+    assert mean_history([]) == ()
