@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -152,8 +153,19 @@ def _op_cost_ns(op_type: str, inputs: list[TensorSpec], outputs: list[TensorSpec
         compute = flops / CUBE_FLOPS_PER_NS
     else:
         compute = 4.0 * out_elems / VECTOR_FLOPS_PER_NS
+    # The floor grows with the operator's work (log scale), so the tiny models' ops keep
+    # the order of a real network's (a big matmul outlasts a small one) instead of all
+    # sitting on one floor.
     floor = CUBE_TASK_MIN_NS if op_type in CUBE_OPS else VECTOR_TASK_MIN_NS
-    return int(max(floor, LAUNCH_NS + max(compute, moved / HBM_BYTES_PER_NS)))
+    work = max(compute, moved / HBM_BYTES_PER_NS)
+    floor *= 0.6 + 0.15 * math.log2(1.0 + work)
+    return int(max(floor, LAUNCH_NS + work))
+
+
+def launch_jitter(task_id: int) -> float:
+    """A launch's duration factor, 0.94–1.06, fixed by its task id (so runs repeat):
+    real kernels vary a little from launch to launch, and min/max/mean show it."""
+    return 0.94 + ((task_id * 2654435761) & 0xFFFF) / 0xFFFF * 0.12
 
 
 def parse_description(data: Any, source: str) -> dict[str, Any]:
@@ -479,7 +491,7 @@ def execute(
         if overflow_rule is not None:
             args = _scale_for_overflow(args, overflow_rule.scale)
         start = max(now_ns(), stream.busy_until)
-        duration = op.cost_ns
+        duration = int(op.cost_ns * launch_jitter(task_id))
         stream.busy_until = start + int(duration * time_scale)
         device.add_busy(start, duration, op.unit)
         if raise_code:

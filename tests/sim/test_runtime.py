@@ -243,3 +243,20 @@ def test_bad_sim_config_fails_init_cleanly(acl, monkeypatch, capsys):
 def test_configure_validates(bad):
     with pytest.raises(sim_config.SimConfigError):
         sim_config.configure(**bad)
+
+
+def test_operator_costs_follow_their_work_and_launches_vary_a_little():
+    """Not every op on one floor (the operator table would show identical rows): a
+    bigger matmul costs more than a smaller one, and each launch varies within ±6 %,
+    the same for the same task id."""
+    from aclmon.sim.model import TensorSpec, _op_cost_ns, launch_jitter
+
+    def matmul(m: int) -> int:
+        a = TensorSpec("a", 1, 2, (m, m))
+        b = TensorSpec("b", 1, 2, (m, m))
+        return _op_cost_ns("MatMul", [a, b], [TensorSpec("c", 1, 2, (m, m))])
+
+    assert matmul(16) < matmul(256) < matmul(4096)
+    factors = {launch_jitter(task) for task in range(1, 200)}
+    assert len(factors) > 150 and min(factors) >= 0.94 and max(factors) <= 1.06
+    assert launch_jitter(42) == launch_jitter(42)
