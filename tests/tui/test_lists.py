@@ -146,3 +146,21 @@ async def test_the_footer_keeps_help_and_quit_at_80_columns_in_every_view():
             assert {"help", "quit"} <= shown, key
             right = max(k.region.right for k in app.screen.query(FooterKey) if k.action == "quit")
             assert right <= 80
+
+
+def test_log_lines_near_an_exception_come_in_the_order_they_were_logged():
+    """stdout lines arrive at once, the plog's at the tail's next poll: the detail's
+    ±1 s window lists them by the time each was logged, not by arrival."""
+    from aclmon import events as ev
+    from aclmon.tui.views.logs import lines_near
+
+    exception = ev.AclException(9, 5_000_000_000, 0, 3, 7, 11, 507015, "conv", "Conv2D", (), ())
+    arrived = [
+        ev.LogLine(1, 5_100_000_000, "info", "stdout: callback", "stdout", 42),
+        ev.LogLine(2, 5_400_000_000, "error", "plog: core error", "RUNTIME", 42, "", 4_990_000_000),
+        ev.LogLine(
+            3, 5_400_000_000, "error", "plog: sync failed", "RUNTIME", 42, "", 5_050_000_000
+        ),
+    ]
+    near = lines_near(arrived, exception, 42)
+    assert [line.seq for line in near] == [2, 3, 1]

@@ -102,12 +102,14 @@ def lines_near(
     logs: list[ev.LogLine], e: ev.AclException | ev.CallFailed, pid: int | None
 ) -> list[ev.LogLine]:
     """The log lines of this process (``pid``; lines without one count) within ±1 s
-    of an exception or a failed call."""
-    return [
+    of an exception or a failed call, in the order they were logged (the job's
+    stdout arrives at once, its plog lines at the tail's next poll)."""
+    near = [
         line
         for line in logs
         if abs(line_time(line) - e.ts_ns) <= WINDOW_NS and (not pid or line.pid in (0, pid))
     ]
+    return sorted(near, key=line_time)
 
 
 class LogsView(ListView):
