@@ -239,8 +239,9 @@ class Agent:
                 self.fail("dump watcher", exc)
         if self.plog is not None:
             try:
-                # The runtime flushes its log at exit: take what it wrote last.
-                self.plog.poll()
+                # The runtime flushes its log at exit: take what it wrote last, in
+                # files too (the first flush may have made a file since the last look).
+                self.plog.poll(final=True)
                 self.plog.poll()
             except Exception as exc:
                 self.fail("plog tail", exc)

@@ -93,8 +93,9 @@ class PlogTail:
                 with contextlib.suppress(OSError):
                     self._older[path] = os.stat(path).st_size
 
-    def poll(self) -> int:
-        """One pass: new files, new lines; returns the lines published."""
+    def poll(self, final: bool = False) -> int:
+        """One pass: new files, new lines; returns the lines published. ``final``
+        (the job is ending): look for new files now, not at the next interval."""
         if not self._started:
             self._started = True
             if self.to_stdout:
@@ -108,7 +109,7 @@ class PlogTail:
         if self.to_stdout:
             return 0
         now = time.monotonic()
-        if now - self._discovered >= DISCOVER_INTERVAL_S:
+        if final or now - self._discovered >= DISCOVER_INTERVAL_S:
             self._discover()
         published = 0
         for followed in list(self.files.values()):

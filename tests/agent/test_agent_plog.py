@@ -112,9 +112,8 @@ def test_a_missing_log_directory_is_quietly_nothing(tmp_path: Path):
 
 
 def test_a_file_made_after_the_tail_but_before_its_first_poll_is_read_whole(tmp_path: Path):
-    """The agent's own first calls (its Hello asks for the device count before the
-    job's acl.init) may make the job's log file before the tail's first poll: those
-    lines are the job's news, as a replay of the log directory shows them."""
+    """The job's first calls may make its log file before the tail's first poll:
+    those lines are the job's news, as a replay of the log directory shows them."""
     tail, sink = tail_in(tmp_path)
     (tmp_path / "debug" / "plog").mkdir(parents=True)
     made = tmp_path / "debug" / "plog" / f"plog-{PID}_20240501120000000.log"
@@ -124,3 +123,18 @@ def test_a_file_made_after_the_tail_but_before_its_first_poll_is_read_whole(tmp_
     assert [line.text for line in log_lines(sink)] == [
         "aclrtGetDeviceCount: acl.init was not called"
     ]
+
+
+def test_the_last_poll_finds_a_file_the_job_made_just_before_it_ended(tmp_path: Path):
+    """New files are looked for every DISCOVER_INTERVAL_S; a job whose first log flush
+    comes late (its first error) and then ends must not lose those lines."""
+    tail, sink = tail_in(tmp_path)
+    tail.poll()  # the first poll: no file yet
+    (tmp_path / "debug" / "plog").mkdir(parents=True)
+    made = tmp_path / "debug" / "plog" / f"plog-{PID}_20240501120000000.log"
+    made.write_text(entry("ERROR", "aclrtSynchronizeStream failed"))
+    tail.poll()
+    assert log_lines(sink) == []  # not looked for yet
+    tail.poll(final=True)
+    tail.poll()
+    assert [line.text for line in log_lines(sink)] == ["aclrtSynchronizeStream failed"]
