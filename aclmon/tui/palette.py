@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -33,16 +33,41 @@ VIEW_TITLES = {
 }
 
 
+class Command(NamedTuple):
+    """One palette entry: its name, what it runs, and what it does in words
+    (the same for every entry of a kind, so docs/usage.md's key table shows it);
+    ``state`` is how things stand now (shown after ``help`` in the palette)."""
+
+    name: str
+    run: Callable[[], object]
+    help: str
+    state: str = ""
+
+    @property
+    def shown_help(self) -> str:
+        return f"{self.help} ({self.state})" if self.state else self.help
+
+
 class AclmonCommands(Provider):
-    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+    def _commands(self) -> list[Command]:
         app: AclmonApp = self.app  # type: ignore[assignment]
-        out: list[tuple[str, Callable[[], object], str]] = []
+        out: list[Command] = []
         for view, title in VIEW_TITLES.items():
-            out.append((f"View: {title}", partial(app.action_show_view, view), "switch view"))
+            out.append(
+                Command(
+                    f"View: {title}",
+                    partial(app.action_show_view, view),
+                    f"switch to the {title.split(' /')[0]} view",
+                )
+            )
         profiling = app.profiling_view
         if profiling.check_action("start_stop", ()):
             out.append(
-                ("Profiling: start / stop", app.action_toggle_profiling, "start or stop profiling")
+                Command(
+                    "Profiling: start / stop",
+                    app.action_toggle_profiling,
+                    "start or stop profiling in the job",
+                )
             )
         if not profiling.readonly:
 
@@ -52,20 +77,20 @@ class AclmonCommands(Provider):
 
             wanted = profiling.wanted
             for name, value in PROF_FLAGS:
-                on = "checked" if wanted.flags & value else "unchecked"
                 out.append(
-                    (
+                    Command(
                         f"Profiling: toggle {name}",
                         partial(edit, partial(profiling.toggle_flag, value)),
-                        f"now {on}; Enter in the view applies",
+                        "check or uncheck the flag in the Profiling view (Enter there applies)",
+                        "now checked" if wanted.flags & value else "now unchecked",
                     )
                 )
             for value, (name, _json_name) in AICORE_METRICS.items():
                 out.append(
-                    (
+                    Command(
                         f"Profiling: AI Core metric {name}",
                         partial(edit, partial(profiling.set_metric, value)),
-                        "Enter in the view applies",
+                        "choose the metric in the Profiling view (Enter there applies)",
                     )
                 )
         dumps = app.dumps_view
@@ -77,45 +102,72 @@ class AclmonCommands(Provider):
         selected = dumps.selected_dump()
         if selected is not None:
             actions = [
-                ("export its tensors as .npy", dumps.action_export, "as aclmon convert names them"),
-                ("copy its path", dumps.action_copy_path, "to the clipboard"),
-                ("copy its operator name", dumps.action_copy_op, "to the clipboard"),
-            ]
+                ("export its tensors as .npy", dumps.action_export,
+                 "the selected file's tensors as .npy files, named as aclmon convert names them"),
+                ("copy its path", dumps.action_copy_path,
+                 "the selected file's path, to the clipboard"),
+                ("copy its operator name", dumps.action_copy_op,
+                 "the selected file's operator name, to the clipboard"),
+            ]  # fmt: skip
             if selected.kind == "overflow":
                 actions += [
-                    ("jump to the overflowing operator", dumps.action_to_operator, "its dump"),
-                    ("first overflow of this step", dumps.action_first_overflow, "same step"),
-                ]
+                    ("jump to the overflowing operator", dumps.action_to_operator,
+                     "select the operator dump the selected overflow record points at"),
+                    ("first overflow of this step", dumps.action_first_overflow,
+                     "select the first overflow record of the selected record's step"),
+                ]  # fmt: skip
             for name, action, help_text in actions:
-                out.append(
-                    (f"Dump: {name}", partial(on_dumps, action), f"selected file; {help_text}")
-                )
-        out.append(("Dump: back", partial(on_dumps, dumps.action_back), "before the last jump"))
+                out.append(Command(f"Dump: {name}", partial(on_dumps, action), help_text))
+        out.append(
+            Command(
+                "Dump: back",
+                partial(on_dumps, dumps.action_back),
+                "select the file that was selected before the last jump",
+            )
+        )
         for source, title in zip(SOURCES, SOURCE_TITLES, strict=True):
             out.append(
-                (f"Logs: {title}", partial(app.show_log_source, source), "the Logs view, filtered")
+                Command(
+                    f"Logs: {title}",
+                    partial(app.show_log_source, source),
+                    f"the Logs view showing {title}",
+                )
             )
         for device_id in app.store.device_ids():
             out.append(
-                (
+                Command(
                     f"Device {device_id}: jump to it",
                     partial(app.jump_to_device, device_id),
-                    "devices view",
+                    "the Devices view, scrolled to the device's tree",
                 )
             )
         for theme in sorted(app.available_themes):
-            out.append((f"Theme: {theme}", partial(setattr, app, "theme", theme), "switch theme"))
-        out.append(("Help: show every key", app.action_help, "help screen"))
+            out.append(
+                Command(
+                    f"Theme: {theme}",
+                    partial(setattr, app, "theme", theme),
+                    "switch to the theme (Ctrl+T toggles aclmon-dark and aclmon-light)",
+                )
+            )
+        out.append(
+            Command("Help: show every key", app.action_help, "the help screen: every key, its id")
+        )
         return out
 
     async def discover(self) -> Hits:
-        for name, callback, help_text in self._commands():
-            if name.startswith(("View:", "Profiling: start", "Device", "Help")):
-                yield DiscoveryHit(name, callback, help=help_text)
+        for command in self._commands():
+            if command.name.startswith(("View:", "Profiling: start", "Device", "Help")):
+                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, callback, help_text in self._commands():
-            score = matcher.match(name)
+        for command in self._commands():
+            score = matcher.match(command.name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)
+                yield Hit(
+                    score,
+                    matcher.highlight(command.name),
+                    command.run,
+                    text=command.name,
+                    help=command.shown_help,
+                )

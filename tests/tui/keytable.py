@@ -78,19 +78,23 @@ def binding_sections(app: AclmonApp) -> list[tuple[str, list[tuple[str, str, str
     ]
 
 
-def palette_rows(names: list[str]) -> list[str]:
-    rows: list[str] = []
-    for name in names:
+def palette_rows(entries: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(entry, what it does): one row per entry, one per pattern; every entry a row
+    stands for must say the same."""
+    rows: dict[str, str] = {}
+    for name, what in entries:
         for pattern, shown in PALETTE_PATTERNS:
             if pattern.match(name):
                 name = shown
                 break
-        if name not in rows:
-            rows.append(name)
-    return rows
+        if not what:
+            raise AssertionError(f"palette entry {name!r} has no description")
+        if rows.setdefault(name, what) != what:
+            raise AssertionError(f"palette entries of {name!r} differ: {rows[name]!r}, {what!r}")
+    return list(rows.items())
 
 
-def table(app: AclmonApp, palette: list[str]) -> str:
+def table(app: AclmonApp, palette: list[tuple[str, str]]) -> str:
     """The markdown table (between the START and END markers)."""
     lines = [START, "", "| where | key, mouse or palette entry | what it does | binding id |",
              "|---|---|---|---|"]  # fmt: skip
@@ -100,8 +104,8 @@ def table(app: AclmonApp, palette: list[str]) -> str:
             lines.append(f"| {title} | {keys_typed(keys)} | {description} | {shown_id} |")
     for where, action, what, _test in MOUSE:
         lines.append(f"| {where} (mouse) | {action} | {what} | |")
-    for name in palette_rows(palette):
-        lines.append(f"| palette (Ctrl+P) | `{name}` | | |")
+    for name, what in palette_rows(palette):
+        lines.append(f"| palette (Ctrl+P) | `{name}` | {what} | |")
     lines += ["", END]
     return "\n".join(lines)
 
@@ -122,13 +126,13 @@ def write(new_table: str) -> None:
     USAGE.write_text(text.replace(old, new_table), encoding="utf-8")
 
 
-async def palette_entries(app: AclmonApp) -> list[str]:
-    """Every palette entry the scenario offers, with an overflow record selected
-    (so the entries that act on one are there too)."""
+async def palette_entries(app: AclmonApp) -> list[tuple[str, str]]:
+    """Every palette entry the scenario offers and what it does, with an overflow
+    record selected (so the entries that act on one are there too)."""
     from aclmon.tui.palette import AclmonCommands
 
     async with app.run_test(size=(140, 42)) as pilot:
         await pilot.press("4", "up")
         await pilot.pause()
         assert app.dumps_view.selected_dump() is not None
-        return [name for name, _action, _help in AclmonCommands(app.screen)._commands()]
+        return [(c.name, c.help) for c in AclmonCommands(app.screen)._commands()]
