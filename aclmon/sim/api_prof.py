@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aclmon import acl_constants as C
 from aclmon.sim import host as H
 from aclmon.sim import profiling as P
@@ -127,14 +129,19 @@ def set_stamp_trace_message(rt: Runtime, stamp: int, msg: str, msg_len: int) -> 
     return C.ACL_SUCCESS
 
 
-@needs_init()
-def mark(rt: Runtime, stamp: int) -> int:
+def _with_stamp(rt: Runtime, stamp: int, use: Callable[[P.Profiler, str, int], object]) -> int:
+    """``use(profiler, message, now_ns)`` with the message of a created stamp; ret."""
     prof = _prof(rt)
     message = prof.stamps.get(stamp)
     if message is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
-    prof.tx_record("mark", message, now_ns())
+    use(prof, message, now_ns())
     return C.ACL_SUCCESS
+
+
+@needs_init()
+def mark(rt: Runtime, stamp: int) -> int:
+    return _with_stamp(rt, stamp, lambda prof, message, now: prof.tx_record("mark", message, now))
 
 
 @needs_init()
@@ -148,12 +155,9 @@ def mark_ex(rt: Runtime, msg: str, stream: int) -> int:
 
 @needs_init()
 def push(rt: Runtime, stamp: int) -> int:
-    prof = _prof(rt)
-    message = prof.stamps.get(stamp)
-    if message is None:
-        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown stamp")
-    prof.thread_stack().append((message, now_ns()))
-    return C.ACL_SUCCESS
+    return _with_stamp(
+        rt, stamp, lambda prof, message, now: prof.thread_stack().append((message, now))
+    )
 
 
 @needs_init()

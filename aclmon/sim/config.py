@@ -19,7 +19,7 @@ import json
 import math
 import os
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,21 +60,16 @@ class SimConfig:
     faults: tuple[FaultRule, ...] = field(default_factory=tuple)
 
 
-_KEYS = {
-    "devices": ("device_count", int),
-    "device_count": ("device_count", int),
-    "soc_name": ("soc_name", str),
-    "hbm_gib": ("hbm_bytes", float),
-    "hbm_bytes": ("hbm_bytes", int),
-    "ai_core_count": ("ai_core_count", int),
-    "vector_core_count": ("vector_core_count", int),
-    "aicpu_core_count": ("aicpu_core_count", int),
-    "time_scale": ("time_scale", float),
-    "cost_scale": ("cost_scale", float),
-    "seed": ("seed", int),
-    "run_mode": ("run_mode", str),
-    "models": ("models", dict),
+#: SimConfig fields no settings key sets: facts of the simulated SoC, and the fault
+#: rules (a key of their own, parsed by aclmon.sim.faults).
+_FIXED = frozenset({"l2_cache_bytes", "version", "faults"})
+#: settings key -> the SimConfig field it sets: each other field under its own name,
+#: plus two shorter spellings. A value's type is that of the field's default.
+_KEYS = {f.name: f.name for f in fields(SimConfig) if f.name not in _FIXED} | {
+    "devices": "device_count",
+    "hbm_gib": "hbm_bytes",
 }
+_DEFAULTS = SimConfig()
 
 RUN_MODES = {"host": 1, "device": 0}
 
@@ -91,7 +86,8 @@ def _apply(config: SimConfig, data: dict[str, Any], source: str) -> SimConfig:
             continue
         if key not in _KEYS:
             raise SimConfigError(f"{source}: unknown key {key!r}")
-        attr, kind = _KEYS[key]
+        attr = _KEYS[key]
+        kind = type(getattr(_DEFAULTS, attr))
         if key == "models":
             if not isinstance(value, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) and k and v for k, v in value.items()

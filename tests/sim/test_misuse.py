@@ -141,6 +141,18 @@ def test_null_and_unknown_handles(acl):
     assert acl.rt.destroy_event(event) == C.ACL_SUCCESS
 
 
+def test_msproftx_unknown_stamp(acl):
+    acl.init()
+    for call, c_name in ((acl.prof.mark, "aclprofMark"), (acl.prof.push, "aclprofPush")):
+        assert call(0x1234) == C.ACL_ERROR_INVALID_PARAM, c_name
+        message = acl.get_recent_err_msg()
+        assert "unknown stamp" in message and c_name in message
+    assert acl.prof.range_start(0x1234) == (0, C.ACL_ERROR_INVALID_PARAM)
+    stamp = acl.prof.create_stamp()
+    assert acl.prof.mark(stamp) == acl.prof.push(stamp) == acl.prof.pop() == C.ACL_SUCCESS
+    assert acl.prof.pop() == C.ACL_ERROR_INVALID_PARAM  # nothing pushed is left
+
+
 def test_stream_from_another_context(acl, model_path):
     acl.init()
     acl.rt.set_device(0)
