@@ -443,34 +443,34 @@ class SetProfilingConfig(NamedTuple):
     sample_interval_ms: int  # 0 = leave unchanged
 
 
-@register(65, "start_profiling", command=True)
-class StartProfiling(NamedTuple):
+class _Request(NamedTuple):
+    """A command that carries nothing but its ``request_id``: the fields of the
+    commands below, each its own kind (a subclass adds no field; commands are
+    few, so their instances go without ``__slots__``)."""
+
     seq: int
     ts_ns: int
     request_id: int
+
+
+@register(65, "start_profiling", command=True)
+class StartProfiling(_Request):
+    """Command: start profiling with the configured settings."""
 
 
 @register(66, "stop_profiling", command=True)
-class StopProfiling(NamedTuple):
-    seq: int
-    ts_ns: int
-    request_id: int
+class StopProfiling(_Request):
+    """Command: stop aclmon's profiling session."""
 
 
 @register(67, "request_snapshot", command=True)
-class RequestSnapshot(NamedTuple):
+class RequestSnapshot(_Request):
     """Command: re-publish the current state (for a viewer that joins late)."""
-
-    seq: int
-    ts_ns: int
-    request_id: int
 
 
 @register(68, "ping", command=True)
-class Ping(NamedTuple):
-    seq: int
-    ts_ns: int
-    request_id: int
+class Ping(_Request):
+    """Command: liveness check (the publisher answers it itself)."""
 
 
 @register(96, "reply")
