@@ -421,41 +421,42 @@ def create_event_ex_with_flag(rt: Runtime, flag: int) -> tuple[int, int]:
     return _new_event(rt, flag)
 
 
-def _event_and_stream(rt: Runtime, event: int, stream: int) -> tuple[D.Event, D.Stream] | int:
+def _with_event(rt: Runtime, event: int, act: Callable[[D.Event], object]) -> int:
+    """``act(event)`` on an existing event; ret."""
+    found = _event(rt, event)
+    if isinstance(found, int):
+        return found
+    act(found)
+    return C.ACL_SUCCESS
+
+
+def _with_event_and_stream(
+    rt: Runtime, event: int, stream: int, act: Callable[[D.Event, D.Stream], None]
+) -> int:
+    """``act(event, stream)`` on an existing event and stream (0: the default one); ret."""
     found = _event(rt, event)
     if isinstance(found, int):
         return found
     target = rt.resolve_stream(stream)
-    return target if isinstance(target, int) else (found, target)
+    if isinstance(target, int):
+        return target
+    act(found, target)
+    return C.ACL_SUCCESS
 
 
 @needs_init()
 def record_event(rt: Runtime, event: int, stream: int) -> int:
-    pair = _event_and_stream(rt, event, stream)
-    if isinstance(pair, int):
-        return pair
-    found, target = pair
-    found.timestamp = max(now_ns(), target.busy_until)
-    found.recorded = True
-    return C.ACL_SUCCESS
+    return _with_event_and_stream(rt, event, stream, D.Event.record)
 
 
 @needs_init()
 def reset_event(rt: Runtime, event: int, stream: int) -> int:
-    found = _event(rt, event)
-    if isinstance(found, int):
-        return found
-    found.recorded = False
-    return C.ACL_SUCCESS
+    return _with_event(rt, event, D.Event.reset)
 
 
 @needs_init()
 def destroy_event(rt: Runtime, event: int) -> int:
-    found = _event(rt, event)
-    if isinstance(found, int):
-        return found
-    rt.events.pop(event, None)
-    return C.ACL_SUCCESS
+    return _with_event(rt, event, lambda found: rt.events.pop(found.handle))
 
 
 def _wait_event(rt: Runtime, event: int, timeout_ms: int) -> int:
@@ -485,13 +486,7 @@ def synchronize_event_with_timeout(rt: Runtime, event: int, timeout: int) -> int
 
 @needs_init()
 def stream_wait_event(rt: Runtime, stream: int, event: int) -> int:
-    pair = _event_and_stream(rt, event, stream)
-    if isinstance(pair, int):
-        return pair
-    found, target = pair
-    if found.recorded:
-        target.busy_until = max(target.busy_until, found.timestamp)
-    return C.ACL_SUCCESS
+    return _with_event_and_stream(rt, event, stream, lambda found, target: target.wait_for(found))
 
 
 @needs_init(C.ACL_EVENT_STATUS_NOT_READY)

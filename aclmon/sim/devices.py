@@ -82,6 +82,11 @@ class Stream:
         self.next_task = (task_id + 1) & 0xFFFF
         return task_id
 
+    def wait_for(self, event: Event) -> None:
+        """Later work on the stream starts after ``event`` (no wait if it was never recorded)."""
+        if event.recorded:
+            self.busy_until = max(self.busy_until, event.timestamp)
+
 
 @dataclass(eq=False)
 class Context:
@@ -99,6 +104,14 @@ class Event:
     flag: int
     timestamp: int = 0
     recorded: bool = False
+
+    def record(self, stream: Stream) -> None:
+        """Recorded when ``stream`` gets there: after the work already queued on it."""
+        self.timestamp = max(now_ns(), stream.busy_until)
+        self.recorded = True
+
+    def reset(self) -> None:
+        self.recorded = False
 
 
 UTIL_BUCKET_NS = 100_000_000
