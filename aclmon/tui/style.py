@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.style import Style
 from textual.color import Color
@@ -19,6 +19,30 @@ def theme_style(node: DOMNode, variable: str, **extra: Any) -> Style:
         except Exception:  # a theme with an unparseable value: fall back to no colour
             color = None
     return Style(color=color, **extra)
+
+
+class Roles(NamedTuple):
+    """The styles a status panel draws with, from the current theme."""
+
+    dim: Style
+    #: a good state (idle, on, ok)
+    good: Style
+    bad: Style
+    #: a pending or busy state
+    busy: Style
+    #: a key named in the text
+    key: Style
+
+
+def roles(node: DOMNode) -> Roles:
+    """The current theme's :class:`Roles` (the bold ones bold)."""
+    return Roles(
+        theme_style(node, "aclmon-dim"),
+        theme_style(node, "aclmon-idle", bold=True),
+        theme_style(node, "aclmon-bad", bold=True),
+        theme_style(node, "aclmon-busy", bold=True),
+        theme_style(node, "footer-key-foreground", bold=True),
+    )
 
 
 def middle(text: str, width: int) -> str:

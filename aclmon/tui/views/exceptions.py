@@ -18,7 +18,7 @@ from aclmon.acl_constants import error_name
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.listview import Column, ListView
+from aclmon.tui.views.listview import Column, ListView, follow_binding
 from aclmon.tui.vlist import VirtualList
 
 
@@ -77,7 +77,7 @@ class ExceptionsView(ListView):
 
     FILTER_HINT = "operator, type, model, device, code or error"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f", "toggle_follow", "Follow", id="exceptions.follow"),
+        follow_binding("exceptions"),
         Binding("c", "toggle_grouped", "Group", id="exceptions.group"),
         Binding("l", "logs", "Logs ±1 s", id="exceptions.logs"),
     ]

@@ -127,6 +127,12 @@ class Column(NamedTuple):
     sort: str = ""
 
 
+def follow_binding(view: str) -> Binding:
+    """``f``: follow the newest row, or stop (:meth:`ListView.action_toggle_follow`);
+    its id is ``<view>.follow``."""
+    return Binding("f", "toggle_follow", "Follow", id=f"{view}.follow")
+
+
 def sort_key_of(*fields: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
     """A sort key from field getters, compared in order."""
     return lambda row: tuple(f(row) for f in fields)
@@ -311,7 +317,7 @@ class ListView(FilteredView):
         return False
 
     def action_toggle_follow(self) -> None:
-        """Follow the newest row, or stop (a view that binds it: ``f``)."""
+        """Follow the newest row, or stop (a view that binds it: :func:`follow_binding`)."""
         vlist = self.vlist
         vlist.set_follow(not vlist.follow)
         if vlist.follow:

@@ -22,7 +22,7 @@ from aclmon import events as ev
 from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.listview import Column, ListView, sort_key_of
+from aclmon.tui.views.listview import Column, ListView, follow_binding, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 #: the lowest level shown, cycled by ``v``.
@@ -117,7 +117,7 @@ class LogsView(ListView):
 
     FILTER_HINT = "text, module, file:line"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f", "toggle_follow", "Follow", id="logs.follow"),
+        follow_binding("logs"),
         Binding("v", "next_level", "Level", id="logs.level"),
         Binding("M", "next_module", "Module", id="logs.module"),
         Binding("o", "next_source", "Source", show=False, id="logs.source"),

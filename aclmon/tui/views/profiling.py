@@ -35,7 +35,7 @@ from aclmon.acl_constants import (
     error_text,
 )
 from aclmon.tui import fmt
-from aclmon.tui.style import middle, theme_style
+from aclmon.tui.style import middle, roles
 from aclmon.tui.views.base import View
 from aclmon.tui.views.optable import OpTable
 
@@ -303,11 +303,7 @@ class ProfilingView(View):
 
     def _draw_state(self) -> None:
         prof = self.prof
-        dim = theme_style(self, "aclmon-dim")
-        good = theme_style(self, "aclmon-idle", bold=True)
-        bad = theme_style(self, "aclmon-bad", bold=True)
-        busy = theme_style(self, "aclmon-busy", bold=True)
-        key = theme_style(self, "footer-key-foreground", bold=True)
+        dim, good, bad, busy, key = roles(self)
         bold = Style(bold=True)
         text = Text()
         text.append("PROFILING  ", style=bold)
@@ -373,10 +369,7 @@ class ProfilingView(View):
 
     def _draw_flags(self) -> None:
         prof = self.prof
-        dim = theme_style(self, "aclmon-dim")
-        good = theme_style(self, "aclmon-idle", bold=True)
-        busy = theme_style(self, "aclmon-busy", bold=True)
-        cursor_style = theme_style(self, "footer-key-foreground", bold=True)
+        dim, good, _bad, busy, cursor_style = roles(self)
         # Only a running session has active flags: a stopped one shows none.
         active = prof.flags if prof is not None and prof.running else 0
         configured = self.configured.flags
@@ -410,10 +403,7 @@ class ProfilingView(View):
 
     def _draw_reply(self) -> None:
         assert self.store is not None
-        dim = theme_style(self, "aclmon-dim")
-        good = theme_style(self, "aclmon-idle", bold=True)
-        bad = theme_style(self, "aclmon-bad", bold=True)
-        busy = theme_style(self, "aclmon-busy", bold=True)
+        dim, good, bad, busy, _key = roles(self)
         reply = Text()
         reply.append("AGENT  ", style=dim + Style(bold=True))
         if self.note:
@@ -431,8 +421,7 @@ class ProfilingView(View):
         duration), newest first, packed on one line (three when tall); never wrapped."""
         assert self.store is not None
         s = self.store.state
-        dim = theme_style(self, "aclmon-dim")
-        good = theme_style(self, "aclmon-idle", bold=True)
+        dim, good, *_ = roles(self)
         width = max(10, self.width - 2)
         head = Text("MSPROFTX  ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
         head.append(f"{s.tx_marks} marks · {s.tx_ranges} ranges", style=dim)
