@@ -125,6 +125,7 @@ class Hooks:
         """qualified name -> ``make(name, original) -> wrapper``."""
         profiling = self.profiling
         plain = self._observed
+        destroy_stream = self._after_release(StreamDestroyed, "stream", self._forget_stream)
         table: dict[str, Callable[[str, Callable[..., Any]], Wrapper]] = {
             "init": plain(self._after_init),
             "finalize": plain(self._after_finalize, self._before_finalize),
@@ -132,12 +133,14 @@ class Hooks:
             "rt.reset_device": plain(functools.partial(self._after_reset_device, force=False)),
             "rt.reset_device_force": plain(functools.partial(self._after_reset_device, force=True)),
             "rt.create_context": plain(self._after_create_context),
-            "rt.destroy_context": plain(self._after_destroy_context),
+            "rt.destroy_context": plain(
+                self._after_release(ContextDestroyed, "context", self._forget_streams)
+            ),
             "rt.set_context": self._hot(hot.set_context),
             "rt.create_stream": plain(self._after_create_stream),
             "rt.create_stream_with_config": plain(self._after_create_stream_with_config),
-            "rt.destroy_stream": plain(self._after_destroy_stream),
-            "rt.destroy_stream_force": plain(self._after_destroy_stream),
+            "rt.destroy_stream": plain(destroy_stream),
+            "rt.destroy_stream_force": plain(destroy_stream),
             "rt.synchronize_stream": self._hot(hot.synchronize, timed=False),
             "rt.synchronize_stream_with_timeout": self._hot(hot.synchronize, timed=True),
             "rt.synchronize_device": self._hot(hot.synchronize, timed=False),
@@ -151,7 +154,10 @@ class Hooks:
             "mdl.load_from_mem_with_mem": plain(
                 functools.partial(self._after_load, from_file=False)
             ),
-            "mdl.unload": plain(self._after_unload, self._before_unload),
+            "mdl.unload": plain(
+                self._after_release(ModelUnloaded, "model_id", self._forget_model),
+                self._before_unload,
+            ),
             "mdl.execute": self._hot(hot.execute, asynchronous=False),
             "mdl.execute_async": self._hot(hot.execute, asynchronous=True),
             "prof.init": plain(self._after_prof_init, self._before_prof_init),
@@ -265,12 +271,37 @@ class Hooks:
             ctx.publish(default_stream)
         self._publish_current(context)
 
-    def _forget_context(self, context: int, ret: int) -> None:
+    def _after_release(self, event: type, name: str, forget: Callable[[Any], object]) -> After:
+        """The observer of a call that destroys (or unloads) what its first argument,
+        ``name``, names: once it succeeded ``forget(handle)`` drops that from the state;
+        ``event`` says what happened either way."""
+        emit = self.ctx.emit
+
+        def after(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+            handle = arg(args, kwargs, 0, name)
+            ret = ret_of(result)
+            if ret == ACL_SUCCESS:
+                forget(handle)
+            emit(event, handle, ret)
+
+        return after
+
+    def _forget_stream(self, stream: int) -> None:
+        self.ctx.state.stream_destroyed(stream)
+
+    def _forget_model(self, model_id: int) -> None:
+        self.ctx.state.models.pop(model_id, None)
+
+    def _forget_streams(self, context: int) -> None:
+        """The context is gone, and the streams it held with it."""
         ctx = self.ctx
         for key in ctx.state.context_destroyed(context):
             if isinstance(key, int):
-                ctx.emit(StreamDestroyed, key, ret)
-        ctx.emit(ContextDestroyed, context, ret)
+                ctx.emit(StreamDestroyed, key, ACL_SUCCESS)
+
+    def _forget_context(self, context: int) -> None:
+        self._forget_streams(context)
+        self.ctx.emit(ContextDestroyed, context, ACL_SUCCESS)
 
     # ------------------------------------------------------------ acl.init / finalize
     def _after_init(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
@@ -292,10 +323,7 @@ class Hooks:
             state.models.pop(model_id, None)
             ctx.emit(ModelUnloaded, model_id, ACL_SUCCESS)
         for context in list(state.contexts):
-            for key in state.context_destroyed(context):
-                if isinstance(key, int):
-                    ctx.emit(StreamDestroyed, key, ACL_SUCCESS)
-            ctx.emit(ContextDestroyed, context, ACL_SUCCESS)
+            self._forget_context(context)
         for device in list(state.device_refs):
             state.device_reset(device, force=True)
             ctx.emit(DeviceReset, device, ACL_SUCCESS)
@@ -321,7 +349,7 @@ class Hooks:
         if ret == ACL_SUCCESS and state.device_reset(device, force):
             context = state.default_context.get(device)
             if context:
-                self._forget_context(context, ret)
+                self._forget_context(context)
         self.ctx.emit(DeviceReset, device, ret)
 
     # ------------------------------------------------------------ contexts
@@ -343,16 +371,6 @@ class Hooks:
         self.ctx.state.stream_created(default_stream)
         self.ctx.publish(default_stream)
 
-    def _after_destroy_context(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> None:
-        context = arg(args, kwargs, 0, "context")
-        ret = ret_of(result)
-        if ret == ACL_SUCCESS:
-            self._forget_context(context, ret)
-        else:
-            self.ctx.emit(ContextDestroyed, context, ret)
-
     # ------------------------------------------------------------ streams
     def _after_create_stream(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
@@ -369,15 +387,6 @@ class Hooks:
             priority = arg(args, kwargs, 0, "priority") or 0
             flags = arg(args, kwargs, 1, "flag") or 0
             self._publish_stream(stream, int(priority), int(flags))
-
-    def _after_destroy_stream(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> None:
-        stream = arg(args, kwargs, 0, "stream")
-        ret = ret_of(result)
-        if ret == ACL_SUCCESS:
-            self.ctx.state.stream_destroyed(stream)
-        self.ctx.emit(StreamDestroyed, stream, ret)
 
     # ------------------------------------------------------------ exception callback
     def _set_exception_info_callback(self, name: str, original: Callable[..., Any]) -> Wrapper:
@@ -437,13 +446,6 @@ class Hooks:
     def _before_unload(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         # Live timings subscribed this model: unsubscribe before it goes away.
         self.profiling.model_unloading(arg(args, kwargs, 0, "model_id"))
-
-    def _after_unload(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        model_id = arg(args, kwargs, 0, "model_id")
-        ret = ret_of(result)
-        if ret == ACL_SUCCESS:
-            self.ctx.state.models.pop(model_id, None)
-        self.ctx.emit(ModelUnloaded, model_id, ret)
 
     # ------------------------------------------------------------ profiling by the job
     def _before_prof_init(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -19,13 +19,16 @@ from aclmon.events import (
     AclException,
     CallFailed,
     ContextCreated,
+    ContextDestroyed,
     DeviceSet,
     DumpFileSeen,
     ExecuteEnd,
     HostSample,
     LogLine,
     ModelLoaded,
+    ModelUnloaded,
     StreamCreated,
+    StreamDestroyed,
     StreamSynchronized,
     TxMark,
 )
@@ -88,6 +91,42 @@ def test_a_failed_call_carries_the_runtimes_message(sim_acl, model_path):
     sync = by_api["rt.synchronize_stream"]
     assert sync.stream == 123456789 and sync.ret != 0 and sync.message
     assert job.stream != 123456789
+
+
+def test_destroying_and_unloading_say_so_and_forget_only_what_went(sim_acl, model_path):
+    ctx, hooks = hooked(sim_acl)
+    try:
+        job = SimJob(sim_acl, model_path)
+        extra, ret = sim_acl.rt.create_stream()
+        assert ret == 0
+        assert sim_acl.rt.destroy_stream(0x1234) != ACL_SUCCESS
+        assert sim_acl.rt.destroy_context(0x1234) != ACL_SUCCESS
+        assert sim_acl.mdl.unload(4242) != ACL_SUCCESS
+        assert sim_acl.rt.destroy_stream(extra) == ACL_SUCCESS
+        assert sim_acl.mdl.unload(job.model_id) == ACL_SUCCESS
+        assert sim_acl.rt.destroy_context(job.context) == ACL_SUCCESS
+    finally:
+        hooks.uninstall()
+    gone = [
+        (type(e).__name__, e[2], e.ret)
+        for e in ctx.sink.take()
+        if type(e) in (StreamDestroyed, ContextDestroyed, ModelUnloaded)
+    ]
+    assert gone[:3] == [
+        ("StreamDestroyed", 0x1234, gone[0][2]),
+        ("ContextDestroyed", 0x1234, gone[1][2]),
+        ("ModelUnloaded", 4242, gone[2][2]),
+    ]
+    assert all(ret != ACL_SUCCESS for _, _, ret in gone[:3])
+    # the context's own streams go with it, before it
+    assert gone[3:] == [
+        ("StreamDestroyed", extra, 0),
+        ("ModelUnloaded", job.model_id, 0),
+        ("StreamDestroyed", job.stream, 0),
+        ("ContextDestroyed", job.context, 0),
+    ]
+    state = ctx.state
+    assert job.model_id not in state.models and job.context not in state.contexts
 
 
 def test_success_never_asks_for_the_message(sim_acl, model_path, monkeypatch):
