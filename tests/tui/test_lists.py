@@ -9,6 +9,7 @@ from tui_helpers import SIZE, make_app, static_text
 
 from aclmon.tui.screens import ExceptionDetail
 from aclmon.tui.views import DumpsView, ExceptionsView, LogsView
+from aclmon.tui.views.filterbar import FilterBar
 
 
 def tasks(view: ExceptionsView) -> list[int]:
@@ -95,6 +96,16 @@ async def test_filter_then_n_and_N_go_through_the_matches_and_esc_clears():
         assert view.vlist.cursor == 5  # wraps
         await pilot.press("escape")
         assert view.filter_text == "" and view.vlist.row_count == 8
+
+
+async def test_the_filter_line_shows_what_is_typed_in_one_row_while_focused():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2", "slash", *"conv")
+        await pilot.pause()
+        bar = app.query_one("#exceptions-filter", FilterBar)
+        assert app.focused is bar and bar.outer_size.height == 1
+        assert bar.content_size.height == 1 and "conv" in bar.render_line(0).text
 
 
 async def test_tab_in_the_filter_line_searches_instead_and_n_jumps_between_matches():

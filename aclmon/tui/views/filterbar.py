@@ -34,7 +34,9 @@ class FilterBar(Input):
             return self.widget.hides
 
     def __init__(self, hint: str, *, searchable: bool = True, **kwargs: object) -> None:
-        super().__init__(placeholder=f"filter: {hint}", **kwargs)  # type: ignore[arg-type]
+        # compact: one row without a border, focused or not (a focused Input's
+        # border would cover the typed text in the line's one row)
+        super().__init__(placeholder=f"filter: {hint}", compact=True, **kwargs)  # type: ignore[arg-type]
         self.hint = hint
         #: Tab may switch to searching (the owner can mark matches and go to them)
         self.searchable = searchable
