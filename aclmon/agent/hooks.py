@@ -166,17 +166,17 @@ class Hooks:
             ),
             "prof.create_config": plain(self._after_prof_create_config),
             "prof.start": plain(
-                lambda a, k, r: profiling.job_start(arg(a, k, 0, "config"), ret_of(r))
+                lambda a, k, r: profiling.job_start(ret_of(r), arg(a, k, 0, "config"))
             ),
             "prof.stop": plain(
-                lambda a, k, r: profiling.job_stop(arg(a, k, 0, "config"), ret_of(r))
+                lambda a, k, r: profiling.job_stop(ret_of(r), arg(a, k, 0, "config"))
             ),
             "prof.model_subscribe": plain(
-                lambda a, k, r: profiling.job_subscribe(arg(a, k, 0, "model_id"), ret_of(r)),
+                lambda a, k, r: profiling.job_subscribe(ret_of(r), arg(a, k, 0, "model_id")),
                 lambda a, k: profiling.step_aside("the job subscribes a model itself"),
             ),
             "prof.model_unsubscribe": plain(
-                lambda a, k, r: profiling.job_unsubscribe(arg(a, k, 0, "model_id"), ret_of(r))
+                lambda a, k, r: profiling.job_unsubscribe(ret_of(r), arg(a, k, 0, "model_id"))
             ),
         }
         for qualified, after in self.tx.observers().items():
@@ -453,7 +453,7 @@ class Hooks:
 
     def _after_prof_init(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         path = arg(args, kwargs, 0, "path")
-        self.profiling.job_init(str(path or ""), ret_of(result))
+        self.profiling.job_init(ret_of(result), str(path or ""))
 
     def _after_prof_create_config(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any

@@ -23,9 +23,11 @@ first so the job's call succeeds exactly as it would without the agent.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from aclmon.acl_constants import (
     ACL_AICORE_PIPE_UTILIZATION,
@@ -56,6 +58,27 @@ MIN_SAMPLE_INTERVAL_MS = 10
 RECORDS_PER_READ = 256
 
 Outcome = tuple[int, str, dict[str, Any]]
+
+
+_P = ParamSpec("_P")
+
+
+def _job_call(
+    change: Callable[Concatenate[ProfilingController, _P], None],
+) -> Callable[Concatenate[ProfilingController, int, _P], None]:
+    """An observer of the job's own ``acl.prof`` call, its ``ret`` first: a failed call
+    changes nothing; a successful one makes ``change`` under the lock, then the new state
+    is published."""
+
+    @functools.wraps(change)
+    def observe(self: ProfilingController, ret: int, *args: _P.args, **kwargs: _P.kwargs) -> None:
+        if ret != ACL_SUCCESS:
+            return
+        with self._lock:
+            change(self, *args, **kwargs)
+        self.publish_state()
+
+    return observe
 
 
 class ProfilingController:
@@ -378,61 +401,43 @@ class ProfilingController:
                 self.files = SessionFiles(self.ctx, output)
         self.publish_state()
 
-    def job_init(self, path: str, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
-        with self._lock:
-            self.owner = "job"
-            self.initialized = True
-            self.active_output = path
-        self.publish_state()
+    @_job_call
+    def job_init(self, path: str) -> None:
+        self.owner = "job"
+        self.initialized = True
+        self.active_output = path
 
     def job_config(self, config: Any, devices: Any, metrics: Any, flags: Any) -> None:
         if config and len(self._job_configs) < 64:
             self._job_configs[config] = (tuple(devices or ()), int(metrics), int(flags))
 
-    def job_start(self, config: Any, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
+    @_job_call
+    def job_start(self, config: Any) -> None:
         devices, metrics, flags = self._job_configs.get(config, ((), DEFAULT_METRICS, 0))
-        with self._lock:
-            self.running = True
-            self.active_devices, self.active_metrics, self.active_flags = devices, metrics, flags
-        self.publish_state()
+        self.running = True
+        self.active_devices, self.active_metrics, self.active_flags = devices, metrics, flags
 
-    def job_stop(self, config: Any, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
+    @_job_call
+    def job_stop(self, config: Any) -> None:
         self._job_configs.pop(config, None)
-        with self._lock:
-            self.running = False
-        self.publish_state()
+        self.running = False
 
-    def job_finalize(self, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
-        with self._lock:
-            if self.owner == "job" and not self._job_subscribed:
-                self.owner = ""
-            self.initialized = self.running = False
-        self.publish_state()
+    @_job_call
+    def job_finalize(self) -> None:
+        if self.owner == "job" and not self._job_subscribed:
+            self.owner = ""
+        self.initialized = self.running = False
 
-    def job_subscribe(self, model_id: Any, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
+    @_job_call
+    def job_subscribe(self, model_id: Any) -> None:
         self._job_subscribed.add(model_id)
-        with self._lock:
-            self.owner = "job"
-        self.publish_state()
+        self.owner = "job"
 
-    def job_unsubscribe(self, model_id: Any, ret: int) -> None:
-        if ret != ACL_SUCCESS:
-            return
+    @_job_call
+    def job_unsubscribe(self, model_id: Any) -> None:
         self._job_subscribed.discard(model_id)
-        with self._lock:
-            if self.owner == "job" and not self._job_subscribed and not self.initialized:
-                self.owner = ""
-        self.publish_state()
+        if self.owner == "job" and not self._job_subscribed and not self.initialized:
+            self.owner = ""
 
     def poll_files(self) -> None:
         """Publish the operator records the session to files wrote since the last poll

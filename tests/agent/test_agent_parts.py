@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from agenthelpers import SimJob, model_path, sim_acl
 
-from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_SUCCESS
 from aclmon.agent.context import AgentContext, DeviceBinder, MemorySink
 from aclmon.agent.dumps import DumpWatcher
 from aclmon.agent.exceptions import ExceptionCapture
@@ -27,6 +28,7 @@ from aclmon.events import (
     LogLine,
     ModelLoaded,
     ModelUnloaded,
+    ProfilingState,
     StreamCreated,
     StreamDestroyed,
     StreamSynchronized,
@@ -183,6 +185,25 @@ def test_msproftx_marks_through_the_builder(sim_acl):
         hooks.uninstall()
     marks = [e for e in ctx.sink.take() if type(e) is TxMark]
     assert [m.message for m in marks] == ["step 1"]
+
+
+def test_the_jobs_own_profiling_calls_move_the_owner_only_when_they_succeed(sim_acl, model_path):
+    ctx, hooks = hooked(sim_acl)
+    read_fd, write_fd = os.pipe()  # the runtime closes the write end at unsubscribe
+    try:
+        job = SimJob(sim_acl, model_path)
+        ctx.sink.take()
+        config = sim_acl.prof.create_subscribe_config(1, ACL_AICORE_PIPE_UTILIZATION, write_fd)
+        assert sim_acl.prof.model_subscribe(4242, config) != ACL_SUCCESS  # no such model
+        assert not [e for e in ctx.sink.take() if type(e) is ProfilingState]
+        assert sim_acl.prof.model_subscribe(job.model_id, config) == ACL_SUCCESS
+        subscribed = [e.owner for e in ctx.sink.take() if type(e) is ProfilingState]
+        assert sim_acl.prof.model_unsubscribe(job.model_id) == ACL_SUCCESS
+        unsubscribed = [e.owner for e in ctx.sink.take() if type(e) is ProfilingState]
+    finally:
+        hooks.uninstall()
+        os.close(read_fd)
+    assert subscribed[-1] == "job" and unsubscribed == [""]
 
 
 def test_sampler_and_exception_capture_take_only_the_context(sim_acl, model_path):
