@@ -22,7 +22,7 @@ from aclmon.sim import host as H
 from aclmon.sim import runtime as R
 from aclmon.sim.accessors import named
 from aclmon.sim.config import SimConfigError, load_config
-from aclmon.sim.devices import new_handle, now_ns
+from aclmon.sim.devices import now_ns
 from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultRuleError
 from aclmon.sim.guard import needs_init
@@ -401,7 +401,7 @@ def _new_event(rt: Runtime, flag: int) -> tuple[int, int]:
     ctx = _current(rt)
     if isinstance(ctx, int):
         return 0, ctx
-    event = D.Event(new_handle(), ctx.device.device_id, flag)
+    event = D.Event(ctx.device.device_id, flag)
     rt.events[event.handle] = event
     return event.handle, C.ACL_SUCCESS
 

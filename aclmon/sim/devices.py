@@ -40,6 +40,13 @@ def new_handle() -> int:
 
 # ---------------------------------------------------------------- objects
 @dataclass(eq=False)
+class Handled:
+    """A runtime object named by a fresh handle (``new_handle``) from the moment it is made."""
+
+    handle: int = field(default_factory=new_handle, kw_only=True)
+
+
+@dataclass(eq=False)
 class Allocation:
     address: int
     size: int
@@ -56,8 +63,7 @@ class Allocation:
 
 
 @dataclass(eq=False)
-class Stream:
-    handle: int
+class Stream(Handled):
     stream_id: int
     context: Context
     priority: int = 0
@@ -89,8 +95,7 @@ class Stream:
 
 
 @dataclass(eq=False)
-class Context:
-    handle: int
+class Context(Handled):
     device: Device
     is_default: bool
     default_stream: Stream | None = None
@@ -98,8 +103,7 @@ class Context:
 
 
 @dataclass(eq=False)
-class Event:
-    handle: int
+class Event(Handled):
     device_id: int
     flag: int
     timestamp: int = 0
@@ -200,8 +204,7 @@ class HostCallback:
 
 
 @dataclass(eq=False)
-class ExceptionInfo:
-    handle: int
+class ExceptionInfo(Handled):
     device_id: int
     stream_id: int
     task_id: int

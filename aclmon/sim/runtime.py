@@ -44,7 +44,6 @@ from aclmon.sim.devices import (
     ExceptionInfo,
     HostCallback,
     Stream,
-    new_handle,
     now_ns,
 )
 from aclmon.sim.errmsg import fail
@@ -111,8 +110,8 @@ class Runtime:
         _thread_state.context = ctx
 
     def new_context(self, device: Device, *, is_default: bool) -> Context:
-        ctx = Context(new_handle(), device, is_default)
-        ctx.default_stream = Stream(new_handle(), device.take_stream_id(), ctx)
+        ctx = Context(device, is_default)
+        ctx.default_stream = Stream(device.take_stream_id(), ctx)
         self.contexts[ctx.handle] = ctx
         return ctx
 
@@ -125,7 +124,7 @@ class Runtime:
             _thread_state.context = None
 
     def new_stream(self, ctx: Context, priority: int = 0, flags: int = 0) -> Stream:
-        stream = Stream(new_handle(), ctx.device.take_stream_id(), ctx, priority, flags)
+        stream = Stream(ctx.device.take_stream_id(), ctx, priority, flags)
         ctx.streams[stream.handle] = stream
         self.streams[stream.handle] = stream
         return stream
@@ -275,7 +274,6 @@ class Runtime:
             stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
         )
         info = ExceptionInfo(
-            new_handle(),
             stream.device.device_id,
             stream.stream_id,
             task_id,
