@@ -188,6 +188,10 @@ class ProfilingView(View):
             return True
         if self.readonly:
             return False
+        if action == "toggle":
+            # Only in the checklist: a space typed in the operator table (a page key
+            # elsewhere) must not check a flag out of sight that a later Enter applies.
+            return self.has_focus
         if action in ("start_stop", "live_timings"):
             return not self._foreign
         if action in ("apply", "discard"):
@@ -251,6 +255,8 @@ class ProfilingView(View):
         self._edit(self.wanted._replace(devices=choices[(index + 1) % len(choices)]))
 
     def action_start_stop(self) -> None:
+        if not self.check_action("start_stop", ()):
+            return  # read-only, or the job's acl.json owns profiling (the palette's way in)
         prof = self.prof
         if prof is not None and prof.running and prof.owner == "aclmon":
             self.post_message(self.StopRequested())
@@ -260,6 +266,8 @@ class ProfilingView(View):
             self.post_message(self.StartRequested())
 
     def action_live_timings(self) -> None:
+        if not self.check_action("live_timings", ()):
+            return
         prof = self.prof
         if prof is not None and prof.running and prof.owner == "aclmon":
             if prof.subscribed:

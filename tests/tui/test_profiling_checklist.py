@@ -1,0 +1,125 @@
+"""The Profiling view's checklist keys that the other tests leave out: moving
+between its columns, the operator table's keys around it (none sends, none
+edits), and what is offered when aclmon may not change anything (a read-only
+viewer) or may not start and stop (the job's acl.json owns profiling)."""
+
+from __future__ import annotations
+
+from tui_helpers import SIZE, FakeAgent, make_app, static_text, wait_for
+from tui_scenario import T0, build_events
+
+from aclmon import events as ev
+from aclmon.acl_constants import PROF_FLAGS
+from aclmon.tui.palette import AclmonCommands
+from aclmon.tui.views.optable import OpList
+
+
+def palette_names(app) -> list[str]:
+    return [command.name for command in AclmonCommands(app.screen)._commands()]
+
+
+def footer_keys(app) -> set[str]:
+    return {key for key, b in app.screen.active_bindings.items() if b.binding.show}
+
+
+async def test_arrows_and_h_l_move_the_cursor_through_the_columns_and_send_nothing():
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        view = app.profiling_view
+        rows = view._rows_per_column()
+        assert view._columns() > 1 and view.cursor == 0
+        await pilot.press("right")
+        assert view.cursor == rows
+        await pilot.press("l")
+        assert view.cursor == 2 * rows
+        await pilot.press("l")  # no column further right: stays
+        assert view.cursor == 2 * rows
+        await pilot.press("left")
+        assert view.cursor == rows
+        await pilot.press("h")
+        assert view.cursor == 0
+        await pilot.press("up")  # from the first flag up: wraps to the last
+        assert view.cursor == len(PROF_FLAGS) - 1
+        await pilot.press("down")
+        assert view.cursor == 0
+        await pilot.pause()
+        assert agent.commands == [] and view.pending is None
+        assert "›[" in static_text(app, "#prof-flags")  # the cursor is drawn
+
+
+async def test_in_the_operator_table_no_key_edits_or_sends_and_enter_applies_the_pending_set():
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        view = app.profiling_view
+        before = view.configured.flags
+        await pilot.press("space")  # ACL_API: one pending edit
+        await pilot.press("tab")
+        assert isinstance(app.focused, OpList)
+        # Moving around the table, and a space (a page key elsewhere), change nothing.
+        await pilot.press("j", "k", "f", "g", "G", "home", "end", "pagedown", "space", "s", "r")
+        await pilot.pause()
+        assert agent.commands == []
+        assert view.pending is not None and view.pending.flags == before ^ PROF_FLAGS[0][1]
+        assert "check" not in {
+            b.binding.description.lower() for b in app.screen.active_bindings.values()
+        }
+        await pilot.press("enter")  # applies the checklist's pending set, exactly
+        await wait_for(pilot, lambda: len(agent.commands) == 1)
+        await pilot.pause(0.05)
+        assert len(agent.commands) == 1
+        assert isinstance(agent.commands[0], ev.SetProfilingConfig)
+        assert agent.commands[0].flags == before ^ PROF_FLAGS[0][1]
+
+
+async def test_escape_in_the_operator_table_discards_the_pending_set():
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "down", "space", "tab")
+        assert app.profiling_view.pending is not None
+        await pilot.press("escape")
+        assert app.profiling_view.pending is None
+        await pilot.press("enter")  # nothing pending: nothing to apply
+        await pilot.pause()
+        assert agent.commands == []
+
+
+async def test_when_the_jobs_acl_json_owns_profiling_nothing_offers_start_or_stop():
+    owned = ev.ProfilingState(0, T0 + 10**13, True, True, 1, 1, (), "/out", "acl.json", False,
+                              0, 1, ())  # fmt: skip
+    agent = FakeAgent()
+    app = make_app(agent=agent, events=[*build_events(), owned])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        assert not footer_keys(app) & {"p", "t"}
+        names = palette_names(app)
+        assert "Profiling: start / stop" not in names
+        state = static_text(app, "#prof-state")
+        assert "owned by acl.json" in state and "aclmon does not offer start/stop" in state
+        assert "t start" not in state and "p starts" not in state
+        app.action_toggle_profiling()  # the palette's way, should it be reached anyway
+        await pilot.press("p", "t")
+        await pilot.pause()
+        assert agent.commands == []
+
+
+async def test_a_readonly_viewer_offers_no_profiling_entry_and_no_cursor():
+    agent = FakeAgent()
+    app = make_app(agent=agent, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        assert not [name for name in palette_names(app) if name.startswith("Profiling:")]
+        flags = static_text(app, "#prof-flags")
+        assert "›" not in flags and "Enter applies" not in flags
+        state = static_text(app, "#prof-state")
+        assert "read-only viewer: nothing here can be changed" in state
+        assert " m " not in state and "t start" not in state
+        await pilot.press("down", "space", "right", "space", "enter", "m", "v", "p", "t")
+        await pilot.pause()
+        assert agent.commands == [] and app.profiling_view.pending is None
