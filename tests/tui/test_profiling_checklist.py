@@ -5,6 +5,10 @@ viewer) or may not start and stop (the job's acl.json owns profiling)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
 from tui_helpers import SIZE, FakeAgent, make_app, static_text, wait_for
 from tui_scenario import T0, build_events
 
@@ -18,15 +22,22 @@ def palette_names(app) -> list[str]:
     return [command.name for command in AclmonCommands(app.screen)._commands()]
 
 
+@contextlib.asynccontextmanager
+async def profiling_view(**kwargs: Any) -> AsyncIterator[tuple[Any, Any, FakeAgent]]:
+    """The scenario app in the Profiling view: (app, pilot, the agent that records commands)."""
+    agent = FakeAgent()
+    app = make_app(agent=agent, **kwargs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        yield app, pilot, agent
+
+
 def footer_keys(app) -> set[str]:
     return {key for key, b in app.screen.active_bindings.items() if b.binding.show}
 
 
 async def test_arrows_and_h_l_move_the_cursor_through_the_columns_and_send_nothing():
-    agent = FakeAgent()
-    app = make_app(agent=agent)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")
+    async with profiling_view() as (app, pilot, agent):
         view = app.profiling_view
         rows = view._rows_per_column()
         assert view._columns() > 1 and view.cursor == 0
@@ -50,10 +61,7 @@ async def test_arrows_and_h_l_move_the_cursor_through_the_columns_and_send_nothi
 
 
 async def test_in_the_operator_table_no_key_edits_or_sends_and_enter_applies_the_pending_set():
-    agent = FakeAgent()
-    app = make_app(agent=agent)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")
+    async with profiling_view() as (app, pilot, agent):
         view = app.profiling_view
         before = view.configured.flags
         await pilot.press("space")  # ACL_API: one pending edit
@@ -76,10 +84,8 @@ async def test_in_the_operator_table_no_key_edits_or_sends_and_enter_applies_the
 
 
 async def test_escape_in_the_operator_table_discards_the_pending_set():
-    agent = FakeAgent()
-    app = make_app(agent=agent)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "down", "space", "tab")
+    async with profiling_view() as (app, pilot, agent):
+        await pilot.press("down", "space", "tab")
         assert app.profiling_view.pending is not None
         await pilot.press("escape")
         assert app.profiling_view.pending is None
@@ -91,10 +97,7 @@ async def test_escape_in_the_operator_table_discards_the_pending_set():
 async def test_when_the_jobs_acl_json_owns_profiling_nothing_offers_start_or_stop():
     owned = ev.ProfilingState(0, T0 + 10**13, True, True, 1, 1, (), "/out", "acl.json", False,
                               0, 1, ())  # fmt: skip
-    agent = FakeAgent()
-    app = make_app(agent=agent, events=[*build_events(), owned])
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")
+    async with profiling_view(events=[*build_events(), owned]) as (app, pilot, agent):
         await pilot.pause()
         assert not footer_keys(app) & {"p", "t"}
         names = palette_names(app)
@@ -109,10 +112,7 @@ async def test_when_the_jobs_acl_json_owns_profiling_nothing_offers_start_or_sto
 
 
 async def test_a_readonly_viewer_offers_no_profiling_entry_and_no_cursor():
-    agent = FakeAgent()
-    app = make_app(agent=agent, readonly=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")
+    async with profiling_view(readonly=True) as (app, pilot, agent):
         await pilot.pause()
         assert not [name for name in palette_names(app) if name.startswith("Profiling:")]
         flags = static_text(app, "#prof-flags")
