@@ -126,6 +126,9 @@ class Hooks:
         profiling = self.profiling
         plain = self._observed
         destroy_stream = self._after_release(StreamDestroyed, "stream", self._forget_stream)
+        job_unsubscribe = plain(
+            lambda a, k, r: profiling.job_unsubscribe(ret_of(r), arg(a, k, 0, "model_id"))
+        )
         table: dict[str, Callable[[str, Callable[..., Any]], Wrapper]] = {
             "init": plain(self._after_init),
             "finalize": plain(self._after_finalize, self._before_finalize),
@@ -175,9 +178,8 @@ class Hooks:
                 lambda a, k, r: profiling.job_subscribe(ret_of(r), arg(a, k, 0, "model_id")),
                 lambda a, k: profiling.step_aside("the job subscribes a model itself"),
             ),
-            "prof.model_unsubscribe": plain(
-                lambda a, k, r: profiling.job_unsubscribe(ret_of(r), arg(a, k, 0, "model_id"))
-            ),
+            "prof.model_unsubscribe": job_unsubscribe,
+            "prof.model_un_subscribe": job_unsubscribe,  # the same call, pyACL's other name
         }
         for qualified, after in self.tx.observers().items():
             table[qualified] = plain(after)

@@ -6,6 +6,7 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
 from agenthelpers import SimJob, model_path, sim_acl
 
 from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_SUCCESS
@@ -187,7 +188,10 @@ def test_msproftx_marks_through_the_builder(sim_acl):
     assert [m.message for m in marks] == ["step 1"]
 
 
-def test_the_jobs_own_profiling_calls_move_the_owner_only_when_they_succeed(sim_acl, model_path):
+@pytest.mark.parametrize("unsubscribe", ["model_unsubscribe", "model_un_subscribe"])
+def test_the_jobs_own_profiling_calls_move_the_owner_only_when_they_succeed(
+    sim_acl, model_path, unsubscribe
+):
     ctx, hooks = hooked(sim_acl)
     read_fd, write_fd = os.pipe()  # the runtime closes the write end at unsubscribe
     try:
@@ -198,7 +202,7 @@ def test_the_jobs_own_profiling_calls_move_the_owner_only_when_they_succeed(sim_
         assert not [e for e in ctx.sink.take() if type(e) is ProfilingState]
         assert sim_acl.prof.model_subscribe(job.model_id, config) == ACL_SUCCESS
         subscribed = [e.owner for e in ctx.sink.take() if type(e) is ProfilingState]
-        assert sim_acl.prof.model_unsubscribe(job.model_id) == ACL_SUCCESS
+        assert getattr(sim_acl.prof, unsubscribe)(job.model_id) == ACL_SUCCESS
         unsubscribed = [e.owner for e in ctx.sink.take() if type(e) is ProfilingState]
     finally:
         hooks.uninstall()
