@@ -31,8 +31,8 @@ from aclmon.dump.header import (
     PAYLOAD_ORDER,
     ROLE_BUFFER,
     ROLE_INPUT,
-    ROLE_OUTPUT,
     ROLE_SPACE,
+    DumpFields,
     DumpHeader,
     TensorHeader,
     decode_header,
@@ -212,22 +212,13 @@ class Tensor:
 
 
 @dataclass
-class DumpFile:
+class DumpFile(DumpFields[Tensor]):
     """A decoded dump file: its header's fields and its tensors (bytes read on first use)."""
 
     path: str
     file_size: int
     container: str  # "2.0" | "v1" | "nano"
     header_length: int
-    version: str = ""
-    dump_time: int = 0
-    op_name: str = ""
-    dfx_message: str = ""
-    attrs: list[tuple[str, str]] = field(default_factory=list)
-    inputs: list[Tensor] = field(default_factory=list)
-    outputs: list[Tensor] = field(default_factory=list)
-    buffers: list[Tensor] = field(default_factory=list)
-    workspaces: list[Tensor] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     name: DumpName | None = None
     header_only: bool = False
@@ -377,15 +368,6 @@ def _fill_from_header(dump: DumpFile, header: DumpHeader) -> None:
     dump.attrs = header.attrs
 
 
-def _role_list(dump: DumpFile, role: str) -> list[Tensor]:
-    return {
-        ROLE_INPUT: dump.inputs,
-        ROLE_OUTPUT: dump.outputs,
-        ROLE_BUFFER: dump.buffers,
-        ROLE_SPACE: dump.workspaces,
-    }[role]
-
-
 def _read_v2(
     data: np.ndarray, path: str, source: str, size: int, opened: _OpenedFile | None
 ) -> DumpFile:
@@ -422,7 +404,7 @@ def _place(
     tensor = Tensor(
         th.role, th.index, th, pos, present, source, label, opened is not None, None, opened
     )
-    _role_list(dump, th.role).append(tensor)
+    dump.of_role(th.role).append(tensor)
     if pos + th.size > size:
         dump.warnings.append(
             f"{th.role} {th.index}: declares {th.size} bytes at offset {pos}, the file ends at {size}"
@@ -448,7 +430,7 @@ def layout_payload(
     pos = start
     declared = 0
     for role in PAYLOAD_ORDER:
-        for th in header.tensors(role):
+        for th in header.of_role(role):
             if th.input_type == INPUT_TYPE_GENERAL and role == ROLE_INPUT:
                 continue
             declared += th.size
@@ -503,14 +485,14 @@ def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:
     dump = DumpFile(path, size, FORMAT_V1, size)
     _fill_from_header(dump, header)
     for role in PAYLOAD_ORDER:
-        for th in header.tensors(role):
+        for th in header.of_role(role):
             embedded = th.data_end - th.data_start
             if th.size and th.size != embedded:
                 dump.warnings.append(
                     f"{role} {th.index}: size field says {th.size} bytes, data holds {embedded}"
                 )
             raw = data[th.data_start : th.data_end]
-            _role_list(dump, role).append(
+            dump.of_role(role).append(
                 Tensor(role, th.index, th, th.data_start, int(raw.shape[0]), source, _bytes=raw)
             )
     return dump

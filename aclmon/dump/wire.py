@@ -70,17 +70,31 @@ class WireReader:
         buf = self.buf
         while pos < end:
             tag_at = pos
-            tag, pos = self.varint(pos, end)
+            # one-byte varints (field numbers up to 15, values up to 127: most of a
+            # header) are read inline; longer ones by varint()
+            tag = buf[pos]
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = self.varint(pos, end)
             number = tag >> 3
             wire_type = tag & 7
             if number == 0 or number > 0x1FFFFFFF:
                 raise self.error(tag_at, f"invalid field number {number}")
             if wire_type == WIRE_VARINT:
                 value_at = pos
-                value, pos = self.varint(pos, end)
+                if pos < end and buf[pos] < 0x80:
+                    value = buf[pos]
+                    pos += 1
+                else:
+                    value, pos = self.varint(pos, end)
                 yield Field(number, wire_type, value, value_at, pos)
             elif wire_type == WIRE_LEN:
-                length, pos = self.varint(pos, end)
+                if pos < end and buf[pos] < 0x80:
+                    length = buf[pos]
+                    pos += 1
+                else:
+                    length, pos = self.varint(pos, end)
                 if length > end - pos:
                     raise self.error(
                         tag_at,
