@@ -41,7 +41,8 @@ MOUSE = [
      "test_each_flag_is_checked_by_space_or_a_click_and_sent_by_enter"),
     ("exception detail", "double-click a file", "decodes it in place",
      "test_a_double_click_on_a_file_in_the_detail_decodes_it"),
-    ("footer", "click a key", "does what the key does", ""),
+    ("footer", "click a key", "does what the key does",
+     "test_a_click_on_a_footer_key_does_what_the_key_does"),
 ]  # fmt: skip
 
 #: palette entries that are one per flag, metric, device or theme: one row each
