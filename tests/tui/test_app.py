@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from tui_helpers import SIZE, FakeAgent, make_app, static_text, wait_for, write_overflow_pair
+from tui_helpers import (
+    SIZE,
+    FakeAgent,
+    make_app,
+    overflow_pair_app,
+    static_text,
+    wait_for,
+    write_overflow_pair,
+)
 from tui_scenario import T0, build_events
 
 from aclmon import events as ev
@@ -326,15 +334,7 @@ async def test_command_failure_is_shown_in_words():
 
 
 async def test_dump_view_decodes_an_overflow_file_off_the_ui_thread(tmp_path):
-    over_path, op_path = write_overflow_pair(tmp_path)
-    events = [
-        *build_events()[:5],
-        ev.DumpFileSeen(900, T0 + 10**9, str(op_path), "op-dump", op_path.stat().st_size, {}),
-        ev.DumpFileSeen(
-            901, T0 + 10**9 + 1, str(over_path), "overflow", over_path.stat().st_size, {}
-        ),
-    ]
-    app = make_app(events=events)
+    app, _over_path, op_path = overflow_pair_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")
         vlist = app.query_one("#dumps-list", VirtualList)

@@ -5,8 +5,8 @@ what the key does."""
 
 from __future__ import annotations
 
-from tui_helpers import SIZE, make_app, static_text, wait_for, write_overflow_pair
-from tui_scenario import T0, build_events
+from tui_helpers import SIZE, make_app, overflow_pair_app, static_text, wait_for
+from tui_scenario import build_events
 
 from aclmon import events as ev
 from aclmon.tui.footer import FittingFooter
@@ -35,15 +35,7 @@ async def test_a_click_on_a_footer_key_does_what_the_key_does():
 
 
 async def test_in_the_dumps_list_a_click_selects_a_double_click_decodes_a_heading_sorts(tmp_path):
-    over_path, op_path = write_overflow_pair(tmp_path)
-    events = [
-        *build_events()[:5],
-        ev.DumpFileSeen(900, T0 + 10**9, str(op_path), "op-dump", op_path.stat().st_size, {}),
-        ev.DumpFileSeen(
-            901, T0 + 10**9 + 1, str(over_path), "overflow", over_path.stat().st_size, {}
-        ),
-    ]
-    app = make_app(events=events)
+    app, _over_path, op_path = overflow_pair_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")
         view = app.dumps_view

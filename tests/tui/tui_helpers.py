@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from tui_scenario import build_events
+from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
@@ -81,6 +81,20 @@ def write_overflow_pair(
     over_path.write_bytes(dumpfile.encode_overflow_file(record, 1764669648123999))
     assert struct.unpack_from("<Q", over_path.read_bytes())[0] > 0
     return over_path, op_path
+
+
+def overflow_pair_app(directory: Path) -> tuple[AclmonApp, Path, Path]:
+    """The app over the scenario's start and a real operator dump and overflow
+    file (in that order): (app, overflow file, operator dump)."""
+    over_path, op_path = write_overflow_pair(directory)
+    events = [
+        *build_events()[:5],
+        ev.DumpFileSeen(900, T0 + 10**9, str(op_path), "op-dump", op_path.stat().st_size, {}),
+        ev.DumpFileSeen(
+            901, T0 + 10**9 + 1, str(over_path), "overflow", over_path.stat().st_size, {}
+        ),
+    ]
+    return make_app(events=events), over_path, op_path
 
 
 def static_text(app: AclmonApp, selector: str) -> str:
