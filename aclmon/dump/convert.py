@@ -23,8 +23,9 @@ written unchanged (its bytes as they sit in the dump, the usual case without
 bytes never pass through this process; any other
 array is made C-contiguous once (a no-op when it already is) and written with
 one ``tofile``, never element by element as ``np.save`` writes a strided view;
-NC1HWC0 cropped to its shape with ``-f`` is converted straight into the
-array written, each element copied once.
+with ``-f``, NC1HWC0 (cropped to its shape, or padded without one) and
+FRACTAL_NZ are converted straight into the array written, each element
+copied once and the padding never.
 The files are byte for byte what ``np.save`` writes.
 """
 
@@ -372,7 +373,7 @@ def _to_target_format(
     if not can_convert(real, target_format):
         return f"no conversion from {pe.format_name(real)} to {pe.format_name(target_format)}"
     crop = shape or tensor.original_shape or None
-    # padded formats cropped to their shape: converted straight into the array written
+    # NC1HWC0: converted straight into the array written (FRACTAL_NZ: convert_to_host does)
     converted = convert_contiguous(array, real, crop, target_format)
     if converted is not None:
         return converted, target_format

@@ -11,6 +11,8 @@ import itertools
 import numpy as np
 import pytest
 from dumpfixtures import T, dump_bytes, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aclmon.dump import convert_to_host, read_dump
 from aclmon.dump import proto_enums as pe
@@ -283,3 +285,65 @@ def test_padded_formats_convert_in_one_pass_to_what_convert_to_host_gives():
     assert convert_contiguous(nc1hwc0, pe.FORMAT_NC1HWC0, (2, 49, 2, 3), pe.FORMAT_NCHW) is None
     assert convert_contiguous(nz, pe.FORMAT_FRACTAL_NZ, (2, 32, 48), pe.FORMAT_ND) is None
     assert convert_contiguous(nz, pe.FORMAT_FRACTAL_Z, (2, 3, 4, 4), pe.FORMAT_NCHW) is None
+
+
+# ---------------------------------------------------------------- one pass, any shape
+_NCHW_TO = {
+    pe.FORMAT_NCHW: (0, 1, 2, 3),
+    pe.FORMAT_NHWC: (0, 2, 3, 1),
+    pe.FORMAT_HWCN: (2, 3, 1, 0),
+}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(16, 16), (17, 16), (16, 17), (1, 1), (33, 100), (5,), (2, 3, 15, 31), (3, 1, 48), (0, 20)],
+)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_fractal_nz_is_one_contiguous_array_without_its_padding(shape, dtype):
+    x = host(shape, dtype)
+    got = convert_to_host(
+        to_fractal_nz(x if len(shape) > 1 else x.reshape(1, -1)), pe.FORMAT_FRACTAL_NZ, shape
+    )
+    assert got.flags.c_contiguous and got.dtype == dtype and got.shape == shape
+    np.testing.assert_array_equal(got, x)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.lists(st.integers(1, 3), max_size=2),
+    rows=st.integers(1, 40),
+    cols=st.integers(1, 40),
+    dtype=st.sampled_from([np.float16, np.float32, np.int8]),
+)
+def test_fractal_nz_matches_the_element_by_element_layout(batch, rows, cols, dtype):
+    x = host((*batch, rows, cols), dtype)
+    got = convert_to_host(to_fractal_nz(x), pe.FORMAT_FRACTAL_NZ, x.shape)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, x)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nchw=st.tuples(st.integers(1, 3), st.integers(1, 40), st.integers(1, 4), st.integers(1, 4)),
+    c0=st.sampled_from([16, 4]),
+    dst=st.sampled_from(sorted(_NCHW_TO)),
+    cropped=st.booleans(),
+)
+def test_nc1hwc0_in_one_pass_matches_the_element_by_element_layout(nchw, c0, dst, cropped):
+    """Cropped to its shape, or (without one) padded to whole C0 groups."""
+    from aclmon.dump.formats import convert_contiguous
+
+    x = host(nchw, np.float16)
+    device = to_nc1hwc0(x, c0)
+    src = pe.FORMAT_NC1HWC0 if c0 == 16 else pe.FORMAT_NC1HWC0_C04
+    if cropped:
+        want = x.transpose(_NCHW_TO[dst])
+    else:  # padded with the zeros of the last C0 group
+        n, c, h, w = nchw
+        want = np.zeros((n, ceil_div(c, c0) * c0, h, w), x.dtype)
+        want[:, :c] = x
+        want = want.transpose(_NCHW_TO[dst])
+    got = convert_contiguous(device, src, want.shape if cropped else None, dst)
+    assert got is not None and got.flags.c_contiguous and got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)
