@@ -327,22 +327,22 @@ def destroy_stream_force(rt: Runtime, stream: int) -> int:
     return _destroy_stream(rt, stream)
 
 
+def _on_stream(rt: Runtime, stream: int, act: Callable[[D.Stream], int]) -> int:
+    """``act(stream)``'s ret for a stream that exists (0: the current context's default)."""
+    target = rt.resolve_stream(stream)
+    return target if isinstance(target, int) else act(target)
+
+
 @needs_init()
 def synchronize_stream(rt: Runtime, stream: int) -> int:
-    found = rt.resolve_stream(stream)
-    if isinstance(found, int):
-        return found
-    return rt.wait_stream(found)
+    return _on_stream(rt, stream, rt.wait_stream)
 
 
 @needs_init()
 def synchronize_stream_with_timeout(rt: Runtime, stream: int, timeout: int) -> int:
     if timeout < -1:
         return fail(C.ACL_ERROR_INVALID_PARAM, "timeout must be -1 or >= 0 ms")
-    found = rt.resolve_stream(stream)
-    if isinstance(found, int):
-        return found
-    return rt.wait_stream(found, timeout)
+    return _on_stream(rt, stream, lambda found: rt.wait_stream(found, timeout))
 
 
 @needs_init(C.ACL_STREAM_STATUS_NOT_READY)
@@ -719,33 +719,12 @@ def get_mem_info(rt: Runtime, attr: int) -> tuple[int, int, int]:
 # ---------------------------------------------------------------- host callbacks
 @needs_init()
 def subscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
-    target = rt.resolve_stream(stream)
-    if isinstance(target, int):
-        return target
-    with rt.lock:
-        if target.report_thread is not None:
-            return fail(C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed")
-        target.report_thread = thread_id
-        rt.reports.setdefault(thread_id, [])
-    return C.ACL_SUCCESS
+    return _on_stream(rt, stream, lambda target: rt.subscribe_reports(thread_id, target))
 
 
 @needs_init()
 def unsubscribe_report(rt: Runtime, thread_id: int, stream: int) -> int:
-    target = rt.resolve_stream(stream)
-    if isinstance(target, int):
-        return target
-    with rt.lock:
-        if target.report_thread != thread_id:
-            return fail(
-                C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to that thread"
-            )
-        target.report_thread = None
-        if not any(s.report_thread == thread_id for s in rt.streams.values()):
-            rt.reports.pop(thread_id, None)
-        rt.reports_changed.notify_all()
-    rt.drop_callbacks(target)  # nothing will run them now
-    return C.ACL_SUCCESS
+    return _on_stream(rt, stream, lambda target: rt.unsubscribe_reports(thread_id, target))
 
 
 @needs_init()

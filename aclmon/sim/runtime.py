@@ -193,6 +193,29 @@ class Runtime:
             return False
         return any(t.native_id == thread_id for t in threading.enumerate())
 
+    def subscribe_reports(self, thread_id: int, stream: Stream) -> int:
+        """From now on ``thread_id`` runs ``stream``'s host callbacks (process_report)."""
+        with self.lock:
+            if stream.report_thread is not None:
+                return fail(C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed")
+            stream.report_thread = thread_id
+            self.reports.setdefault(thread_id, [])
+        return C.ACL_SUCCESS
+
+    def unsubscribe_reports(self, thread_id: int, stream: Stream) -> int:
+        """``thread_id`` no longer runs ``stream``'s host callbacks; those pending are dropped."""
+        with self.lock:
+            if stream.report_thread != thread_id:
+                return fail(
+                    C.ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to that thread"
+                )
+            stream.report_thread = None
+            if not any(s.report_thread == thread_id for s in self.streams.values()):
+                self.reports.pop(thread_id, None)
+            self.reports_changed.notify_all()
+        self.drop_callbacks(stream)  # nothing will run them now
+        return C.ACL_SUCCESS
+
     def drop_callbacks(self, stream: Stream) -> None:
         """Forget callbacks that can no longer run; release whoever waits on them."""
         with self.lock:

@@ -191,12 +191,16 @@ def test_callback_misuse(acl):
     me = threading.get_native_id()
     assert acl.rt.subscribe_report(me, stream) == 0
     assert acl.rt.subscribe_report(me, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
+    assert "aclrtSubscribeReport" in acl.get_recent_err_msg()
+    assert acl.rt.subscribe_report(me, 0x1234) == C.ACL_ERROR_RT_INVALID_HANDLE
     assert acl.rt.process_report(10) == C.ACL_ERROR_RT_REPORT_TIMEOUT
     seen = []
     assert acl.rt.launch_callback(seen.append, "x", 0, stream) == 0
     assert acl.rt.process_report(1000) == 0 and seen == ["x"]
     assert acl.rt.unsubscribe_report(me + 1, stream) == C.ACL_ERROR_RT_STREAM_SUBSCRIBE
+    assert "aclrtUnsubscribeReport" in acl.get_recent_err_msg()
     assert acl.rt.unsubscribe_report(me, stream) == 0
+    assert acl.rt.process_report(0) == C.ACL_ERROR_RT_THREAD_SUBSCRIBE  # its last stream went
 
 
 def test_step_info_records_training_trace(acl, tmp_path):
