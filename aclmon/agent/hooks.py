@@ -241,16 +241,30 @@ class Hooks:
         return int(stream_id) if ret == ACL_SUCCESS else -1
 
     def _publish_stream(self, stream: int, priority: int, flags: int) -> None:
-        ctx = self.ctx
+        """A stream the job created in its current context."""
         context = self._current_context()
-        device = ctx.state.device_of_context(context)
+        device = self.ctx.state.device_of_context(context)
         if device < 0:
             device = self._current_device()
+        self._stream_created(device, context, stream, priority, flags)
+
+    def _stream_created(
+        self, device: int, context: int, stream: int, priority: int = 0, flags: int = 0
+    ) -> None:
+        """Stream 0 is the context's default stream: its handle while the context is
+        current (acllite and the samples execute on it, so viewers must know its id)."""
+        ctx = self.ctx
         event = ctx.make(
             StreamCreated, device, context, stream, self._stream_id(stream), priority, flags
         )
         ctx.state.stream_created(event)
         ctx.publish(event)
+
+    def _context_created(self, device: int, context: int, is_default: bool) -> None:
+        ctx = self.ctx
+        created = ctx.make(ContextCreated, device, context, is_default)
+        ctx.state.context_created(created)
+        ctx.publish(created)
 
     def _publish_current(self, context: int) -> None:
         current = self.ctx.make(ContextCurrent, context, _get_ident())
@@ -259,18 +273,12 @@ class Hooks:
 
     def _publish_default_context(self, device: int) -> None:
         """set_device made (or reused) the device's default context and stream."""
-        ctx = self.ctx
-        state = ctx.state
         context = self._current_context()
         if not context:
             return
-        if context not in state.contexts:
-            created = ctx.make(ContextCreated, device, context, True)
-            state.context_created(created)
-            ctx.publish(created)
-            default_stream = ctx.make(StreamCreated, device, context, 0, self._stream_id(0), 0, 0)
-            state.stream_created(default_stream)
-            ctx.publish(default_stream)
+        if context not in self.ctx.state.contexts:
+            self._context_created(device, context, True)
+            self._stream_created(device, context, 0)
         self._publish_current(context)
 
     def _after_release(self, event: type, name: str, forget: Callable[[Any], object]) -> After:
@@ -362,16 +370,10 @@ class Hooks:
         if ret != ACL_SUCCESS:
             return
         device = arg(args, kwargs, 0, "device_id")
-        created = self.ctx.make(ContextCreated, device, context, False)
-        self.ctx.state.context_created(created)
-        self.ctx.publish(created)
+        self._context_created(device, context, False)
         # aclrtCreateContext also makes the new context current on this thread.
         self._publish_current(context)
-        # It has a default stream of its own (stream handle 0 while it is current):
-        # acllite and the samples execute on it, so viewers must know its id.
-        default_stream = self.ctx.make(StreamCreated, device, context, 0, self._stream_id(0), 0, 0)
-        self.ctx.state.stream_created(default_stream)
-        self.ctx.publish(default_stream)
+        self._stream_created(device, context, 0)  # it has a default stream of its own
 
     # ------------------------------------------------------------ streams
     def _after_create_stream(

@@ -21,6 +21,7 @@ from aclmon.events import (
     AclException,
     CallFailed,
     ContextCreated,
+    ContextCurrent,
     ContextDestroyed,
     DeviceSet,
     DumpFileSeen,
@@ -76,6 +77,30 @@ def test_hooks_publish_numbered_events_into_a_memory_sink(sim_acl, model_path):
     assert init_seen == [(None, ACL_SUCCESS)]
     assert not ctx.failures
     assert sim_acl.rt.set_device is ctx.originals["rt.set_device"]  # uninstalled
+
+
+def test_contexts_and_their_default_streams_are_announced_in_order(sim_acl, model_path):
+    ctx, hooks = hooked(sim_acl)
+    try:
+        job = SimJob(sim_acl, model_path)  # set_device, then create_context and create_stream
+        default_context = ctx.state.default_context[0]
+    finally:
+        hooks.uninstall()
+    kinds = (ContextCreated, ContextCurrent, StreamCreated)
+    seen = [e for e in ctx.sink.take() if type(e) in kinds]
+    ids = {e.stream_id for e in seen if type(e) is StreamCreated}
+    assert [(type(e).__name__, e.context) for e in seen] == [
+        ("ContextCreated", default_context),
+        ("StreamCreated", default_context),
+        ("ContextCurrent", default_context),
+        ("ContextCreated", job.context),
+        ("ContextCurrent", job.context),
+        ("StreamCreated", job.context),
+        ("StreamCreated", job.context),
+    ]
+    assert [e.is_default for e in seen if type(e) is ContextCreated] == [True, False]
+    assert [e.stream for e in seen if type(e) is StreamCreated] == [0, 0, job.stream]
+    assert len(ids) == 3 and -1 not in ids  # each default stream has an id of its own
 
 
 def test_a_failed_call_carries_the_runtimes_message(sim_acl, model_path):
