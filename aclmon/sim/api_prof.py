@@ -30,9 +30,7 @@ def init(rt: Runtime, profiler_path: str) -> int:
 
 
 @needs_init()
-def finalize(
-    rt: Runtime,
-) -> int:
+def finalize(rt: Runtime) -> int:
     return _prof(rt).finalize()
 
 
@@ -102,9 +100,7 @@ def destroy_step_info(step_info: int) -> None:
 
 # ---------------------------------------------------------------- msproftx
 @needs_init(handle=True)
-def create_stamp(
-    rt: Runtime,
-) -> int:
+def create_stamp(rt: Runtime) -> int:
     prof = _prof(rt)
     handle = new_handle()
     prof.stamps[handle] = ""
@@ -161,9 +157,7 @@ def push(rt: Runtime, stamp: int) -> int:
 
 
 @needs_init()
-def pop(
-    rt: Runtime,
-) -> int:
+def pop(rt: Runtime) -> int:
     prof = _prof(rt)
     stack = prof.thread_stack()
     if not stack:
