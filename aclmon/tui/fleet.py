@@ -439,8 +439,17 @@ class MemberSource:
         pass  # the feed belongs to the fleet screen
 
 
-def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
-    """The fleet screen until the user quits; Enter and Esc move between it and one rank."""
+def rank_app(
+    feed: Any,
+    fleet: FleetStore,
+    key: SourceKey,
+    *,
+    interval: float,
+    theme: str | None = None,
+    keymap: dict[str, str] | None = None,
+) -> App[Any]:
+    """One rank's screens (the single-agent app over its store); Esc exits with
+    :data:`BACK`, to the fleet."""
     from aclmon.tui.app import AclmonApp
 
     class RankApp(AclmonApp):
@@ -452,6 +461,17 @@ def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict
         def action_back(self) -> None:
             self.exit(BACK)  # type: ignore[arg-type]
 
+    return RankApp(
+        MemberSource(feed, fleet, key),  # type: ignore[arg-type]
+        interval=interval,
+        theme=theme,
+        keymap=keymap,
+        store=fleet.sources[key].store,
+    )
+
+
+def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
+    """The fleet screen until the user quits; Enter and Esc move between it and one rank."""
     fleet = FleetStore()
     feed.start()
     if feed.state in ("auth-failed",):
@@ -466,15 +486,8 @@ def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict
             if chosen is None:
                 return 0
             cursor = chosen  # type: ignore[assignment]
-            member = MemberSource(feed, fleet, chosen)  # type: ignore[arg-type]
-            rank_app = RankApp(
-                member,  # type: ignore[arg-type]
-                interval=interval,
-                theme=theme,
-                keymap=keymap,
-                store=fleet.sources[chosen].store,  # type: ignore[index]
-            )
-            if rank_app.run() != BACK:
+            one = rank_app(feed, fleet, chosen, interval=interval, theme=theme, keymap=keymap)  # type: ignore[arg-type]
+            if one.run() != BACK:
                 return 0
     finally:
         feed.close()

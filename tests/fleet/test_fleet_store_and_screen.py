@@ -147,3 +147,47 @@ def test_a_device_that_cannot_measure_does_not_pull_the_fleet_sparkline_down():
     # newest points line up; a point nobody measured stays "not supported"
     assert mean_history([[10, 20, -1], [30, -1]]) == (25, -1)
     assert mean_history([]) == ()
+
+
+async def test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit():
+    feed = FixedFeed(
+        [((f"node{h}", 100 + h), rank_events(100 + h, f"node{h}", util=10 * h)) for h in range(3)]
+    )
+    fleet = FleetStore()
+    app = FleetApp(feed, fleet, interval=0.05)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        assert len(app.rows) == 3 and app.sort == "rank"
+        await pilot.press("s")
+        assert app.sort == "host"
+        await pilot.press("s", "s", "s")
+        assert app.sort == "util" and [r.pid for r in app.rows] == [102, 101, 100]
+        await pilot.press("slash", *"node1", "enter")
+        assert [r.pid for r in app.rows] == [101]
+        await pilot.press("escape")
+        assert len(app.rows) == 3 and app.filter_text == "" and app.is_running
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value is None and not app.is_running
+    app = FleetApp(feed, fleet, interval=0.05)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_value is None and not app.is_running
+
+
+async def test_escape_in_one_ranks_screens_clears_a_filter_first_then_goes_back_to_the_fleet():
+    from aclmon.tui.fleet import BACK, rank_app
+
+    feed = FixedFeed([])
+    fleet = FleetStore()
+    fleet.apply(("node0", 100), rank_events(100, "node0", util=5, exception_at=5_000))
+    app = rank_app(feed, fleet, ("node0", 100), interval=0.05)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("2", "slash", *"conv", "enter")
+        assert app.exceptions_view.filter_text == "conv"
+        await pilot.press("escape")
+        assert app.exceptions_view.filter_text == "" and app.is_running
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_value == BACK

@@ -1,0 +1,42 @@
+"""The timeline keys' other names (``=``, ``>``, ``<``, ``t``) and Esc in the
+go-to-time prompt, pressed as a user would; the first names are in test_replay_app."""
+
+from __future__ import annotations
+
+import asyncio
+
+from recordings import session_events, write_recording
+
+from aclmon import events as ev
+from aclmon.tui.replay import SeekTimeScreen, build_app
+from aclmon.tui.replay.inputs import find_inputs
+
+
+async def settle(pilot, predicate) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10.0
+    while not predicate():
+        assert loop.time() < end, "condition not reached"
+        await pilot.pause(0.02)
+
+
+async def test_equals_greater_less_t_and_escape_in_the_time_prompt(tmp_path):
+    events = session_events(1000)
+    path = write_recording(tmp_path / "session.aclmrec", events)
+    markers = [i for i, e in enumerate(events) if type(e) is ev.AclException]
+    app = build_app(find_inputs(path), interval=30.0, clock=lambda: 1000.0)
+    async with app.run_test(size=(150, 44)) as pilot:
+        engine = app.engine
+        await settle(pilot, lambda: engine.index.indexed and engine.ready)
+        await pilot.press("equals_sign")
+        assert app.speed == 2.0
+        await pilot.press("greater_than_sign", "greater_than_sign")
+        assert engine.position == markers[1] + 1 and app.current_view == "exceptions"
+        await pilot.press("less_than_sign")
+        assert engine.position == markers[0] + 1
+        await pilot.press("t")
+        assert isinstance(app.screen, SeekTimeScreen)
+        await pilot.press("escape")  # cancelled: nowhere to go
+        await pilot.pause()
+        assert not isinstance(app.screen, SeekTimeScreen)
+        assert engine.position == markers[0] + 1 and not app.seeking

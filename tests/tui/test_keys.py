@@ -1,0 +1,89 @@
+"""Keys of the single-agent app that no other test presses: grouping identical
+exceptions, the other keys that close the detail and the help, the modal
+scroll keys' other names, the Devices view's arrow keys and the picker's q."""
+
+from __future__ import annotations
+
+from tui_helpers import SIZE, make_app, static_text
+
+from aclmon.tui.screens import ExceptionDetail, HelpScreen
+
+
+async def test_c_groups_identical_exceptions_with_a_count_and_enter_opens_the_newest():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+        assert view.vlist.row_count == 8
+        await pilot.press("c")
+        assert view.grouped
+        # six on resnet50/conv1/Conv2D with one code on device 0; the other two alone
+        assert view.vlist.row_count == 3
+        assert "3 group(s)" in static_text(app, "#exceptions-status")
+        assert "COUNT" in static_text(app, "#exceptions-header")
+        conv = next(i for i in range(3) if view.row_at(i).count == 6)
+        assert view.row_at(conv).first.task_id == 1000 and view.row_at(conv).last.task_id == 1005
+        view.vlist.move_cursor_to(conv)
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail) and app.screen.exception.task_id == 1005
+        await pilot.press("escape")
+        await pilot.press("c")
+        assert not view.grouped and view.vlist.row_count == 8
+
+
+async def test_the_detail_without_files_closes_on_enter_and_scrolls_with_space():
+    app = make_app()
+    async with app.run_test(size=(140, 24)) as pilot:
+        await pilot.press("2", "G")  # the newest: the bert exception, no dump file seen
+        await pilot.press("enter")
+        assert isinstance(app.screen, ExceptionDetail) and not app.screen.dumps
+        scroll = app.screen.query_one("#detail-scroll")
+        await pilot.press("space")
+        await pilot.pause()
+        paged = scroll.scroll_y
+        assert paged > 1
+        await pilot.press("up")
+        await pilot.pause()
+        assert scroll.scroll_y == paged - 1
+        await pilot.press("enter")
+        assert not isinstance(app.screen, ExceptionDetail) and app.is_running
+
+
+async def test_help_closes_on_q_question_mark_and_f1_and_the_devices_arrows_scroll():
+    app = make_app()
+    async with app.run_test(size=(140, 20)) as pilot:
+        scroll = app.query_one("#devices-scroll")
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert scroll.scroll_y == 2
+        await pilot.press("up")
+        await pilot.pause()
+        assert scroll.scroll_y == 1
+        for opens, closes in (("question_mark", "q"), ("f1", "question_mark")):
+            await pilot.press(opens)
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press(closes)
+            assert not isinstance(app.screen, HelpScreen) and app.is_running
+        await pilot.press("question_mark")
+        help_scroll = app.screen.query_one("#help-scroll")
+        await pilot.press("space", "down")
+        await pilot.pause()
+        assert help_scroll.scroll_y == 11
+        await pilot.press("up")
+        await pilot.pause()
+        assert help_scroll.scroll_y == 10
+        await pilot.press("f1")
+        assert not isinstance(app.screen, HelpScreen) and app.is_running
+
+
+async def test_q_in_the_agent_picker_cancels():
+    from aclmon.bus.registry import AgentInfo
+    from aclmon.tui.screens import PickerApp
+
+    agents = [AgentInfo(101, "/run/a.sock", "node-a", ("python", "a.py"), 0.0)] * 2
+    app = PickerApp(agents)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value is None and not app.is_running
