@@ -9,6 +9,13 @@ from tui_helpers import SIZE, make_app, static_text
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
 
 
+async def scrolled(pilot, selector: str, *keys: str) -> float:
+    """Press ``keys``, then how far the scrolling widget ``selector`` is scrolled."""
+    await pilot.press(*keys)
+    await pilot.pause()
+    return float(pilot.app.screen.query_one(selector).scroll_y)
+
+
 async def test_c_groups_identical_exceptions_with_a_count_and_enter_opens_the_newest():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -37,14 +44,9 @@ async def test_the_detail_without_files_closes_on_enter_and_scrolls_with_space()
         await pilot.press("2", "G")  # the newest: the bert exception, no dump file seen
         await pilot.press("enter")
         assert isinstance(app.screen, ExceptionDetail) and not app.screen.dumps
-        scroll = app.screen.query_one("#detail-scroll")
-        await pilot.press("space")
-        await pilot.pause()
-        paged = scroll.scroll_y
+        paged = await scrolled(pilot, "#detail-scroll", "space")
         assert paged > 1
-        await pilot.press("up")
-        await pilot.pause()
-        assert scroll.scroll_y == paged - 1
+        assert await scrolled(pilot, "#detail-scroll", "up") == paged - 1
         await pilot.press("enter")
         assert not isinstance(app.screen, ExceptionDetail) and app.is_running
 
@@ -52,26 +54,16 @@ async def test_the_detail_without_files_closes_on_enter_and_scrolls_with_space()
 async def test_help_closes_on_q_question_mark_and_f1_and_the_devices_arrows_scroll():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:
-        scroll = app.query_one("#devices-scroll")
-        await pilot.press("down", "down")
-        await pilot.pause()
-        assert scroll.scroll_y == 2
-        await pilot.press("up")
-        await pilot.pause()
-        assert scroll.scroll_y == 1
+        assert await scrolled(pilot, "#devices-scroll", "down", "down") == 2
+        assert await scrolled(pilot, "#devices-scroll", "up") == 1
         for opens, closes in (("question_mark", "q"), ("f1", "question_mark")):
             await pilot.press(opens)
             assert isinstance(app.screen, HelpScreen)
             await pilot.press(closes)
             assert not isinstance(app.screen, HelpScreen) and app.is_running
         await pilot.press("question_mark")
-        help_scroll = app.screen.query_one("#help-scroll")
-        await pilot.press("space", "down")
-        await pilot.pause()
-        assert help_scroll.scroll_y == 11
-        await pilot.press("up")
-        await pilot.pause()
-        assert help_scroll.scroll_y == 10
+        assert await scrolled(pilot, "#help-scroll", "space", "down") == 11
+        assert await scrolled(pilot, "#help-scroll", "up") == 10
         await pilot.press("f1")
         assert not isinstance(app.screen, HelpScreen) and app.is_running
 
