@@ -14,16 +14,48 @@ acl.json name) stands beside its number.
 from __future__ import annotations
 
 
-def declared_since(namespace: dict[str, object], mark: int) -> dict[str, int]:
+def declared_since(
+    namespace: dict[str, object], mark: int, end: int | None = None
+) -> dict[str, int]:
     """name -> value of the public int constants of a module (its ``globals()``)
-    declared since ``mark`` (the number of its globals then), in declaration order: a
-    table built from them takes each name from the constant itself, so the name is
-    written once."""
+    declared since ``mark`` (the number of its globals then; up to ``end``, another
+    such number), in declaration order: a table built from them takes each name from
+    the constant itself, so the name is written once."""
     return {
         name: value
-        for name, value in list(namespace.items())[mark:]
+        for name, value in list(namespace.items())[mark:end]
         if not name.startswith("_") and type(value) is int
     }
+
+
+class EnumNames(dict[int, str]):
+    """One C enum's names by value, from the constants a module declared between two
+    marks (see :func:`declared_since`). :meth:`short` is the display name: without
+    ``prefixes`` (removed in turn), and ``unknown.format(value)`` for a number the
+    enum does not have."""
+
+    def __init__(
+        self,
+        namespace: dict[str, object],
+        mark: int,
+        end: int | None = None,
+        *,
+        prefixes: tuple[str, ...] = (),
+        unknown: str,
+    ) -> None:
+        super().__init__(
+            (value, name) for name, value in declared_since(namespace, mark, end).items()
+        )
+        self.prefixes = prefixes
+        self.unknown = unknown
+
+    def short(self, value: int) -> str:
+        name = self.get(value)
+        if name is None:
+            return self.unknown.format(value)
+        for prefix in self.prefixes:
+            name = name.removeprefix(prefix)
+        return name
 
 
 _MEANINGS: dict[int, str] = {}
@@ -235,7 +267,7 @@ ACL_CALLBACK_NO_BLOCK = 0
 ACL_CALLBACK_BLOCK = 1
 
 # ---------------------------------------------------------------- aclDataType
-_mark = len(globals())
+_data_types = len(globals())
 ACL_DT_UNDEFINED = -1
 ACL_FLOAT = 0
 ACL_FLOAT16 = 1
@@ -265,19 +297,8 @@ ACL_FLOAT6_E2M3 = 39
 ACL_FLOAT4_E2M1 = 40
 ACL_FLOAT4_E1M2 = 41
 
-DATA_TYPE_NAMES: dict[int, str] = {
-    value: name for name, value in declared_since(globals(), _mark).items()
-}
-
-
-def data_type_name(dtype: int) -> str:
-    """Short display name of an aclDataType, e.g. ``FLOAT16`` (``dtype(<n>)`` if unknown)."""
-    name = DATA_TYPE_NAMES.get(dtype)
-    return name.removeprefix("ACL_") if name else f"dtype({dtype})"
-
-
 # ---------------------------------------------------------------- aclFormat
-_mark = len(globals())
+_formats = len(globals())
 ACL_FORMAT_UNDEFINED = -1
 ACL_FORMAT_NCHW = 0
 ACL_FORMAT_NHWC = 1
@@ -299,17 +320,23 @@ ACL_FORMAT_FRACTAL_NZ_C0_2 = 52
 ACL_FORMAT_FRACTAL_NZ_C0_4 = 53
 ACL_FORMAT_FRACTAL_NZ_C0_8 = 54
 
-FORMAT_NAMES: dict[int, str] = {
-    value: name for name, value in declared_since(globals(), _mark).items()
-}
+#: aclDataType / aclFormat value -> its name.
+DATA_TYPE_NAMES = EnumNames(
+    globals(), _data_types, _formats, prefixes=("ACL_",), unknown="dtype({})"
+)
+FORMAT_NAMES = EnumNames(
+    globals(), _formats, prefixes=("ACL_FORMAT_", "ACL_"), unknown="format({})"
+)
+
+
+def data_type_name(dtype: int) -> str:
+    """Short display name of an aclDataType, e.g. ``FLOAT16`` (``dtype(<n>)`` if unknown)."""
+    return DATA_TYPE_NAMES.short(dtype)
 
 
 def format_name(fmt: int) -> str:
     """Short display name of an aclFormat, e.g. ``NC1HWC0`` (``format(<n>)`` if unknown)."""
-    name = FORMAT_NAMES.get(fmt)
-    if name is None:
-        return f"format({fmt})"
-    return name.removeprefix("ACL_FORMAT_").removeprefix("ACL_")
+    return FORMAT_NAMES.short(fmt)
 
 
 # ---------------------------------------------------------------- profiling

@@ -5,15 +5,15 @@ These are a *different* numbering from pyACL's ``aclDataType``/``aclFormat``
 Never mix the two tables. Nano dumps use the ge/acl numbering; its table is
 here too (``NANO_DTYPE_TO_PROTO``) so the translation happens in one place.
 Every enum value is a constant here, and the name tables are built from them
-(:func:`aclmon.acl_constants.declared_since`): each name is written once.
+(:class:`aclmon.acl_constants.EnumNames`): each name is written once.
 """
 
 from __future__ import annotations
 
-from aclmon.acl_constants import declared_since
+from aclmon.acl_constants import EnumNames
 
 # ---------------------------------------------------------------- OutputDataType
-_mark = len(globals())
+_dtypes = len(globals())
 DT_UNDEFINED = 0
 DT_FLOAT = 1
 DT_FLOAT16 = 2
@@ -58,12 +58,8 @@ DT_FLOAT4_E1M2 = 40
 DT_HIFLOAT4 = 41
 DT_HIFLOAT4_SCALE = 42
 
-#: OutputDataType (dump_data.proto; 41/42 only in dump_task.proto) -> its name.
-DTYPE_NAMES: dict[int, str] = {v: n for n, v in declared_since(globals(), _mark).items()}
-DTYPE_VALUES: dict[str, int] = {name: value for value, name in DTYPE_NAMES.items()}
-
 # ---------------------------------------------------------------- OutputFormat
-_mark = len(globals())
+_formats = len(globals())
 FORMAT_NCHW = 0
 FORMAT_NHWC = 1
 FORMAT_ND = 2
@@ -116,8 +112,11 @@ FORMAT_FRACTAL_Z_WINO = 48
 FORMAT_C1HWC0 = 49
 FORMAT_MAX = 255
 
+#: OutputDataType (dump_data.proto; 41/42 only in dump_task.proto) -> its name.
+DTYPE_NAMES = EnumNames(globals(), _dtypes, _formats, unknown="DT_UNKNOWN({})")
+DTYPE_VALUES: dict[str, int] = {name: value for value, name in DTYPE_NAMES.items()}
 #: OutputFormat (dump_data.proto) -> its enum name.
-FORMAT_NAMES: dict[int, str] = {v: n for n, v in declared_since(globals(), _mark).items()}
+FORMAT_NAMES = EnumNames(globals(), _formats, prefixes=("FORMAT_",), unknown="UNKNOWN({})")
 
 # msaccucmp's short spellings where they differ from "strip FORMAT_".
 _SHORT_OVERRIDES = {
@@ -132,17 +131,12 @@ _SHORT_OVERRIDES = {
 
 def dtype_name(value: int) -> str:
     """``DT_FLOAT`` style name; unknown numbers are named, not guessed."""
-    return DTYPE_NAMES.get(value, f"DT_UNKNOWN({value})")
+    return DTYPE_NAMES.short(value)
 
 
 def format_name(value: int) -> str:
     """Short display name as msaccucmp prints it (``NCHW``, ``FRACTAL_NZ``, ``C1HWNCoC0``)."""
-    if value in _SHORT_OVERRIDES:
-        return _SHORT_OVERRIDES[value]
-    name = FORMAT_NAMES.get(value)
-    if name is None:
-        return f"UNKNOWN({value})"
-    return name.removeprefix("FORMAT_")
+    return _SHORT_OVERRIDES.get(value) or FORMAT_NAMES.short(value)
 
 
 def format_value(short_name: str) -> int | None:
@@ -182,5 +176,3 @@ NANO_DTYPE_TO_PROTO: dict[int, int] = {
 #: ge/acl names of the nano numbering, to label a type we do not map: for these
 #: numbers the ge/acl numbering and the dump enum agree.
 NANO_DTYPE_NAMES: dict[int, str] = {n: DTYPE_NAMES[n] for n in (*range(13, 23), 24, 25, 26)}
-
-del _mark
