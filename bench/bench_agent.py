@@ -1,7 +1,7 @@
 """What the agent costs the job it watches, on the simulated runtime.
 
 Every figure compares the same workload with and without the agent (or the
-viewer) in one process, in alternating rounds (the order flips every round),
+viewer) in one process, in interleaved rounds (the order changes every round),
 and takes the median of the per-round results. Each is measured twice:
 
 * by the job process's **CPU time** (all its threads: the hooks on the job's
@@ -24,7 +24,16 @@ Figures:
 * ``hook_floor_ns``: the same loop with the least a hook can do instead of the
   agent's hook: a bare wrapper that reads the clock around the call and appends
   one tuple to a deque. ``hook_over_floor`` = ``hook_ns / hook_floor_ns``
-  (target <= 3), both measured in this process and run, rounds interleaved.
+  (target <= 3), both measured in this process and run, rounds interleaved;
+  ``hook_over_floor_quartiles``: the spread of the same ratio taken round by round.
+
+  The hook figures come from one set of rounds: each round runs every arm (bare,
+  hooked, floor, hooks into a deque, set_context bare and hooked) once, in a
+  new order, and each figure is the median over the rounds of its arm minus the
+  bare arm of the same round. An arm's CPU time runs from before its loop until
+  the publisher has taken and finished every record the loop left in its ring
+  (waiting without CPU), so all the work the agent does for those calls is in it,
+  and none of it spills into the next arm.
 * ``exception_us``: the agent's exception callback per exception (ids,
   ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a real
   sim exception-info handle.
@@ -44,12 +53,17 @@ import argparse
 import collections
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+#: how long an arm waits after its loop for the publisher to finish what the loop left
+#: (the publisher looks at its ring every 5 ms while records arrive)
+SETTLE_S = 0.015
 
 MODEL = {
     "name": "bench",
@@ -169,7 +183,7 @@ time.sleep(600)  # never polls: stops reading once it holds 1000 events
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=11, help="rounds of the hook loops")
+    parser.add_argument("--rounds", type=int, default=31, help="rounds of the hook loops")
     parser.add_argument(
         "--workload-rounds", type=int, default=7, help="rounds of the model and viewer loops"
     )
@@ -190,34 +204,6 @@ def main() -> int:
     hooks = agent.hooks
     n = args.hot_iterations
 
-    def per_call(loop, sink=None, floor=False) -> tuple[float, float]:
-        """Median added (CPU ns, wall ns) per call of ``loop`` with the hooks installed
-        (``sink``: with the hooks writing there instead of the publisher; ``floor``: with
-        the bare floor wrapper on ``synchronize_stream`` instead of the hooks)."""
-        cpu_diffs, wall_diffs = [], []
-        context = agent.context
-        real_sink = context.sink
-        for round_index in range(args.rounds):
-            results = {}
-            for hooked in (False, True) if round_index % 2 == 0 else (True, False):
-                hooks.uninstall()
-                original = acl.rt.synchronize_stream
-                if hooked and floor:
-                    acl.rt.synchronize_stream = floor_wrapper(original)
-                elif hooked:
-                    if sink is not None:
-                        context.sink = sink
-                    hooks.install()  # the wrappers bind the sink's ring when installed
-                results[hooked] = timed(loop, n)
-                acl.rt.synchronize_stream = original
-                context.sink = real_sink
-            (wall0, cpu0), (wall1, cpu1) = results[False], results[True]
-            cpu_diffs.append((cpu1 - cpu0) / n)
-            wall_diffs.append((wall1 - wall0) / n)
-        hooks.uninstall()
-        hooks.install()
-        return statistics.median(cpu_diffs), statistics.median(wall_diffs)
-
     floor_ring: collections.deque = collections.deque(maxlen=65536)
 
     def floor_wrapper(original):
@@ -232,13 +218,6 @@ def main() -> int:
             return result
 
         return synchronize_stream
-
-    # ---- hooks
-    job.sync_loop(2000)  # warm up both the sim and the wrappers
-    hook_ns, hook_wall_ns = per_call(job.sync_loop)
-    print(f"synchronize_stream: +{hook_ns:5.0f} ns CPU, +{hook_wall_ns:5.0f} ns wall per call")
-    quiet_ns, quiet_wall_ns = per_call(job.set_context_loop)
-    print(f"set_context (same): +{quiet_ns:5.0f} ns CPU, +{quiet_wall_ns:5.0f} ns wall per call")
 
     class DequeSink:
         """A sink nobody drains: the records go to a bounded deque."""
@@ -255,14 +234,84 @@ def main() -> int:
         def count_drop(self) -> None:
             pass
 
-    own_ns, own_wall_ns = per_call(job.sync_loop, DequeSink())
+    context = agent.context
+    real_sink = context.sink
+    ring = agent.publisher.ring
+
+    def settle() -> None:
+        """Wait (no CPU) until the publisher has taken every record the loop left in its
+        ring and finished with them: its work for these calls is counted in their arm."""
+        deadline = time.monotonic() + 2.0
+        while ring and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(SETTLE_S)
+
+    def arm(name: str) -> tuple[int, int]:
+        """(wall ns of the loop, CPU ns of the loop and of the settling after it)."""
+        hooks.uninstall()
+        original = acl.rt.synchronize_stream
+        try:
+            if name == "floor":
+                acl.rt.synchronize_stream = floor_wrapper(original)
+            elif name in ("hooked", "deque", "context_hooked"):
+                if name == "deque":
+                    context.sink = DequeSink()
+                hooks.install()  # the wrappers bind the sink's ring when installed
+            loop = job.set_context_loop if name.startswith("context") else job.sync_loop
+            settle()
+            cpu = time.process_time_ns()
+            start = time.perf_counter_ns()
+            loop(n)
+            wall = time.perf_counter_ns() - start
+            settle()
+            return wall, time.process_time_ns() - cpu
+        finally:
+            hooks.uninstall()
+            acl.rt.synchronize_stream = original
+            context.sink = real_sink
+
+    # ---- hooks: every arm in every round, in a new order each round
+    job.sync_loop(2000)  # warm up both the sim and the wrappers
+    arms = ("bare", "hooked", "floor", "deque", "context_bare", "context_hooked")
+    order = random.Random(1)
+    per_round: dict[str, list[tuple[float, float]]] = {
+        "hook": [], "floor": [], "own": [], "quiet": []
+    }  # fmt: skip
+    for _ in range(args.rounds):
+        names = list(arms)
+        order.shuffle(names)
+        got = {name: arm(name) for name in names}
+        for key, name, base in (
+            ("hook", "hooked", "bare"),
+            ("floor", "floor", "bare"),
+            ("own", "deque", "bare"),
+            ("quiet", "context_hooked", "context_bare"),
+        ):
+            (wall1, cpu1), (wall0, cpu0) = got[name], got[base]
+            per_round[key].append(((cpu1 - cpu0) / n, (wall1 - wall0) / n))
+    hooks.install()
+
+    def medians(key: str) -> tuple[float, float]:
+        rows = per_round[key]
+        return statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+
+    hook_ns, hook_wall_ns = medians("hook")
+    quiet_ns, quiet_wall_ns = medians("quiet")
+    own_ns, own_wall_ns = medians("own")
+    floor_ns, floor_wall_ns = medians("floor")
+    round_ratios = [
+        h[0] / f[0] for h, f in zip(per_round["hook"], per_round["floor"], strict=True) if f[0] > 0
+    ]
+    hook_ratio_spread = statistics.quantiles(round_ratios, n=4) if len(round_ratios) > 1 else []
+    print(f"synchronize_stream: +{hook_ns:5.0f} ns CPU, +{hook_wall_ns:5.0f} ns wall per call")
+    print(f"set_context (same): +{quiet_ns:5.0f} ns CPU, +{quiet_wall_ns:5.0f} ns wall per call")
     print(
         f"synchronize_stream, events to a deque: +{own_ns:5.0f} ns CPU, +{own_wall_ns:5.0f} ns wall"
     )
-    floor_ns, floor_wall_ns = per_call(job.sync_loop, floor=True)
     print(
         f"synchronize_stream, bare floor wrapper: +{floor_ns:5.0f} ns CPU,"
         f" +{floor_wall_ns:5.0f} ns wall; the hook costs {hook_ns / floor_ns:.2f}x the floor"
+        f" (per round: quartiles {', '.join(f'{q:.2f}' for q in hook_ratio_spread)})"
     )
 
     # ---- model workload
@@ -365,6 +414,7 @@ def main() -> int:
         "hook_ns": round(hook_ns, 1),
         "hook_floor_ns": round(floor_ns, 1),
         "hook_over_floor": round(hook_ns / floor_ns, 3),
+        "hook_over_floor_quartiles": [round(q, 3) for q in hook_ratio_spread],
         "exception_us": round(exception_us, 2),
         "stalled_viewer_ratio": round(statistics.median(stalled_cpu), 4),
         "model_loop_ratio": round(statistics.median(model_cpu), 4),

@@ -130,6 +130,7 @@ class Agent:
             snapshot=self.snapshot,
             on_command=self._on_command,
             observe=self.history.observe,
+            fold=self.history.fold,
             **kwargs,
         )
         publisher.start()  # raises AclmonError (bad address, socket in use) before anything else

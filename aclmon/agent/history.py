@@ -30,8 +30,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
+from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.hot import EXECUTE_RECORD, SYNC_STREAM_RECORD
+from aclmon.bus.records import Record, build_records, skip_numbers
 from aclmon.events import (
     AclException,
     CallFailed,
@@ -53,6 +57,8 @@ DEFAULT_RECENT = 256
 MAX_TRACKED = 4096
 #: exceptions waiting for the model the capture saw on the job's stack
 MAX_PENDING = 1024
+#: record builders whose layout the history remembers (they are made when hooks install)
+MAX_BUILDERS = 256
 
 
 class _Model:
@@ -116,6 +122,8 @@ class HistoryKeeper:
             ContextDestroyed: self._context_destroyed,
         }
         self._contexts: dict[int, list[int]] = {}  # context -> stream handles
+        #: record builder -> its ``record_layout`` (0: none the history counts itself)
+        self._layouts: dict[Any, int] = {}
 
     # ------------------------------------------------------------ job threads
     def note_running_model(self, ts_ns: int, task_id: int, model_id: int) -> None:
@@ -135,6 +143,69 @@ class HistoryKeeper:
                 if replaced is not None:
                     batch[index] = replaced
         return batch
+
+    def fold(self, records: list[Record], counter: Iterator[int]) -> int:
+        """Take records nobody will receive (the publisher calls this instead of building
+        and observing their events while no viewer listens): the history and the
+        numbering end as :func:`~aclmon.bus.records.build_records` and :meth:`observe`
+        would leave them, in order, but a successful synchronize or execute (the hot
+        records, :mod:`aclmon.agent.hot`) is counted from its record, its event never
+        built; it still takes its number. Returns how many records failed to build."""
+        streams_get = self.streams.get
+        models_get = self.models.get
+        layout_of = self._layouts.get
+        other: list[Record] = []  # records to build, after the `counted` before them
+        counted = 0
+        failed = 0
+        for record in records:
+            layout = layout_of(record[0])
+            if layout is None:
+                layout = self._learn(record[0])
+            # A hot record's last item is the call's result. `is`: the int 0 and nothing
+            # else (not None, False or a numpy 0): any other result is built as an event.
+            if not layout or record[-1] is not ACL_SUCCESS:
+                other.append(record)
+                continue
+            if other:
+                failed += self._build_and_observe(other, counter, counted)
+                other, counted = [], 0
+            counted += 1
+            if layout == SYNC_STREAM_RECORD:
+                stream = streams_get(record[3])
+                if stream is not None:
+                    stream.syncs += 1
+                continue
+            model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
+            if model is not None:
+                model.executions += 1
+                if record[4]:
+                    stream = streams_get(record[4])
+                    if stream is not None:
+                        stream.last_launch = (record[3], model.executions)
+        if other:
+            failed += self._build_and_observe(other, counter, counted)
+        elif counted:
+            skip_numbers(counter, counted)
+        return failed
+
+    def _learn(self, builder: Any) -> int:
+        """The layout of ``builder``'s records if :meth:`fold` counts them, else 0."""
+        if len(self._layouts) >= MAX_BUILDERS:
+            self._layouts.clear()
+        layout = getattr(builder, "record_layout", 0)
+        if layout not in (SYNC_STREAM_RECORD, EXECUTE_RECORD):
+            layout = 0
+        self._layouts[builder] = layout
+        return layout  # type: ignore[no-any-return]
+
+    def _build_and_observe(self, records: list[Record], counter: Iterator[int], skip: int) -> int:
+        """Observe the events of ``records``, numbered after ``skip`` numbers taken by the
+        records counted before them; how many failed to build."""
+        if skip:
+            skip_numbers(counter, skip)
+        events, failed = build_records(records, counter)
+        self.observe(events)
+        return failed
 
     def snapshot_events(self) -> list[Any]:
         """Recent exceptions, failed calls, log lines and dump files (seq 0), then the totals."""

@@ -144,10 +144,10 @@ class Hooks:
             "rt.create_stream_with_config": plain(self._after_create_stream_with_config),
             "rt.destroy_stream": plain(destroy_stream),
             "rt.destroy_stream_force": plain(destroy_stream),
-            "rt.synchronize_stream": self._hot(hot.synchronize, timed=False),
-            "rt.synchronize_stream_with_timeout": self._hot(hot.synchronize, timed=True),
-            "rt.synchronize_device": self._hot(hot.synchronize, timed=False),
-            "rt.synchronize_device_with_timeout": self._hot(hot.synchronize, timed=True),
+            "rt.synchronize_stream": self._hot(hot.synchronize),
+            "rt.synchronize_stream_with_timeout": self._hot(hot.synchronize),
+            "rt.synchronize_device": self._hot(hot.synchronize),
+            "rt.synchronize_device_with_timeout": self._hot(hot.synchronize),
             "rt.set_exception_info_callback": self._set_exception_info_callback,
             "mdl.load_from_file": plain(functools.partial(self._after_load, from_file=True)),
             "mdl.load_from_file_with_mem": plain(
@@ -161,8 +161,8 @@ class Hooks:
                 self._after_release(ModelUnloaded, "model_id", self._forget_model),
                 self._before_unload,
             ),
-            "mdl.execute": self._hot(hot.execute, asynchronous=False),
-            "mdl.execute_async": self._hot(hot.execute, asynchronous=True),
+            "mdl.execute": self._hot(hot.execute),
+            "mdl.execute_async": self._hot(hot.execute),
             "prof.init": plain(self._after_prof_init, self._before_prof_init),
             "prof.finalize": plain(
                 lambda a, k, r: profiling.job_finalize(ret_of(r)),
@@ -194,11 +194,9 @@ class Hooks:
 
         return make
 
-    def _hot(
-        self, factory: Callable[..., Wrapper], **options: bool
-    ) -> Callable[[str, Callable[..., Any]], Wrapper]:
+    def _hot(self, factory: Callable[..., Wrapper]) -> Callable[[str, Callable[..., Any]], Wrapper]:
         def make(name: str, original: Callable[..., Any]) -> Wrapper:
-            return factory(self.ctx, name, original, self.call_failed, **options)
+            return factory(self.ctx, name, original, self.call_failed)
 
         return make
 

@@ -3,13 +3,17 @@ control thread's search for those of them still waiting.
 
 ``synchronize_stream``, ``synchronize_device``, ``execute``, ``execute_async`` and
 ``set_context`` run thousands of times a second in a busy job, so their wrappers
-are not made by the builder (:func:`aclmon.agent.wrappers.observed`): each is
-written out by hand, with every name it uses bound in the closure (no attribute
-lookups per call), and on the job's thread it only reads the clock twice and
-appends one tuple to the publisher's ring. The event is built and numbered later
-on the publisher's thread (see :data:`aclmon.bus.records.Record`) by the
-``*_builder`` functions below. What the builder's extra calls and lookups would
-cost is measured by ``bench/bench_agent.py`` (``hook_over_floor``).
+are not made by the builder (:func:`aclmon.agent.wrappers.observed`). Each binds
+every name it uses in its closure (no attribute lookups per call), and on the
+job's thread it only reads the clock twice and appends one flat tuple to the
+publisher's ring: those of synchronize and execute share one body
+(``_RECORDING_WRAPPER``), compiled once per record layout so that no call pays for
+a choice between layouts. The event is built and numbered later on the
+publisher's thread (see :data:`aclmon.bus.records.Record`) by the ``*_builder``
+functions below, or not built at all while nobody listens (the history counts the
+record: :meth:`aclmon.agent.history.HistoryKeeper.fold`). What the builder's
+extra calls and lookups would cost is measured by ``bench/bench_agent.py``
+(``hook_over_floor``).
 
 No Begin event is recorded on the job's thread either: :class:`SlowCalls`, on the
 control thread, finds calls still waiting after ``SLOW_CALL_NS`` on the threads'
@@ -59,116 +63,107 @@ _perf_ns = time.perf_counter_ns
 _tuple_new = tuple.__new__
 
 
-def synchronize(
-    ctx: AgentContext,
-    name: str,
-    original: Callable[..., Any],
-    call_failed: CallFailed,
-    *,
-    timed: bool,
-) -> Wrapper:
-    """synchronize_stream / synchronize_device (``DEVICE_SYNC``), with or without a timeout."""
-    sink = ctx.sink
-    ring = sink.ring
-    limit = sink.ring_limit
-    append = ring.append
-    drop = sink.count_drop
-    fail = ctx.fail
-    where = f"hook {name}"
+#: Record layouts the history can count without building the event
+#: (``HistoryKeeper.fold``), named on their builder (``build.record_layout``; 0 or
+#: none: build it). The call's result is always the record's last item.
+#: ``(build, start, end, stream, result)``
+SYNC_STREAM_RECORD = 1
+#: ``(build, start, end, model_id, stream, result)`` (``stream`` 0 for ``mdl.execute``)
+EXECUTE_RECORD = 2
+#: ``(build, start, end, args, kwargs, result)``: the rarer synchronize forms, whose
+#: builder reads the arguments on the publisher's thread
+ARGS_RECORD = 0
+
+#: The one body of the wrappers that append a record: it is compiled once per record
+#: layout (``{fields}``: what the record carries between ``end`` and ``result``), so
+#: each wrapper runs exactly these lines with every name bound in its closure. The
+#: names ``start``, ``end``, ``name``, ``args`` and ``kwargs`` are what
+#: :class:`SlowCalls` reads.
+_RECORDING_WRAPPER = """
+def make(name, original, call_failed, build, ring, limit, append, drop, fail, where):
+    perf_ns = _perf_ns
     size = len
-    if timed or name.startswith("rt.synchronize_device"):
-        build = _sync_builder(
-            ctx.wall_offset, device=name.startswith("rt.synchronize_device"), timed=timed
-        )
 
-        # Rarer forms: the builder reads the arguments on the publisher's thread.
-        def synchronize(*args: Any, **kwargs: Any) -> Any:
-            start = _perf_ns()
-            result = original(*args, **kwargs)
-            end = _perf_ns()
-            try:
-                if result:  # an int ACL code: non-zero only when the call failed
-                    call_failed(name, args, kwargs, result)
-                if size(ring) < limit:
-                    append((build, start, end, args, kwargs, result))
-                else:
-                    drop()
-            except Exception as exc:
-                fail(where, exc)
-            return result
-
-        return synchronize
-    build_stream = _sync_stream_builder(ctx.wall_offset)
-
-    # The call jobs make most often. The record is flat (the stream, not args and
-    # kwargs): keeping fewer objects alive until the publisher takes them is
-    # measurably cheaper.
-    def synchronize_stream(*args: Any, **kwargs: Any) -> Any:
-        start = _perf_ns()
+    def {function}(*args, **kwargs):
+        start = perf_ns()
         result = original(*args, **kwargs)
-        end = _perf_ns()
+        end = perf_ns()
         try:
             if result:  # an int ACL code: non-zero only when the call failed
                 call_failed(name, args, kwargs, result)
             if size(ring) < limit:
-                append(
-                    (
-                        build_stream,
-                        start,
-                        end,
-                        args[0] if args else kwargs.get("stream", 0),
-                        result,
-                    )
-                )
+                append((build, start, end, {fields}, result))
             else:
                 drop()
         except Exception as exc:
             fail(where, exc)
         return result
 
-    return synchronize_stream
+    return {function}
+"""
+
+#: the recording wrappers by function name: (their record's layout, what it carries)
+_RECORDERS = {
+    "synchronize_stream": (SYNC_STREAM_RECORD, 'args[0] if args else kwargs.get("stream", 0)'),
+    "execute_async": (
+        EXECUTE_RECORD,
+        'args[0] if args else kwargs.get("model_id"),'
+        ' args[3] if len(args) > 3 else kwargs.get("stream", 0)',
+    ),
+    "execute": (EXECUTE_RECORD, 'args[0] if args else kwargs.get("model_id"), 0'),
+    "synchronize": (ARGS_RECORD, "args, kwargs"),
+}
+
+
+def _compile(function: str, fields: str) -> Callable[..., Wrapper]:
+    """The factory of the recording wrapper ``function`` (see ``_RECORDING_WRAPPER``)."""
+    namespace: dict[str, Any] = {"__name__": __name__, "_perf_ns": _perf_ns}
+    source = _RECORDING_WRAPPER.format(function=function, fields=fields)
+    exec(compile(source, f"<{__name__} {function}>", "exec"), namespace)
+    return namespace["make"]  # type: ignore[no-any-return]
+
+
+_MAKERS = {function: _compile(function, fields) for function, (_, fields) in _RECORDERS.items()}
+
+
+def _recording(
+    ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed,
+    function: str, build: Callable[..., Any],
+) -> Wrapper:  # fmt: skip
+    """The recording wrapper ``function`` of the call ``name``: it appends its record,
+    which ``build`` turns into the event, to the sink's ring (or counts a drop when
+    the ring is full)."""
+    sink = ctx.sink
+    ring = sink.ring
+    build.record_layout = _RECORDERS[function][0]  # type: ignore[attr-defined]
+    return _MAKERS[function](  # type: ignore[no-any-return]
+        name, original, call_failed, build, ring, sink.ring_limit, ring.append,
+        sink.count_drop, ctx.fail, f"hook {name}",
+    )  # fmt: skip
+
+
+def synchronize(
+    ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed
+) -> Wrapper:
+    """synchronize_stream, the call jobs make most often, with a flat record (the
+    stream, not args and kwargs: keeping fewer objects alive until the publisher takes
+    them is measurably cheaper); synchronize_device (``DEVICE_SYNC``) and the forms
+    with a timeout, rarer, whose builder reads the arguments on the publisher's thread."""
+    timed = name.endswith("_with_timeout")
+    device = name.startswith("rt.synchronize_device")
+    if timed or device:
+        build = _sync_builder(ctx.wall_offset, device=device, timed=timed)
+        return _recording(ctx, name, original, call_failed, "synchronize", build)
+    build = _sync_stream_builder(ctx.wall_offset)
+    return _recording(ctx, name, original, call_failed, "synchronize_stream", build)
 
 
 def execute(
-    ctx: AgentContext,
-    name: str,
-    original: Callable[..., Any],
-    call_failed: CallFailed,
-    *,
-    asynchronous: bool,
+    ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed
 ) -> Wrapper:
     """mdl.execute / execute_async: once per model step; a flat record."""
-    sink = ctx.sink
-    ring = sink.ring
-    limit = sink.ring_limit
-    append = ring.append
-    drop = sink.count_drop
-    fail = ctx.fail
-    where = f"hook {name}"
-    build = _execute_builder(ctx.wall_offset)
-    size = len
-
-    def execute(*args: Any, **kwargs: Any) -> Any:
-        start = _perf_ns()
-        result = original(*args, **kwargs)
-        end = _perf_ns()
-        try:
-            if result:
-                call_failed(name, args, kwargs, result)
-            if size(ring) < limit:
-                model_id = args[0] if args else kwargs.get("model_id")
-                if asynchronous:
-                    stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
-                    append((build, start, end, model_id, stream, result))
-                else:
-                    append((build, start, end, model_id, 0, result))
-            else:
-                drop()
-        except Exception as exc:
-            fail(where, exc)
-        return result
-
-    return execute
+    function = "execute_async" if name.endswith("_async") else "execute"
+    return _recording(ctx, name, original, call_failed, function, _execute_builder(ctx.wall_offset))
 
 
 def set_context(

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import logging
 import os
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgpack
@@ -89,6 +90,8 @@ MAX_HELLO = handshake.MAX_HANDSHAKE_FRAME
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 _tuple_new = tuple.__new__
+_starmap = itertools.starmap
+_repeat = itertools.repeat
 
 
 class Publisher:
@@ -97,6 +100,13 @@ class Publisher:
     ``address``: ``None`` (the default Unix socket for this PID), an
     :class:`Address` or its text. ``token`` enables command authentication
     (and is required to listen on a non-loopback TCP address).
+
+    ``observe(batch) -> batch`` sees every batch of events on the publisher's
+    thread, in order, before anyone gets it, also while nobody listens (it may
+    replace events). While nobody listens, ``fold(records, counter) -> failed``,
+    when given, takes the ring's records instead of their being built, numbered
+    and observed: it must leave the observer and ``counter`` as that would have,
+    and return how many records failed to build.
     """
 
     def __init__(
@@ -108,6 +118,7 @@ class Publisher:
         snapshot: Callable[[], Iterable[Event]] | None = None,
         on_command: Callable[[Event], None] | None = None,
         observe: Callable[[list[Event]], list[Event]] | None = None,
+        fold: Callable[[list[Record], Iterator[int]], int] | None = None,
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -118,6 +129,7 @@ class Publisher:
         self._snapshot = snapshot
         self._on_command = on_command
         self._observe = observe
+        self._fold = fold
         self._subscriber_buffer = subscriber_buffer
         self._max_frame = max_frame
         self._admission = Admission(max_connections)
@@ -486,17 +498,26 @@ class Publisher:
         self._ring_busy = bool(ring)
         while queue or ring:
             if queue:
-                popleft = queue.popleft
-                batch = [popleft() for _ in range(min(len(queue), BATCH_EVENTS))]
+                batch = list(_starmap(queue.popleft, _repeat((), min(len(queue), BATCH_EVENTS))))
                 built = True
             else:
-                popleft = ring.popleft
-                batch = [popleft() for _ in range(min(len(ring), BATCH_EVENTS))]
+                batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
                 built = False
             receivers = [c for c in self._connections.values() if c.ready]
             observe = self._observe
             if not receivers and observe is None:
                 continue  # nobody listening: nothing to number or pack
+            if not built and not receivers and self._fold is not None:
+                # Nobody listening: the observer takes the records as they are.
+                try:
+                    failed = self._fold(batch, counter)
+                except Exception:
+                    log.exception("record fold failed; a batch was lost")
+                    failed = 0
+                if failed:
+                    with self._drop_lock:
+                        self._queue_dropped += failed
+                continue
             if not built:
                 batch, failed = build_records(batch, counter)
                 if failed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from aclmon.events import Event
@@ -54,3 +55,9 @@ def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[li
         if event is not None:
             append(event)
     return events, failed
+
+
+def skip_numbers(counter: Iterator[int], count: int) -> None:
+    """Take ``count`` numbers from ``counter`` (``count`` > 0), for records counted
+    without their events being built."""
+    next(islice(counter, count - 1, None))
