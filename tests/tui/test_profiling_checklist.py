@@ -75,6 +75,14 @@ async def test_in_the_operator_table_no_key_edits_or_sends_and_enter_applies_the
         assert "check" not in {
             b.binding.description.lower() for b in app.screen.active_bindings.values()
         }
+        # a space typed right behind the Tab that left the checklist (before the
+        # view has heard of its blur) does not check anything either
+        await pilot.press("shift+tab")
+        app.simulate_key("tab")
+        app.simulate_key("space")
+        await pilot.pause()
+        assert isinstance(app.focused, OpList)
+        assert view.pending is not None and view.pending.flags == before ^ PROF_FLAGS[0][1]
         await pilot.press("enter")  # applies the checklist's pending set, exactly
         await wait_for(pilot, lambda: len(agent.commands) == 1)
         await pilot.pause(0.05)
@@ -84,8 +92,14 @@ async def test_in_the_operator_table_no_key_edits_or_sends_and_enter_applies_the
 
 
 async def test_escape_in_the_operator_table_discards_the_pending_set():
-    async with profiling_view() as (app, pilot, agent):
-        await pilot.press("down", "space", "tab")
+    stopped = [e for e in build_events() if not isinstance(e, ev.ProfilingState)]
+    async with profiling_view(events=stopped) as (app, pilot, agent):
+        await pilot.press("down", "space")
+        # p refuses while a change is pending: the line says so
+        assert "p starts profiling to files once the change is applied" in static_text(
+            app, "#prof-state"
+        )
+        await pilot.press("tab")
         assert app.profiling_view.pending is not None
         await pilot.press("escape")
         assert app.profiling_view.pending is None

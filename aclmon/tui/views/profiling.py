@@ -191,7 +191,9 @@ class ProfilingView(View):
         if action == "toggle":
             # Only in the checklist: a space typed in the operator table (a page key
             # elsewhere) must not check a flag out of sight that a later Enter applies.
-            return self.has_focus
+            # The screen's focus, not has_focus: that follows a Blur event, which
+            # comes after a space typed right behind the Tab.
+            return self.screen.focused is self
         if action in ("start_stop", "live_timings"):
             return not self._foreign
         if action in ("apply", "discard"):
@@ -369,7 +371,9 @@ class ProfilingView(View):
         elif not (prof is not None and prof.running and prof.owner == "aclmon"):
             text.append(f"\n{self.key('profiling.start_stop', 'p')} ", style=key)
             what = "profiling to files" if wanted.flags else "live operator timings"
-            text.append(f"starts {what} as configured", style=dim)
+            # with a change pending, p refuses until it is applied or discarded
+            when = "once the change is applied" if self.pending is not None else "as configured"
+            text.append(f"starts {what} {when}", style=dim)
         else:
             text.append(f"\n{self.key('profiling.start_stop', 'p')} ", style=key)
             text.append("stops", style=dim)
