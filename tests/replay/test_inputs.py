@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aclmon.bus.recording import MAGIC as RECORDING_MAGIC
 from aclmon.tui.replay.inputs import (
-    RECORDING_MAGIC,
     UNGROUPED,
     ReplayInputError,
     dump_events,

@@ -22,9 +22,6 @@ from typing import Any
 from aclmon import events as ev
 from aclmon.errors import AclmonError, no_such_file
 
-#: recordings start with these bytes (aclmon.bus.recording.MAGIC; read here
-#: without importing the bus so that discovery stays cheap).
-RECORDING_MAGIC = b"ACLMREC\0"
 #: directories deeper than this below PATH are not searched (symlink loops, huge trees).
 MAX_DEPTH = 16
 #: files looked at, at most: a typo'd PATH of "/" must not scan the machine.
@@ -55,14 +52,6 @@ class ReplayInputs:
         return max(self.recordings, key=_created_ns)
 
 
-def is_recording(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(RECORDING_MAGIC)) == RECORDING_MAGIC
-    except OSError:
-        return False
-
-
 def _created_ns(path: Path) -> tuple[int, str]:
     """A recording's creation time from its header (mtime if unreadable), then its name."""
     try:
@@ -75,6 +64,7 @@ def _created_ns(path: Path) -> tuple[int, str]:
 
 def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     """Recordings and dump files at or below ``path``; one clear error if none."""
+    from aclmon.bus.recording import is_recording
     from aclmon.dump import classify
     from aclmon.dump.plog import log_file_pid
 
@@ -283,18 +273,7 @@ def log_events(
         for entry in entries:
             if not at_least(entry.level, threshold):
                 continue
-            line = ev.LogLine(
-                0,
-                entry.logged_ns,
-                entry.level,
-                entry.text,
-                entry.module,
-                entry.pid,
-                entry.process,
-                entry.logged_ns,
-                entry.location,
-                str(file),
-            )
+            line = ev.LogLine(0, entry.logged_ns, *entry.log_line_fields(file))
             rows.append((entry.logged_ns, str(file), entry.line, line))
     rows.sort(key=lambda row: row[:3])
     events = [row[3]._replace(seq=n) for n, row in enumerate(rows, start=first_seq)]
