@@ -129,8 +129,7 @@ class Agent:
             config.address,
             snapshot=self.snapshot,
             on_command=self._on_command,
-            observe=self.history.observe,
-            fold=self.history.fold,
+            observer=self.history,
             **kwargs,
         )
         publisher.start()  # raises AclmonError (bad address, socket in use) before anything else

@@ -33,7 +33,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
@@ -41,10 +41,11 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.lograte import RateLimitedLog
-from aclmon.bus.records import Record, build_plain, build_records
+from aclmon.bus.records import Observer, Record, build_plain, build_records
 from aclmon.bus.transport import Address, Listener, as_address, listen
 from aclmon.bus.viewers import (
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_SUBSCRIBER_BUFFER,
     HANDSHAKE_TIMEOUT_S,
     MAX_IGNORED_COMMANDS,
     Admission,
@@ -68,8 +69,6 @@ log = logging.getLogger("aclmon.bus")
 
 #: events the queue holds before ``publish`` starts dropping
 DEFAULT_QUEUE_SIZE = 65536
-#: bytes a subscriber may have waiting before batches are dropped for it
-DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
 #: most events packed into one batch (bounds one write and the pump's latency)
 BATCH_EVENTS = 4096
 #: connections accepted per turn of the I/O loop, so that the handshakes already
@@ -101,12 +100,9 @@ class Publisher:
     :class:`Address` or its text. ``token`` enables command authentication
     (and is required to listen on a non-loopback TCP address).
 
-    ``observe(batch) -> batch`` sees every batch of events on the publisher's
-    thread, in order, before anyone gets it, also while nobody listens (it may
-    replace events). While nobody listens, ``fold(records, counter) -> failed``,
-    when given, takes the ring's records instead of their being built, numbered
-    and observed: it must leave the observer and ``counter`` as that would have,
-    and return how many records failed to build.
+    ``observer`` (an :class:`~aclmon.bus.records.Observer`) sees every batch of
+    events on the publisher's thread, in order, before anyone gets it, also while
+    nobody listens; then it takes the ring's records instead (``fold``).
     """
 
     def __init__(
@@ -117,8 +113,7 @@ class Publisher:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         snapshot: Callable[[], Iterable[Event]] | None = None,
         on_command: Callable[[Event], None] | None = None,
-        observe: Callable[[list[Event]], list[Event]] | None = None,
-        fold: Callable[[list[Record], Iterator[int]], int] | None = None,
+        observer: Observer | None = None,
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -128,11 +123,8 @@ class Publisher:
         self._queue_size = queue_size
         self._snapshot = snapshot
         self._on_command = on_command
-        self._observe = observe
-        self._fold = fold
-        self._subscriber_buffer = subscriber_buffer
-        self._max_frame = max_frame
-        self._admission = Admission(max_connections)
+        self._observer = observer
+        self._admission = Admission(max_connections, subscriber_buffer, max_frame)
         self._clock = Clock()
         #: records (see :data:`Record`) appended by any thread without a lock; at most
         #: ``ring_limit`` wait: a writer checks ``len(ring) < ring_limit`` and calls
@@ -348,7 +340,7 @@ class Publisher:
                 self._connections.values(), peer
             ):
                 self._drop_connection(oldest, why, kind="evicted")
-            conn = Connection(sock, name, peer, self._max_frame)
+            conn = Connection(sock, name, peer, self._admission.max_frame)
             self._connections[sock.fileno()] = conn
             assert self._selector is not None
             self._selector.register(sock, selectors.EVENT_READ, conn)
@@ -424,7 +416,7 @@ class Publisher:
         conn.ready = True
         conn.commands = verdict.commands
         conn.authenticated = verdict.authenticated
-        conn.out_limit = self._admission.out_limit(verdict.authenticated, self._subscriber_buffer)
+        conn.out_limit = self._admission.out_limit(verdict.authenticated)
         log.debug("subscriber %s connected (commands: %s)", conn.name, conn.commands)
         self._send_snapshot(conn)
         return True
@@ -504,13 +496,13 @@ class Publisher:
                 batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
                 built = False
             receivers = [c for c in self._connections.values() if c.ready]
-            observe = self._observe
-            if not receivers and observe is None:
+            observer = self._observer
+            if not receivers and observer is None:
                 continue  # nobody listening: nothing to number or pack
-            if not built and not receivers and self._fold is not None:
+            if not built and not receivers and observer is not None:
                 # Nobody listening: the observer takes the records as they are.
                 try:
-                    failed = self._fold(batch, counter)
+                    failed = observer.fold(batch, counter)
                 except Exception:
                     log.exception("record fold failed; a batch was lost")
                     failed = 0
@@ -525,11 +517,11 @@ class Publisher:
                         self._queue_dropped += failed
                 if not batch:
                     continue
-            if observe is not None:
+            if observer is not None:
                 # On this thread, in order, before anyone gets the batch (also when nobody
                 # listens): what a snapshot says stays in step with what follows it.
                 try:
-                    batch = observe(batch)
+                    batch = observer.observe(batch)
                 except Exception:
                     log.exception("event observer failed; batch sent as it was")
                 if not receivers:

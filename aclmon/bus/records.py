@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 from aclmon.events import Event
 
@@ -25,6 +25,21 @@ log = logging.getLogger("aclmon.bus")
 Record = tuple[Any, ...]
 
 _tuple_new = tuple.__new__
+
+
+class Observer(Protocol):
+    """What the publisher's thread shows every event to (the agent's history), in
+    order, before anyone gets it."""
+
+    def observe(self, batch: list[Event]) -> list[Event]:
+        """Take one batch of events; returns it, events possibly replaced."""
+        ...
+
+    def fold(self, records: list[Record], counter: Iterator[int]) -> int:
+        """Take records nobody will receive, in place of :func:`build_records` and
+        :meth:`observe` on their events: leave the observer and ``counter`` as those
+        would. Returns how many records failed to build."""
+        ...
 
 
 def build_plain(counter: Iterator[int], record: Record) -> Event:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 
 from aclmon.bus import handshake
-from aclmon.events.wire import FrameDecoder
+from aclmon.events.wire import DEFAULT_MAX_FRAME, FrameDecoder
 
 HANDSHAKE_TIMEOUT_S = 5.0
 #: authenticated viewers served at once; more are closed at accept so a runaway
@@ -29,6 +29,8 @@ MAX_HANDSHAKES_PER_PEER = 4
 #: viewers admitted without authenticating (receive-only), in total and per peer
 MAX_UNAUTHENTICATED = 8
 MAX_UNAUTHENTICATED_PER_PEER = 2
+#: bytes an authenticated viewer may have waiting before batches are dropped for it
+DEFAULT_SUBSCRIBER_BUFFER = 4 * 1024 * 1024
 #: output buffer of an unauthenticated viewer (authenticated ones: subscriber_buffer)
 UNAUTHENTICATED_BUFFER = 1024 * 1024
 #: commands a connection may send that are ignored (it may not send any) before
@@ -100,10 +102,20 @@ def peer_of(sock: socket.socket, name: str) -> str:
 
 
 class Admission:
-    """The caps on connections, and the peers refused for a while after misbehaving."""
+    """The caps on connections and on what one may hold or send, and the peers refused
+    for a while after misbehaving."""
 
-    def __init__(self, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
+    def __init__(
+        self,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
         self.max_connections = max_connections
+        #: the output buffer of an authenticated viewer
+        self.subscriber_buffer = subscriber_buffer
+        #: the largest frame a viewer may send
+        self.max_frame = max_frame
         self._penalised: dict[str, float] = {}  # peer -> until (monotonic)
 
     def viewers_at_cap(self, connections: Iterable[Connection]) -> int | None:
@@ -152,11 +164,11 @@ class Admission:
             return verdict
         return handshake.Verdict(False, False, why)
 
-    def out_limit(self, authenticated: bool, subscriber_buffer: int) -> int:
+    def out_limit(self, authenticated: bool) -> int:
         """The output buffer of an admitted viewer."""
         if authenticated:
-            return subscriber_buffer
-        return min(subscriber_buffer, UNAUTHENTICATED_BUFFER)
+            return self.subscriber_buffer
+        return min(self.subscriber_buffer, UNAUTHENTICATED_BUFFER)
 
     def dropped(self, conn: Connection, kind: str) -> None:
         """``conn`` was dropped for ``kind``: a peer without a token that sent garbage

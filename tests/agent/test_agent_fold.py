@@ -230,8 +230,7 @@ def test_a_late_viewer_gets_the_folded_history_and_numbers_without_a_hole(tmp_pa
     publisher = Publisher(
         str(tmp_path / "p.sock"),
         snapshot=keeper.snapshot_events,
-        observe=keeper.observe,
-        fold=keeper.fold,
+        observer=keeper,
     ).start()
     subscriber = None
     try:
