@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aclmon.dump.naming import DumpName, parse_dump_name
@@ -69,21 +69,20 @@ class OverflowLink:
     op_dump: IndexedFile | None  # None when no operator dump matches
 
 
-@dataclass
 class DumpIndex:
-    """Classified files below ``directory`` and the overflow -> op-dump links."""
+    """Classified files below ``directory`` and the overflow -> op-dump links, found
+    when the index is made (a walk of the tree and a read of each overflow file)."""
 
-    directory: str
-    files: list[IndexedFile] = field(default_factory=list)
-    links: list[OverflowLink] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    #: files (or directories) that could not be looked at, and why
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    #: readable files that are not dump files
-    not_dumps: int = 0
-
-    def __post_init__(self) -> None:
-        self.directory = os.fspath(self.directory)
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(directory)
+        self.files: list[IndexedFile] = []
+        self.links: list[OverflowLink] = []
+        #: overflow files that could not be decoded, one line each
+        self.errors: list[str] = []
+        #: files (or directories) that could not be looked at, and why
+        self.skipped: list[tuple[str, str]] = []
+        #: readable files that are not dump files
+        self.not_dumps = 0
         self._by_task: dict[int, list[IndexedFile]] = {}
         self._walk()
         for f in self.op_dumps:
