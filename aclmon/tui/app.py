@@ -218,6 +218,7 @@ class AclmonApp(App[int]):
                 )
             # Our theme files were not found (an unusual install): Textual's own will do.
             self._wanted_theme = "textual-dark"
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.theme = self._wanted_theme
         for problem in self.theme_problems:
             # Said once, at start: a broken theme file is skipped, not silently.
@@ -254,11 +255,13 @@ class AclmonApp(App[int]):
         self._commands.shutdown(wait=False, cancel_futures=True)
         self.source.close()
 
-    def watch_theme(self, theme: str) -> None:
-        # Views colour their text from theme variables: repaint them in the new colours.
+    def _theme_changed(self, theme: object) -> None:
+        # Views colour their text from theme variables: repaint them in the new
+        # colours, once they are there (the signal comes after the theme's CSS is
+        # refreshed; a repaint before that, e.g. the first one, kept the old ones).
         self._painted_version = -1
         if self._started:
-            self.call_after_refresh(self._repaint)
+            self._repaint()
 
     def on_resize(self) -> None:
         # The header and the tables fit their content to the width.

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from aclmon.errors import AclmonError
 from aclmon.tui import fmt
+from aclmon.tui.style import Fitted, key_values
 
 #: tensors whose statistics are computed (the rest are listed without them).
 MAX_STAT_TENSORS = 16
@@ -116,6 +117,19 @@ def decode_for_view(path: str, kind: str) -> DumpReport:
     return report
 
 
+def _file_head(path: str, kind: str, dim: Style) -> RenderableType:
+    """A file's name, then what it is and where: one line when it fits, else
+    key/value lines with the directory whole (folded, never cut)."""
+    name = Text(os.path.basename(path), style=Style(bold=True))
+    wide = name.copy()
+    wide.append(f"\n{kind} · {path}", style=dim)
+    narrow = Group(
+        name,
+        key_values([("kind", Text(kind)), ("dir", Text(os.path.dirname(path) or "."))], dim),
+    )
+    return Fitted(wide, narrow)
+
+
 def _histogram_line(counts: list[int], width: int = HIST_BINS) -> str:
     top = max(counts) if counts else 0
     return fmt.sparkline(counts[:width], min(width, len(counts)), top=float(top or 1))
@@ -123,10 +137,7 @@ def _histogram_line(counts: list[int], width: int = HIST_BINS) -> str:
 
 def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableType:
     dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
-    parts: list[RenderableType] = []
-    head = Text(os.path.basename(report.path), style=bold)
-    head.append(f"\n{report.kind} · {report.path}", style=dim)
-    parts.append(head)
+    parts: list[RenderableType] = [_file_head(report.path, report.kind, dim)]
     if report.error:
         parts.append(Text(f"\n{report.error}", style=bad))
     for n, (record, explained) in enumerate(report.records):
@@ -264,9 +275,9 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
 
     dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
     summary = dump.summary if isinstance(dump.summary, dict) else {}
-    head = Text(os.path.basename(dump.path), style=bold)
-    head.append(f"\n{dump.kind} · {fmt.size(dump.size)} · {dump.path}", style=dim)
-    parts: list[RenderableType] = [head]
+    parts: list[RenderableType] = [
+        _file_head(dump.path, f"{dump.kind} · {fmt.size(dump.size)}", dim)
+    ]
     if summary.get("error"):
         parts.append(Text(f"\n{summary['error']}", style=bad))
     op = " ".join(str(summary.get(k) or "") for k in ("op_type", "op_name")).strip()
@@ -277,9 +288,13 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
         stream = summary.get("stream_id")  # exception dump names carry none
         stream_text = "unknown" if stream is None else str(stream)
         ids = f"task {summary.get('task_id', '?')} · stream {stream_text}"
-        line = Text(f"\n{op}  ", style=bold)
+        line = Text(f"{op}  ", style=bold)
         line.append(ids, style=dim)
-        parts.append(line)
+        _key, found, name = op.rpartition("overflowed: ")
+        value = Text(name, style=bold)
+        value.append(f"\n{ids}", style=dim)
+        narrow = key_values([("overflowed" if found else "operator", value)], dim)
+        parts.extend([Text(""), Fitted(line, narrow)])
     records = summary.get("records")
     for n, item in enumerate(records if isinstance(records, (list, tuple)) else []):
         if not isinstance(item, dict):
@@ -296,16 +311,31 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
         table = Table(box=None, header_style=dim, pad_edge=False)
         for column in ("ROLE", "#", "DTYPE", "FORMAT", "SHAPE", "SIZE"):
             table.add_column(column, no_wrap=True)
+        narrow: list[tuple[str, RenderableType]] = []
         for t in tensors:
             if isinstance(t, dict):
                 shape = t.get("shape")
-                table.add_row(
-                    str(t.get("role", "")), str(t.get("index", "")), str(t.get("dtype", "")),
-                    str(t.get("format", "")),
+                role, index = str(t.get("role", "")), str(t.get("index", ""))
+                fields = (
+                    str(t.get("dtype", "")), str(t.get("format", "")),
                     fmt.shape(shape) if isinstance(shape, list | tuple) else "",
                     fmt.size(t["size"]) if isinstance(t.get("size"), int) else "",
                 )  # fmt: skip
+                table.add_row(role, index, *fields)
+                # the shape without spaces stays whole when the line wraps
+                narrow.append(
+                    (
+                        f"{role} {index}",
+                        Text(
+                            "  ".join(fields[:2])
+                            + "  "
+                            + fields[2].replace(" ", "")
+                            + "  "
+                            + fields[3]
+                        ),
+                    )
+                )
         parts.append(Text(""))
-        parts.append(table)
+        parts.append(Fitted(table, key_values(narrow, dim)))
     parts.append(Text("\nEnter decodes the file: records, tensors, statistics", style=dim))
     return Group(*parts)

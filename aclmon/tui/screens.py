@@ -18,10 +18,10 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 
 from aclmon import events as ev
-from aclmon.acl_constants import error_text
+from aclmon.acl_constants import error_name, error_text
 from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
-from aclmon.tui.style import middle, theme_style
+from aclmon.tui.style import Fitted, key_values, middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
 from aclmon.tui.vlist import VirtualList
@@ -60,6 +60,11 @@ class ScrollingModal(ModalScreen[ResultT]):
     the page keys). Its widgets are ``#<PREFIX>-box``, ``-title``, ``-scroll``, ``-body``."""
 
     PREFIX: ClassVar[str] = "modal"
+    # below 100 columns the box takes the whole screen (app.tcss: ``-narrow``)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"),
+        (100, "-wide"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "scroll(1)", "Down", show=False, id="modal.down"),
         Binding("up,k", "scroll(-1)", "Up", show=False, id="modal.up"),
@@ -145,19 +150,14 @@ class ExceptionDetail(ScrollingModal[str | None]):
         e = self.exception
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
+        # what identifies the failure first: the operator's type and name
         title = Text(f"{e.op_type or '(type not reported)'}  {e.op_name}", style=Style(bold=True))
-        title.append(f"  · {fmt.model_execution(e.model_name, e.execution)}")
-        self.query_one("#detail-title", Static).update(title)
-        head = Text()
-        head.append(error_text(e.error_code), style=bad)
-        head.append(
-            f"\n{fmt.utc_time(e.ts_ns)} UTC ({_relative(e.ts_ns, self.newest_ns)})"
-            f" · device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}",
-            style=dim,
-        )
-        if self.runtime_message:
-            head.append("\nruntime: ", style=dim)
-            head.append(self.runtime_message)
+        model = fmt.model_execution(e.model_name, e.execution)
+        narrow_title = title.copy()
+        narrow_title.append(f"\n{model}", style=dim)
+        title.append(f"  · {model}")
+        self.query_one("#detail-title", Static).update(Fitted(title, narrow_title))
+        head = Fitted(*_head(e, self.newest_ns, dim, bad))
         parts: list[RenderableType] = [
             head,
             Text(""),
@@ -165,6 +165,10 @@ class ExceptionDetail(ScrollingModal[str | None]):
             Text(""),
             tensor_table(f"OUTPUTS ({len(e.outputs)})", e.outputs, dim),
         ]
+        if self.runtime_message:  # after the tensors: it can be long
+            runtime = Text("\nruntime: ", style=dim)
+            runtime.append(self.runtime_message)
+            parts.append(runtime)
         self.query_one("#detail-body", Static).update(Group(*parts))
         files = Text(f"\nDUMP AND OVERFLOW FILES ({len(self.dumps)})", style=Style(bold=True))
         files.append(
@@ -212,6 +216,23 @@ class ExceptionDetail(ScrollingModal[str | None]):
         """Show a decoded file (or its progress) under the file list."""
         if self.is_attached:
             self.query_one("#detail-decoded", Static).update(Group(Text(""), renderable))
+
+
+def _head(
+    e: ev.AclException, newest_ns: int, dim: Style, bad: Style
+) -> tuple[RenderableType, RenderableType]:
+    """The error and where it happened: two lines when wide, key/value lines
+    (nothing cut, nothing broken mid-field) when narrow."""
+    when = f"{fmt.utc_time(e.ts_ns)} UTC ({_relative(e.ts_ns, newest_ns)})"
+    where = f"device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}"
+    wide = Text(error_text(e.error_code), style=bad)
+    wide.append(f"\n{when} · {where}", style=dim)
+    error = Text(f"{error_name(e.error_code)} ({e.error_code})", style=bad)
+    meaning = error_text(e.error_code).partition(": ")[2]
+    if meaning:
+        error.append(f"\n{meaning}")
+    narrow = key_values([("error", error), ("time", Text(when)), ("where", Text(where))], dim)
+    return wide, narrow
 
 
 def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.style import Style
+from rich.table import Table
 from textual.color import Color
 from textual.dom import DOMNode
 
@@ -57,3 +61,40 @@ def middle(text: str, width: int) -> str:
     head = (width - 1) // 2
     tail = width - 1 - head
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+class Fitted:
+    """``wide`` where its natural width fits the width it is drawn at, else
+    ``narrow`` (the same fields as key/value lines): a detail never cuts a
+    table's cells when the terminal is narrow."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType) -> None:
+        self.wide = wide
+        self.narrow = narrow
+
+    def fits(self, console: Console, width: int) -> bool:
+        unbounded = console.options.update_width(10_000)
+        return Measurement.get(console, unbounded, self.wide).maximum <= width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.wide if self.fits(console, options.max_width) else self.narrow
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        narrow = Measurement.get(console, options, self.narrow)
+        wide = Measurement.get(console, options, self.wide)
+        return Measurement(narrow.minimum, max(narrow.maximum, wide.maximum))
+
+
+def key_values(rows: Iterable[tuple[str, RenderableType]], dim: Style, title: str = "") -> Table:
+    """One field a line: the key (dim) in a column of its own, the value beside
+    it wrapping under itself, never cut."""
+    table = Table.grid(padding=(0, 2))
+    if title:
+        table.title = title
+        table.title_justify = "left"
+        table.title_style = Style(bold=True)
+    table.add_column(style=dim, no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table

@@ -77,7 +77,7 @@ class VirtualList(ScrollView, can_focus=True):
         self._count = 0
         self.cursor = -1  # absolute; -1 = no rows yet
         self.follow = True
-        self._cache: LRUCache[tuple[int, int, bool], Strip] = LRUCache(512)
+        self._cache: LRUCache[tuple[int, int, Style], Strip] = LRUCache(512)
         self._cache_theme = ""
 
     # ---------------------------------------------------------------- data
@@ -185,11 +185,13 @@ class VirtualList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         index = self._offset + row
         selected = index == self.cursor
-        key = (index, width, selected)
+        style = base + self.get_component_rich_style("vlist--cursor") if selected else base
+        # keyed by the style too: the cursor's differs with focus, and both with the
+        # theme's colours, which are new only once the theme's CSS is refreshed
+        key = (index, width, style)
         strip = self._cache.get(key)
         if strip is None:
             text = self._renderer(index, width)
-            style = base + self.get_component_rich_style("vlist--cursor") if selected else base
             text.stylize_before(style)
             segments = list(text.render(self.app.console, end=""))
             strip = Strip(

@@ -132,10 +132,11 @@ def fleet_of(hosts: int, per_host: int, failing: set[int]) -> FixedFeed:
     return FixedFeed(batches)
 
 
+@pytest.mark.parametrize("theme", ["aclmon-dark", "aclmon-light"])
 @pytest.mark.parametrize(("size", "hosts"), [((160, 48), 16), ((80, 24), 2)])
-def test_fleet_screen_snapshot(snap_compare, size, hosts):
+def test_fleet_screen_snapshot(snap_compare, size, hosts, theme):
     feed = fleet_of(hosts, 8, failing={1009, 1003})
-    app = FleetApp(feed, FleetStore(), interval=0.05, theme="aclmon-dark")
+    app = FleetApp(feed, FleetStore(), interval=0.05, theme=theme)
     assert snap_compare(app, terminal_size=size)
 
 

@@ -278,3 +278,20 @@ async def test_play_started_before_the_index_has_a_frame_starts_at_the_first_eve
         assert 0 < app.engine.position < 3000  # moving from the first event, not stuck at 0
         want = sum(1 for e in events if e.ts_ns < events[0].ts_ns + 200_000_000)
         assert app.engine.position == want
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
+async def test_the_timeline_status_never_wraps_over_its_bar(recorded, size):
+    path, _ = recorded
+    app = make_app(path)
+    async with app.run_test(size=size) as pilot:
+        timeline = app.screen.query_one("#timeline")
+
+        def shown() -> list[str]:
+            lines = timeline.render_lines(timeline.region.reset_offset)
+            return ["".join(s.text for s in line).rstrip() for line in lines]
+
+        await wait_for(pilot, lambda: "ahead" in shown()[0])
+        status, bar = shown()
+        assert status.startswith(" ⏸ paused x1  10:00:00") and "ahead 29✖ 13▲" in status
+        assert bar.lstrip().startswith("●") and "✖" in bar and "ahead" not in bar

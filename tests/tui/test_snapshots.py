@@ -7,8 +7,15 @@ look at every SVG in tests/tui/__snapshots__ before committing it.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from tui_helpers import make_app
+from tui_helpers import make_app, over_the_wire
+from tui_scenario import build_events
+
+from aclmon.bus.recording import RecordingWriter
+from aclmon.tui.replay import build_app
+from aclmon.tui.replay.inputs import find_inputs
 
 THEMES = ("aclmon-dark", "aclmon-light")
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
@@ -44,3 +51,27 @@ def test_profiling_pending_and_reply(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app(), run_before=edit_and_apply, terminal_size=(160, 48))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("theme", THEMES)
+def test_replay(snap_compare, tmp_path, theme, size):
+    """The scenario as a recording, replayed to its end: the Exceptions view over
+    the timeline (its status on one line above the bar, at 80 columns too)."""
+    path = tmp_path / "scenario.aclmrec"
+    with RecordingWriter(path, {"source": "test"}) as writer:
+        for event in over_the_wire(build_events()):
+            writer.write(event)
+    # no timer in the way: the test drives the app, a still clock
+    app = build_app(find_inputs(path), interval=30.0, clock=lambda: 0.0, theme=theme)
+
+    async def to_the_end(pilot):
+        while not (app.engine.index.indexed and app.engine.ready):
+            await asyncio.sleep(0.02)
+        await pilot.press("2", "E")
+        while app.engine.position < len(app.engine):
+            await asyncio.sleep(0.02)
+        app.tick()
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=to_the_end, terminal_size=SIZES[size])

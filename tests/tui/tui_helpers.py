@@ -105,6 +105,14 @@ def static_text(app: AclmonApp, selector: str) -> str:
     return console.export_text()
 
 
+def screen_text(app: AclmonApp) -> str:
+    """What the terminal shows now, as plain text (the lines a snapshot draws)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text()
+
+
 async def wait_for(pilot, predicate, timeout: float = 3.0) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout

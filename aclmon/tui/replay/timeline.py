@@ -30,6 +30,8 @@ class Timeline(Static):
     Timeline {
         height: 2;
         background: $surface;
+        text-wrap: nowrap;  /* the status never wraps over the bar */
+        text-overflow: ellipsis;
     }
     """
 
@@ -80,15 +82,25 @@ class Timeline(Static):
         else:
             line.append(" ⏸ paused ", style=Style(bold=True))
         line.append(f"x{_speed_label(self.speed)}  ", style=Style(bold=True))
+        # narrow: the times and what is ahead first, in fewer words (the rest may be cut)
+        narrow = self.size.width < 110
         if now:
-            line.append(f"{fmt.utc_time(now)} UTC  ")
-            line.append(f"{_clock(now - first)} / {_clock(last - first)}  ", style=dim)
-        line.append(f"event {pos:,} / {n:,}", style=dim)
+            line.append(f"{fmt.utc_time(now)}{'' if narrow else ' UTC'}  ")
+            sep = "/" if narrow else " / "
+            line.append(f"{_clock(now - first)}{sep}{_clock(last - first)}  ", style=dim)
         exceptions, overflows = engine.markers(EXCEPTION), engine.markers(OVERFLOW)
         ahead_exc = _count_after(exceptions, pos)
         ahead_ovf = _count_after(overflows, pos)
-        if ahead_exc or ahead_ovf:
-            line.append(f"  ·  ahead: {ahead_exc} exception(s), {ahead_ovf} overflow(s)", style=dim)
+        if narrow:
+            if ahead_exc or ahead_ovf:
+                line.append(f"ahead {ahead_exc}✖ {ahead_ovf}▲  ", style=dim)
+            line.append(f"event {pos:,}/{n:,}", style=dim)
+        else:
+            line.append(f"event {pos:,} / {n:,}", style=dim)
+            if ahead_exc or ahead_ovf:
+                line.append(
+                    f"  ·  ahead: {ahead_exc} exception(s), {ahead_ovf} overflow(s)", style=dim
+                )
         if not engine.ready:
             done = engine.scanned / n if n else 0.0
             line.append(f"  ·  indexing {done:.0%}", style=busy)

@@ -175,36 +175,51 @@ class DevicesView(FilteredView):
         return table
 
     def _host_line(self, s: StoreState) -> RenderableType:
+        """pid, host and the job's command (its script first, cut in the middle to
+        fit), then the process's usage; on two lines when one would wrap."""
         dim = theme_style(self, "aclmon-dim")
-        text = Text("HOST  ", style=dim + Style(bold=True))
+        width = max(40, (self.size.width or 160) - 4)  # the panel's padding, the scrollbar
+        text = Text("HOST  ", style=dim + Style(bold=True), no_wrap=True, overflow="ellipsis")
+        usage = Text()
+        if s.host is None:
+            usage.append("no host sample yet", style=dim)
+        else:
+            usage.append("cpu ")
+            usage.append(
+                fmt.sparkline(s.host_cpu_history, 12, top=100.0),
+                style=theme_style(self, "aclmon-spark"),
+            )
+            usage.append(
+                f" {s.host.cpu_percent:5.1f}%   rss {fmt.size(s.host.rss)}"
+                f"   threads {s.host.threads}"
+            )
         if s.hello:
             text.append(f"pid {s.hello.pid} on {s.hello.host}  ")
-            text.append(middle(command_line(s.hello.argv), 60), style=dim)
-            text.append("  ")
-        if s.host is None:
-            text.append("no host sample yet", style=dim)
-            return text
-        text.append("cpu ")
-        text.append(
-            fmt.sparkline(s.host_cpu_history, 12, top=100.0),
-            style=theme_style(self, "aclmon-spark"),
-        )
-        text.append(
-            f" {s.host.cpu_percent:5.1f}%   rss {fmt.size(s.host.rss)}   threads {s.host.threads}"
-        )
+            command = command_line(s.hello.argv)
+            room = width - len(text) - 2 - len(usage)
+            if room < min(len(command), 24):  # the command keeps the first line's rest
+                text.append(middle(command, width - len(text)), style=dim)
+                text.append("\n      ")
+            else:
+                text.append(middle(command, min(60, room)), style=dim)
+                text.append("  ")
+        text.append_text(usage)
         return text
 
     def _logs(self, s: StoreState) -> RenderableType:
-        """The agent's newest log lines (warnings and errors stand out)."""
+        """The agent's newest log lines (warnings and errors stand out), one line
+        each: cut in the middle (a path's end stays) where they are too long."""
         dim = theme_style(self, "aclmon-dim")
         styles = {"error": theme_style(self, "aclmon-bad", bold=True),
                   "warning": theme_style(self, "aclmon-busy")}  # fmt: skip
-        text = Text("LOG  ", style=dim + Style(bold=True))
+        room = max(20, (self.size.width or 160) - 4 - 22)  # "LOG  ", time and level
+        text = Text("LOG  ", style=dim + Style(bold=True), no_wrap=True, overflow="ellipsis")
         for n, line in enumerate(list(s.logs)[-3:]):
             if n:
                 text.append("\n     ")
             text.append(f"{fmt.utc_time(line.ts_ns, with_ms=False)} {line.level:<7} ", style=dim)
-            text.append(line.text[:200], style=styles.get(line.level, Style()))
+            first = line.text.split("\n", 1)[0]
+            text.append(middle(first, room), style=styles.get(line.level, Style()))
         return text
 
     def _models(self, s: StoreState) -> RenderableType:

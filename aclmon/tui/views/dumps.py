@@ -34,6 +34,9 @@ from aclmon.tui.views.listview import Column, ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 OVERFLOW_GROUP = "Overflow records"
+#: below this width the detail pane moves under the list (beside it, at 100
+#: columns, the list's file names and the pane would both be cut short)
+NARROW = 120
 
 
 def dump_text(d: ev.DumpFileSeen) -> str:
@@ -253,7 +256,7 @@ class DumpsView(ListView):
 
     def on_resize(self) -> None:
         super().on_resize()
-        self.set_class(self.width < 100, "-narrow")
+        self.set_class(self.width < NARROW, "-narrow")
 
     def source_rows(self) -> tuple[list[Any], int]:
         assert self.store is not None
@@ -290,7 +293,7 @@ class DumpsView(ListView):
         if self.store is None or not self.is_mounted:
             return
         # Narrow: the list above the detail (key/value lines read better full width).
-        self.set_class(self.width < 100, "-narrow")
+        self.set_class(self.width < NARROW, "-narrow")
         super().redraw()
         if self.grouped and self._rows and not self._placed:
             # A directory is read top down: start on the first file, not following the end.
@@ -376,7 +379,12 @@ class DumpsView(ListView):
         text.append(f"  {fmt.size(entry.size):>9}  ")
         if entry.kind == "overflow":  # its file name is the debug task's: name the operator
             summary = entry.summary if isinstance(entry.summary, dict) else {}
-            text.append(f"→ {overflowing_operator(summary)}  ", style=Style(bold=True))
+            target = f"→ {overflowing_operator(summary)}"
+            room = width - len(text)
+            if room < len(target) + 14:  # the operator first; the file's name if it fits
+                text.append(middle(target, room), style=Style(bold=True))
+                return text
+            text.append(f"{target}  ", style=Style(bold=True))
         name_width = max(8, width - len(text))
         text.append(middle(os.path.basename(entry.path), name_width))
         return text

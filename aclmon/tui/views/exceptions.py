@@ -30,12 +30,28 @@ class Group(NamedTuple):
     count: int
 
 
+#: words of an error's name shortened, in this order, while it does not fit
+ABBREVIATIONS = (
+    ("EXCEPTION", "EXC"), ("OVER_FLOW", "OVF"), ("OVERFLOW", "OVF"), ("TIMEOUT", "TMO"),
+    ("AICORE", "AIC"), ("VECTOR_CORE", "VEC"), ("INTERNAL", "INT"), ("ERROR", "ERR"),
+    ("DEVICE", "DEV"), ("STREAM", "STRM"), ("MEMORY", "MEM"),
+)  # fmt: skip
+
+
 def short_error(code: int, width: int) -> str:
-    """The error's name, without the ``ACL_ERROR_RT_``/``ACL_ERROR_`` prefix when narrow."""
+    """The error's name in ``width`` characters: whole when it fits, else without
+    the ``ACL_ERROR_RT_``/``ACL_ERROR_`` prefix, then with its long words
+    shortened (``AICORE_TRAP_EXCEPTION`` -> ``AIC_TRAP_EXC``), and only then cut
+    with an ellipsis. The numeric code beside it identifies the error anyway."""
     name = error_name(code)
-    if len(name) > width:
-        name = name.removeprefix("ACL_ERROR_RT_").removeprefix("ACL_ERROR_")
-    return name[:width]
+    if len(name) <= width:
+        return name
+    name = name.removeprefix("ACL_ERROR_RT_").removeprefix("ACL_ERROR_")
+    for word, short in ABBREVIATIONS:
+        if len(name) <= width:
+            break
+        name = name.replace(word, short)
+    return name if len(name) <= width else middle(name, width) if width > 8 else name[:width]
 
 
 def exception_text(e: ev.AclException) -> str:
@@ -58,7 +74,7 @@ def columns_for(width: int) -> Columns:
     rest = max(0, width - 46)  # time, dev, stream, task, code and the gaps
     op_type = 16 if width >= 120 else 0
     rest -= op_type + (2 if op_type else 0)
-    error = min(30, max(10, rest // 3))
+    error = min(30, max(12, rest // 3))
     op = max(12, rest - error - 2)
     return Columns(op, op_type, error)
 
@@ -166,7 +182,7 @@ class ExceptionsView(ListView):
         return self.sorted(rows)
 
     def columns(self, width: int) -> list[Column]:
-        c = columns_for(width)
+        c = columns_for(width - (7 if self.grouped else 0))  # the COUNT column
         return [
             Column("TIME (UTC)", 12, sort="time"),
             Column("DEV", 3, right=True, sort="device"),
@@ -209,7 +225,7 @@ class ExceptionsView(ListView):
 
     def render_row(self, row: Any, width: int) -> Text:
         e, count = (row.last, row.count) if isinstance(row, Group) else (row, 1)
-        c = columns_for(width)
+        c = columns_for(width - (7 if self.grouped else 0))
         dim = theme_style(self, "aclmon-dim")
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {fmt.utc_time(e.ts_ns):<12}  ", style=dim)
