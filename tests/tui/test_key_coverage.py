@@ -46,7 +46,10 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "devices.destroyed": ("test_devices_tree_hides_destroyed_streams_and_filters_by_text",),
     "exceptions.follow": ("test_follow_mode_and_new_count_when_scrolled_away",),
     "exceptions.group": ("test_c_groups_identical_exceptions_with_a_count_and_enter_opens_the_newest",),
-    "exceptions.logs": ("test_an_exception_shows_the_log_lines_of_its_process_within_a_second",),
+    "exceptions.logs": (
+        "test_an_exception_shows_the_log_lines_of_its_process_within_a_second",
+        "test_l_lists_the_lines_near_the_exception_in_the_order_they_were_logged",
+    ),
     "profiling.down": ("test_stray_keys_in_the_profiling_view_send_nothing",),
     "profiling.up": (
         "test_stray_keys_in_the_profiling_view_send_nothing",

@@ -5,7 +5,9 @@ scroll keys' other names, the Devices view's arrow keys and the picker's q."""
 from __future__ import annotations
 
 from tui_helpers import SIZE, make_app, static_text
+from tui_scenario import build_events
 
+from aclmon import events as ev
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
 
 
@@ -30,12 +32,58 @@ async def test_c_groups_identical_exceptions_with_a_count_and_enter_opens_the_ne
         assert "COUNT" in static_text(app, "#exceptions-header")
         conv = next(i for i in range(3) if view.row_at(i).count == 6)
         assert view.row_at(conv).first.task_id == 1000 and view.row_at(conv).last.task_id == 1005
+        # the COUNT column takes its room from the others: every row still fits
+        width = view.vlist.scrollable_content_region.width
+        assert all(view.render_row(view.row_at(i), width).cell_len <= width for i in range(3))
         view.vlist.move_cursor_to(conv)
         await pilot.press("enter")
         assert isinstance(app.screen, ExceptionDetail) and app.screen.exception.task_id == 1005
         await pilot.press("escape")
         await pilot.press("c")
         assert not view.grouped and view.vlist.row_count == 8
+
+
+async def test_l_lists_the_lines_near_the_exception_in_the_order_they_were_logged():
+    events = build_events()
+    e = [x for x in events if isinstance(x, ev.AclException)][-3]
+    pid = events[0].pid
+    # the job's stdout arrives at once; the plog line logged before it a poll later
+    said = ev.LogLine(
+        60_001,
+        e.ts_ns + 10**6,
+        "info",
+        "exception callback",
+        "stdout",
+        pid,
+        "python",
+        e.ts_ns + 5 * 10**6,
+        "",
+        "",
+    )
+    logged = ev.LogLine(
+        60_002,
+        e.ts_ns + 10**8,
+        "error",
+        f"task_id={e.task_id} failed",
+        "RUNTIME",
+        pid,
+        "python",
+        e.ts_ns + 10**6,
+        "stream.cc:1",
+        "/plog/p.log",
+    )
+    app = make_app(events=[*events, said, logged])  # fmt: skip
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+        view.vlist.move_cursor_to(next(i for i in range(8) if view.exception_at(i) == e))
+        await pilot.press("l")
+        logs = app.logs_view
+        assert app.current_view == "logs" and logs.window is not None
+        shown = [logs.line_at(logs.vlist.first_index + i) for i in range(logs.vlist.row_count)]
+        assert [line.seq for line in shown if line.seq > 60_000] == [60_002, 60_001]
+        times = [line.logged_ns or line.ts_ns for line in shown]
+        assert times == sorted(times)
 
 
 async def test_the_detail_without_files_closes_on_enter_and_scrolls_with_space():

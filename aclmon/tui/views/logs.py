@@ -232,6 +232,13 @@ class LogsView(ListView):
             out.append(line)
         return out
 
+    def order_rows(self, rows: list[Any]) -> list[Any]:
+        if self.window is not None and self.sort == self.default_sort and not self.sort_reverse:
+            # around an exception, in the order they were logged (as its detail lists
+            # them): the job's stdout arrives at once, its plog lines a poll later
+            return sorted(rows, key=line_time)
+        return super().order_rows(rows)
+
     def columns(self, width: int) -> list[Column]:
         return [
             Column("TIME (UTC)", 12, sort="time"),
