@@ -74,6 +74,9 @@ class HeaderBar(Static):
             text.append(f"● {state}", style=theme_style(self, "aclmon-busy", bold=True))
         if reason and state != CONNECTED:
             text.append(f" ({middle(reason, 60 if not compact else 30)})", style=dim)
+        if source.readonly and compact:
+            # before the figures, which a narrow line cuts first
+            text.append("  │ read-only", style=dim)
         c = s.counters
         text.append("  │ ", style=dim)
         text.append(f"{fmt.count(events_per_s)} ev/s", style=Style(bold=True))
@@ -90,7 +93,7 @@ class HeaderBar(Static):
         if source.recording:
             text.append("  │ ", style=dim)
             text.append("⏺ REC", style=bad)
-        if source.readonly:
+        if source.readonly and not compact:
             text.append("  │ read-only", style=dim)
         if s.newest_ts_ns and not compact:
             text.append(f"  │ {fmt.utc_time(s.newest_ts_ns, with_ms=False)} UTC", style=dim)
