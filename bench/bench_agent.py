@@ -34,6 +34,9 @@ Figures:
   the publisher has taken and finished every record the loop left in its ring
   (waiting without CPU), so all the work the agent does for those calls is in it,
   and none of it spills into the next arm.
+* ``hook_viewer_ns``: ``hook_ns`` with a viewer (another process) connected and
+  reading everything: the publisher then builds, observes, packs and sends every
+  event. ``hook_viewer_over_floor``: over the floor arm of those same rounds.
 * ``exception_us``: the agent's exception callback per exception (ids,
   ``create_and_get_op_desc``, every tensor desc, destroy, publish), on a real
   sim exception-info handle.
@@ -181,6 +184,17 @@ time.sleep(600)  # never polls: stops reading once it holds 1000 events
 """
 
 
+READING_VIEWER = """
+import sys
+from aclmon.bus.subscriber import Subscriber
+viewer = Subscriber(sys.argv[1], readonly=True).start()
+assert viewer.wait_connected(20)
+print("connected", flush=True)
+while True:
+    viewer.poll(100_000, 0.05)  # takes everything, keeps nothing
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=31, help="rounds of the hook loops")
@@ -314,6 +328,40 @@ def main() -> int:
         f" (per round: quartiles {', '.join(f'{q:.2f}' for q in hook_ratio_spread)})"
     )
 
+    # ---- the same with a viewer (another process) reading everything: the publisher
+    # builds, observes and packs each event, and sends it
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    )
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READING_VIEWER, agent.address],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert reader.stdout is not None and reader.stdout.readline().strip() == "connected"
+    viewer_rows: list[tuple[float, float]] = []
+    for _ in range(args.rounds):
+        names = ["bare", "hooked", "floor"]
+        order.shuffle(names)
+        got = {name: arm(name) for name in names}
+        viewer_rows.append(
+            (
+                (got["hooked"][1] - got["bare"][1]) / n,
+                (got["floor"][1] - got["bare"][1]) / n,
+            )
+        )
+    reader.kill()
+    reader.wait()
+    reader.stdout.close()
+    hooks.install()
+    viewer_ns = statistics.median(r[0] for r in viewer_rows)
+    viewer_floor_ns = statistics.median(r[1] for r in viewer_rows)
+    print(
+        f"synchronize_stream with a viewer reading: +{viewer_ns:5.0f} ns CPU"
+        f" ({viewer_ns / viewer_floor_ns:.2f}x the floor, +{viewer_floor_ns:.0f} ns, of the same rounds)"
+    )
+
     # ---- model workload
     model_cpu, model_wall = [], []
     for round_index in range(args.workload_rounds):
@@ -361,9 +409,6 @@ def main() -> int:
     print(f"exception callback: {exception_us:.1f} us CPU, {exception_wall_us:.1f} us wall")
 
     # ---- stalled viewer (another process) against no viewer
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
-    )
 
     def connect_stalled() -> subprocess.Popen:
         viewer = subprocess.Popen(
@@ -418,6 +463,8 @@ def main() -> int:
         "exception_us": round(exception_us, 2),
         "stalled_viewer_ratio": round(statistics.median(stalled_cpu), 4),
         "model_loop_ratio": round(statistics.median(model_cpu), 4),
+        "hook_viewer_ns": round(viewer_ns, 1),
+        "hook_viewer_over_floor": round(viewer_ns / viewer_floor_ns, 3),
         "hook_no_event_ns": round(quiet_ns, 1),
         "hook_without_bus_ns": round(own_ns, 1),
         "hook_wall_ns": round(hook_wall_ns, 1),

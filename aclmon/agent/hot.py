@@ -24,6 +24,7 @@ and announces them. The wrappers' local names ``start``, ``end``, ``name``,
 
 from __future__ import annotations
 
+import linecache
 import sys
 import threading
 import time
@@ -119,7 +120,10 @@ def _compile(function: str, fields: str) -> Callable[..., Wrapper]:
     """The factory of the recording wrapper ``function`` (see ``_RECORDING_WRAPPER``)."""
     namespace: dict[str, Any] = {"__name__": __name__, "_perf_ns": _perf_ns}
     source = _RECORDING_WRAPPER.format(function=function, fields=fields)
-    exec(compile(source, f"<{__name__} {function}>", "exec"), namespace)
+    filename = f"<{__name__} {function}>"
+    # A traceback through the wrapper (the job's own call raising) shows its lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
     return namespace["make"]  # type: ignore[no-any-return]
 
 

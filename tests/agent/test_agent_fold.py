@@ -261,3 +261,20 @@ def test_a_late_viewer_gets_the_folded_history_and_numbers_without_a_hole(tmp_pa
         if subscriber is not None:
             subscriber.close()
         publisher.close()
+
+
+def test_the_jobs_exception_passes_through_and_its_traceback_shows_the_wrapper_line():
+    import traceback
+
+    job = _Job()
+
+    def original(stream: int) -> int:
+        raise RuntimeError("the runtime's own error")
+
+    sync = hot.synchronize(job.ctx, "rt.synchronize_stream", original, lambda *a: None)
+    try:
+        sync(0xB0)
+    except RuntimeError as exc:
+        text = "".join(traceback.format_exception(exc))
+    assert "result = original(*args, **kwargs)" in text
+    assert not job.sink.ring and not job.ctx.failures  # nothing recorded, nothing failed
