@@ -333,13 +333,25 @@ def main() -> int:
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
     )
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READING_VIEWER, agent.address],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert reader.stdout is not None and reader.stdout.readline().strip() == "connected"
+
+    def start_viewer(script: str) -> subprocess.Popen:
+        """A viewer process running ``script``, once it says it is connected."""
+        viewer = subprocess.Popen(
+            [sys.executable, "-c", script, agent.address],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert viewer.stdout is not None and viewer.stdout.readline().strip() == "connected"
+        return viewer
+
+    def disconnect(viewer: subprocess.Popen) -> None:
+        viewer.kill()
+        viewer.wait()
+        assert viewer.stdout is not None
+        viewer.stdout.close()
+
+    reader = start_viewer(READING_VIEWER)
     viewer_rows: list[tuple[float, float]] = []
     for _ in range(args.rounds):
         names = ["bare", "hooked", "floor"]
@@ -351,9 +363,7 @@ def main() -> int:
                 (got["floor"][1] - got["bare"][1]) / n,
             )
         )
-    reader.kill()
-    reader.wait()
-    reader.stdout.close()
+    disconnect(reader)
     hooks.install()
     viewer_ns = statistics.median(r[0] for r in viewer_rows)
     viewer_floor_ns = statistics.median(r[1] for r in viewer_rows)
@@ -411,24 +421,12 @@ def main() -> int:
     # ---- stalled viewer (another process) against no viewer
 
     def connect_stalled() -> subprocess.Popen:
-        viewer = subprocess.Popen(
-            [sys.executable, "-c", STALLED_VIEWER, agent.address],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert viewer.stdout is not None and viewer.stdout.readline().strip() == "connected"
+        viewer = start_viewer(STALLED_VIEWER)
         before = agent.publisher.dropped
         deadline = time.monotonic() + 15
         while agent.publisher.dropped == before and time.monotonic() < deadline:
             job.model_loop(0.1)  # until the publisher drops for it: the stalled state
         return viewer
-
-    def disconnect(viewer: subprocess.Popen) -> None:
-        viewer.kill()
-        viewer.wait()
-        assert viewer.stdout is not None
-        viewer.stdout.close()
 
     stalled_cpu, stalled_wall = [], []
     for round_index in range(args.workload_rounds):
