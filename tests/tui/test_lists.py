@@ -4,10 +4,10 @@ on a tab switches view; the footer keeps Help and Quit at 80 columns."""
 
 from __future__ import annotations
 
-from textual.widgets._footer import FooterKey
 from tui_helpers import SIZE, make_app, static_text
 
-from aclmon.tui.screens import ExceptionDetail
+from aclmon.tui.footer import FooterKey
+from aclmon.tui.screens import ExceptionDetail, HelpScreen
 from aclmon.tui.views import DumpsView, ExceptionsView, LogsView
 from aclmon.tui.views.filterbar import FilterBar
 
@@ -175,3 +175,31 @@ def test_log_lines_near_an_exception_come_in_the_order_they_were_logged():
     ]
     near = lines_near(arrived, exception, 42)
     assert [line.seq for line in near] == [2, 3, 1]
+
+
+async def test_the_cursor_row_is_drawn_otherwise_once_its_list_loses_the_focus():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        vlist = app.exceptions_view.vlist
+        row = vlist.cursor - vlist.first_index - round(vlist.scroll_y)
+        focused = list(vlist.render_line(row))
+        await pilot.press("slash")  # the focus goes to the filter line
+        await pilot.pause()
+        assert app.focused is not vlist
+        assert list(vlist.render_line(row)) != focused
+
+
+async def test_a_click_on_a_footer_key_does_what_the_key_does():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        keys = {k.action: k for k in app.screen.query(FooterKey)}
+        assert not app.devices_view.show_destroyed
+        await pilot.click(keys["toggle_destroyed"])
+        await pilot.pause()
+        assert app.devices_view.show_destroyed
+        await pilot.click(keys["help"])
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer
 
 from aclmon.errors import AclmonError
 from aclmon.store.replay import (
@@ -25,6 +24,7 @@ from aclmon.store.replay import (
     parse_seek_time,
 )
 from aclmon.tui.app import AclmonApp
+from aclmon.tui.footer import FittingFooter
 from aclmon.tui.replay.inputs import ReplayInputs
 from aclmon.tui.replay.sources import LateIndex, RecordingSource, recording_warnings
 from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
@@ -102,7 +102,7 @@ class ReplayApp(AclmonApp):
     def compose(self) -> ComposeResult:
         # Reuse the live frame as is; add the timeline above the footer.
         for widget in super().compose():
-            if isinstance(widget, Footer):
+            if isinstance(widget, FittingFooter):
                 yield self.timeline
             yield widget
 
