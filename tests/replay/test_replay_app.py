@@ -295,3 +295,21 @@ async def test_the_timeline_status_never_wraps_over_its_bar(recorded, size):
         status, bar = shown()
         assert status.startswith(" ⏸ paused x1  10:00:00") and "ahead 29✖ 13▲" in status
         assert bar.lstrip().startswith("●") and "✖" in bar and "ahead" not in bar
+
+
+async def test_r_reverses_a_lists_sort_in_a_replay_as_live_and_S_still_seeks_the_start(recorded):
+    path, _events = recorded
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine.ready)
+        await pilot.press("E")
+        await wait_for(pilot, lambda: not app.seeking)
+        await pilot.press("2", "s", "r")
+        view = app.exceptions_view
+        assert view.sort == "device" and view.sort_reverse
+        assert "sorted by device reversed" in text_of(app, "#exceptions-status")
+        await pilot.press("S")
+        await wait_for(pilot, lambda: not app.seeking)
+        assert app.engine.position == 0 and view.sort_reverse  # S seeks, it does not reverse
+        await pilot.press("r")
+        assert not view.sort_reverse

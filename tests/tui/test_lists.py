@@ -54,7 +54,7 @@ async def test_a_double_click_opens_the_row_and_a_header_click_sorts():
         assert isinstance(app.screen, ExceptionDetail) and app.screen.exception.task_id == 2001
 
 
-async def test_s_cycles_the_sort_and_S_reverses_it_in_exceptions_dumps_and_logs():
+async def test_s_cycles_the_sort_and_r_reverses_it_in_exceptions_dumps_and_logs():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
@@ -62,12 +62,12 @@ async def test_s_cycles_the_sort_and_S_reverses_it_in_exceptions_dumps_and_logs(
         assert list(view.SORTS) == ["time", "device", "op", "code", "model"]
         await pilot.press("s", "s")  # op
         assert view.sort == "op" and tasks(view)[0] == 37  # bert/… sorts first
-        await pilot.press("S")
+        await pilot.press("r")
         assert view.sort_reverse and tasks(view)[-1] == 37
         assert "sorted by op reversed" in static_text(app, "#exceptions-status")
         await pilot.press("s", "s", "s")  # back to time, still reversed: newest first
         assert view.sort == "time" and tasks(view)[0] == 37 and not view.plain
-        await pilot.press("S")
+        await pilot.press("r")
         assert view.plain and view.vlist.first_index == 0
 
         await pilot.press("4")

@@ -145,7 +145,8 @@ class ListView(FilteredView):
         Binding("n", "match(1)", "Next match", show=False, id="filter.next"),
         Binding("N", "match(-1)", "Previous match", show=False, id="filter.previous"),
         Binding("s", "next_sort", "Sort", id="sort.next"),
-        Binding("S", "reverse_sort", "Reverse sort", show=False, id="sort.reverse"),
+        # r as in the Profiling view's operator table; S is a replay's "to the start"
+        Binding("r", "reverse_sort", "Reverse sort", show=False, id="sort.reverse"),
     ]
     SEARCHABLE = True
     REDRAWN_BY = ("sort", "sort_reverse")
@@ -235,7 +236,7 @@ class ListView(FilteredView):
             # without a text, n/N go on to the app (a replay's next/previous marker)
             return bool(self.filter_text)
         if action == "reverse_sort":
-            return self.key("sort.reverse", "S") not in self.app_keys
+            return self.key("sort.reverse", "r") not in self.app_keys
         return super().check_action(action, parameters)
 
     def watch_filter_text(self) -> None:
