@@ -62,6 +62,12 @@ def make_app(path, **kwargs) -> ReplayApp:
     return build_app(find_inputs(path), **kwargs)
 
 
+async def seek_key(pilot, key: str) -> None:
+    """Press a key that seeks (``E``, ``S``…) and wait until the seek is done."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: not pilot.app.seeking)
+
+
 def first_index(events, predicate) -> int:
     return next(i for i, e in enumerate(events) if predicate(e))
 
@@ -249,8 +255,7 @@ async def test_a_file_cut_while_open_gives_a_notice_not_a_traceback(recorded):
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine.ready)
-        await pilot.press("E")
-        await wait_for(pilot, lambda: not app.seeking)
+        await seek_key(pilot, "E")
         await pilot.press("S")
         os.truncate(path, os.path.getsize(path) // 3)
         await pilot.press("space")
@@ -302,14 +307,12 @@ async def test_r_reverses_a_lists_sort_in_a_replay_as_live_and_S_still_seeks_the
     app = make_app(path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine.ready)
-        await pilot.press("E")
-        await wait_for(pilot, lambda: not app.seeking)
+        await seek_key(pilot, "E")
         await pilot.press("2", "s", "r")
         view = app.exceptions_view
         assert view.sort == "device" and view.sort_reverse
         assert "sorted by device reversed" in text_of(app, "#exceptions-status")
-        await pilot.press("S")
-        await wait_for(pilot, lambda: not app.seeking)
+        await seek_key(pilot, "S")
         assert app.engine.position == 0 and view.sort_reverse  # S seeks, it does not reverse
         await pilot.press("r")
         assert not view.sort_reverse
