@@ -222,14 +222,13 @@ class AclmonApp(App[int]):
         self.theme = self._wanted_theme
         for problem in self.theme_problems:
             # Said once, at start: a broken theme file is skipped, not silently.
-            self.log.warning(f"theme skipped: {problem}")
-            self.notify(f"theme skipped: {problem}", severity="warning", timeout=8)
+            self._report_once(f"theme skipped: {problem}")
         if self.user_keymap:
             unknown = sorted(set(self.user_keymap) - self.binding_ids())
             if unknown:
-                message = f"keymap: unknown binding id(s) {', '.join(unknown)} (see ? for ids)"
-                self.log.warning(message)
-                self.notify(message, severity="warning", timeout=8)
+                self._report_once(
+                    f"keymap: unknown binding id(s) {', '.join(unknown)} (see ? for ids)"
+                )
             self.set_keymap(self.user_keymap)
         app_keys = frozenset(
             key.strip()
@@ -254,6 +253,14 @@ class AclmonApp(App[int]):
         self._started = False
         self._commands.shutdown(wait=False, cancel_futures=True)
         self.source.close()
+
+    def _report_once(self, message: str) -> None:
+        """A problem with the viewer's own settings: a notice, and a warning line
+        of aclmon's own in the Logs view (state, ``seq`` 0, stamped with the wall
+        clock), where it stays to be read after the notice is gone."""
+        self.log.warning(message)
+        self.notify(message, severity="warning", timeout=8)
+        self.store.apply(ev.LogLine(0, time.time_ns(), "warning", message, "aclmon"))
 
     def _theme_changed(self, theme: object) -> None:
         # Views colour their text from theme variables: repaint them in the new

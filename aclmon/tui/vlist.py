@@ -104,7 +104,16 @@ class VirtualList(ScrollView, can_focus=True):
             self.post_message(self.Highlighted(self, self.cursor))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+            # again once the new size is laid out: a list that grew at once (a toggle
+            # showing every row again) has a larger end than the one scrolled to now
+            self.call_after_refresh(self._follow_end)
+        else:  # the rows changed under a cursor that stays: keep it on screen
+            self.call_after_refresh(self.scroll_to_cursor)
         self.refresh()
+
+    def _follow_end(self) -> None:
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def clear_cache(self) -> None:
         self._cache.clear()

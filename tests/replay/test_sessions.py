@@ -159,6 +159,9 @@ async def test_a_dump_directory_opens_grouped_in_the_dumps_view(sim_session):
         view = app.dumps_view
         # the plain app, grouped: none of the timeline's keys in its footer
         assert view.grouped and not isinstance(app, ReplayApp) and isinstance(app, AclmonApp)
+        shown = {b.binding.id or "" for b in app.screen.active_bindings.values() if b.binding.show}
+        assert shown and not {i for i in shown if i.startswith("replay.")}
+        assert {"app.quit", "app.help", "dumps.overflow_only"} <= shown
         rows = [view._render_row(i, 140).plain for i in range(view.vlist.row_count)]
         assert rows[0].startswith(" Overflow records")
         assert "AI Core: floating-point computation overflow" in rows[1] and "→ Add add1" in rows[1]

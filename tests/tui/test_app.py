@@ -405,9 +405,38 @@ async def test_an_unknown_keymap_id_and_a_broken_theme_file_are_reported_once(mo
     app = make_app(keymap={"view.nosuch": "z"})
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
+        await pilot.press("ctrl+t", "ctrl+t")  # a theme switch reports nothing again
         toasts = [str(t.message) for t in app._notifications]
         assert sum("view.nosuch" in t for t in toasts) == 1
         assert sum("broken.json" in t for t in toasts) == 1
+        # and the log: a warning of aclmon's own in the Logs view, after the job's lines
+        await pilot.press("5")
+        await pilot.pause()
+        logged = [line.text for line in app.store.state.logs if line.module == "aclmon"]
+        assert sum("view.nosuch" in t for t in logged) == 1
+        assert sum("broken.json" in t for t in logged) == 1
+        rows = [
+            app.logs_view._render_row(i, 140).plain for i in range(app.logs_view.vlist.row_count)
+        ]
+        assert any(
+            "WARNING" in r and "keymap: unknown binding id(s) view.nosuch" in r for r in rows
+        )
+
+
+async def test_the_palette_offers_every_theme():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"Theme:")
+        await pilot.pause(0.3)
+        from textual.command import CommandList
+
+        hits = app.screen.query_one(CommandList)
+        prompts = [str(hits.get_option_at_index(i).prompt) for i in range(hits.option_count)]
+        offered = {
+            p.split("\n")[0].removeprefix("Theme: ") for p in prompts if p.startswith("Theme: ")
+        }
+        assert offered == set(app.available_themes)
+        assert {"aclmon-dark", "aclmon-light", "nord", "gruvbox"} <= offered
 
 
 async def test_ctrl_t_switches_between_the_dark_and_light_pair():

@@ -157,3 +157,46 @@ async def test_host_line_names_the_script_and_never_wraps(size):
         assert host[0].startswith("HOST  pid 4242 on node-a  run_pretraining.py ")
         assert "…" in host[0] and "(python3)" in host[0]  # cut in the middle: both ends stay
         assert "cpu" in host[-1] and "threads 24" in host[-1]
+
+
+async def test_the_dumps_list_keeps_its_cursor_on_screen_when_its_rows_change():
+    """Overflow only, then every file again: the cursor (following the end)
+    is on screen, not left above a list scrolled to its top."""
+    events = build_events()
+    seq = max(e.seq for e in events)
+    for i in range(120):
+        events.append(ev.DumpFileSeen(seq + 1 + i, T0 + 10**11 + i * 10**6,
+                                      f"/d/Add.add{i}.{i}.3.1", "op-dump", 100, {"kind": "op-dump"}))  # fmt: skip
+    app = make_app(events=events)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("4")
+        vlist = app.dumps_view.vlist
+        await wait_for(pilot, lambda: vlist.scroll_y > 0)
+        await pilot.press("o", "end", "o")
+        await wait_for(pilot, lambda: vlist.row_count > 100)
+        await pilot.pause()
+        height = vlist.scrollable_content_region.height
+        assert vlist.scroll_y <= vlist.cursor < vlist.scroll_y + height
+
+
+@pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=["100x30", "160x48"])
+async def test_focus_is_visible_in_the_dumps_split_panes(size):
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        pane = app.screen.query_one("#dump-detail-scroll")
+        vlist = app.dumps_view.vlist
+        edge = "border_top" if size[0] < 120 else "border_left"
+        primary = app.current_theme.primary
+
+        def colour(widget, side: str) -> str:
+            return getattr(widget.styles, side)[1].hex.lower()
+
+        assert colour(vlist, "border_left") == primary.lower()
+        unfocused = colour(pane, edge)
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.focused is pane
+        assert colour(pane, edge) == primary.lower() != unfocused
+        assert colour(vlist, "border_left") != primary.lower()
