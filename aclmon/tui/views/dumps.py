@@ -152,6 +152,13 @@ class DumpsView(ListView):
         )
         self.post_message(self.DecodeRequested(dump))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "to_operator" and self.key("dumps.to_operator", "t") in self.app_keys:
+            # a replay's t (go to time) where an overflow record has no operator to go to
+            selected = self.selected_dump()
+            return selected is not None and selected.kind == "overflow"
+        return super().check_action(action, parameters)
+
     # ------------------------------------------------------------ row actions
     def selected_dump(self) -> ev.DumpFileSeen | None:
         return self.dump_at(self.vlist.cursor)
