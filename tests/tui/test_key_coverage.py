@@ -36,8 +36,8 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "filter.next": ("test_filter_then_n_and_N_go_through_the_matches_and_esc_clears",),
     "filter.previous": ("test_filter_then_n_and_N_go_through_the_matches_and_esc_clears",),
     "filter.mode": ("test_tab_in_the_filter_line_searches_instead_and_n_jumps_between_matches",),
-    "sort.next": ("test_s_cycles_the_sort_and_S_reverses_it_in_exceptions_dumps_and_logs",),
-    "sort.reverse": ("test_s_cycles_the_sort_and_S_reverses_it_in_exceptions_dumps_and_logs",),
+    "sort.next": ("test_s_cycles_the_sort_and_r_reverses_it_in_exceptions_dumps_and_logs",),
+    "sort.reverse": ("test_s_cycles_the_sort_and_r_reverses_it_in_exceptions_dumps_and_logs",),
     "devices.down": ("test_devices_view_scroll_keys_and_log_lines",),
     "devices.up": (
         "test_devices_view_scroll_keys_and_log_lines",
