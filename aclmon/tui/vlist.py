@@ -201,6 +201,8 @@ class VirtualList(ScrollView, can_focus=True):
         strip = self._cache.get(key)
         if strip is None:
             text = self._renderer(index, width)
+            if text.cell_len > width:  # a row that does not fit says so
+                text.truncate(width, overflow="ellipsis")
             text.stylize_before(style)
             segments = list(text.render(self.app.console, end=""))
             strip = Strip(

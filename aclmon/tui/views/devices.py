@@ -201,25 +201,24 @@ class DevicesView(FilteredView):
                 text.append(middle(command, width - len(text)), style=dim)
                 text.append("\n      ")
             else:
-                text.append(middle(command, min(60, room)), style=dim)
+                text.append(middle(command, room), style=dim)
                 text.append("  ")
         text.append_text(usage)
         return text
 
     def _logs(self, s: StoreState) -> RenderableType:
         """The agent's newest log lines (warnings and errors stand out), one line
-        each: cut in the middle (a path's end stays) where they are too long."""
+        each (cut at the end: a message reads from its start)."""
         dim = theme_style(self, "aclmon-dim")
         styles = {"error": theme_style(self, "aclmon-bad", bold=True),
                   "warning": theme_style(self, "aclmon-busy")}  # fmt: skip
-        room = max(20, (self.size.width or 160) - 4 - 22)  # "LOG  ", time and level
         text = Text("LOG  ", style=dim + Style(bold=True), no_wrap=True, overflow="ellipsis")
         for n, line in enumerate(list(s.logs)[-3:]):
             if n:
                 text.append("\n     ")
             text.append(f"{fmt.utc_time(line.ts_ns, with_ms=False)} {line.level:<7} ", style=dim)
-            first = line.text.split("\n", 1)[0]
-            text.append(middle(first, room), style=styles.get(line.level, Style()))
+            first = line.text.split("\n", 1)[0][:300]
+            text.append(first, style=styles.get(line.level, Style()))
         return text
 
     def _models(self, s: StoreState) -> RenderableType:
