@@ -448,6 +448,23 @@ async def test_ctrl_t_switches_between_the_dark_and_light_pair():
         assert app.theme == "aclmon-dark"
 
 
+async def test_ctrl_t_paints_the_screen_a_light_start_paints():
+    """Every row, header and status line in the new theme's colours, none left
+    in the old ones (the lists cache their rows; the views colour from the theme)."""
+    import re
+
+    async def screen(theme: str, *keys: str) -> str:
+        app = make_app(theme=theme)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("2", *keys)
+            await pilot.pause()
+            app.clear_notifications()
+            await pilot.pause()
+            return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())
+
+    assert await screen("aclmon-dark", "ctrl+t") == await screen("aclmon-light")
+
+
 async def test_palette_switches_theme_and_jumps_to_a_device():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -289,8 +289,10 @@ class DevicesView(FilteredView):
                     counts = [f"{stream.errors} error(s)"] if stream.errors else []
                     if stream.exceptions:  # counted apart from the failed calls they cause
                         counts.append(f"{stream.exceptions} exception(s)")
+                    # narrow: on a line of their own, not broken where the width ends
+                    gap = "\n" if (self.size.width or 160) < 130 else "  "
                     line.append(
-                        f"  {', '.join(counts)}, last {error_name(stream.last_error)}", style=bad
+                        f"{gap}{', '.join(counts)}, last {error_name(stream.last_error)}", style=bad
                     )
                     if stream.last_error_message:
                         # its telling line: the exception detail shows the whole message
