@@ -200,3 +200,17 @@ async def test_focus_is_visible_in_the_dumps_split_panes(size):
         assert app.focused is pane
         assert colour(pane, edge) == primary.lower() != unfocused
         assert colour(vlist, "border_left") != primary.lower()
+
+
+async def test_help_never_cuts_a_binding_id_at_80_columns():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        body = app.screen.query_one("#help-body")
+        lines = lines_within(static_text(app, "#help-body"), body.size.width)
+        ids = {i for i in app.binding_ids() if not i.startswith("replay.")}
+        assert len(ids) > 40
+        words = {word for line in lines for word in line.split()}
+        assert ids <= words
+        assert not any("…" in line for line in lines)
