@@ -145,21 +145,24 @@ def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableTyp
         for line in explained:
             quiet = line.endswith("no overflow")
             section.append(f"  {line}\n", style=dim if quiet else bad)
+        # key/value lines: a long value wraps under itself, not under its key
+        rows: list[tuple[str, RenderableType]] = []
         for key, value in record.items():
             if isinstance(value, dict) and value.get("status") == 0:
                 continue  # a unit that saw no overflow: its line above says so
             if isinstance(value, dict):
                 inner = ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, dict))
-                section.append(f"  {key}: ", style=dim)
-                section.append(f"{inner}\n")
+                rows.append((f"  {key}", Text(inner)))
                 data = value.get("data")
                 if isinstance(data, dict):
-                    section.append("    data: ", style=dim)
-                    section.append(", ".join(f"{k}={v}" for k, v in data.items()) + "\n")
+                    rows.append(("    data", Text(", ".join(f"{k}={v}" for k, v in data.items()))))
             else:
-                section.append(f"  {key}: ", style=dim)
-                section.append(f"{value}\n")
+                rows.append((f"  {key}", Text(str(value))))
+        if rows:
+            section.rstrip()
         parts.append(section)
+        if rows:
+            parts.append(key_values(rows, dim))
     if report.target is not None:
         line = Text("\nOPERATOR THAT OVERFLOWED  ", style=bold)
         line.append(

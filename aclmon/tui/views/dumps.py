@@ -376,8 +376,9 @@ class DumpsView(ListView):
         if entry.kind == "overflow" and self.grouped:
             summary = entry.summary if isinstance(entry.summary, dict) else {}
             text.append("overflow  ", style=theme_style(self, "aclmon-bad", bold=True))
-            text.append(f"{overflow_meaning(summary)}  ")
-            text.append(f"→ {overflowing_operator(summary)}", style=Style(bold=True))
+            # the operator first: what a narrow row must keep
+            text.append(f"→ {overflowing_operator(summary)}  ", style=Style(bold=True))
+            text.append(overflow_meaning(summary))
             return text
         bad = theme_style(self, "aclmon-bad", bold=True)
         # an exception dump: what the runtime saved of an operator that raised
