@@ -383,7 +383,7 @@ class AclmonApp(App[int]):
             ),
             ("Lists (exceptions, dumps, logs)", binding_rows(list(VirtualList.BINDINGS), keymap)),
             (
-                "Filter and sort (devices: / and Esc only)",
+                "Filter and sort (devices: no sort)",
                 binding_rows([*FilteredView.BINDINGS, *ListView.BINDINGS], keymap),
             ),
             ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),

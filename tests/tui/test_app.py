@@ -495,18 +495,62 @@ async def test_quit_key_exits():
         assert not app.is_running
 
 
-async def test_devices_view_scroll_keys_and_log_lines():
+async def test_devices_view_cursor_keys_move_a_line_and_the_scroll_follows():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:
         assert "device 2 health Alarm" in static_text(app, "#device-logs")
+        view = app.devices_view
         scroll = app.query_one("#devices-scroll")
-        assert scroll.scroll_y == 0
-        await pilot.press("j", "down", "j")
+        assert scroll.scroll_y == 0 and view.cursor == -1  # nothing selected at first
+        await pilot.press("j")
         await pilot.pause()
-        assert scroll.scroll_y == 3
-        await pilot.press("k")
+        assert view.cursor == 0 and view.selected_line().startswith("device 0")
+        top = scroll.scroll_y
+        for _ in range(12):
+            await pilot.press("down")
         await pilot.pause()
-        assert scroll.scroll_y == 2
+        assert view.cursor == 12 and scroll.scroll_y > top  # followed the cursor down
+        tree = app.query_one(f"#device-tree-{view._lines[12][0]}")
+        row = tree.region.y + view._lines[12][1]
+        assert scroll.region.y <= row < scroll.region.bottom  # the cursor's line is on screen
+        for _ in range(13):
+            await pilot.press("k")
+        await pilot.pause()
+        assert view.cursor == -1 and scroll.scroll_y == 0  # up past the first: the top
+
+
+async def test_devices_tree_n_and_N_go_through_the_matches_of_a_search():
+    app = make_app()
+    async with app.run_test(size=(140, 20)) as pilot:
+        view = app.devices_view
+        await pilot.press("slash", "tab", *"idle", "enter")
+        await pilot.pause()
+        assert view.filter_text == "idle" and not view.filter_hides
+        first = view.cursor
+        assert "idle" in view.selected_line()
+        status = static_text(app, "#devices-status")
+        matches = sum(1 for row in range(len(view._lines)) if view.matches(row))
+        assert f"search “idle”: {matches} match(es) (n/N)" in status and matches > 2
+        await pilot.press("n")
+        assert view.cursor > first and "idle" in view.selected_line()
+        await pilot.press("N", "N")
+        last = max(row for row in range(len(view._lines)) if view.matches(row))
+        assert view.cursor == last > first  # wrapped to the last match
+        await pilot.press("escape")
+        await pilot.pause()
+        assert view.filter_text == "" and not app.query_one("#devices-status").display
+        before = view.cursor
+        await pilot.press("n")  # without a text n does nothing here
+        assert view.cursor == before
+
+
+async def test_the_palette_jump_to_a_device_selects_its_first_line():
+    app = make_app()
+    async with app.run_test(size=(140, 20)) as pilot:
+        app.jump_to_device(3)
+        await pilot.pause()
+        await pilot.pause()
+        assert app.devices_view.selected_line() == "device 3"
 
 
 async def test_help_screen_scroll_keys():

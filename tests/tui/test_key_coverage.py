@@ -38,9 +38,9 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "filter.mode": ("test_tab_in_the_filter_line_searches_instead_and_n_jumps_between_matches",),
     "sort.next": ("test_s_cycles_the_sort_and_r_reverses_it_in_exceptions_dumps_and_logs",),
     "sort.reverse": ("test_s_cycles_the_sort_and_r_reverses_it_in_exceptions_dumps_and_logs",),
-    "devices.down": ("test_devices_view_scroll_keys_and_log_lines",),
+    "devices.down": ("test_devices_view_cursor_keys_move_a_line_and_the_scroll_follows",),
     "devices.up": (
-        "test_devices_view_scroll_keys_and_log_lines",
+        "test_devices_view_cursor_keys_move_a_line_and_the_scroll_follows",
         "test_help_closes_on_q_question_mark_and_f1_and_the_devices_arrows_scroll",
     ),
     "devices.destroyed": ("test_devices_tree_hides_destroyed_streams_and_filters_by_text",),

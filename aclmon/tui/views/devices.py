@@ -10,10 +10,10 @@ from rich.console import RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widgets import Static
 
@@ -28,6 +28,36 @@ from aclmon.store.state import (
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.listview import FilteredView
+
+
+class Node:
+    """One line of a device's tree and the lines under it."""
+
+    def __init__(self, label: Text) -> None:
+        self.label = label
+        self.children: list[Node] = []
+
+    def add(self, label: Text) -> Node:
+        child = Node(label)
+        self.children.append(child)
+        return child
+
+    def lines(self, guide: Style) -> list[tuple[Text, Text]]:
+        """(guide, label) a row, drawn as a tree: ``├── ``, ``│   └── ``…; a label
+        of several lines goes on under its first, its guide continued."""
+        out = [(Text(""), row) for row in self.label.split("\n")]
+
+        def walk(children: list[Node], prefix: str) -> None:
+            for n, child in enumerate(children):
+                last = n == len(children) - 1
+                under = prefix + ("    " if last else "│   ")
+                for r, row in enumerate(child.label.split("\n")):
+                    branch = under if r else prefix + ("└── " if last else "├── ")
+                    out.append((Text.assemble((branch, guide)), row))
+                walk(child.children, under)
+
+        walk(self.children, "")
+        return out
 
 
 def command_line(argv: tuple[str, ...] | list[str]) -> str:
@@ -52,18 +82,30 @@ class DevicesView(FilteredView):
     a context -> stream tree per device."""
 
     FILTER_HINT = "tree lines: stream, state, model, error"
+    SEARCHABLE = True
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down,j", "scroll(1)", "Down", show=False, id="devices.down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id="devices.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="devices.down"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="devices.up"),
         Binding("d", "toggle_destroyed", "Destroyed", id="devices.destroyed"),
     ]
     can_focus = True
-    REDRAWN_BY = ("show_destroyed",)
+    REDRAWN_BY = ("show_destroyed", "cursor")
 
     show_destroyed: reactive[bool] = reactive(False)
     """Destroyed contexts and streams are listed (hidden by default)."""
+    cursor: reactive[int] = reactive(-1)
+    """The selected line of the trees (all devices' lines in order); -1: none (the
+    view is scrolled to its top)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        #: each tree line shown: (device, its line in that tree, what ``/`` matches)
+        self._lines: list[tuple[int, int, str]] = []
+        #: each device's tree lines as shown (without their guides)
+        self._labels: dict[int, list[str]] = {}
 
     def compose(self) -> ComposeResult:
+        yield Static(id="devices-status", classes="status")
         with VerticalScroll(id="devices-scroll"):
             yield Static(id="device-table", classes="panel")
             yield Static(id="host-line", classes="panel")
@@ -78,17 +120,76 @@ class DevicesView(FilteredView):
     def _shown(self, line: Text) -> bool:
         return not self.filtered or self.filter_text in line.plain.lower()
 
-    def action_scroll(self, delta: int) -> None:
-        self.query_one("#devices-scroll", VerticalScroll).scroll_relative(y=delta, animate=False)
+    # ------------------------------------------------------------ the cursor
+    def cursor_row(self) -> int:
+        return self.cursor
+
+    def selected_line(self) -> str:
+        """The cursor's line as shown (without its guide), "" when none."""
+        if not 0 <= self.cursor < len(self._lines):
+            return ""
+        device_id, line, _text = self._lines[self.cursor]
+        return self._labels[device_id][line]
+
+    def matches(self, row: int) -> bool:
+        return bool(self.filter_text) and self.filter_text in self._lines[row][2]
+
+    def seek_match(self, direction: int, start: int) -> bool:
+        count = len(self._lines)
+        for step in range(1, count + 1):
+            row = (start + direction * step) % count
+            if self.matches(row):
+                self.cursor = row
+                return True
+        return False
+
+    def watch_filter_text(self) -> None:
+        super().watch_filter_text()
+        if self.filter_text and not self.filter_hides:
+            # searching: the cursor goes to the first match from where it is
+            self.seek_match(1, max(self.cursor, 0) - 1)
+        self._draw_status()
+
+    def action_cursor(self, delta: int) -> None:
+        """Down/up a tree line; up from the first goes back to the top of the view."""
+        self.cursor = max(-1, min(self.cursor + delta, len(self._lines) - 1))
+
+    def watch_cursor(self) -> None:
+        self.call_after_refresh(self._scroll_to_cursor)
+
+    def _scroll_to_cursor(self) -> None:
+        scroll = self.query_one("#devices-scroll", VerticalScroll)
+        if not 0 <= self.cursor < len(self._lines):
+            scroll.scroll_home(animate=False, immediate=True)
+            return
+        device_id, line, _text = self._lines[self.cursor]
+        found = self.query(f"#device-tree-{device_id}")
+        if found:
+            tree = found.first()
+            y = tree.region.y - scroll.region.y + round(scroll.scroll_y) + line
+            scroll.scroll_to_region(Region(0, y, 1, 1), animate=False, immediate=True, force=True)
+
+    def on_focus(self) -> None:
+        self.rebuild()  # the cursor's line is bold while the view has the focus
+
+    def on_blur(self) -> None:
+        self.rebuild()
 
     def jump_to_device(self, device_id: int) -> bool:
-        trees = self.query(f"#device-tree-{device_id}")
-        if not trees:
-            return False
-        self.query_one("#devices-scroll", VerticalScroll).scroll_to_widget(
-            trees.first(), animate=False, top=True
-        )
-        return True
+        for row, (device, line, _text) in enumerate(self._lines):
+            if device == device_id and line == 0:
+                self.cursor = row
+                return True
+        return False
+
+    def _draw_status(self) -> None:
+        """A status line while ``/`` has a text: what is shown or matched, and n/N."""
+        status = self.query_one("#devices-status", Static)
+        status.display = bool(self.filter_text)
+        if self.filter_text:
+            shown = sum(1 for row in range(len(self._lines)) if self.matches(row))
+            note = self.filter_note(shown, shown).removeprefix("  ·  ")
+            status.update(Text(f"tree lines: {note}", style=theme_style(self, "aclmon-dim")))
 
     def redraw(self) -> None:
         if self.store is None or not self.is_mounted:
@@ -106,13 +207,51 @@ class DevicesView(FilteredView):
         for child in list(trees.children):
             if child.id not in wanted:  # the state started afresh (another process)
                 child.remove()
-        for device_id in sorted(s.devices):
-            renderable = self._tree(s, device_id)
+        drawn = {device_id: self._tree(s, device_id).lines(theme_style(self, "aclmon-dim"))
+                 for device_id in sorted(s.devices)}  # fmt: skip
+        self._labels = {d: [label.plain for _g, label in lines] for d, lines in drawn.items()}
+        self._lines = [
+            (device_id, n, label.plain.lower())
+            for device_id, lines in drawn.items()
+            for n, (_guide, label) in enumerate(lines)
+        ]
+        if self.cursor >= len(self._lines):
+            self.cursor = len(self._lines) - 1
+        selected = self._lines[self.cursor][:2] if self.cursor >= 0 else None
+        scroll = self.query_one("#devices-scroll", VerticalScroll)
+        width = max(1, (scroll.scrollable_content_region.width or self.width) - 2)  # .tree padding
+        for device_id, lines in drawn.items():
+            renderable = self._tree_text(lines, device_id, selected, width)
             found = trees.query(f"#device-tree-{device_id}")
             if found:
                 found.first(Static).update(renderable)
             else:
                 trees.mount(Static(renderable, id=f"device-tree-{device_id}", classes="tree"))
+        self._draw_status()
+
+    def _tree_text(
+        self,
+        lines: list[tuple[Text, Text]],
+        device_id: int,
+        selected: tuple[int, int] | None,
+        width: int,
+    ) -> Text:
+        """A device's tree, a line a row (cut, never wrapped): the cursor's line
+        marked, the ``/`` text marked in every line."""
+        mark = theme_style(self, "aclmon-busy", bold=True, underline=True)
+        cursor = Style(bgcolor=theme_style(self, "aclmon-cursor").color, bold=self.has_focus)
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for n, (guide, label) in enumerate(lines):
+            line = guide + label
+            if self.filter_text:
+                line.highlight_words([self.filter_text], mark, case_sensitive=False)
+            if selected == (device_id, n):
+                line.truncate(width, pad=True)
+                line.stylize(cursor)
+            if n:
+                out.append("\n")
+            out.append_text(line)
+        return out
 
     def _device_table(self, s: StoreState) -> RenderableType:
         dim = theme_style(self, "aclmon-dim")
@@ -240,7 +379,7 @@ class DevicesView(FilteredView):
         text.append("   (per device below)", style=dim)
         return text
 
-    def _tree(self, s: StoreState, device_id: int) -> RenderableType:
+    def _tree(self, s: StoreState, device_id: int) -> Node:
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad")
         state_styles = {
@@ -255,7 +394,7 @@ class DevicesView(FilteredView):
             label.append(f"  set_device failed: {error_name(device.set_ret)}", style=bad)
         if device.reset:
             label.append("  (reset)", style=dim)
-        tree = Tree(label, guide_style=dim)
+        tree = Node(label)
         contexts = [c for c in s.contexts.values() if c.device_id == device_id]
         if not contexts:
             tree.add(Text("no contexts yet", style=dim))

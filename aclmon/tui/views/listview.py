@@ -41,6 +41,8 @@ class FilteredView(View):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="filter.open"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="filter.clear"),
+        Binding("n", "match(1)", "Next match", show=False, id="filter.next"),
+        Binding("N", "match(-1)", "Previous match", show=False, id="filter.previous"),
     ]
 
     filter_text: reactive[str] = reactive("")
@@ -89,7 +91,23 @@ class FilteredView(View):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
             return bool(self.filter_text)
+        if action == "match":
+            # without a text, n/N go on to the app (a replay's next/previous marker)
+            return bool(self.filter_text)
         return True
+
+    def action_match(self, direction: int) -> None:
+        """Move to the next (1) or previous (-1) line that matches the ``/`` text, wrapping."""
+        if not self.seek_match(direction, self.cursor_row()):
+            self.app.bell()
+
+    def cursor_row(self) -> int:
+        """The cursor's position among the rows (-1: none)."""
+        raise NotImplementedError
+
+    def seek_match(self, direction: int, start: int) -> bool:
+        """Put the cursor on the first match after row ``start`` going ``direction``."""
+        raise NotImplementedError
 
     @on(FilterBar.Changed)
     def _filter_changed(self, message: FilterBar.Changed) -> None:
@@ -142,8 +160,6 @@ class ListView(FilteredView):
     """A filterable, sortable list of the store's records; see the module docstring."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "match(1)", "Next match", show=False, id="filter.next"),
-        Binding("N", "match(-1)", "Previous match", show=False, id="filter.previous"),
         Binding("s", "next_sort", "Sort", id="sort.next"),
         # r as in the Profiling view's operator table; S is a replay's "to the start"
         Binding("r", "reverse_sort", "Reverse sort", show=False, id="sort.reverse"),
@@ -232,9 +248,6 @@ class ListView(FilteredView):
             self.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "match":
-            # without a text, n/N go on to the app (a replay's next/previous marker)
-            return bool(self.filter_text)
         if action == "reverse_sort":
             return self.key("sort.reverse", "r") not in self.app_keys
         return super().check_action(action, parameters)
@@ -243,7 +256,7 @@ class ListView(FilteredView):
         super().watch_filter_text()
         if self.filter_text and not self.filter_hides:
             # searching: the cursor goes to the first match from where it is
-            self.seek_match(1, self.vlist.cursor - self._offset - 1)
+            self.seek_match(1, self.cursor_row() - 1)
 
     @property
     def default_sort(self) -> str:
@@ -300,10 +313,8 @@ class ListView(FilteredView):
         return text
 
     # ------------------------------------------------------------ keys
-    def action_match(self, direction: int) -> None:
-        """Move to the next (1) or previous (-1) row that matches the ``/`` text, wrapping."""
-        if not self.seek_match(direction, self.vlist.cursor - self._offset):
-            self.app.bell()
+    def cursor_row(self) -> int:
+        return self.vlist.cursor - self._offset
 
     def seek_match(self, direction: int, start: int) -> bool:
         """Put the cursor on the first match after row ``start`` going ``direction``."""
