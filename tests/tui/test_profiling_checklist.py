@@ -139,6 +139,7 @@ async def test_a_readonly_viewer_offers_no_profiling_entry_and_no_cursor():
         assert agent.commands == [] and app.profiling_view.pending is None
         # the header says so at 80 columns too: before the figures, which are cut first
         await pilot.resize_terminal(80, 24)
-        await pilot.pause()
+        # redrawn for the new width once the resize is laid out (a pause or a tick later)
+        await wait_for(pilot, lambda: "read-only" in static_text(app, "#header").splitlines()[0])
         header = static_text(app, "#header").splitlines()[0]
         assert "read-only" in header and header.index("read-only") < header.index("ev/s")
