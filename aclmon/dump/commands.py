@@ -272,6 +272,12 @@ def run_decode(args: argparse.Namespace) -> int:
         if "error" in report:
             failed = True
             print(f"aclmon decode: {report['error']}", file=sys.stderr)
+        for part in (*report.get("tensors", []), *report.get("records", [])):
+            # A tensor or record that could not be read is a failure of the file,
+            # even though the rest of it decoded.
+            if "error" in part:
+                failed = True
+                print(f"aclmon decode: {part['error']}", file=sys.stderr)
         if args.json:
             print(json.dumps(report, sort_keys=False))
         else:

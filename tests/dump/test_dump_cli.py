@@ -112,6 +112,18 @@ def test_decode_bad_file_exits_1(tmp_path, capsys):
     assert "missing: no such file or directory" in captured.err
 
 
+def test_decode_exits_1_when_a_tensor_cannot_be_read(tmp_path, capsys):
+    """The header reads, but an output's data is short: the rest of the file is shown,
+    the tensor's error is named on stderr, and the status says something failed."""
+    values = np.arange(4, dtype=np.float32)
+    short = write(tmp_path, "Add.add1.3.1.1700000000000000",
+                  dump_bytes(outputs=[T(values.tobytes(), shape=[1000])]))  # fmt: skip
+    assert main(["decode", str(short)]) == 1
+    captured = capsys.readouterr()
+    assert "output 0: DT_FLOAT ND shape [1000]" in captured.out
+    assert "4000 bytes, only 16 present" in captured.err
+
+
 def test_convert_npy_names_and_content(dump_dir, tmp_path, capsys):
     src, _ = dump_dir
     out = tmp_path / "out"
