@@ -146,7 +146,8 @@ class Agent:
             if isinstance(exc, OSError):
                 from aclmon.agent import AgentError
 
-                raise AgentError(f"the agent cannot start: {exc}") from exc
+                why = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else exc
+                raise AgentError(f"the agent cannot start: {why}") from exc
             raise
         return self
 

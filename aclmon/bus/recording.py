@@ -25,6 +25,7 @@ file that is still being written).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
@@ -86,6 +87,60 @@ class Cut:
 
 
 # ---------------------------------------------------------------- writing
+def _shared_directory(directory: Path) -> bool:
+    """Sticky and writable by others, like /tmp: a name there may have been taken
+    by another user first."""
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_ISVTX and mode & (stat.S_IWOTH | stat.S_IWGRP))
+
+
+def open_new_recording(path: Path) -> int:
+    """A descriptor for writing a recording at ``path``, mode 0600, empty.
+
+    Never follows a symlink (``O_NOFOLLOW``): one planted where the recording goes
+    would make us overwrite whatever it points at. In a directory other users can
+    write to (sticky, like /tmp) the file must be new (``O_EXCL``). An existing
+    file elsewhere is overwritten only if it is a regular file of ours; it is
+    truncated after those checks, never before. Refusals are ``OSError`` whose
+    ``strerror`` says why and what to do.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    if _shared_directory(path.parent):
+        flags |= os.O_EXCL
+    try:
+        # Owner-only whatever the umask: events carry command lines, op names, paths.
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            why = "it is a symbolic link (not followed: remove it or record elsewhere)"
+        elif exc.errno == errno.EEXIST:
+            why = (
+                "it already exists in a directory other users can write to"
+                " (refused: remove it or pick a new name)"
+            )
+        elif exc.errno == errno.ENXIO:
+            why = "it is a FIFO nobody reads (not a regular file)"
+        else:
+            raise
+        raise OSError(exc.errno, why, str(path)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+        if info.st_uid != os.getuid():
+            raise OSError(errno.EPERM, "it belongs to another user", str(path))
+        os.set_blocking(fd, True)
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode otherwise
+        os.ftruncate(fd, 0)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 class RecordingWriter:
     """Append events to a new recording file (overwrites ``path``).
 
@@ -99,14 +154,7 @@ class RecordingWriter:
         if len(info) > MAX_SOURCE_INFO:
             raise DecodeError(str(self.path), 0, f"source info of {len(info)} bytes is too big")
         self.created_ns = time.time_ns()
-        # Owner-only whatever the umask: events carry command lines, op names, paths.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
-        except OSError:
-            os.close(fd)
-            raise
+        fd = open_new_recording(self.path)
         self._file: BinaryIO = os.fdopen(fd, "wb")
         self._file.write(
             FILE_HEADER.pack(MAGIC, FORMAT_VERSION, SCHEMA_VERSION, self.created_ns, len(info))

@@ -358,3 +358,49 @@ def test_frames_larger_than_a_chunk_are_indexed(
     with RecordingReader(cut_path, background=False) as reader:
         assert list(reader.iter_events()) == events[:2]
         assert reader.cut is not None and "ends inside a frame" in reader.cut.reason
+
+
+# ---------------------------------------------------------------- where a recording goes
+def _writer(path: Path) -> None:
+    recording.RecordingWriter(path, {"tool": "test"}).close()
+
+
+def test_a_symlink_where_the_recording_goes_is_not_followed(tmp_path: Path) -> None:
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    link = tmp_path / "job.aclrec"
+    link.symlink_to(precious)
+    with pytest.raises(OSError, match="symbolic link"):
+        _writer(link)
+    assert precious.read_text() == "keep me"
+
+
+def test_in_a_shared_sticky_directory_the_recording_must_be_a_new_file(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "job.aclrec"
+    planted.write_text("planted first")
+    with pytest.raises(OSError, match="other users can write to"):
+        _writer(planted)
+    assert planted.read_text() == "planted first"
+    fresh = shared / "new.aclrec"
+    _writer(fresh)
+    assert recording.is_recording(str(fresh))
+
+
+def test_a_fifo_where_the_recording_goes_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "job.aclrec"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="FIFO"):
+        _writer(fifo)
+
+
+def test_an_own_file_in_an_own_directory_is_overwritten_owner_only(tmp_path: Path) -> None:
+    old = tmp_path / "job.aclrec"
+    old.write_bytes(b"x" * 10_000)
+    old.chmod(0o644)
+    _writer(old)
+    assert recording.is_recording(str(old))
+    assert old.stat().st_size < 10_000
+    assert old.stat().st_mode & 0o777 == 0o600

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from aclmon.bus import handshake
+from aclmon.bus import handshake, transport
 from aclmon.bus.publisher import Publisher
 from aclmon.bus.transport import (
     Address,
     AddressError,
-    RuntimeDirError,
     default_address,
     parse_address,
     runtime_dir,
@@ -76,20 +79,88 @@ def test_runtime_dir_too_open_is_tightened(xdg: Path) -> None:
     assert stat.S_IMODE(os.lstat(runtime_dir()).st_mode) == 0o700
 
 
-def test_runtime_dir_symlink_is_refused(xdg: Path, tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
+@pytest.fixture
+def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No XDG_RUNTIME_DIR: the runtime directory goes in a temporary directory that
+    other users can write to (sticky, like /tmp); HOME is private to the test."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(transport, "_fallback", None)
+    return shared
+
+
+def test_runtime_dir_defaults_to_the_temporary_directory(shared_tmp: Path) -> None:
+    assert runtime_dir() == shared_tmp / f"aclmon-{os.getuid()}"
+
+
+def _fallback_of(home: Path) -> Path:
+    return home / ".cache" / "aclmon" / f"run-{socket.gethostname().split('.', 1)[0]}"
+
+
+def test_a_planted_symlink_is_not_followed_and_a_private_directory_is_used(
+    shared_tmp: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another user plants aclmon-<uid> as a symlink to a directory of theirs: the
+    link is never followed; the fallback in our home is used, and said once."""
+    elsewhere = tmp_path / "attacker"
     elsewhere.mkdir()
-    (xdg / "aclmon").symlink_to(elsewhere)
-    with pytest.raises(RuntimeDirError):
-        runtime_dir()
+    (shared_tmp / f"aclmon-{os.getuid()}").symlink_to(elsewhere)
+    path = runtime_dir()
+    assert path == _fallback_of(tmp_path / "home")
+    assert stat.S_IMODE(os.lstat(path).st_mode) == 0o700
+    assert runtime_dir() == path
+    assert list(elsewhere.iterdir()) == []
+    said = [r.getMessage() for r in caplog.records if "instead" in r.getMessage()]
+    assert len(said) == 1 and "symlink" in said[0] and str(path) in said[0]
+
+
+def test_a_planted_file_is_not_a_reason_to_fail(shared_tmp: Path, tmp_path: Path) -> None:
+    (shared_tmp / f"aclmon-{os.getuid()}").write_text("not a directory")
+    assert runtime_dir() == _fallback_of(tmp_path / "home")
+
+
+def test_without_a_usable_home_a_fresh_private_directory_is_used(
+    shared_tmp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (shared_tmp / f"aclmon-{os.getuid()}").write_text("not a directory")
+    (tmp_path / "home").write_text("HOME is a file")
+    path = runtime_dir()
+    assert path.parent == shared_tmp and path.name.startswith(f"aclmon-{os.getuid()}-")
+    assert stat.S_IMODE(os.lstat(path).st_mode) == 0o700
+    assert runtime_dir() == path
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to give the directory away")
-def test_runtime_dir_of_someone_else_is_refused(xdg: Path) -> None:
-    (xdg / "aclmon").mkdir(mode=0o700)
-    os.chown(xdg / "aclmon", 54321, 54321)
-    with pytest.raises(RuntimeDirError, match="54321"):
-        runtime_dir()
+def test_runtime_dir_of_someone_else_is_not_used(shared_tmp: Path, tmp_path: Path) -> None:
+    foreign = shared_tmp / f"aclmon-{os.getuid()}"
+    foreign.mkdir(mode=0o777)
+    os.chown(foreign, 54321, 54321)
+    assert runtime_dir() == _fallback_of(tmp_path / "home")
+    assert list(foreign.iterdir()) == []
+
+
+def test_aclmon_run_starts_when_another_user_planted_its_directory(
+    shared_tmp: Path, tmp_path: Path
+) -> None:
+    """The job is never kept from starting: it runs, its agent listens in the
+    fallback directory, and a viewer of the same user finds it there."""
+    (shared_tmp / f"aclmon-{os.getuid()}").symlink_to(tmp_path)
+    script = tmp_path / "job.py"
+    script.write_text("import time; time.sleep(0.5); print('job ran')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "aclmon", "run", "--sim", str(script)],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "job ran" in result.stdout
+    fallback = _fallback_of(tmp_path / "home")
+    assert f"listening on unix:{fallback}/agent-" in result.stderr
+    assert "instead" in result.stderr
 
 
 def test_unix_socket_is_0600_in_private_dir(xdg: Path) -> None:
