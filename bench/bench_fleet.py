@@ -371,7 +371,8 @@ def main() -> None:
         env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
         env.pop("ACLMON_JOB", None)
         os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-        with LocalNatsServer(directory=str(Path(tmp) / "nats")) as server:
+        # Without auth (no command is sent here): the figures are the data path's.
+        with LocalNatsServer(directory=str(Path(tmp) / "nats"), anonymous=True) as server:
             print(f"nats-server {server.binary} at {server.url}", flush=True)
             live = live_phase(server.url, env, args.publishers, args.rate, args.seconds)
             offered_rate = live["offered"] / args.seconds

@@ -23,7 +23,9 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
         " (default: a socket in the per-user runtime directory)",
     )
     parser.add_argument("--record", metavar="FILE", help="also record every event to FILE")
-    parser.add_argument("--token", help="require this token from viewers that send commands")
+    from aclmon.bus.secrets import TOKEN, add_secret_option
+
+    add_secret_option(parser, TOKEN, "require this token from viewers that send commands")
     parser.add_argument(
         "--relay",
         metavar="URL",
@@ -70,6 +72,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     import aclmon.agent
     from aclmon.agent.runner import ScriptError, run_script
+    from aclmon.bus.secrets import TOKEN, read_secret
+
+    token = read_secret(args, TOKEN)
 
     if args.interval < 0.01:
         raise ScriptError("--interval must be at least 0.01 s")
@@ -85,7 +90,7 @@ def run_command(args: argparse.Namespace) -> int:
         # A separate process: the job itself never loads NATS.
         from aclmon.fleet.hostrelay import ensure_relay
 
-        pid, started = ensure_relay(args.relay)
+        pid, started = ensure_relay(args.relay, agent_token=token)
         if started:
             print(f"aclmon run: started this host's relay to {args.relay} (pid {pid})",
                   file=sys.stderr)  # fmt: skip
@@ -94,7 +99,7 @@ def run_command(args: argparse.Namespace) -> int:
         args.listen,
         sim=args.sim,
         record=args.record,
-        token=args.token,
+        token=token,
         sample_interval=args.interval,
         profiling_output=args.profiling_output,
         history=args.history,

@@ -14,15 +14,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-TOKEN_ENV = "ACLMON_TOKEN"
-
 
 def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--token",
-        default=os.environ.get(TOKEN_ENV),
-        help=f"shared token for a TCP agent (default: ${TOKEN_ENV})",
-    )
+    from aclmon.bus.secrets import TOKEN, add_secret_option
+
+    add_secret_option(parser, TOKEN, "shared token for an agent that requires one")
     parser.add_argument(
         "--count", type=int, default=0, metavar="N", help="stop after N events (0 = no limit)"
     )
@@ -125,8 +121,9 @@ def run_record(args: argparse.Namespace) -> int:
     import time
 
     from aclmon.bus.recording import RecordingWriter
+    from aclmon.bus.secrets import TOKEN, read_secret
 
-    subscriber = _connect(args.target, args.token)
+    subscriber = _connect(args.target, read_secret(args, TOKEN))
     written = 0
     with _StopFlag() as stop:
         try:
@@ -206,8 +203,10 @@ def run_events(args: argparse.Namespace) -> int:
     import json
 
     from aclmon.bus.recording import is_recording
+    from aclmon.bus.secrets import TOKEN, read_secret
     from aclmon.events import kind_name, to_json
 
+    token = read_secret(args, TOKEN)
     count = 0
     with _StopFlag() as stop:
         if args.source and os.path.isfile(args.source) and is_recording(args.source):
@@ -223,7 +222,7 @@ def run_events(args: argparse.Namespace) -> int:
                 f"{no_such_file(args.source)} (give a recording, a PID, a socket or tcp://)"
             )
         else:
-            events = _live_events(args.source, args.token, stop)
+            events = _live_events(args.source, token, stop)
         out = sys.stdout
         try:
             for event in events:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aclmon.bus.transport import AddressError, parse_address, runtime_dir
 from aclmon.errors import AclmonError
+from aclmon.events.redaction import redact_argv
 
 _PREFIX = "agent-"
 _SUFFIX = ".json"
@@ -63,7 +64,7 @@ def register(
         pid=pid or os.getpid(),
         address=address,
         host=socket.gethostname(),
-        argv=tuple(sys.argv if argv is None else argv),
+        argv=redact_argv(sys.argv if argv is None else argv),
         started=time.time(),
     )
     path = _entry_path(info.pid, directory)

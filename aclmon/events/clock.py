@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from aclmon import __version__
+from aclmon.events.redaction import redact_argv
 from aclmon.events.schema import SCHEMA_VERSION
 
 
@@ -46,7 +47,7 @@ def hello_fields(runtime: str, soc_name: str, device_count: int) -> tuple[Any, .
         __version__,
         os.getpid(),
         socket.gethostname(),
-        tuple(sys.argv),
+        redact_argv(sys.argv),
         runtime,
         soc_name,
         device_count,

@@ -68,16 +68,10 @@ def configure_relay(parser: argparse.ArgumentParser) -> None:
         help="job name in the subjects (default $ACLMON_JOB, else each agent's own job name)",
     )
     parser.add_argument("--host", help="host name in the subjects (default: this host's)")
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("ACLMON_NATS_TOKEN"),
-        help="NATS token (default $ACLMON_NATS_TOKEN); off loopback only over TLS",
-    )
-    parser.add_argument(
-        "--agent-token",
-        default=os.environ.get("ACLMON_TOKEN"),
-        help="the agents' bus token, if they require one (default $ACLMON_TOKEN)",
-    )
+    from aclmon.bus.secrets import AGENT_TOKEN, NATS_TOKEN, add_secret_option
+
+    add_secret_option(parser, NATS_TOKEN, "NATS token (off loopback only over TLS)")
+    add_secret_option(parser, AGENT_TOKEN, "the agents' bus token, if they require one")
     add_nats_credentials(parser)
     parser.add_argument(
         "--flush-ms", type=float, default=20.0, help="publish a batch at most this late (20)"
@@ -93,6 +87,12 @@ def configure_relay(parser: argparse.ArgumentParser) -> None:
         help="limits of a stream the relay creates, e.g. events=10m:8GiB"
         " (classes: events, summary, alerts, state; default events=10m:1GiB,"
         " summary=6h:1GiB, alerts=7d:256MiB, state=24h:64MiB)",
+    )
+    parser.add_argument(
+        "--allow-anonymous-commands",
+        action="store_true",
+        help="forward commands even from a NATS server that requires no authentication"
+        " (anyone who can reach it could then command this host's agents)",
     )
     parser.add_argument(
         "--no-setup-streams",
@@ -130,9 +130,12 @@ def relay_command(args: argparse.Namespace) -> int:
     import signal
     import sys
 
+    from aclmon.bus.secrets import AGENT_TOKEN, NATS_TOKEN, read_secret
     from aclmon.errors import AclmonError
     from aclmon.fleet.relay import Relay
 
+    nats_token = read_secret(args, NATS_TOKEN)
+    agent_token = read_secret(args, AGENT_TOKEN)
     if args.flush_ms <= 0 or args.flush_ms > 10_000:
         raise AclmonError(f"--flush-ms must be between 0 and 10000, not {args.flush_ms}")
 
@@ -141,15 +144,16 @@ def relay_command(args: argparse.Namespace) -> int:
 
     relay = Relay(
         args.nats,
-        credentials_from(args, args.token),
+        credentials_from(args, nats_token),
         job=args.job,
         host=args.host,
-        agent_token=args.agent_token,
+        agent_token=agent_token,
         flush_ms=args.flush_ms,
         max_bytes=parse_size(args.max_msg),
         setup_streams=not args.no_setup_streams,
         stream_limits=parse_stream_limits(args.stream_limit),
         on_note=note,
+        allow_anonymous_commands=args.allow_anonymous_commands,
     )
 
     from aclmon.fleet.hostrelay import hold_relay_lock
@@ -223,7 +227,9 @@ def record_nats(args: argparse.Namespace) -> int:
         raise AclmonError(
             f"{args.target}: a recording holds one source; name it as nats://SERVER/JOB/HOST/PID"
         )
-    token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
+    from aclmon.bus.secrets import NATS_TOKEN_ENV, TOKEN, read_secret
+
+    token = read_secret(args, TOKEN, env=NATS_TOKEN_ENV)
     since = parse_duration(args.since) if args.since else None
     feed = NatsFeed(url, scope, credentials_from(args, token), since_s=since, readonly=True)
     stopping = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from aclmon.bus.secrets import SecretError, check_private_file
 from aclmon.errors import AclmonError
 from aclmon.fleet.subjects import Scope, token
 
@@ -36,7 +37,15 @@ class Credentials:
         given = [name for name in ("token", "creds", "nkey") if getattr(self, name)]
         if len(given) > 1:
             raise NatsError(f"give one of --token, --creds, --nkey, not {' and '.join(given)}")
-        for name in ("creds", "nkey", "tls_ca", "tls_cert", "tls_key"):
+        for name in ("creds", "nkey", "tls_key"):
+            # Files holding a secret: ours alone, as a token file must be.
+            path = getattr(self, name)
+            if path:
+                try:
+                    check_private_file(path, f"--{name.replace('_', '-')}")
+                except SecretError as exc:
+                    raise NatsError(str(exc)) from None
+        for name in ("tls_ca", "tls_cert"):
             path = getattr(self, name)
             if path and not os.path.isfile(path):
                 raise NatsError(f"--{name.replace('_', '-')} {path}: no such file")

@@ -56,8 +56,13 @@ def running_relay(directory: Path | None = None) -> int | None:
     return None
 
 
-def ensure_relay(url: str, *, job: str | None = None, timeout: float = 10.0) -> tuple[int, bool]:
-    """``(pid, started)``: the host's relay, started now if there was none."""
+def ensure_relay(
+    url: str, *, job: str | None = None, agent_token: str | None = None, timeout: float = 10.0
+) -> tuple[int, bool]:
+    """``(pid, started)``: the host's relay, started now if there was none.
+
+    ``agent_token`` (the job's own bus token) reaches the relay in its
+    environment, never on its command line."""
     directory = runtime_dir()
     with open(directory / START_LOCK_NAME, "a") as start_lock:
         fcntl.flock(start_lock, fcntl.LOCK_EX)
@@ -67,10 +72,13 @@ def ensure_relay(url: str, *, job: str | None = None, timeout: float = 10.0) -> 
         command = [sys.executable, "-m", "aclmon", "relay", "--nats", url]
         if job:
             command += ["--job", job]
+        env = dict(os.environ)
+        if agent_token:
+            env["ACLMON_TOKEN"] = agent_token
         with open(directory / LOG_NAME, "ab") as log:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, env=env,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -176,6 +176,7 @@ class Relay:
         registry_dir: Any = None,
         agents: Callable[[], list[registry.AgentInfo]] | None = None,
         on_note: Callable[[str], None] | None = None,
+        allow_anonymous_commands: bool = False,
     ) -> None:
         if max_bytes < 1024:
             raise NatsError(f"--max-msg must be at least 1 KiB, not {max_bytes}")
@@ -194,6 +195,9 @@ class Relay:
         self._note = on_note or (lambda text: log.info("%s", text))
         self.links: dict[int, AgentLink] = {}
         self._refused: set[int] = set()
+        self.allow_anonymous_commands = allow_anonymous_commands
+        #: the server lets anyone connect (known once connected)
+        self.anonymous_server = False
         self.nc: Any = None
         self.publish_errors = 0
         self.max_payload = 1 << 20  # the server's, once connected
@@ -205,6 +209,17 @@ class Relay:
         self.nc = await connect(self.url, self.credentials, name=f"aclmon-relay@{self.host}")
         self.max_payload = int(self.nc.max_payload)
         self.max_bytes = min(self.max_bytes, self.max_payload)
+        self.anonymous_server = not requires_authentication(self.nc)
+        if self.anonymous_server:
+            self._note(
+                f"{self.url} lets anyone connect: "
+                + (
+                    "forwarding commands anyway (--allow-anonymous-commands)"
+                    if self.allow_anonymous_commands
+                    else "commands from it are refused (give the server authentication,"
+                    " or pass --allow-anonymous-commands)"
+                )
+            )
         try:
             if self.setup_streams:
                 await self.ensure_streams()
@@ -554,6 +569,15 @@ class Relay:
         if command is None or type(command) not in ev.COMMAND_KINDS:
             return _refusal(0, ACL_ERROR_INVALID_PARAM, "only command kinds are accepted")
         request_id: int = command.request_id  # type: ignore[union-attr]
+        if self.anonymous_server and not self.allow_anonymous_commands:
+            # Anyone who can reach such a server could command this user's agents.
+            return _refusal(
+                request_id,
+                ACL_ERROR_API_NOT_SUPPORT,
+                f"commands refused: the NATS server {self.url} requires no authentication"
+                " (the relay forwards commands only from a server with auth, or when started"
+                " with --allow-anonymous-commands)",
+            )
         link = self.links.get(parsed.pid)
         if link is None or link.writer is None or link.job != parsed.job:
             return _refusal(request_id, ACL_ERROR_INVALID_PARAM,
@@ -584,6 +608,14 @@ class Relay:
             "published": sum(lk.published for lk in links) + ended["published"],
             "dropped": sum(lk.dropped for lk in links) + ended["dropped"],
         }
+
+
+def requires_authentication(nc: Any) -> bool:
+    """Whether the server we are connected to asked for credentials (a token, a
+    user, an nkey or a JWT) or verifies client certificates, from its INFO."""
+    # nats-py keeps the server's INFO in a private attribute only.
+    info = getattr(nc, "_server_info", None) or {}
+    return bool(info.get("auth_required") or info.get("tls_verify"))
 
 
 def _refusal(request_id: int, code: int, message: str) -> bytes:

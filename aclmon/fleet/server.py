@@ -12,6 +12,7 @@ import contextlib
 import glob
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sysconfig
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 from aclmon.errors import AclmonError
+from aclmon.fleet.connect import Credentials
 
 
 class NatsServerError(AclmonError):
@@ -44,7 +46,14 @@ def find_nats_server() -> str | None:
 class LocalNatsServer:
     """A nats-server on 127.0.0.1, a free port, JetStream in a temp directory.
 
-    ``extra_args`` go on the command line (for example ``["--auth", TOKEN]``).
+    It always requires authentication: a fresh random token, written to a
+    configuration file of mode 0600 in its private directory (never on its
+    command line, where every local user could read it). ``token`` and
+    ``credentials`` are what a client connects with. Exceptions: a
+    configuration of the caller's own in ``extra_args`` (``-c FILE``) says
+    who may connect, and ``anonymous=True`` (tests of the refusal of a server
+    without auth) has none.
+    ``extra_args`` go on the command line (never a secret: use a ``-c`` file).
     ``url`` is ``nats://127.0.0.1:PORT`` once :meth:`start` returned.
     """
 
@@ -54,6 +63,7 @@ class LocalNatsServer:
         *,
         extra_args: list[str] | None = None,
         directory: str | None = None,
+        anonymous: bool = False,
     ) -> None:
         found = binary or find_nats_server()
         if found is None:
@@ -67,6 +77,24 @@ class LocalNatsServer:
         self.directory = directory or tempfile.mkdtemp(prefix="aclmon-nats-")
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
+        own_config = "-c" in self.extra_args or "--config" in self.extra_args
+        #: the token clients need (None: anonymous, or the caller's -c config decides)
+        self.token: str | None = None if anonymous or own_config else secrets.token_urlsafe(32)
+
+    @property
+    def credentials(self) -> Credentials:
+        return Credentials(token=self.token)
+
+    def _auth_config(self) -> list[str]:
+        """``-c FILE`` requiring :attr:`token` (the file is 0600, made fresh)."""
+        if self.token is None:
+            return []
+        path = os.path.join(self.directory, "auth.conf")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f'authorization {{ token: "{self.token}" }}\n')
+        return ["-c", path]
 
     def start(self, timeout: float = 10.0) -> LocalNatsServer:
         store = os.path.join(self.directory, "js")
@@ -75,7 +103,7 @@ class LocalNatsServer:
         log_path = os.path.join(self.directory, "nats-server.log")
         command = [
             self.binary, "-a", "127.0.0.1", "-p", "-1", "-js", "-sd", store,
-            "--ports_file_dir", ports, "-l", log_path, *self.extra_args,
+            "--ports_file_dir", ports, "-l", log_path, *self._auth_config(), *self.extra_args,
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -67,11 +67,13 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         help="nats:// only: read the low-rate summary and alert subjects (very large jobs;"
         " no execution counts)",
     )
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("ACLMON_TOKEN"),
-        help="shared token for an agent that requires one (default: $ACLMON_TOKEN); with a"
-        " nats:// target, the NATS token (default: $ACLMON_NATS_TOKEN)",
+    from aclmon.bus.secrets import TOKEN, add_secret_option
+
+    add_secret_option(
+        parser,
+        TOKEN,
+        "shared token for an agent that requires one (with a nats:// target, the NATS"
+        " token, default $ACLMON_NATS_TOKEN)",
     )
     parser.add_argument(
         "--dump-dir",
@@ -353,6 +355,11 @@ def attach_command(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise AclmonError("--json goes with --once")
     targets = list(args.target)
+    from aclmon.bus.secrets import NATS_TOKEN_ENV, TOKEN, read_secret
+
+    # An argv token is refused before anything starts.
+    nats = any(t.startswith(("nats://", "tls://")) for t in targets)
+    read_secret(args, TOKEN, env=NATS_TOKEN_ENV if nats else None)
     if args.all or len(targets) > 1 or any(t.startswith(("nats://", "tls://")) for t in targets):
         from aclmon.tui.fleet_commands import fleet_attach
 
@@ -366,7 +373,8 @@ def attach_command(args: argparse.Namespace) -> int:
             listing = "; ".join(f"pid {a.pid} ({a.address})" for a in agents)
             raise AclmonError(f"several agents are running, name one: {listing}")
     address = registry.resolve_target(args.target) if args.target or args.once else _pick_agent()
-    source: Any = LiveSource(address, token=args.token, readonly=args.readonly or args.once)
+    token = read_secret(args, TOKEN)
+    source: Any = LiveSource(address, token=token, readonly=args.readonly or args.once)
     if args.dump_dir:
         from aclmon.tui.sources import WithDumpDirectory
 

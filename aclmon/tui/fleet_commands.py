@@ -15,6 +15,7 @@ from aclmon.errors import AclmonError
 
 def make_feed(args: argparse.Namespace, targets: list[str]) -> Any:
     """The fleet feed the arguments name: NATS, or the agents on this host."""
+    from aclmon.bus.secrets import NATS_TOKEN_ENV, TOKEN, read_secret
     from aclmon.fleet.commands import credentials_from, parse_duration
 
     nats_targets = [t for t in targets if t.startswith(("nats://", "tls://"))]
@@ -25,7 +26,7 @@ def make_feed(args: argparse.Namespace, targets: list[str]) -> Any:
         from aclmon.fleet.nats_source import NatsFeed
 
         url, scope = parse_target(nats_targets[0])
-        token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
+        token = read_secret(args, TOKEN, env=NATS_TOKEN_ENV)
         since = parse_duration(args.since) if args.since else None
         return NatsFeed(
             url,
@@ -47,7 +48,7 @@ def make_feed(args: argparse.Namespace, targets: list[str]) -> Any:
         if bad:
             raise AclmonError(f"several targets must all be PIDs, not {', '.join(bad)}")
         pids = [int(t) for t in targets]
-    return LocalFeed(pids, token=args.token, readonly=args.readonly or args.once)
+    return LocalFeed(pids, token=read_secret(args, TOKEN), readonly=args.readonly or args.once)
 
 
 def fleet_once(feed: Any, wait: float, *, connect_timeout: float = 10.0) -> dict[str, Any]:
@@ -212,7 +213,6 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
 
             feed: Any = LocalFeed(demo.pids(), readonly=args.readonly)
             return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
-        from aclmon.fleet.connect import Credentials
         from aclmon.fleet.nats_source import NatsFeed
         from aclmon.fleet.server import LocalNatsServer
         from aclmon.fleet.subjects import Scope
@@ -228,12 +228,14 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
                     # No --job: each agent's Hello names its job, so other agents
                     # of this user on the host stay out of the demo's subjects.
                     [sys.executable, "-m", "aclmon", "relay", "--nats", server.url],
+                    # The server's token, never on a command line.
+                    env=dict(os.environ, ACLMON_NATS_TOKEN=server.token or ""),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
                 )  # fmt: skip
             try:
-                feed = NatsFeed(server.url, Scope(demo.job), Credentials(), since_s=0.0,
+                feed = NatsFeed(server.url, Scope(demo.job), server.credentials, since_s=0.0,
                                 readonly=args.readonly)  # fmt: skip
                 return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
             finally:

@@ -43,14 +43,17 @@ def _binary() -> str:
 
 @pytest.fixture
 def start_nats(tmp_path: Path) -> Iterator[Callable[..., LocalNatsServer]]:
-    """Start a server (``extra_args`` e.g. ``["--auth", token]``); all are stopped after."""
+    """Start a server (``extra_args`` e.g. ``["-c", roles_config]``), with a token of its
+    own unless ``anonymous`` or a ``-c`` config; all are stopped after."""
     binary = _binary()
     servers: list[LocalNatsServer] = []
 
-    def start(*extra_args: str) -> LocalNatsServer:
+    def start(*extra_args: str, anonymous: bool = False) -> LocalNatsServer:
         directory = tmp_path / f"nats{len(servers)}"
         directory.mkdir()
-        server = LocalNatsServer(binary, extra_args=list(extra_args), directory=str(directory))
+        server = LocalNatsServer(
+            binary, extra_args=list(extra_args), directory=str(directory), anonymous=anonymous
+        )
         servers.append(server)
         return server.start()
 
@@ -60,9 +63,9 @@ def start_nats(tmp_path: Path) -> Iterator[Callable[..., LocalNatsServer]]:
 
 
 @pytest.fixture
-def nats_url(start_nats: Callable[..., LocalNatsServer]) -> str:
-    """The URL of a fresh server with JetStream (stopped after the test)."""
-    return start_nats().url
+def nats(start_nats: Callable[..., LocalNatsServer]) -> LocalNatsServer:
+    """A fresh server with JetStream and a token (``url``, ``credentials``, ``token``)."""
+    return start_nats()
 
 
 @pytest.fixture

@@ -102,15 +102,16 @@ def fleet_json(nats_url: str, env: dict[str, str], *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs, tmp_path):
+def test_three_jobs_live_then_from_jetstream_and_a_command(nats, three_jobs, tmp_path):
     env, stop, jobs = three_jobs
-    relay = start_relay(nats_url, env, tmp_path)
+    env = dict(env, ACLMON_NATS_TOKEN=nats.token)
+    relay = start_relay(nats.url, env, tmp_path)
     try:
         relay_log = tmp_path / "relay.log"
         wait_until(lambda: relay_log.read_text().count("following pid") == 3, 30, "relay follows")
         pids = {proc.pid for proc in jobs}
 
-        live = fleet_json(nats_url, env, "--wait", "1.5")
+        live = fleet_json(nats.url, env, "--wait", "1.5")
         assert {s["pid"] for s in live["sources"]} == pids
         assert sorted(s["rank"] for s in live["sources"]) == [0, 1, 2]
         for source in live["sources"]:
@@ -125,7 +126,7 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
         # A profiling command over NATS reaches the one agent it names.
         target = sorted(pids)[1]
         host = sj.short_host(live["sources"][0]["host"])
-        feed = NatsFeed(nats_url, sj.Scope("train"))
+        feed = NatsFeed(nats.url, sj.Scope("train"), nats.credentials)
         feed.start()
         try:
             wait_until(lambda: feed.state == "connected", 10, "viewer connected")
@@ -150,10 +151,10 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
             assert not any(on for key, on in running.items() if key != (host, target))
         finally:
             feed.close()
-        light = fleet_json(nats_url, env, "--summary-only", "--wait", "1.5")
+        light = fleet_json(nats.url, env, "--summary-only", "--wait", "1.5")
         assert {s["pid"] for s in light["sources"]} == pids  # from summary and state alone
         assert sorted(s["rank"] for s in light["sources"]) == [0, 1, 2]
-        after = fleet_json(nats_url, env, "--since", "all", "--wait", "0.5")
+        after = fleet_json(nats.url, env, "--since", "all", "--wait", "0.5")
         assert {s["pid"] for s in after["sources"]} == pids
 
         # Jobs and relay exit; JetStream still has them.
@@ -165,7 +166,7 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
         stop_relay(relay)
     relay_log = (tmp_path / "relay.log").read_text()
     assert "stopped after 3 agents" in relay_log and " 0 dropped" in relay_log
-    history = fleet_json(nats_url, env, "--since", "10m", "--wait", "0.3")
+    history = fleet_json(nats.url, env, "--since", "10m", "--wait", "0.3")
     assert {s["pid"] for s in history["sources"]} == pids
     for source in history["sources"]:
         assert source["executions"] > 0, source
@@ -177,7 +178,7 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
     source = history["sources"][0]
     host = sj.short_host(source["host"])
     recording = tmp_path / "rank.aclrec"
-    done = aclmon("record", f"{nats_url}/train/{host}/{source['pid']}", str(recording),
+    done = aclmon("record", f"{nats.url}/train/{host}/{source['pid']}", str(recording),
                   "--since", "all", "--count", "200", env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     from aclmon.bus.recording import RecordingReader
@@ -189,33 +190,35 @@ def test_three_jobs_live_then_from_jetstream_and_a_command(nats_url, three_jobs,
     assert events[0].rank == source["rank"]
 
 
-def test_attach_without_the_token_is_refused(start_nats, runtime_dir):
-    server = start_nats("--auth", "fleet-secret")
+def test_attach_without_the_token_is_refused(nats, runtime_dir, tmp_path):
     env = env_for(runtime_dir)
     env.pop("ACLMON_NATS_TOKEN", None)
-    refused = aclmon("attach", f"{server.url}/train", "--once", "--json", env=env)
+    refused = aclmon("attach", f"{nats.url}/train", "--once", "--json", env=env)
     assert refused.returncode == 1
     assert "authorization violation" in refused.stderr
     assert "Traceback" not in refused.stderr
+    token_file = tmp_path / "nats.token"
+    token_file.write_text(f"{nats.token}\n")
+    token_file.chmod(0o600)
     allowed = aclmon(
-        "attach", f"{server.url}/train", "--once", "--json", "--wait", "0.2",
-        "--token", "fleet-secret", env=env,
+        "attach", f"{nats.url}/train", "--once", "--json", "--wait", "0.2",
+        "--token-file", str(token_file), env=env,
     )  # fmt: skip
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["sources"] == []
 
 
-def test_run_with_relay_starts_one_relay_for_the_host(nats_url, runtime_dir, tmp_path):
+def test_run_with_relay_starts_one_relay_for_the_host(nats, runtime_dir, tmp_path):
     from aclmon.fleet.hostrelay import running_relay
 
-    env = env_for(runtime_dir)
+    env = dict(env_for(runtime_dir), ACLMON_NATS_TOKEN=nats.token)
     stop = tmp_path / "stop"
     jobs = []
     relay_pid = None
     try:
         for rank in range(2):
             log = open(tmp_path / f"job{rank}.log", "w")  # noqa: SIM115 (closed below)
-            command = [sys.executable, "-m", "aclmon", "run", "--sim", "--relay", nats_url,
+            command = [sys.executable, "-m", "aclmon", "run", "--sim", "--relay", nats.url,
                        "--job", "relayed", SIM_JOB, str(MODEL), "/dev/null", "--until", str(stop),
                        "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
             proc = subprocess.Popen(command, env=env, stdout=log, stderr=log,
@@ -227,7 +230,7 @@ def test_run_with_relay_starts_one_relay_for_the_host(nats_url, runtime_dir, tmp
         started = sum((tmp_path / f"job{r}.log").read_text().count("started this host's relay")
                       for r in range(2))  # fmt: skip
         assert started == 1
-        done = aclmon("attach", f"{nats_url}/relayed", "--once", "--json", "--wait", "1",
+        done = aclmon("attach", f"{nats.url}/relayed", "--once", "--json", "--wait", "1",
                       env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert len(json.loads(done.stdout)["sources"]) == 2

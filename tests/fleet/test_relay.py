@@ -39,10 +39,10 @@ def drain(feed: NatsFeed, fleet: FleetStore) -> int:
     return sum(e.store.state.counters.events for e in fleet.sources.values())
 
 
-def test_frames_reach_a_viewer_in_order_in_small_batches(nats_url, runtime_dir):
+def test_frames_reach_a_viewer_in_order_in_small_batches(nats, runtime_dir):
     publisher = start_publisher(runtime_dir)
-    relay = Relay(nats_url, job="unit", max_bytes=2048, flush_ms=5)
-    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    relay = Relay(nats.url, nats.credentials, job="unit", max_bytes=2048, flush_ms=5)
+    feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
     sizes: list[int] = []
     fleet = FleetStore()
     try:
@@ -71,7 +71,7 @@ def test_frames_reach_a_viewer_in_order_in_small_batches(nats_url, runtime_dir):
         registry.unregister()
 
 
-def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, runtime_dir):
+def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats, runtime_dir):
     seen: list[ev.Event] = []
 
     def on_command(event: ev.Event) -> None:
@@ -79,8 +79,8 @@ def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, run
         publisher.reply(event.request_id, 0, "profiling started")
 
     publisher = start_publisher(runtime_dir, on_command=on_command)
-    relay = Relay(nats_url, job="unit", flush_ms=5)
-    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=5)
+    feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
     try:
         feed.start()
         with RelayThread(relay):
@@ -93,9 +93,9 @@ def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, run
             import asyncio
 
             async def raw_request() -> bytes:
-                import nats
+                import nats as nats_client
 
-                nc = await nats.connect(nats_url)
+                nc = await nats_client.connect(nats.url, token=nats.token)
                 try:
                     from aclmon.events.wire import encode_frame
 
@@ -116,11 +116,11 @@ def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats_url, run
         registry.unregister()
 
 
-def test_relay_refuses_commands_when_the_agent_allows_it_none(nats_url, runtime_dir):
+def test_relay_refuses_commands_when_the_agent_allows_it_none(nats, runtime_dir):
     # A token on the agent and none given to the relay: it may receive, not command.
     publisher = start_publisher(runtime_dir, token="agent-secret")
-    relay = Relay(nats_url, job="unit", flush_ms=5)
-    feed = NatsFeed(nats_url, sj.Scope("unit"))
+    relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=5)
+    feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
     try:
         feed.start()
         with RelayThread(relay):
@@ -134,9 +134,8 @@ def test_relay_refuses_commands_when_the_agent_allows_it_none(nats_url, runtime_
         registry.unregister()
 
 
-def test_a_viewer_without_the_token_is_refused(start_nats):
-    server = start_nats("--auth", "s3cret")
-    feed = NatsFeed(server.url, sj.Scope("unit"))
+def test_a_viewer_without_the_token_is_refused(nats):
+    feed = NatsFeed(nats.url, sj.Scope("unit"))
     feed.start()
     try:
         wait_until(lambda: feed.state != "connecting", what="a verdict")
@@ -154,13 +153,13 @@ def test_host_tokens(text, expected):
     assert sj.short_host(text) == expected
 
 
-def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir):
+def test_routing_reads_the_kind_after_either_array_header(nats, runtime_dir):
     """Hello has more than 15 elements (array16 header): it must still reach
     ``summary`` and, as snapshot state (seq 0), ``state``."""
     import asyncio
 
     publisher = start_publisher(runtime_dir)
-    relay = Relay(nats_url, job="unit", flush_ms=5)
+    relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=5)
     got: dict[str, list[str]] = {}
     try:
         with RelayThread(relay):
@@ -169,11 +168,11 @@ def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir)
             publisher.emit(ev.LogLine, "error", "boom")
 
             async def read() -> None:
-                import nats
+                import nats as nats_client
 
                 from aclmon.events.wire import StreamDecoder
 
-                nc = await nats.connect(nats_url)
+                nc = await nats_client.connect(nats.url, token=nats.token)
                 js = nc.jetstream()
                 expected = {sj.STATE: 1, sj.SUMMARY: 2, sj.ALERTS: 1}
                 deadline = time.monotonic() + 15
@@ -200,7 +199,7 @@ def test_routing_reads_the_kind_after_either_array_header(nats_url, runtime_dir)
     assert got[sj.ALERTS] == ["LogLine"]
 
 
-def test_stream_limits_from_the_command_line_shape_the_streams(nats_url, runtime_dir):
+def test_stream_limits_from_the_command_line_shape_the_streams(nats, runtime_dir):
     import asyncio
 
     from aclmon.errors import AclmonError
@@ -209,12 +208,12 @@ def test_stream_limits_from_the_command_line_shape_the_streams(nats_url, runtime
     limits = parse_stream_limits(["events=2m:10MiB", "alerts=1d:1MiB"])
     with pytest.raises(AclmonError, match="CLASS=AGE:SIZE"):
         parse_stream_limits(["everything=1m:1MiB"])
-    relay = Relay(nats_url, job="unit", stream_limits=limits)
+    relay = Relay(nats.url, nats.credentials, job="unit", stream_limits=limits)
 
     async def setup_and_read() -> dict[str, tuple[float, int, int]]:
-        from aclmon.fleet.connect import Credentials, connect
+        from aclmon.fleet.connect import connect
 
-        relay.nc = await connect(nats_url, Credentials(), name="test")
+        relay.nc = await connect(nats.url, nats.credentials, name="test")
         await relay.ensure_streams()
         js = relay.nc.jetstream()
         out = {}

@@ -140,8 +140,8 @@ def test_tls_with_the_ca_connects_and_without_it_is_refused(start_nats, tmp_path
     cert, key = _self_signed(tmp_path)
     server = start_nats("--tls", "--tlscert", cert, "--tlskey", key)
     url = server.url.replace("nats://", "tls://")
-    trusted = NatsFeed(url, sj.Scope("tls"), Credentials(tls_ca=cert))
-    untrusted = NatsFeed(url, sj.Scope("tls"), Credentials())
+    trusted = NatsFeed(url, sj.Scope("tls"), Credentials(token=server.token, tls_ca=cert))
+    untrusted = NatsFeed(url, sj.Scope("tls"), Credentials(token=server.token))
     try:
         trusted.start()
         untrusted.start()
