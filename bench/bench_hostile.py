@@ -100,12 +100,14 @@ class Job:
         port = _free_port()
         self.address = f"tcp://127.0.0.1:{port}"
         env = dict(
-            os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+            os.environ,
+            PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            ACLMON_TOKEN=token,  # never on a command line
         )
         with open(self.stderr_path, "w") as stderr:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "aclmon.agent", "--sim", "--listen", self.address,
-                 "--token", token, "--interval", "0.2", str(script)],
+                 "--interval", "0.2", str(script)],
                 stdout=subprocess.PIPE, stderr=stderr, env=env, text=True,
             )  # fmt: skip
         self.samples: list[tuple[float, int]] = []
