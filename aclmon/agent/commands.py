@@ -95,7 +95,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"aclmon run: started this host's relay to {args.relay} (pid {pid})",
                   file=sys.stderr)  # fmt: skip
     _stop_agent_on_termination()
-    aclmon.agent.start(
+    agent = aclmon.agent.start(
         args.listen,
         sim=args.sim,
         record=args.record,
@@ -104,6 +104,15 @@ def run_command(args: argparse.Namespace) -> int:
         profiling_output=args.profiling_output,
         history=args.history,
     )
+    if args.relay:
+        from aclmon.fleet.hostrelay import wait_for_relay
+
+        # The relay sees the new agent within milliseconds (it watches the registry):
+        # wait for it, so that the job's first events are not sent to nobody.
+        viewers_before = 1 if args.record else 0  # the recorder is a viewer too
+        if not wait_for_relay(agent.publisher, viewers_before):
+            print(f"aclmon run: the relay to {args.relay} has not connected to this job yet;"
+                  " its first events may not reach NATS", file=sys.stderr)  # fmt: skip
     # No stop() here: like `python script.py`, the interpreter first waits for the
     # job's non-daemon threads (which may still use acl), then atexit stops the agent.
     capture = _capture_output(aclmon.agent.current()) if args.capture_output else None

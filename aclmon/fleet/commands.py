@@ -142,6 +142,9 @@ def relay_command(args: argparse.Namespace) -> int:
     def note(text: str) -> None:
         print(f"aclmon relay: {text}", file=sys.stderr, flush=True)
 
+    from aclmon.fleet.hostrelay import hold_relay_lock
+
+    held: list[Any] = []  # `aclmon run --relay` sees this host has a relay once connected
     relay = Relay(
         args.nats,
         credentials_from(args, nats_token),
@@ -154,11 +157,8 @@ def relay_command(args: argparse.Namespace) -> int:
         stream_limits=parse_stream_limits(args.stream_limit),
         on_note=note,
         allow_anonymous_commands=args.allow_anonymous_commands,
+        on_connected=lambda: held.append(hold_relay_lock(args.nats)),
     )
-
-    from aclmon.fleet.hostrelay import hold_relay_lock
-
-    lock = hold_relay_lock()  # `aclmon run --relay` sees this host has a relay
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -171,7 +171,8 @@ def relay_command(args: argparse.Namespace) -> int:
     try:
         asyncio.run(main())
     finally:
-        lock.close()
+        for lock in held:
+            lock.close()
     totals = relay.totals()
     note(
         f"stopped after {totals['agents']} agents: {totals['frames_in']} frames read,"

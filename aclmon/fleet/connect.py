@@ -86,9 +86,14 @@ def is_nats_target(text: str | None) -> bool:
 def _tls_context(credentials: Credentials) -> Any:
     import ssl
 
-    context = ssl.create_default_context(cafile=credentials.tls_ca)
-    if credentials.tls_cert:
-        context.load_cert_chain(credentials.tls_cert, credentials.tls_key)
+    try:
+        context = ssl.create_default_context(cafile=credentials.tls_ca)
+        if credentials.tls_cert:
+            context.load_cert_chain(credentials.tls_cert, credentials.tls_key)
+    except (OSError, ssl.SSLError) as exc:  # not a certificate, a key that does not match
+        raise NatsError(
+            f"cannot use the TLS files given (--tls-ca/--tls-cert/--tls-key): {exc}"
+        ) from None
     return context
 
 

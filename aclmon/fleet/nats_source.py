@@ -17,7 +17,15 @@ server has JetStream), then:
   are no execution counts then).
 
 Each message holds whole frames of one source, decoded by that source's own
-:class:`~aclmon.events.wire.StreamDecoder`. Commands are NATS requests to the
+:class:`~aclmon.events.wire.StreamDecoder`. Relays' heartbeats are kept for
+:meth:`NatsFeed.take_heartbeats` (staleness and clock offsets in the fleet
+store).
+
+A server restarted without its store has lost the streams: after a reconnect
+the feed looks at them again, and when one was made anew (by a relay) it
+replays it from its start and says so in ``state_reason`` (the history before
+is gone). :meth:`NatsFeed.close` drops what is still pending (a viewer that
+quits in the middle of a long catch-up does not decode the rest first). Commands are NATS requests to the
 relay on the agent's ``cmd`` subject; a credential that may not publish there
 makes the feed read-only (the server reports a permissions violation).
 """
@@ -32,6 +40,8 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+import msgpack
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
@@ -53,6 +63,10 @@ DEFAULT_BUFFER_EVENTS = 2_000_000
 _QUIET_S = 0.5
 #: how long a replay waits for its stream to appear before following live only
 STREAM_WAIT_S = 5.0
+#: heartbeats held for take_heartbeats() (newest kept)
+MAX_HEARTBEATS = 1024
+#: a heartbeat is a tiny map; anything bigger is not one
+MAX_HEARTBEAT_BYTES = 256
 
 
 class CommandRefused(AclmonError):
@@ -97,6 +111,12 @@ class NatsFeed:
         self._thread: threading.Thread | None = None
         self._nc: Any = None
         self._last_message = 0.0
+        self._closing = False
+        self._heartbeats: collections.deque[tuple[str, int, int, float]] = collections.deque(
+            maxlen=MAX_HEARTBEATS
+        )
+        #: class -> (JetStream subscription, creation time of its stream) while replaying
+        self._replays: dict[str, tuple[Any, Any]] = {}
 
     # ------------------------------------------------------------ viewer side
     def start(self) -> None:
@@ -113,6 +133,14 @@ class NatsFeed:
                 taken += len(events)
             self._buffered -= taken
         return out
+
+    def take_heartbeats(self) -> list[tuple[str, int, int, float]]:
+        """``(host, sent_ns, received_ns, received_monotonic)`` of the relays'
+        heartbeats since the last call."""
+        with self._lock:
+            beats = list(self._heartbeats)
+            self._heartbeats.clear()
+        return beats
 
     def decoder_counts(self) -> tuple[int, int]:
         decoders = list(self._decoders.values())
@@ -157,6 +185,7 @@ class NatsFeed:
         return reply
 
     def close(self) -> None:
+        self._closing = True  # callbacks still queued return at once
         loop, stop = self._loop, self._stop
         if loop is not None and stop is not None:
             with contextlib.suppress(RuntimeError):
@@ -192,10 +221,37 @@ class NatsFeed:
 
     async def _reconnected(self) -> None:
         self.state = CONNECTED
+        if self._replays:
+            asyncio.get_running_loop().create_task(self._check_streams())
+
+    async def _check_streams(self) -> None:
+        """After a reconnect: a stream made anew (the server lost its store) is
+        replayed from its start, and the viewer is told its history is gone."""
+        js = self._nc.jetstream()
+        for cls, (sub, created) in list(self._replays.items()):
+            deadline = time.monotonic() + STREAM_WAIT_S * 4
+            info = None
+            while not self._closing and time.monotonic() < deadline:
+                try:
+                    info = await js.stream_info(sj.STREAMS[cls])
+                    break
+                except Exception:  # not there (yet): a relay makes it again
+                    await asyncio.sleep(0.25)
+            if info is None or created is None or info.created == created:
+                continue  # the same stream: the ordered consumer carries on by itself
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+            self.state_reason = (
+                f"the server lost its stored history (stream {sj.STREAMS[cls]} made anew"
+                f" at {datetime.now(timezone.utc):%H:%M:%S} UTC): events before that are gone"
+            )
+            await self._replay(cls, from_start=True)
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        if self._closing:
+            return
         self._nc = nc = await connect(
             self.url,
             self.credentials,
@@ -205,6 +261,9 @@ class NatsFeed:
             reconnected_cb=self._reconnected,
         )
         try:
+            await nc.subscribe(
+                sj.heartbeat_subject(self.scope.job, self.scope.host), cb=self._on_heartbeat
+            )
             await nc.subscribe(self.scope.subject(sj.STATE), cb=self._on_state_live)
             classes = (sj.SUMMARY, sj.ALERTS) if self.summary_only else (sj.EVENTS,)
             # Live or not, each source starts from its latest snapshot (models,
@@ -229,8 +288,8 @@ class NatsFeed:
             self.state = CONNECTED
             await self._stop.wait()
         finally:
-            with contextlib.suppress(Exception):
-                await nc.drain()
+            # No drain: what is still pending (a long catch-up) is dropped, so
+            # quitting takes a moment whatever the backlog.
             with contextlib.suppress(Exception):
                 await nc.close()
 
@@ -260,11 +319,11 @@ class NatsFeed:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
-    async def _replay(self, cls: str) -> None:
+    async def _replay(self, cls: str, from_start: bool = False) -> None:
         from nats.js.api import ConsumerConfig, DeliverPolicy
 
         js = self._nc.jetstream()
-        since = self.since_s or 0.0
+        since = 0.0 if from_start else self.since_s or 0.0
         if since > 0:
             start = datetime.now(timezone.utc) - timedelta(seconds=since)
             config = ConsumerConfig(
@@ -279,7 +338,7 @@ class NatsFeed:
         deadline = time.monotonic() + STREAM_WAIT_S
         while True:
             try:
-                await js.subscribe(
+                sub = await js.subscribe(
                     self.scope.subject(cls),
                     cb=self._on_replayed,
                     ordered_consumer=True,
@@ -287,6 +346,10 @@ class NatsFeed:
                     pending_msgs_limit=1_000_000,
                     pending_bytes_limit=512 << 20,
                 )
+                created = None
+                with contextlib.suppress(Exception):
+                    created = (await js.stream_info(sj.STREAMS[cls])).created
+                self._replays[cls] = (sub, created)
                 return
             except NotFoundError:
                 # No stream yet (a relay creates it when it starts): wait a
@@ -309,7 +372,25 @@ class NatsFeed:
                 self.caught_up.set()
 
     # ------------------------------------------------------------ messages
+    async def _on_heartbeat(self, msg: Any) -> None:
+        received_ns = time.time_ns()
+        host = sj.parse_heartbeat_subject(msg.subject)
+        data = msg.data
+        if host is None or self._closing or len(data) > MAX_HEARTBEAT_BYTES:
+            return
+        try:
+            beat = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        except Exception:  # not a heartbeat: ignored
+            return
+        sent_ns = beat.get("sent_ns") if isinstance(beat, dict) else None
+        if type(sent_ns) is not int or not 0 < sent_ns < 1 << 63:
+            return
+        with self._lock:
+            self._heartbeats.append((host, sent_ns, received_ns, time.monotonic()))
+
     async def _on_replayed(self, msg: Any) -> None:
+        if self._closing:
+            return
         self._last_message = time.monotonic()
         self._deliver(msg.subject, msg.data)
         with contextlib.suppress(Exception):
@@ -317,7 +398,8 @@ class NatsFeed:
                 self.caught_up.set()
 
     async def _on_events(self, msg: Any) -> None:
-        self._deliver(msg.subject, msg.data)
+        if not self._closing:
+            self._deliver(msg.subject, msg.data)
 
     async def _on_state_live(self, msg: Any) -> None:
         if msg.headers and sj.GONE_HEADER in msg.headers:

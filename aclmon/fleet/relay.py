@@ -1,7 +1,8 @@
 """``aclmon relay``: one per host, every local agent's frames to NATS, unchanged.
 
-For each agent in the registry (polled every second, so new ones are followed
-and exited ones let go) the relay is an ordinary bus client over the agent's
+For each agent in the registry (whose directory is watched, so a new agent is
+followed within a few milliseconds and its first events are not lost, and
+rescanned every second, so exited ones are let go) the relay is an ordinary bus client over the agent's
 Unix socket, allowed commands. It reads large chunks, splits them into frames
 (:func:`~aclmon.events.wire.split_frames`) and routes each by its kind byte
 (:mod:`aclmon.fleet.subjects`) without decoding it: every frame to
@@ -11,12 +12,22 @@ published when a batch reaches ``max_bytes`` (never above the server's
 ``max_payload``) or ``max_frames``, or ``flush_ms`` after it started.
 
 Losses between the relay and NATS (a publish that fails, a frame larger than
-the server takes) are counted per agent and published on its subjects as a
-``Drops`` event with ``where = "relay -> nats"`` and ``seq = 0`` (outside the
-agent's sequence), so every viewer shows them like any other drop; the
+the server takes, a frame larger than the bus allows, which is skipped while
+the connection is kept) are counted per agent and published on its subjects as
+a ``Drops`` event with ``where = "relay -> nats"`` and ``seq = 0`` (outside
+the agent's sequence), so every viewer shows them like any other drop; the
 events themselves are also missing from the sequence, which viewers count as
-gaps. The relay never slows an agent: when it falls behind, the agent's
-publisher drops for it, as for any slow viewer.
+gaps. Lost copies (``summary``, ``alerts``, ``state``) are counted apart
+(``where = "relay -> nats (copies)"``). The snapshot kept for ``state`` is
+bounded by the server's ``max_payload``; snapshot frames beyond it are counted
+as lost copies. The relay never slows an agent: when it falls behind, the
+agent's publisher drops for it, as for any slow viewer.
+
+Every second the relay publishes a heartbeat for each job it serves
+(``aclmon.<job>.<host>.relay.heartbeat``, its clock in it): viewers see its
+sources go stale when it stops, and correct each host's clock by the offset.
+All subjects carry the relay's host name (``--host``, default this host's):
+a relay's credentials allow exactly its host's subjects.
 
 Commands arrive as NATS requests on ``aclmon.<job>.<host>.<pid>.cmd``: one
 framed command in, one framed ``Reply`` out. Only command kinds are
@@ -67,7 +78,13 @@ DEFAULT_MAX_BYTES = 64 * 1024
 DEFAULT_MAX_FRAMES = 1024
 DEFAULT_STATE_EVERY_S = 30.0
 REGISTRY_POLL_S = 1.0
+#: how often the registry directory's modification time is looked at
+REGISTRY_WATCH_S = 0.02
 COMMAND_TIMEOUT_S = 5.0
+#: the latest snapshot of an agent is published at most this often
+STATE_MIN_INTERVAL_S = 1.0
+#: ephemeral consumers a stream the relay creates allows (viewers make one or two each)
+DEFAULT_MAX_CONSUMERS = 256
 _READ_SIZE = 256 * 1024
 _length = struct.Struct("<I").unpack_from
 #: kind byte -> extra classes of the frame (besides events)
@@ -75,6 +92,9 @@ _ROUTES: dict[int, str] = {
     **dict.fromkeys(sj.SUMMARY_KINDS, sj.SUMMARY),
     **dict.fromkeys(sj.ALERT_KINDS, sj.ALERTS),
 }
+#: ``Drops.where`` of what the relay lost: events frames, and copies of them
+RELAY_DROPS = "relay -> nats"
+RELAY_COPY_DROPS = "relay -> nats (copies)"
 _COMMAND_KIND_NUMBERS = frozenset(cls.KIND for cls in ev.COMMAND_KINDS)  # type: ignore[attr-defined]
 
 
@@ -85,6 +105,7 @@ class StreamLimits:
     max_age_s: float
     max_bytes: int
     max_msgs_per_subject: int = -1
+    max_consumers: int = DEFAULT_MAX_CONSUMERS
 
 
 #: defaults sized in docs/fleet.md ("Streams and their sizing").
@@ -138,8 +159,20 @@ class AgentLink:
     replies: dict[int, asyncio.Future[bytes]] = field(default_factory=dict)
     frames_in: int = 0
     published: int = 0
+    #: events frames that never reached NATS (any reason)
     dropped: int = 0
     drops_reported: int = 0
+    #: summary/alerts/state messages lost (their frames are in events too)
+    copies_dropped: int = 0
+    copies_reported: int = 0
+    #: frames over the bus limit, skipped with the connection kept
+    oversized: int = 0
+    #: bytes of an oversized frame still to skip
+    skip: int = 0
+    state_size: int = 0
+    state_published: float = 0.0
+    #: its Hello's host was compared with the relay's
+    host_checked: bool = False
     task: asyncio.Task[None] | None = None
 
     def subject(self, cls: str) -> str:
@@ -177,6 +210,7 @@ class Relay:
         agents: Callable[[], list[registry.AgentInfo]] | None = None,
         on_note: Callable[[str], None] | None = None,
         allow_anonymous_commands: bool = False,
+        on_connected: Callable[[], None] | None = None,
     ) -> None:
         if max_bytes < 1024:
             raise NatsError(f"--max-msg must be at least 1 KiB, not {max_bytes}")
@@ -192,6 +226,10 @@ class Relay:
         self.stream_limits = stream_limits or DEFAULT_STREAM_LIMITS
         self.state_every_s = state_every_s
         self._list_agents = agents or (lambda: registry.list_agents(registry_dir))
+        #: the registry's directory is watched for new agents (not a custom list)
+        self._registry_dir = registry_dir
+        self._watch_registry = agents is None
+        self._on_connected = on_connected
         self._note = on_note or (lambda text: log.info("%s", text))
         self.links: dict[int, AgentLink] = {}
         self._refused: set[int] = set()
@@ -202,13 +240,23 @@ class Relay:
         self.publish_errors = 0
         self.max_payload = 1 << 20  # the server's, once connected
         #: frames read, published and dropped by agents that have gone
-        self._ended = {"frames_in": 0, "published": 0, "dropped": 0, "agents": 0}
+        self._ended = {
+            "frames_in": 0, "published": 0, "dropped": 0, "copies_dropped": 0, "oversized": 0,
+            "agents": 0,
+        }  # fmt: skip
 
     # ------------------------------------------------------------ running
     async def run(self, stop: asyncio.Event) -> None:
-        self.nc = await connect(self.url, self.credentials, name=f"aclmon-relay@{self.host}")
+        self.nc = await connect(
+            self.url,
+            self.credentials,
+            name=f"aclmon-relay@{self.host}",
+            reconnected_cb=self._reconnected,
+        )
         self.max_payload = int(self.nc.max_payload)
         self.max_bytes = min(self.max_bytes, self.max_payload)
+        if self._on_connected is not None:
+            self._on_connected()  # e.g. `aclmon relay` takes the host's relay lock now
         self.anonymous_server = not requires_authentication(self.nc)
         if self.anonymous_server:
             self._note(
@@ -228,6 +276,7 @@ class Relay:
                 asyncio.create_task(self._discover(stop)),
                 asyncio.create_task(self._flusher(stop)),
                 asyncio.create_task(self._snapshots(stop)),
+                asyncio.create_task(self._heartbeats(stop)),
             ]
             await stop.wait()
             for task in tasks:
@@ -272,6 +321,14 @@ class Relay:
                 continue
             except NotFoundError:
                 pass
+            except (
+                Exception
+            ) as exc:  # a timeout: no answer for a relay without JetStream API rights
+                raise NatsError(
+                    f"cannot look up stream {name} ({type(exc).__name__}: {exc}); a relay whose"
+                    " credentials may not use the JetStream API runs with --no-setup-streams"
+                    " (an operator creates the streams)"
+                ) from exc
             config = StreamConfig(
                 name=name,
                 subjects=[sj.subject("*", "*", "*", cls)],
@@ -279,6 +336,7 @@ class Relay:
                 max_age=limits.max_age_s,
                 max_bytes=limits.max_bytes,
                 max_msgs_per_subject=limits.max_msgs_per_subject,
+                max_consumers=limits.max_consumers,
                 discard=DiscardPolicy.OLD,
             )
             try:
@@ -287,8 +345,38 @@ class Relay:
                 raise NatsError(f"cannot create stream {name}: {exc}") from exc
             self._note(f"created stream {name} on {config.subjects[0]}")
 
+    async def _reconnected(self) -> None:
+        """Back on the server: one restarted without its store has lost the
+        streams, which are made again (said by ensure_streams)."""
+        if self.setup_streams:
+            try:
+                await self.ensure_streams()
+            except Exception as exc:  # keep relaying live traffic
+                self._note(f"after reconnecting: {exc}")
+
     # ------------------------------------------------------------ agents
+    def _registry_changed(self, seen: list[int]) -> bool:
+        """Whether the registry directory changed since ``seen`` (updated)."""
+        if not self._watch_registry or self._registry_dir is None:
+            return False
+        try:
+            info = os.stat(self._registry_dir)
+        except OSError:
+            return False
+        mark = [info.st_ino, info.st_mtime_ns]
+        if mark == seen:
+            return False
+        seen[:] = mark
+        return True
+
     async def _discover(self, stop: asyncio.Event) -> None:
+        if self._watch_registry and self._registry_dir is None:
+            with contextlib.suppress(Exception):
+                from aclmon.bus.transport import runtime_dir
+
+                self._registry_dir = runtime_dir()
+        seen: list[int] = []
+        self._registry_changed(seen)
         while not stop.is_set():
             try:
                 agents = await asyncio.to_thread(self._list_agents)
@@ -304,12 +392,19 @@ class Relay:
                     address = parse_address(info.address)
                 except Exception:
                     continue
-                link = AgentLink(pid=info.pid, host=sj.short_host(info.host) or self.host,
-                                 address=address, job=self.job)  # fmt: skip
+                # The relay's host name, the one its credentials allow: the
+                # subjects and the command subscription always agree.
+                link = AgentLink(pid=info.pid, host=self.host, address=address, job=self.job)
                 self.links[info.pid] = link
                 link.task = asyncio.create_task(self._follow(link))
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), REGISTRY_POLL_S)
+            # Watch the directory (a stat every few ms) so that a new agent is
+            # followed before its first events; rescan every second regardless.
+            rescan = time.monotonic() + REGISTRY_POLL_S
+            while not stop.is_set() and time.monotonic() < rescan:
+                if self._registry_changed(seen):
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), REGISTRY_WATCH_S)
 
     async def _open(self, link: AgentLink) -> tuple[asyncio.StreamReader, bytes]:
         address = link.address
@@ -357,17 +452,40 @@ class Relay:
                 if not data:
                     break
                 buffer += data
-                offsets, stop = split_frames(
-                    buffer, 0, len(buffer), DEFAULT_MAX_FRAME, f"agent pid {link.pid}"
-                )
-                if offsets:
-                    await self._route(link, buffer, offsets, stop)
+                while buffer:
+                    if link.skip:
+                        # The rest of an oversized frame: read and thrown away.
+                        skipped = min(link.skip, len(buffer))
+                        del buffer[:skipped]
+                        link.skip -= skipped
+                        continue
+                    too_big = None
+                    try:
+                        offsets, stop = split_frames(
+                            buffer, 0, len(buffer), DEFAULT_MAX_FRAME, f"agent pid {link.pid}"
+                        )
+                    except FrameError as exc:
+                        # The frames before it are whole; the length says how much to skip.
+                        too_big = exc.offset
+                        offsets, stop = split_frames(buffer, 0, too_big, DEFAULT_MAX_FRAME, "")
+                    if offsets:
+                        await self._route(link, buffer, offsets, stop)
                     del buffer[:stop]
-                    # Batches due go out now, not at the flusher's next tick:
-                    # on a busy machine a timer fires late, a read does not wait.
-                    await self._flush_link(link)
-        except FrameError as exc:
-            self._note(f"agent pid {link.pid}: {exc}; dropping the connection")
+                    if too_big is None:
+                        break
+                    (length,) = _length(buffer, 0)
+                    link.skip = HEADER_SIZE + length
+                    link.oversized += 1
+                    link.dropped += 1
+                    if link.oversized == 1 or link.oversized % 1000 == 0:
+                        self._note(
+                            f"agent pid {link.pid}: a frame of {length} bytes is over the"
+                            f" {DEFAULT_MAX_FRAME} limit: skipped ({link.oversized} so far),"
+                            " the connection kept"
+                        )
+                # Batches due go out now, not at the flusher's next tick:
+                # on a busy machine a timer fires late, a read does not wait.
+                await self._flush_link(link)
         except (OSError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -385,6 +503,8 @@ class Relay:
         self._ended["frames_in"] += link.frames_in
         self._ended["published"] += link.published
         self._ended["dropped"] += link.dropped
+        self._ended["copies_dropped"] += link.copies_dropped
+        self._ended["oversized"] += link.oversized
         self._note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
 
     async def _route(
@@ -449,19 +569,37 @@ class Relay:
     def _special(self, link: AgentLink, frame: bytes, kind: int, at: int, now: float) -> None:
         """A frame that goes beyond ``events``: summary/alerts copies, the
         snapshot (``state``), the Hello that names the job, a Reply awaited."""
-        if kind == sj.HELLO_KIND and link.job is None:
+        if kind == sj.HELLO_KIND and (link.job is None or not link.host_checked):
             hello = ev.EventDecoder().decode_payload(frame[HEADER_SIZE:])
-            if isinstance(hello, ev.Hello):
+            if isinstance(hello, ev.Hello) and link.job is None:
                 link.job = job_of(hello)
+            if isinstance(hello, ev.Hello) and not link.host_checked:
+                link.host_checked = True
+                if sj.short_host(hello.host) != self.host:
+                    self._note(
+                        f"agent pid {link.pid} says its host is {hello.host!r}, published as"
+                        f" {self.host}: viewers refuse a source whose Hello and subject"
+                        f" disagree (start the relay with --host {sj.short_host(hello.host)})"
+                    )
         elif kind == sj.REPLY_KIND and link.replies:
             self._match_reply(link, frame)
         extra = _ROUTES.get(kind)
-        if extra is not None and len(frame) <= self.max_payload:
-            link.batches[extra].add(frame, now)
+        if extra is not None:
+            if len(frame) <= self.max_payload:
+                link.batches[extra].add(frame, now)
+            else:
+                link.copies_dropped += 1
         if frame[at + 1] == 0:  # seq 0: the agent's snapshot
             if kind == sj.HELLO_KIND:
                 link.state_frames = []
+                link.state_size = 0
+            # One state message holds the snapshot: never more than the server takes
+            # (an agent that sends seq-0 frames forever cannot grow it).
+            if link.state_size + len(frame) > self.max_payload:
+                link.copies_dropped += 1
+                return
             link.state_frames.append(frame)
+            link.state_size += len(frame)
             link.state_dirty = True
 
     def _match_reply(self, link: AgentLink, frame: bytes) -> None:
@@ -494,7 +632,9 @@ class Relay:
             self.publish_errors += 1
             if cls == sj.EVENTS:
                 link.dropped += frames
-                log.debug("publish to %s failed: %s", link.subject(cls), exc)
+            else:
+                link.copies_dropped += frames
+            log.debug("publish to %s failed: %s", link.subject(cls), exc)
             return
         if cls == sj.EVENTS:
             link.published += frames
@@ -504,22 +644,40 @@ class Relay:
         for cls, batch in link.batches.items():
             if batch.frames and (force or now - batch.started >= self.flush_s):
                 await self._publish(link, cls)
-        if link.state_dirty and link.job is not None:
+        if (
+            link.state_dirty
+            and link.job is not None
+            and (force or now - link.state_published >= STATE_MIN_INTERVAL_S)
+        ):
+            # At most once a second: an agent that sends snapshot frames all the
+            # time costs one bounded message a second, not one per flush.
             link.state_dirty = False
+            link.state_published = now
             try:
                 await self.nc.publish(link.subject(sj.STATE), b"".join(link.state_frames))
             except Exception:
                 self.publish_errors += 1
-        if link.dropped != link.drops_reported and link.job is not None:
-            drops = ev.Drops(0, time.time_ns(), link.dropped, "relay -> nats",
-                             "publish to NATS failed or frame over max_payload")  # fmt: skip
-            frame = encode_frame(ev.encode(drops))
-            try:
-                await self.nc.publish(link.subject(sj.EVENTS), frame)
-                await self.nc.publish(link.subject(sj.SUMMARY), frame)
+                link.copies_dropped += 1
+        if link.job is None:
+            return
+        if link.dropped != link.drops_reported:
+            why = "publish to NATS failed, or a frame over max_payload or the bus limit"
+            if await self._report_drops(link, link.dropped, RELAY_DROPS, why):
                 link.drops_reported = link.dropped
-            except Exception:
-                self.publish_errors += 1
+        if link.copies_dropped != link.copies_reported:
+            why = "summary, alert or state copy not published (failed or over max_payload)"
+            if await self._report_drops(link, link.copies_dropped, RELAY_COPY_DROPS, why):
+                link.copies_reported = link.copies_dropped
+
+    async def _report_drops(self, link: AgentLink, count: int, where: str, why: str) -> bool:
+        frame = encode_frame(ev.encode(ev.Drops(0, time.time_ns(), count, where, why)))
+        try:
+            await self.nc.publish(link.subject(sj.EVENTS), frame)
+            await self.nc.publish(link.subject(sj.SUMMARY), frame)
+        except Exception:
+            self.publish_errors += 1
+            return False
+        return True
 
     async def _flusher(self, stop: asyncio.Event) -> None:
         tick = max(self.flush_s / 2, 0.002)
@@ -527,6 +685,19 @@ class Relay:
             await asyncio.sleep(tick)
             for link in list(self.links.values()):
                 await self._flush_link(link)
+
+    async def _heartbeats(self, stop: asyncio.Event) -> None:
+        """Every second, for each job served: this relay is alive, and its clock."""
+        while not stop.is_set():
+            jobs = {link.job for link in self.links.values() if link.job is not None}
+            payload = msgpack.packb({"sent_ns": time.time_ns()})
+            for job in jobs:
+                try:
+                    await self.nc.publish(sj.heartbeat_subject(job, self.host), payload)
+                except Exception:
+                    self.publish_errors += 1
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), sj.HEARTBEAT_EVERY_S)
 
     async def _snapshots(self, stop: asyncio.Event) -> None:
         """Ask every agent for its snapshot now and then, so ``state`` stays current."""
@@ -607,6 +778,8 @@ class Relay:
             "frames_in": sum(lk.frames_in for lk in links) + ended["frames_in"],
             "published": sum(lk.published for lk in links) + ended["published"],
             "dropped": sum(lk.dropped for lk in links) + ended["dropped"],
+            "copies_dropped": sum(lk.copies_dropped for lk in links) + ended["copies_dropped"],
+            "oversized": sum(lk.oversized for lk in links) + ended["oversized"],
         }
 
 

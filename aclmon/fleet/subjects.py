@@ -13,10 +13,13 @@ Hello), followed by the kind (a positive fixint) and the first byte of
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from aclmon import events as ev
+
+# The tokens are shared with the fleet store, which checks sources against their subjects.
+from aclmon.events.names import short_host as short_host
+from aclmon.events.names import token as token
 
 PREFIX = "aclmon"
 EVENTS = "events"
@@ -50,20 +53,6 @@ ALERT_KINDS = frozenset(
 HELLO_KIND: int = ev.Hello.KIND  # type: ignore[attr-defined]
 REPLY_KIND: int = ev.Reply.KIND  # type: ignore[attr-defined]
 
-_UNSAFE = re.compile(r"[.*>\s]+")
-
-
-def token(text: str) -> str:
-    """``text`` as one subject token: ``.``, ``*``, ``>`` and whitespace become
-    ``_`` (the full value stays in the events)."""
-    cleaned = _UNSAFE.sub("_", text.strip())
-    return cleaned or "_"
-
-
-def short_host(host: str) -> str:
-    """The token of a host name: its first label."""
-    return token(host.split(".", 1)[0] if host else "")
-
 
 def subject(job: str, host: str, pid: int | str, cls: str) -> str:
     return f"{PREFIX}.{job}.{host}.{pid}.{cls}"
@@ -95,6 +84,25 @@ class SourceSubject:
     host: str
     pid: int
     cls: str
+
+
+#: a relay's own subjects use this in place of a pid: aclmon.<job>.<host>.relay.heartbeat
+RELAY = "relay"
+#: published by each relay every second, for each job it serves (not kept in a stream)
+HEARTBEAT = "heartbeat"
+HEARTBEAT_EVERY_S = 1.0
+
+
+def heartbeat_subject(job: str, host: str) -> str:
+    return subject(job, host, RELAY, HEARTBEAT)
+
+
+def parse_heartbeat_subject(text: str) -> str | None:
+    """The host of a relay's heartbeat subject, or None."""
+    parts = text.split(".")
+    if len(parts) != 5 or parts[0] != PREFIX or parts[3:] != [RELAY, HEARTBEAT]:
+        return None
+    return parts[2]
 
 
 def parse_subject(text: str) -> SourceSubject | None:

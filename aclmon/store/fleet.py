@@ -9,26 +9,74 @@ devices, utilization, HBM, executions per second, exceptions, overflows,
 last error, state) and the earliest exception of the job, which is the
 usual root cause when ranks fail one after another.
 
+A source is what it says only if its Hello agrees with where it came from:
+a Hello whose host or pid differs from the source's key (for NATS, the host
+and pid of the subject, which the server's permissions tie to one relay's
+credentials) marks the source *refused*; none of its events are folded, and
+it appears only in ``refused`` (``to_json``) so that the attempt is seen.
+
+Liveness does not trust the last event's numbers: a source nothing was heard
+from for ``STALE_AFTER_S`` (by the viewer's clock), or whose host's relay
+stopped its heartbeat for ``RELAY_SILENT_AFTER_S``, is *stale*, and stale or
+exited sources have no executions per second.
+
 Timestamps come from each host's clock: within a source events keep their
-sequence order; across sources only the times are compared.
+sequence order; across sources the times are compared after subtracting each
+host's clock offset (:class:`ClockOffsets`, from the relays' heartbeats), so a
+host whose clock is behind does not take the "first exception" slot.
 """
 
 from __future__ import annotations
 
 import collections
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from aclmon import events as ev
+from aclmon.events.names import short_host
 from aclmon.store.fold import Store
 
 SourceKey = tuple[str, int]
 
 LIVE = "live"
 EXITED = "exited"
+STALE = "stale"
 
 #: event time over which executions per second are measured
 RATE_WINDOW_NS = 5_000_000_000
+#: a live source nothing was heard from for this long is stale (agents sample
+#: every second by default, so a live one is never this quiet)
+STALE_AFTER_S = 10.0
+#: a relay heartbeats every second; this long without one, its sources are stale
+RELAY_SILENT_AFTER_S = 3.5
+#: heartbeats an offset estimate is taken from (the freshest count most)
+OFFSET_SAMPLES = 16
+
+
+class ClockOffsets:
+    """How far each host's clock is ahead of the viewer's, from heartbeats.
+
+    A heartbeat carries the relay's clock when it was sent; the viewer notes
+    its own when it arrived. ``sent - received`` is the offset minus the
+    delivery delay, so the largest of the recent ones is the closest estimate
+    (the delay is never negative). A host with no heartbeat counts as offset 0.
+    """
+
+    def __init__(self) -> None:
+        self._samples: dict[str, collections.deque[int]] = {}
+
+    def note(self, host: str, sent_ns: int, received_ns: int) -> None:
+        samples = self._samples.setdefault(host, collections.deque(maxlen=OFFSET_SAMPLES))
+        samples.append(sent_ns - received_ns)
+
+    def offset_ns(self, host: str) -> int:
+        samples = self._samples.get(host)
+        return max(samples) if samples else 0
+
+    def corrected(self, host: str, ts_ns: int) -> int:
+        """``ts_ns`` of ``host``'s clock on the viewer's clock."""
+        return ts_ns - self.offset_ns(host)
 
 
 @dataclass
@@ -36,6 +84,10 @@ class FleetSource:
     key: SourceKey
     store: Store = field(default_factory=Store)
     state: str = LIVE
+    #: why its events are refused ("" = accepted)
+    refused: str = ""
+    #: the viewer's monotonic clock when its last events arrived (0 = never)
+    heard: float = 0.0
     #: (newest event time, executions so far) after each applied batch
     rate_points: collections.deque[tuple[int, int]] = field(
         default_factory=lambda: collections.deque(maxlen=64)
@@ -116,6 +168,11 @@ class FleetStore:
     def __init__(self) -> None:
         self.sources: dict[SourceKey, FleetSource] = {}
         self.version = 0
+        self.offsets = ClockOffsets()
+        #: host -> the viewer's monotonic clock at that host relay's last heartbeat
+        self.relay_heard: dict[str, float] = {}
+        #: events not folded because their source was refused
+        self.refused_events = 0
 
     def source(self, key: SourceKey) -> FleetSource:
         entry = self.sources.get(key)
@@ -124,11 +181,26 @@ class FleetStore:
             self.version += 1
         return entry
 
-    def apply(self, key: SourceKey, events: list[ev.Event]) -> None:
+    def apply(self, key: SourceKey, events: list[ev.Event], now: float | None = None) -> None:
         entry = self.source(key)
         if not events:
             return
+        if entry.refused:
+            self.refused_events += len(events)
+            return
+        for event in events:
+            if isinstance(event, ev.Hello) and not _hello_names(key, event):
+                entry.refused = (
+                    f"published as host {key[0]} pid {key[1]}, but its Hello says host"
+                    f" {event.host!r} pid {event.pid}"
+                )
+                entry.store = Store()  # nothing it sent is shown
+                entry.rate_points.clear()
+                self.refused_events += len(events)
+                self.version += 1
+                return
         entry.store.apply_many(events)
+        entry.heard = time.monotonic() if now is None else now
         newest = entry.store.state.newest_ts_ns
         if newest:
             entry.rate_points.append((newest, entry.executions()))
@@ -140,18 +212,60 @@ class FleetStore:
             entry.state = state
             self.version += 1
 
+    def heard_relay(
+        self, host: str, sent_ns: int, received_ns: int, now: float | None = None
+    ) -> None:
+        """A heartbeat of ``host``'s relay: it is alive, and its clock said ``sent_ns``."""
+        self.relay_heard[host] = time.monotonic() if now is None else now
+        self.offsets.note(host, sent_ns, received_ns)
+
+    def take_from(self, feed: Any, max_events: int = 200_000) -> None:
+        """Fold what a feed has (``poll``), mark the sources it saw go (``gone``),
+        and note its relays' heartbeats (``take_heartbeats``, NATS feeds only)."""
+        for key, events in feed.poll(max_events):
+            self.apply(key, events)
+        for key in list(feed.gone):
+            if key in self.sources and self.sources[key].state != EXITED:
+                self.mark(key, EXITED)
+        take_heartbeats = getattr(feed, "take_heartbeats", None)
+        if take_heartbeats is not None:
+            for host, sent_ns, received_ns, at in take_heartbeats():
+                self.heard_relay(host, sent_ns, received_ns, at)
+
+    def state_of(self, entry: FleetSource, now: float | None = None) -> str:
+        """``exited``, ``stale`` (nothing heard for a while, or its relay is
+        silent) or ``live``."""
+        if entry.state != LIVE:
+            return entry.state
+        now = time.monotonic() if now is None else now
+        if entry.heard and now - entry.heard > STALE_AFTER_S:
+            return STALE
+        relay = self.relay_heard.get(entry.key[0])
+        if relay is not None and now - relay > RELAY_SILENT_AFTER_S:
+            return STALE
+        return LIVE
+
+    def accepted(self) -> list[FleetSource]:
+        return [entry for entry in self.sources.values() if not entry.refused]
+
     # ------------------------------------------------------------ aggregates
     def earliest_exception(self) -> tuple[SourceKey, ev.AclException] | None:
-        """The first exception of the whole job (by each host's clock)."""
+        """The first exception of the whole job, each host's clock corrected by
+        its offset to the viewer's."""
         best: tuple[SourceKey, ev.AclException] | None = None
-        for key, entry in self.sources.items():
+        best_ns = 0
+        for entry in self.accepted():
             exceptions = entry.store.state.exceptions
-            if exceptions and (best is None or exceptions[0].ts_ns < best[1].ts_ns):
-                best = (key, exceptions[0])
+            if not exceptions:
+                continue
+            at = self.offsets.corrected(entry.key[0], exceptions[0].ts_ns)
+            if best is None or at < best_ns:
+                best, best_ns = (entry.key, exceptions[0]), at
         return best
 
-    def row(self, entry: FleetSource) -> FleetRow:
+    def row(self, entry: FleetSource, now: float | None = None) -> FleetRow:
         s = entry.store.state
+        state = self.state_of(entry, now)
         hello = s.hello
         identity = entry.identity
         samples = [d.sample for d in s.devices.values() if d.sample is not None]
@@ -182,26 +296,34 @@ class FleetStore:
             hbm_used=sum(x.hbm_used for x in samples),
             hbm_total=sum(x.hbm_total for x in samples),
             executions=entry.executions(),
-            executions_per_s=entry.executions_per_s(),
+            executions_per_s=entry.executions_per_s() if state == LIVE else 0.0,
             failures=entry.failures(),
             exceptions=s.exceptions_total,
             overflows=overflows,
-            first_exception_ns=s.exceptions[0].ts_ns if s.exceptions else None,
+            first_exception_ns=(
+                self.offsets.corrected(entry.key[0], s.exceptions[0].ts_ns)
+                if s.exceptions
+                else None
+            ),
             last_error=last_error,
             health=health,
-            state=entry.state,
+            state=state,
             gaps=s.counters.gaps,
             dropped=s.counters.agent_dropped,
         )
 
     def rows(self) -> list[FleetRow]:
-        return [self.row(entry) for entry in self.sources.values()]
+        now = time.monotonic()
+        return [self.row(entry, now) for entry in self.accepted()]
 
     def to_json(self) -> dict[str, Any]:
         """The fleet as plain JSON values (``aclmon attach --all --once --json``)."""
         sources = []
+        now = time.monotonic()
         for key in sorted(self.sources, key=_order):
             entry = self.sources[key]
+            if entry.refused:
+                continue
             s = entry.store.state
             hello = s.hello
             sources.append(
@@ -210,7 +332,7 @@ class FleetStore:
                     "pid": key[1],
                     "rank": entry.rank,
                     "identity": entry.identity,
-                    "state": entry.state,
+                    "state": self.state_of(entry, now),
                     "devices": sorted(s.devices),
                     "models": [
                         {
@@ -234,6 +356,15 @@ class FleetStore:
         earliest = self.earliest_exception()
         return {
             "sources": sources,
+            "refused": [
+                {"host": e.key[0], "pid": e.key[1], "why": e.refused}
+                for e in self.sources.values()
+                if e.refused
+            ],
+            "clock_offsets_ms": {
+                host: round(self.offsets.offset_ns(host) / 1e6, 3)
+                for host in sorted(self.relay_heard)
+            },
             "executions": sum(x["executions"] for x in sources),
             "exceptions_total": sum(x["exceptions_total"] for x in sources),
             "earliest_exception": (
@@ -246,6 +377,11 @@ class FleetStore:
 
 def _order(key: SourceKey) -> tuple[str, int]:
     return (key[0], key[1])
+
+
+def _hello_names(key: SourceKey, hello: ev.Hello) -> bool:
+    """Whether a Hello agrees with the source it came from (host token and pid)."""
+    return hello.pid == key[1] and short_host(hello.host) == key[0]
 
 
 def mean_history(histories: list[Any]) -> tuple[int, ...]:

@@ -385,11 +385,7 @@ class FleetApp(App[object]):
 
 def drain(feed: Any, fleet: FleetStore, max_events: int = MAX_BATCH) -> None:
     """Fold what the feed has into the fleet; mark the sources that went away."""
-    for key, events in feed.poll(max_events):
-        fleet.apply(key, events)
-    for key in list(feed.gone):
-        if key in fleet.sources and fleet.sources[key].state != EXITED:
-            fleet.mark(key, EXITED)
+    fleet.take_from(feed, max_events)
 
 
 class MemberSource:

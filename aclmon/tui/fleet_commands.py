@@ -54,7 +54,7 @@ def make_feed(args: argparse.Namespace, targets: list[str]) -> Any:
 def fleet_once(feed: Any, wait: float, *, connect_timeout: float = 10.0) -> dict[str, Any]:
     """Connect, take in history (if any) and ``wait`` seconds of live events,
     return the fleet as JSON values."""
-    from aclmon.store.fleet import EXITED, FleetStore
+    from aclmon.store.fleet import FleetStore
 
     fleet = FleetStore()
     feed.start()
@@ -62,7 +62,7 @@ def fleet_once(feed: Any, wait: float, *, connect_timeout: float = 10.0) -> dict
     while not feed.caught_up.is_set():
         if feed.state in ("auth-failed", "disconnected", "closed") or time.monotonic() > deadline:
             break
-        _drain(feed, fleet)
+        fleet.take_from(feed)
         time.sleep(0.02)
     if feed.state != "connected":
         reason = getattr(feed, "state_reason", "")
@@ -72,22 +72,15 @@ def fleet_once(feed: Any, wait: float, *, connect_timeout: float = 10.0) -> dict
         )
     end = time.monotonic() + wait
     while time.monotonic() < end:
-        _drain(feed, fleet)
+        fleet.take_from(feed)
         time.sleep(0.02)
-    _drain(feed, fleet)
-    for key in feed.gone:
-        fleet.mark(key, EXITED)
+    fleet.take_from(feed)
     data = fleet.to_json()
     malformed, unknown = feed.decoder_counts()
     data["target"] = feed.description
     data["malformed"] = malformed
     data["unknown"] = unknown
     return data
-
-
-def _drain(feed: Any, fleet: Any) -> None:
-    for key, events in feed.poll(200_000):
-        fleet.apply(key, events)
 
 
 def _print_text(data: dict[str, Any]) -> None:

@@ -105,9 +105,14 @@ def test_every_documented_command_keeps_its_token_off_its_command_line(nats, run
               environ=env)  # fmt: skip
         start("attach $ACLMON_TOKEN", "attach", pid, "--once", "--wait", "120",
               environ=with_bus_token)  # fmt: skip
+        # A relay started by hand (in a runtime directory of its own, so that the
+        # lock names the relay `run --relay` started, which the end of the test stops).
+        other_runtime = tmp_path / "other-run"
+        other_runtime.mkdir(mode=0o700)
         start("relay --token-file --agent-token-file", "relay", "--nats", nats.url,
               "--token-file", nats_token_file, "--agent-token-file", bus_token_file,
-              "--job", "other", "--no-setup-streams", environ=env)  # fmt: skip
+              "--job", "other", "--no-setup-streams",
+              environ=dict(env, XDG_RUNTIME_DIR=str(other_runtime)))  # fmt: skip
         start("attach nats:// $ACLMON_NATS_TOKEN", "attach", f"{nats.url}/secret", "--once",
               "--wait", "120", environ=with_nats_token)  # fmt: skip
         start("record nats:// --token-file", "record", f"{nats.url}/secret/{HOST}/{pid}",
