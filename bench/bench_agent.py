@@ -46,8 +46,14 @@ Figures:
   viewer is saturated first: the publisher is already dropping for it.
 * ``model_loop_ratio``: throughput of a tiny model loop with the agent divided
   by without (2 hooked calls per execution).
+* ``plog_job_ratio``: a CPU-bound job (a pure Python loop) while the agent's
+  plog tail faces a 200 MB burst appended to the job's CANN log, over the same
+  loop with nothing new in the log (iterations per CPU second of the process:
+  the tail's work is all in it; target >= 0.95). ``plog_job_wall_ratio``: the
+  same by wall time. ``plog_newest_seen_s``: how long after the burst an ERROR
+  line written after it reached the agent's viewers.
 
-usage: python bench/bench_agent.py [--rounds N] [--workload-rounds N]
+usage: python bench/bench_agent.py [--rounds N] [--workload-rounds N] [--only plog]
 """
 
 from __future__ import annotations
@@ -195,6 +201,86 @@ while True:
 """
 
 
+PLOG_INFO = (
+    "[INFO] RUNTIME({pid},python):2026-01-01-10:00:00.123.456 [stream.cc:123]{pid}"
+    " StreamSynchronize: stream 7 task {i} done, waited 12 us for the device\n"
+)
+PLOG_ERROR = (
+    "[ERROR] RUNTIME({pid},python):2026-01-01-10:00:00.123.456 [stream.cc:456]{pid} {text}\n"
+)
+
+
+def cpu_bound(seconds: float) -> tuple[float, float]:
+    """A job that never calls acl: (iterations per wall second, per CPU second)."""
+    iterations = 0
+    cpu = time.process_time()
+    start = time.perf_counter()
+    end = start + seconds
+    while True:
+        for _ in range(2000):
+            iterations += 1
+            _ = (iterations * 2654435761) % 4294967291
+        if time.perf_counter() >= end:
+            break
+    wall = time.perf_counter() - start
+    return iterations / wall, iterations / max(time.process_time() - cpu, 1e-9)
+
+
+def plog_burst(agent, plog_file: Path, rounds: int, burst_mb: int) -> dict:
+    """``plog_job_ratio`` and its wall twin: quiet rounds and rounds right after a
+    burst appended to the followed plog file, interleaved."""
+    pid = os.getpid()
+    block = "".join(
+        PLOG_ERROR.format(pid=pid, text="background failure") if i % 100 == 99
+        else PLOG_INFO.format(pid=pid, i=i)
+        for i in range(6000)
+    ).encode()  # fmt: skip
+    seen: list[float] = []
+    ctx = agent.plog.ctx
+    emit = ctx.emit
+
+    def watch(cls, *fields) -> bool:  # every event the plog tail sends passes here
+        if any(isinstance(f, str) and "after the burst" in f for f in fields):
+            seen.append(time.perf_counter())
+        return emit(cls, *fields)
+
+    ctx.emit = watch
+    cpu_ratios, wall_ratios, newest = [], [], []
+    try:
+        for round_index in range(rounds):
+            plog_file.write_bytes(b"")
+            time.sleep(0.6)  # the tail notices the truncation
+            quiet = cpu_bound(2.0)
+            with plog_file.open("ab") as log:
+                for _ in range(max(1, burst_mb * (1 << 20) // len(block))):
+                    log.write(block)
+                log.write(PLOG_ERROR.format(pid=pid, text="after the burst").encode())
+            written = time.perf_counter()
+            seen.clear()
+            burst = cpu_bound(2.0)
+            deadline = time.perf_counter() + 5.0
+            while not seen and time.perf_counter() < deadline:
+                time.sleep(0.05)
+            newest.append(seen[0] - written if seen else float("inf"))
+            cpu_ratios.append(burst[1] / quiet[1])
+            wall_ratios.append(burst[0] / quiet[0])
+            print(
+                f"plog burst round {round_index}: job {burst[1]:,.0f} it/CPU-s against"
+                f" {quiet[1]:,.0f} quiet ({burst[1] / quiet[1]:.3f}); newest line seen"
+                f" {newest[-1]:.2f} s after the burst",
+                flush=True,
+            )
+    finally:
+        ctx.emit = emit
+        plog_file.write_bytes(b"")
+    return {
+        "plog_job_ratio": round(statistics.median(cpu_ratios), 4),
+        "plog_job_wall_ratio": round(statistics.median(wall_ratios), 4),
+        "plog_newest_seen_s": round(statistics.median(newest), 2),
+        "plog_burst_mb": burst_mb,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=31, help="rounds of the hook loops")
@@ -202,6 +288,10 @@ def main() -> int:
         "--workload-rounds", type=int, default=7, help="rounds of the model and viewer loops"
     )
     parser.add_argument("--hot-iterations", type=int, default=20000)
+    parser.add_argument(
+        "--only", choices=("plog",), help="measure only this (the plog burst figures)"
+    )
+    parser.add_argument("--burst-mb", type=int, default=200, help="size of the plog burst")
     args = parser.parse_args()
 
     root = Path(__file__).resolve().parents[1]
@@ -210,11 +300,24 @@ def main() -> int:
     from aclmon.sim import acl, config
 
     workdir = Path(tempfile.mkdtemp(prefix="aclmon-bench-agent-"))
+    # The job's CANN log, which the agent's plog tail follows (read when it starts).
+    plog_dir = workdir / "log" / "debug" / "plog"
+    plog_dir.mkdir(parents=True)
+    plog_file = plog_dir / f"plog-{os.getpid()}_20260101000000000.log"
+    plog_file.touch()
+    os.environ["ASCEND_PROCESS_LOG_PATH"] = str(workdir / "log")
     config.configure(time_scale=0.0)  # device time does not make the host wait
     job = Job(acl, workdir)
     agent = Agent(
         acl, address=str(workdir / "agent.sock"), register=False, sample_interval=0.2
     ).start()
+    if args.only == "plog":
+        figures = plog_burst(agent, plog_file, args.workload_rounds, args.burst_mb)
+        agent.close(restore=True)
+        job.close()
+        figures.update(python=sys.version.split()[0], cpus=os.cpu_count())
+        print(json.dumps(figures))
+        return 0
     hooks = agent.hooks
     n = args.hot_iterations
 
@@ -450,10 +553,12 @@ def main() -> int:
             f" (per CPU second: {with_stall[1]:7.0f} / {without[1]:7.0f};"
             f" {agent.publisher.dropped - dropped} events dropped for it meanwhile)"
         )
+    plog = plog_burst(agent, plog_file, args.workload_rounds, args.burst_mb)
     job.close()
     agent.close(restore=True)
 
     figures = {
+        **plog,
         "hook_ns": round(hook_ns, 1),
         "hook_floor_ns": round(floor_ns, 1),
         "hook_over_floor": round(hook_ns / floor_ns, 3),

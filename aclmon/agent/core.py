@@ -58,6 +58,8 @@ from aclmon.events import (
 log = logging.getLogger("aclmon.agent")
 
 DUMP_POLL_INTERVAL_S = 0.5
+#: the last look at the dump directory and the plog when the job ends, at most
+FINAL_POLL_S = 2.0
 SLOW_CALL_CHECK_S = 0.05
 #: threads with a current context remembered before ended ones are pruned
 MAX_CURRENT_THREADS = 256
@@ -232,20 +234,7 @@ class Agent:
         self._stopping.set()
         if self._control is not None and self._control is not threading.current_thread():
             self._control.join(timeout=2.0)
-        if self.dump_watcher is not None:
-            try:
-                # The job is done writing: announce what it left, stable or not.
-                self.dump_watcher.poll(final=True)
-            except Exception as exc:
-                self.fail("dump watcher", exc)
-        if self.plog is not None:
-            try:
-                # The runtime flushes its log at exit: take what it wrote last, in
-                # files too (the first flush may have made a file since the last look).
-                self.plog.poll(final=True)
-                self.plog.poll()
-            except Exception as exc:
-                self.fail("plog tail", exc)
+        self._final_polls()
         if self.profiling is not None:
             try:
                 self.profiling.close()
@@ -277,6 +266,35 @@ class Agent:
             self.recorder.close()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
+
+    def _final_polls(self) -> None:
+        """The last look at the dump directory and the plog, with a deadline: a
+        file system that hangs (a FIFO, a dead NFS server) must not keep the job
+        from exiting. They run on a thread of their own, abandoned past it."""
+
+        def polls() -> None:
+            if self.dump_watcher is not None:
+                try:
+                    # The job is done writing: announce what it left, stable or not.
+                    self.dump_watcher.poll(final=True)
+                except Exception as exc:
+                    self.fail("dump watcher", exc)
+            if self.plog is not None:
+                try:
+                    # The runtime flushes its log at exit: take what it wrote last, in
+                    # files too (the first flush may have made a file since the last look).
+                    self.plog.poll(final=True)
+                    self.plog.poll()
+                except Exception as exc:
+                    self.fail("plog tail", exc)
+
+        if self.dump_watcher is None and self.plog is None:
+            return
+        worker = threading.Thread(target=polls, name="aclmon-final-poll", daemon=True)
+        worker.start()
+        worker.join(FINAL_POLL_S)
+        if worker.is_alive():
+            self.fail("final poll", TimeoutError(f"still looking after {FINAL_POLL_S:g} s"))
 
     # ------------------------------------------------------------ publishing
     def reply(self, request_id: int, code: int, message: str, data: dict[str, Any]) -> None:

@@ -10,6 +10,17 @@ entries whole) and publishes each entry of level WARNING or above as a
 burst of ``BURST``); the rest are counted and reported as
 :class:`~aclmon.events.Drops` (``where = "plog tail"``).
 
+Its work is bounded whatever the job logs, so that a CPU-bound job never
+notices it (the control thread shares the job's GIL): at most ``PARSE_RATE``
+bytes a second are read and parsed over all files. A burst that leaves more
+than ``MAX_BACKLOG`` unread is skipped to its newest part (the newest lines are
+the ones a person needs first), and the bytes skipped are counted and reported
+as ``Drops`` (``where = "plog tail (bytes skipped)"``).
+
+A file is opened non-blocking and followed only while it is a regular file: one
+replaced by a FIFO (or a symlink to one, or a device) would otherwise block the
+agent in ``open()`` for ever; it is said once and left alone.
+
 Files that exist when the tail is made (as the agent starts) are followed
 from where they ended then (the lines are older than the agent); files that
 appear later from their start, even those that appear before the first poll. The
@@ -22,10 +33,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from aclmon.dump.plog import (
     PlogEntry,
@@ -45,6 +57,11 @@ RATE = 50.0
 BURST = 200.0
 #: bytes read per file and per poll, at most; files followed at most
 READ_PER_FILE = 256 * 1024
+#: bytes read and parsed per second at most, over every file (parsing costs the
+#: control thread, and so the job's GIL, about 50 ns a byte)
+PARSE_RATE = 64 * 1024
+#: an unread part larger than this (a burst) is skipped to its newest PARSE_RATE bytes
+MAX_BACKLOG = 4 * PARSE_RATE
 MAX_FILES = 16
 #: look for new log files this often
 DISCOVER_INTERVAL_S = 2.0
@@ -53,7 +70,7 @@ THRESHOLD = "warning"
 
 
 class _Followed:
-    __slots__ = ("inode", "offset", "parser", "partial", "path")
+    __slots__ = ("inode", "not_regular", "offset", "parser", "partial", "path")
 
     def __init__(self, path: Path, offset: int, inode: int) -> None:
         self.path = path
@@ -61,6 +78,8 @@ class _Followed:
         self.inode = inode
         self.parser = PlogParser()
         self.partial = b""
+        #: said once: it is not a regular file (a FIFO, a device), so it is not read
+        self.not_regular = False
 
 
 class PlogTail:
@@ -81,9 +100,14 @@ class PlogTail:
         self.published = 0
         self.dropped = 0
         self._reported_drops = 0
+        #: bytes of log skipped after bursts (counted, reported as Drops)
+        self.skipped_bytes = 0
+        self._reported_skips = 0
+        self._byte_tokens = float(PARSE_RATE)
         self._tokens = BURST
         self._refilled = time.monotonic()
         self._discovered = 0.0
+        self._byte_refilled = time.monotonic()
         self._started = False
         #: the files there when the tail was made (before the agent's own first
         #: calls): their lines are older than the agent, the rest is news
@@ -111,9 +135,23 @@ class PlogTail:
         now = time.monotonic()
         if final or now - self._discovered >= DISCOVER_INTERVAL_S:
             self._discover()
+        self._byte_tokens = min(
+            float(PARSE_RATE), self._byte_tokens + (now - self._byte_refilled) * PARSE_RATE
+        )
+        self._byte_refilled = now
         published = 0
         for followed in list(self.files.values()):
             published += self._read(followed)
+        if self.skipped_bytes != self._reported_skips:
+            self._reported_skips = self.skipped_bytes
+            self.ctx.emit(
+                Drops,
+                self.skipped_bytes,
+                "plog tail (bytes skipped)",
+                f"a burst of more than {MAX_BACKLOG // 1024} KiB of log: the older part was"
+                f" skipped and the newest read first (at most {PARSE_RATE // 1024} KiB/s are"
+                " parsed)",
+            )
         if self.dropped != self._reported_drops:
             self._reported_drops = self.dropped
             self.ctx.emit(
@@ -139,17 +177,41 @@ class PlogTail:
 
     def _read(self, followed: _Followed) -> int:
         try:
-            with open(followed.path, "rb") as handle:
-                info = os.fstat(handle.fileno())
+            # Never blocks: a FIFO put in the file's place opens at once, and is
+            # then seen for what it is.
+            fd = os.open(followed.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return 0
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    if followed.not_regular:
+                        return 0
+                    followed.not_regular = True
+                    self.ctx.log_line(
+                        "warning",
+                        f"plog tail: {followed.path} is not a regular file any more"
+                        " (a FIFO or a device?): not read",
+                    )
+                    last = followed.parser.flush()  # the file's last entry is complete
+                    return self._publish(last, followed.path) if last is not None else 0
+                followed.not_regular = False
                 if info.st_ino != followed.inode or info.st_size < followed.offset:
                     # replaced or truncated: start over
                     followed.inode = info.st_ino
                     followed.offset = 0
                     followed.partial = b""
+                if info.st_size - followed.offset > MAX_BACKLOG:
+                    self._skip_to_newest(followed, handle, info.st_size)
+                budget = min(READ_PER_FILE, int(self._byte_tokens))
+                if budget <= 0 and info.st_size > followed.offset:
+                    return 0  # this second's share is spent: the rest waits, unparsed
                 handle.seek(followed.offset)
-                data = handle.read(READ_PER_FILE)
-        except OSError:
-            return 0
+                data = handle.read(budget)
+            except OSError:
+                return 0
+        self._byte_tokens -= len(data)
         followed.offset += len(data)
         entries: list[PlogEntry] = []
         if data:
@@ -166,6 +228,19 @@ class PlogTail:
             if last is not None:
                 entries = [last]
         return sum(self._publish(entry, followed.path) for entry in entries)
+
+    def _skip_to_newest(self, followed: _Followed, handle: BinaryIO, size: int) -> None:
+        """Leave a burst's older part unread: go on from the first whole line of
+        its newest PARSE_RATE bytes, counting what is skipped."""
+        start = size - PARSE_RATE
+        handle.seek(start)
+        head = handle.read(min(PARSE_RATE, 64 * 1024))
+        newline = head.find(b"\n")
+        resume = start + newline + 1 if newline >= 0 else size
+        self.skipped_bytes += resume - followed.offset
+        followed.offset = resume
+        followed.partial = b""
+        followed.parser = PlogParser()  # an entry cut in two is not half published
 
     def _publish(self, entry: PlogEntry, path: Path) -> int:
         if not at_least(entry.level, THRESHOLD):

@@ -138,3 +138,100 @@ def test_the_last_poll_finds_a_file_the_job_made_just_before_it_ended(tmp_path: 
     tail.poll(final=True)
     tail.poll()
     assert [line.text for line in log_lines(sink)] == ["aclrtSynchronizeStream failed"]
+
+
+def test_the_tails_work_is_bounded_and_a_burst_is_read_newest_first(tmp_path: Path):
+    """A burst far larger than a second's share: the older part is skipped and
+    counted, the newest entry is published at once; below the burst size, a poll
+    parses at most PARSE_RATE bytes."""
+    (tmp_path / "plog").mkdir()
+    path = tmp_path / "plog" / f"plog-{PID}_1.log"
+    path.write_text("")
+    tail, sink = tail_in(tmp_path)
+    tail.poll()
+    filler = entry("INFO", "x" * 100)
+    with path.open("a") as f:
+        f.write(filler * (3 * (1 << 20) // len(filler)))  # 3 MiB
+        f.write(entry("ERROR", "the newest"))
+    tail.poll()
+    tail.poll()  # quiet: the last entry is complete
+    events = sink.take()
+    assert [e.text for e in events if type(e) is LogLine] == ["the newest"]
+    (skips,) = [e for e in events if type(e) is Drops]
+    assert skips.where == "plog tail (bytes skipped)"
+    assert 3 * (1 << 20) - plog_module.PARSE_RATE <= skips.total < 3 * (1 << 20)
+    # Less than a burst: read over several seconds, a second's share at a time.
+    followed = tail.files[path]
+    start = followed.offset
+    with path.open("a") as f:
+        f.write(filler * (plog_module.MAX_BACKLOG // len(filler)))
+    tail._byte_tokens = float(plog_module.PARSE_RATE)  # a full second's share
+    tail.poll()
+    assert 0 < followed.offset - start <= plog_module.PARSE_RATE + len(filler)
+    assert tail.skipped_bytes == skips.total
+
+
+# ---------------------------------------------------------------- files that would wedge it
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+WEDGE_JOB = """
+import os, sys, time
+import acl
+acl.init()
+acl.rt.set_device(0)
+logs = os.path.join(os.environ["ASCEND_PROCESS_LOG_PATH"], "debug", "plog")
+os.makedirs(logs, exist_ok=True)
+path = os.path.join(logs, f"plog-{os.getpid()}_20240501120000000.log")
+with open(path, "w") as f:
+    f.write("[ERROR] RUNTIME(1,python):2024-05-01-12:00:00.123.456 [a.cc:1]followed\\n")
+time.sleep(3.2)  # found (every 2 s) and followed
+os.unlink(path)
+if sys.argv[1] == "fifo":
+    os.mkfifo(path)
+else:
+    fifo = path + ".fifo"
+    os.mkfifo(fifo)
+    os.symlink(fifo, path)
+print(time.time_ns(), flush=True)  # when the FIFO took the file's place
+time.sleep(1.5)  # the agent looks at it again meanwhile
+acl.rt.reset_device(0)
+acl.finalize()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["fifo", "symlink"])
+def test_a_plog_replaced_by_a_fifo_wedges_neither_the_agent_nor_the_exit(tmp_path: Path, how):
+    """Nobody ever writes to the FIFO: the agent must neither block in open() (its
+    sampling goes on) nor keep the job from exiting (the final poll has a deadline)."""
+    from aclmon.bus.recording import RecordingReader
+    from aclmon.events import HostSample
+
+    script = tmp_path / "job.py"
+    script.write_text(WEDGE_JOB)
+    recording = tmp_path / "job.aclrec"
+    env = dict(os.environ, ASCEND_PROCESS_LOG_PATH=str(tmp_path / "log"),
+               XDG_RUNTIME_DIR=str(tmp_path))  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.2", "--record",
+         str(recording), str(script), how],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=90)  # a wedged job never ends: this fails it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    fifo_ns = int(out.split()[-1])
+    with RecordingReader(recording, background=False) as reader:
+        events = list(reader.iter_events())
+    assert [e.text for e in events if type(e) is LogLine and "followed" in e.text]
+    samples_after = [e for e in events if type(e) is HostSample and e.ts_ns > fifo_ns]
+    assert len(samples_after) >= 3  # sampling every 0.2 s went on
+    assert any("not a regular file" in e.text for e in events if type(e) is LogLine)
