@@ -82,6 +82,10 @@ DROPS_REPORT_INTERVAL_S = 0.5
 #: 50 ms one does, its memory staying in cache); seldom once it has been quiet.
 RING_POLL_S = 0.005
 IDLE_POLL_S = 0.05
+#: longest one turn of the I/O loop spends taking records: a job that never stops
+#: appending must not keep the loop from handshakes, reads and writes (it did: with
+#: one viewer connected, every new one timed out)
+PUMP_TURN_S = 0.02
 
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
@@ -139,6 +143,8 @@ class Publisher:
         self._drop_lock = threading.Lock()
         self._wake_pending = False
         self._ring_busy = False
+        #: the last pump left records for the next turn
+        self._pump_left = False
         self._closing = False
         self._listener: Listener | None = None
         self._thread: threading.Thread | None = None
@@ -289,7 +295,9 @@ class Publisher:
             # New connections are accepted after the reads of this turn: a hello
             # that has arrived is judged before newcomers can push it out.
             accept_due = False
-            timeout = RING_POLL_S if self._ring_busy else IDLE_POLL_S
+            # Work left from the last turn: look at the sockets, then go on with it.
+            busy = RING_POLL_S if self._ring_busy else IDLE_POLL_S
+            timeout = 0.0 if self._pump_left else busy
             for key, mask in selector.select(timeout):
                 tag = key.data
                 if tag == "listener":
@@ -312,6 +320,8 @@ class Publisher:
             self._housekeeping()
         self._drain_wake()
         self._pump()
+        while self._pump_left:  # closing: nothing new comes in, take all that is there
+            self._pump()
         self._final_flush()
 
     def _drain_wake(self) -> None:
@@ -488,13 +498,22 @@ class Publisher:
         ring = self.ring
         counter = self._clock._counter
         self._ring_busy = bool(ring)
+        # What is there now, within PUMP_TURN_S: records the job appends meanwhile
+        # wait for the next turn, after the sockets had theirs.
+        budget = len(queue) + len(ring)
+        deadline = time.monotonic() + PUMP_TURN_S
+        self._pump_left = False
         while queue or ring:
+            if budget <= 0 or time.monotonic() > deadline:
+                self._pump_left = True
+                break
             if queue:
                 batch = list(_starmap(queue.popleft, _repeat((), min(len(queue), BATCH_EVENTS))))
                 built = True
             else:
                 batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
                 built = False
+            budget -= len(batch)
             receivers = [c for c in self._connections.values() if c.ready]
             observer = self._observer
             if not receivers and observer is None:
