@@ -31,6 +31,8 @@ from aclmon.store.pairing import (
     take_back,
 )
 from aclmon.store.state import (
+    CALL_FAILURE_BYTES_LIMIT,
+    LOG_BYTES_LIMIT,
     REPLY_LIMIT,
     STREAM_DESTROYED,
     THREAD_LIMIT,
@@ -631,7 +633,12 @@ class Store:
         s.log_entries[key] = None
         if len(s.log_entries) > 4 * s.log_limit:
             del s.log_entries[next(iter(s.log_entries))]
-        s.logs_dropped += ring_add(s.logs, e, s.log_limit)
+        # Bounded by count and by text: the newest line always stays, whole.
+        s.logs.append(e)
+        s.logs_bytes += _text_size(e)
+        while len(s.logs) > s.log_limit or (s.logs_bytes > LOG_BYTES_LIMIT and len(s.logs) > 1):
+            s.logs_bytes -= _text_size(s.logs.popleft())
+            s.logs_dropped += 1
 
     def _call_failed(self, e: ev.CallFailed) -> None:
         s = self.state
@@ -648,8 +655,11 @@ class Store:
                 device_id, stream_id = stream.device_id, stream.stream_id
         s.call_failures.append(CallFailure(e, device_id, stream_id))
         s.call_failures_total += 1
-        if len(s.call_failures) > s.log_limit:
-            s.call_failures.popleft()
+        s.call_failures_bytes += len(e.message)
+        while len(s.call_failures) > s.log_limit or (
+            s.call_failures_bytes > CALL_FAILURE_BYTES_LIMIT and len(s.call_failures) > 1
+        ):
+            s.call_failures_bytes -= len(s.call_failures.popleft().event.message)
 
     def runtime_message(self, exception: ev.AclException) -> str:
         """What the runtime said about the failed call that met ``exception``
@@ -681,3 +691,8 @@ def _count_sync(target: StreamState | DeviceState, e: ev.StreamSynchronized) -> 
     target.last_sync_ns = e.duration_ns
     target.last_sync_ret = e.ret
     return e.ret != 0
+
+
+def _text_size(line: ev.LogLine) -> int:
+    """What a log line holds in text (its message, where and which file)."""
+    return len(line.text) + len(line.location) + len(line.log_file) + len(line.process)

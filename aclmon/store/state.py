@@ -30,6 +30,10 @@ HISTORY_LEN = 120
 EXCEPTION_LIMIT = 10_000
 DUMP_LIMIT = 2_000
 LOG_LIMIT = 1_000
+#: text the log ring and the failed calls hold at most (besides their counts): a
+#: job or a peer that sends 1 MB lines cannot grow a viewer by more
+LOG_BYTES_LIMIT = 8 << 20
+CALL_FAILURE_BYTES_LIMIT = 2 << 20
 OP_LIMIT = 5_000
 #: AI Core metric columns kept (a metric group has fewer; a hostile source may send more)
 METRIC_LIMIT = 16
@@ -362,6 +366,8 @@ class StoreState:
     dumps_dropped: int = 0
     logs: deque[ev.LogLine] = field(default_factory=deque)
     logs_dropped: int = 0
+    # characters of text in ``logs`` (at most LOG_BYTES_LIMIT; older lines go first)
+    logs_bytes: int = 0
     # keys of the log lines taken lately (the newest 4 * log_limit), so a line that
     # comes twice is shown once: a CANN log file entry in a replay that folds the
     # files beside a recording whose agent also published it, or any line the
@@ -370,6 +376,8 @@ class StoreState:
     # failed hooked calls (the newest log_limit), each with its stream's (device, stream id)
     call_failures: deque[CallFailure] = field(default_factory=deque)
     call_failures_total: int = 0
+    # characters of message text in ``call_failures`` (at most CALL_FAILURE_BYTES_LIMIT)
+    call_failures_bytes: int = 0
     tx_marks: int = 0
     tx_ranges: int = 0
     # the newest msproftx marks and ranges, oldest first (at most TX_LIMIT)

@@ -159,6 +159,31 @@ def test_dumps_and_logs_are_bounded():
     assert store.state.dumps_dropped == 3 and store.state.logs_dropped == 2
 
 
+def test_log_lines_and_failed_calls_are_bounded_by_their_text_too():
+    """1 MB lines (a job's output, a hostile peer): the store keeps at most its
+    byte cap of them, whole (the detail shows a line in full), the newest always;
+    what went is counted."""
+    from aclmon.store.state import CALL_FAILURE_BYTES_LIMIT, LOG_BYTES_LIMIT
+
+    store = Store()
+    e = Seq()
+    megabyte = "x" * (1 << 20)
+    for i in range(40):
+        store.apply(e(ev.LogLine, "error", f"{i} {megabyte}"))
+        store.apply(e(ev.CallFailed, "rt.malloc", 507899, f"{i} {megabyte}", 1, -1))
+    s = store.state
+    kept = sum(len(line.text) for line in s.logs)
+    assert kept <= LOG_BYTES_LIMIT and s.logs_bytes == kept
+    assert s.logs[-1].text.startswith("39 ") and len(s.logs[-1].text) > 1 << 20
+    assert len(s.logs) + s.logs_dropped == 40 and s.logs_dropped >= 40 - 8
+    assert sum(len(f.event.message) for f in s.call_failures) <= CALL_FAILURE_BYTES_LIMIT
+    assert s.call_failures[-1].event.message.startswith("39 ")
+    assert s.call_failures_total == 40
+    # One line over the cap alone is still kept, whole.
+    store.apply(e(ev.LogLine, "error", "y" * (LOG_BYTES_LIMIT + 10)))
+    assert [len(line.text) for line in s.logs] == [LOG_BYTES_LIMIT + 10]
+
+
 def test_snapshot_is_independent_and_restore_continues_identically():
     events = basic_events()
     full = Store()
