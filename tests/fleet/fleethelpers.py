@@ -1,4 +1,5 @@
-"""Helpers of the fleet tests: a relay on a thread, waiting with timeouts."""
+"""Helpers of the fleet tests: a relay on a thread, an agent's publisher
+registered like an agent, waiting with timeouts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from aclmon import events as ev
+from aclmon.bus import registry
+from aclmon.bus.publisher import Publisher
 from aclmon.fleet.relay import Relay
 
 
@@ -60,3 +65,27 @@ def wait_until(condition: Callable[[], Any], timeout: float = 15.0, what: str = 
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what or condition}")
+
+
+def hello() -> ev.Hello:
+    return ev.Hello(0, 1, *ev.hello_fields("sim", "Ascend910B1", 1))
+
+
+def start_publisher(runtime_dir: Path, **options: Any) -> Publisher:
+    """A bus publisher in this process, registered as the agent of this pid."""
+    publisher = Publisher(
+        str(runtime_dir / "agent.sock"), snapshot=lambda: [hello()], **options
+    ).start()
+    registry.register(publisher.address)
+    return publisher
+
+
+def answering_agent(runtime_dir: Path, seen: list[ev.Event], message: str = "ok") -> Publisher:
+    """:func:`start_publisher` that records each command in ``seen`` and answers it."""
+
+    def on_command(event: ev.Event) -> None:
+        seen.append(event)
+        publisher.reply(event.request_id, 0, message)
+
+    publisher = start_publisher(runtime_dir, on_command=on_command)
+    return publisher

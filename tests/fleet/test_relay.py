@@ -7,30 +7,17 @@ import socket
 import time
 
 import pytest
-from fleethelpers import RelayThread, wait_until
+from fleethelpers import RelayThread, answering_agent, start_publisher, wait_until
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
 from aclmon.bus import registry
-from aclmon.bus.publisher import Publisher
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import Relay
 from aclmon.store.fleet import FleetStore
 
 HOST = sj.short_host(socket.gethostname())
-
-
-def hello() -> ev.Hello:
-    return ev.Hello(0, 1, *ev.hello_fields("sim", "Ascend910B1", 1))
-
-
-def start_publisher(runtime_dir, **options) -> Publisher:
-    publisher = Publisher(
-        str(runtime_dir / "agent.sock"), snapshot=lambda: [hello()], **options
-    ).start()
-    registry.register(publisher.address)
-    return publisher
 
 
 def drain(feed: NatsFeed, fleet: FleetStore) -> int:
@@ -73,12 +60,7 @@ def test_frames_reach_a_viewer_in_order_in_small_batches(nats, runtime_dir):
 
 def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats, runtime_dir):
     seen: list[ev.Event] = []
-
-    def on_command(event: ev.Event) -> None:
-        seen.append(event)
-        publisher.reply(event.request_id, 0, "profiling started")
-
-    publisher = start_publisher(runtime_dir, on_command=on_command)
+    publisher = answering_agent(runtime_dir, seen, "profiling started")
     relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=5)
     feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
     try:

@@ -14,11 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fleethelpers import RelayThread, wait_until
+from fleethelpers import RelayThread, answering_agent, start_publisher, wait_until
 
 from aclmon import events as ev
 from aclmon.bus import registry
-from aclmon.bus.publisher import Publisher
 from aclmon.errors import AclmonError
 from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
@@ -32,18 +31,6 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).parents[2]
 HOST = sj.short_host(socket.gethostname())
-
-
-def hello() -> ev.Hello:
-    return ev.Hello(0, 1, *ev.hello_fields("sim", "x", 1))
-
-
-def start_publisher(runtime_dir: Path, **options) -> Publisher:
-    publisher = Publisher(
-        str(runtime_dir / "agent.sock"), snapshot=lambda: [hello()], **options
-    ).start()
-    registry.register(publisher.address)
-    return publisher
 
 
 def drops_seen(fleet: FleetStore) -> dict[str, int]:
@@ -123,12 +110,7 @@ def test_an_oversized_frame_is_skipped_and_the_connection_kept(nats, runtime_dir
 def test_relay_host_names_the_subjects_and_takes_their_commands(nats, runtime_dir):
     seen: list[ev.Event] = []
     notes: list[str] = []
-
-    def on_command(event: ev.Event) -> None:
-        seen.append(event)
-        publisher.reply(event.request_id, 0, "ok")
-
-    publisher = start_publisher(runtime_dir, on_command=on_command)
+    publisher = answering_agent(runtime_dir, seen)
     relay = Relay(nats.url, nats.credentials, job="unit", host="renamed.example", flush_ms=5,
                   on_note=notes.append)  # fmt: skip
     feed = NatsFeed(nats.url, sj.Scope("unit", "renamed"), nats.credentials)

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from fleethelpers import RelayThread, wait_until
+from fleethelpers import RelayThread, answering_agent, wait_until
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
 from aclmon.bus import registry
-from aclmon.bus.publisher import Publisher
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import Relay
@@ -209,26 +208,12 @@ def _readable(fd: int) -> bool:
 
 
 # ---------------------------------------------------------------- no anonymous command path
-def _agent(runtime_dir: Path, seen: list[ev.Event]) -> Publisher:
-    def on_command(event: ev.Event) -> None:
-        seen.append(event)
-        publisher.reply(event.request_id, 0, "ok")
-
-    publisher = Publisher(
-        str(runtime_dir / "agent.sock"),
-        snapshot=lambda: [ev.Hello(0, 1, *ev.hello_fields("sim", "x", 1))],
-        on_command=on_command,
-    ).start()
-    registry.register(publisher.address)
-    return publisher
-
-
 @pytest.mark.parametrize("allowed", [False, True])
 def test_a_relay_forwards_no_command_from_a_server_without_auth(start_nats, runtime_dir, allowed):
     server = start_nats(anonymous=True)
     seen: list[ev.Event] = []
     notes: list[str] = []
-    publisher = _agent(runtime_dir, seen)
+    publisher = answering_agent(runtime_dir, seen)
     relay = Relay(server.url, job="anon", flush_ms=5, on_note=notes.append,
                   allow_anonymous_commands=allowed)  # fmt: skip
     stranger = NatsFeed(server.url, sj.Scope("anon"))  # anyone: no credentials at all

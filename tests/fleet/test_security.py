@@ -12,11 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fleethelpers import RelayThread, wait_until
+from fleethelpers import RelayThread, answering_agent, wait_until
 
 from aclmon import events as ev
 from aclmon.bus import registry
-from aclmon.bus.publisher import Publisher
 from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials
@@ -119,17 +118,7 @@ def test_relay_viewer_and_operator_roles(start_nats, runtime_dir, tmp_path):
     roles = Roles(start_nats, tmp_path)
     _setup_streams(roles)
     commands: list[ev.Event] = []
-
-    def on_command(event: ev.Event) -> None:
-        commands.append(event)
-        publisher.reply(event.request_id, 0, "ok")
-
-    publisher = Publisher(
-        str(runtime_dir / "agent.sock"),
-        snapshot=lambda: [ev.Hello(0, 1, *ev.hello_fields("sim", "x", 1))],
-        on_command=on_command,
-    ).start()
-    registry.register(publisher.address)
+    publisher = answering_agent(runtime_dir, commands)
     relay = Relay(roles.url, roles.credentials("relay"), job="roles", flush_ms=5,
                   setup_streams=False)  # fmt: skip
     viewer = NatsFeed(roles.url, sj.Scope("roles"), roles.credentials("viewer"), since_s=0.0)
