@@ -347,12 +347,18 @@ class Relay:
 
     async def _reconnected(self) -> None:
         """Back on the server: one restarted without its store has lost the
-        streams, which are made again (said by ensure_streams)."""
+        streams, which are made again (said by ensure_streams); every agent's
+        snapshot and drop totals are sent again, so the (new) streams hold them."""
         if self.setup_streams:
             try:
                 await self.ensure_streams()
             except Exception as exc:  # keep relaying live traffic
                 self._note(f"after reconnecting: {exc}")
+        for link in self.links.values():
+            link.state_dirty = bool(link.state_frames)
+            link.state_published = 0.0
+            link.drops_reported = -1 if link.dropped else 0
+            link.copies_reported = -1 if link.copies_dropped else 0
 
     # ------------------------------------------------------------ agents
     def _registry_changed(self, seen: list[int]) -> bool:

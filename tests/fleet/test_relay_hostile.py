@@ -284,6 +284,11 @@ def test_a_server_restarted_without_its_store_gets_its_streams_back(start_nats, 
             # The server dies with its store; a new one takes the same port and token.
             token = first.token
             first.stop()
+            # Meanwhile the job goes on: more than nats-py buffers while it reconnects.
+            link = relay.links[os.getpid()]
+            for i in range(4000):
+                publisher.emit(ev.LogLine, "info", f"{i} " + "z" * 1000)
+            wait_until(lambda: link.dropped > 0, 30, "publishes failing, counted")
             second = LocalNatsServer(first.binary, extra_args=["-p", port])
             second.token = token
             second.start()
@@ -293,6 +298,9 @@ def test_a_server_restarted_without_its_store_gets_its_streams_back(start_nats, 
                 publisher.emit(ev.TxMark, f"after {i}")
             wait_until(lambda: marks() == 6, 30, "the marks after the restart")
             assert "lost its stored history" in feed.state_reason
+            # What was lost during the outage is a counted drop, told to the viewer.
+            wait_until(lambda: drops_seen(fleet).get(RELAY_DROPS, 0) == link.dropped, 30,
+                       "the relay's drops told")  # fmt: skip
     finally:
         feed.close()
         publisher.close()
