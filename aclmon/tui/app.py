@@ -34,6 +34,7 @@ from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
+from aclmon.sources.base import Source
 from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
@@ -47,7 +48,6 @@ from aclmon.tui.screens import (
     ScrollingModal,
     related_dumps,
 )
-from aclmon.tui.sources import Source
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views import (

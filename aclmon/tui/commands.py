@@ -345,7 +345,7 @@ def _print_text_summary(data: dict[str, Any]) -> None:
 def attach_command(args: argparse.Namespace) -> int:
     from aclmon.bus import registry
     from aclmon.errors import AclmonError
-    from aclmon.tui.sources import LiveSource
+    from aclmon.sources.base import LiveSource
 
     _check_view_args(args)
     _check_theme(args.theme)
@@ -354,7 +354,7 @@ def attach_command(args: argparse.Namespace) -> int:
         raise AclmonError("--json goes with --once")
     targets = list(args.target)
     if args.all or len(targets) > 1 or any(t.startswith(("nats://", "tls://")) for t in targets):
-        from aclmon.tui.fleet_commands import fleet_attach
+        from aclmon.sources.fleet import fleet_attach
 
         return fleet_attach(args, targets)
     if args.since or args.summary_only:
@@ -368,7 +368,7 @@ def attach_command(args: argparse.Namespace) -> int:
     address = registry.resolve_target(args.target) if args.target or args.once else _pick_agent()
     source: Any = LiveSource(address, token=args.token, readonly=args.readonly or args.once)
     if args.dump_dir:
-        from aclmon.tui.sources import WithDumpDirectory
+        from aclmon.sources.base import WithDumpDirectory
 
         source = WithDumpDirectory(source, args.dump_dir)
     if args.once:
@@ -379,15 +379,15 @@ def attach_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    from aclmon.tui.demo import DemoJob
-    from aclmon.tui.sources import LiveSource
+    from aclmon.sources.base import LiveSource
+    from aclmon.sources.demo import DemoJob
 
     _check_view_args(args)
     _check_theme(args.theme)
     _keymap(args)  # a bad keymap file is reported before the job starts
     if args.ranks is not None or args.nats:
         from aclmon.errors import AclmonError
-        from aclmon.tui.fleet_commands import demo_ranks_command
+        from aclmon.sources.fleet import demo_ranks_command
 
         if args.ranks is None:
             raise AclmonError("--nats goes with --ranks N")

@@ -9,9 +9,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from aclmon.sources.base import CONNECTED, DISCONNECTED, ENDED, Source
 from aclmon.store import Store
 from aclmon.tui import fmt
-from aclmon.tui.sources import CONNECTED, DISCONNECTED, ENDED, Source
 from aclmon.tui.style import middle, theme_style
 
 

@@ -601,7 +601,7 @@ async def test_ctrl_c_quits():
 
 
 async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
-    from aclmon.tui.sources import ListSource, WithDumpDirectory
+    from aclmon.sources.base import ListSource, WithDumpDirectory
 
     nested = tmp_path / "20251202100000" / "0" / "resnet50" / "1" / "0"
     nested.mkdir(parents=True)
@@ -628,7 +628,7 @@ async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
 
 def test_missing_dump_directory_is_one_clear_error(tmp_path):
     from aclmon.errors import AclmonError
-    from aclmon.tui.sources import DumpDirectoryScan
+    from aclmon.sources.base import DumpDirectoryScan
 
     with pytest.raises(AclmonError, match="does not exist"):
         DumpDirectoryScan(str(tmp_path / "nope"))

@@ -16,6 +16,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from aclmon.errors import AclmonError
+from aclmon.sources.base import Source
+from aclmon.sources.recording import LateIndex, RecordingSource, recording_warnings
+from aclmon.sources.replay_inputs import ReplayInputs
 from aclmon.store.replay import (
     EXCEPTION,
     OVERFLOW,
@@ -25,10 +28,7 @@ from aclmon.store.replay import (
 )
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
-from aclmon.tui.replay.inputs import ReplayInputs
-from aclmon.tui.replay.sources import LateIndex, RecordingSource, recording_warnings
 from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
-from aclmon.tui.sources import Source
 
 #: playback speeds, slowest first (x0.25 .. x64)
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)

@@ -12,15 +12,15 @@ from typing import Any
 import numpy as np
 
 from aclmon import events as ev
-from aclmon.store.replay import ReplayEngine
-from aclmon.tui.replay.inputs import (
+from aclmon.sources.base import CONNECTED, ENDED, Source
+from aclmon.sources.replay_inputs import (
     Cancelled,
     ReplayInputs,
     dump_events,
     log_events,
     resolve_dump_path,
 )
-from aclmon.tui.sources import CONNECTED, ENDED, Source
+from aclmon.store.replay import ReplayEngine
 
 PLAYING = "playing"
 PAUSED = "paused"

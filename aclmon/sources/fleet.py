@@ -141,7 +141,7 @@ class RankedDemo:
         import subprocess
         import sys
 
-        from aclmon.tui.demo import DemoError, DemoJob, _die_with_parent
+        from aclmon.sources.demo import DemoError, DemoJob, _die_with_parent
 
         faulty = faulty_ranks(self.ranks)
         try:
@@ -222,7 +222,7 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
 
             log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
             with open(log_path, "wb") as log:
-                from aclmon.tui.demo import _die_with_parent
+                from aclmon.sources.demo import _die_with_parent
 
                 relay = subprocess.Popen(
                     # No --job: each agent's Hello names its job, so other agents
