@@ -15,9 +15,10 @@ from fleethelpers import RelayThread, wait_until
 from aclmon import events as ev
 from aclmon.bus import registry
 from aclmon.bus.publisher import Publisher
+from aclmon.errors import CommandRefused
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials
-from aclmon.fleet.nats_source import CommandRefused, NatsFeed
+from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import Relay
 
 pytestmark = pytest.mark.slow
