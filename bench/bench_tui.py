@@ -134,7 +134,7 @@ def publisher_main(address: str, recording: str, schedule: str) -> int:
 async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) -> dict[str, object]:
     from textual.events import Key
 
-    from aclmon.sources.base import LiveSource
+    from aclmon.sources.live import LiveSource
     from aclmon.tui.app import DEFAULT_INTERVAL, AclmonApp
 
     phases: list[tuple[int, float]] = []

@@ -33,6 +33,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
+from aclmon.bus.states import CONNECTED
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
 from aclmon.store import Store
@@ -293,6 +294,9 @@ class AclmonApp(App[int]):
         if events:
             self.store.apply_many(events)
         self.store.note_decoder_counts(*self.source.decoder_counts())
+        if self.store.state.goodbye is not None and self.source.state != CONNECTED:
+            # The job said goodbye and the connection is gone: nothing to reconnect to.
+            self.source.stop_reconnecting()
         now = self._clock()
         self._rate_samples.append((now, self.store.state.counters.events))
         while len(self._rate_samples) > 2 and now - self._rate_samples[0][0] > 2.0:

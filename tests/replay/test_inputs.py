@@ -88,7 +88,7 @@ PLOG = (
 
 
 def test_replay_of_a_directory_reads_its_cann_log_files(tmp_path):
-    from aclmon.sources.recording import DumpDirectorySource
+    from aclmon.sources.dumpdir import DumpDirectorySource
     from aclmon.sources.replay_summary import replay_summary
 
     (tmp_path / "dump").mkdir()

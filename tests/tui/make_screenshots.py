@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aclmon.sources.base import LiveSource
 from aclmon.sources.demo import DemoJob
+from aclmon.sources.live import LiveSource
 from aclmon.tui.app import AclmonApp
 
 WIDE = (160, 48)

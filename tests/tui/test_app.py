@@ -601,7 +601,8 @@ async def test_ctrl_c_quits():
 
 
 async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
-    from aclmon.sources.base import ListSource, WithDumpDirectory
+    from aclmon.sources.base import ListSource
+    from aclmon.sources.dumpdir import WithDumpDirectory
 
     nested = tmp_path / "20251202100000" / "0" / "resnet50" / "1" / "0"
     nested.mkdir(parents=True)
@@ -628,7 +629,7 @@ async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
 
 def test_missing_dump_directory_is_one_clear_error(tmp_path):
     from aclmon.errors import AclmonError
-    from aclmon.sources.base import DumpDirectoryScan
+    from aclmon.sources.dumpdir import DumpDirectoryScan
 
     with pytest.raises(AclmonError, match="does not exist"):
         DumpDirectoryScan(str(tmp_path / "nope"))

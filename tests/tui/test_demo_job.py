@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from aclmon.sources.base import LiveSource
 from aclmon.sources.demo import DemoError, DemoJob
+from aclmon.sources.live import LiveSource
 
 
 def test_demo_job_listens_and_stops_cleanly(tmp_path):
@@ -25,7 +25,7 @@ def test_demo_job_listens_and_stops_cleanly(tmp_path):
         pid = job.process.pid
         source = LiveSource(str(job.socket_path), readonly=True)
         try:
-            from aclmon.tui.commands import once_snapshot
+            from aclmon.sources.once import once_snapshot
 
             data = once_snapshot(source, 1.5, connect_timeout=10)
         finally:

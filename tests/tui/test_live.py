@@ -15,7 +15,7 @@ import pytest
 from tui_helpers import SIZE, static_text, wait_for
 
 from aclmon import cli
-from aclmon.sources.base import LiveSource
+from aclmon.sources.live import LiveSource
 from aclmon.tui.app import AclmonApp
 
 JOB = """

@@ -16,12 +16,8 @@ import sys
 from typing import Any
 
 from aclmon.errors import AclmonError
-from aclmon.sources.recording import (
-    DumpDirectorySource,
-    LateIndex,
-    RecordingSource,
-    recording_warnings,
-)
+from aclmon.sources.dumpdir import DumpDirectorySource
+from aclmon.sources.recording import LateIndex, RecordingSource
 from aclmon.sources.replay_inputs import ReplayInputs, log_lines_beside
 from aclmon.store import Store
 from aclmon.store.replay import ReplayEngine
@@ -31,12 +27,9 @@ from aclmon.tui.replay.timeline import SeekTimeScreen
 
 __all__ = [
     "SPEEDS",
-    "DumpDirectorySource",
-    "RecordingSource",
     "ReplayApp",
     "SeekTimeScreen",
     "build_app",
-    "recording_warnings",
     "replay_command",
 ]
 
