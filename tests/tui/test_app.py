@@ -547,7 +547,10 @@ async def test_devices_tree_n_and_N_go_through_the_matches_of_a_search():
 async def test_the_palette_jump_to_a_device_selects_its_first_line():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:
-        app.jump_to_device(3)
+        from aclmon.tui.palette import AclmonCommands
+
+        entries = {c.name: c for c in AclmonCommands(app.screen)._commands()}
+        entries["Device 3: jump to it"].run()
         await pilot.pause()
         await pilot.pause()
         assert app.devices_view.selected_line() == "device 3"
