@@ -364,30 +364,31 @@ def usage_values(block: dict[str, str]) -> dict[str, int | None]:
 
 
 def parse_mapping(text: str) -> list[MappedChip]:
-    """``npu-smi info -m``: NPU ID, Chip ID, Chip Logic ID (``-`` for the MCU), Chip Name."""
+    """``npu-smi info -m``: each row's NPU ID, Chip ID, Chip Logic ID (``-`` for the MCU)
+    and Chip Name, found by the header's names (Ascend 950 adds columns; a layout
+    without a chip column has one chip per NPU)."""
     rows: list[MappedChip] = []
-    header_seen = False
+    columns: list[str] | None = None
     for line in text.splitlines():
         if "Chip Logic ID" in line:
-            header_seen = True
-            continue
-        if not header_seen or not line.strip():
+            columns = _HEADER_SPLIT.split(line.strip())
             continue
         words = _HEADER_SPLIT.split(line.strip())
-        if len(words) < 4:
-            words = line.split(None, 3)
+        if columns is None or len(words) != len(columns):
+            continue
+        row = dict(zip(columns, words, strict=True))
         try:
             rows.append(
                 MappedChip(
-                    npu_id=int(words[0]),
-                    chip_id=int(words[1]),
-                    logic_id=_int(words[2]),
-                    name=words[3].strip() if len(words) > 3 else "",
+                    npu_id=int(row["NPU ID"]),
+                    chip_id=int(row.get("Chip ID", "0")),
+                    logic_id=_int(row["Chip Logic ID"]),
+                    name=row.get("Chip Name", ""),
                 )
             )
-        except (ValueError, IndexError):
+        except (KeyError, ValueError):
             continue
-    if not header_seen:
+    if columns is None:
         raise NpuSmiFormatError(f"no mapping table in the output: {_first_line(text)!r}")
     return rows
 

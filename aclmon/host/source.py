@@ -12,6 +12,7 @@ waits for it while the screen keeps the last good snapshot and the status line).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -202,7 +203,9 @@ class HostSource:
                 self._last_good = snapshot
             self._version += 1
         if self._on_snapshot is not None:
-            self._on_snapshot(snapshot)
+            # A consumer's bug must not stop the refreshes everyone else reads.
+            with contextlib.suppress(Exception):
+                self._on_snapshot(snapshot)
 
 
 def collect_once(open_backend: Callable[[], Backend], timeout: float) -> HostSnapshot:

@@ -284,6 +284,20 @@ def test_mapping_gives_acl_device_ids_and_skips_nothing() -> None:
     assert [d.logic_id for d in devices] == list(range(8))
 
 
+def test_mapping_is_read_by_its_header_names() -> None:
+    # Ascend 950 adds Slot ID and Chip Phy-ID and has no chip column (its -m layout as the
+    # reference describes it: the columns are found by name, not by position).
+    text = (
+        "\tNPU ID    Slot ID    Chip Logic ID    Chip Phy-ID    Chip Name\n"
+        "\t0         1          0                4              Ascend 950DT\n"
+        "\t1         2          -                5              Mcu\n"
+    )
+    assert [(r.npu_id, r.chip_id, r.logic_id, r.name) for r in parse_mapping(text)] == [
+        (0, 0, 0, "Ascend 950DT"),
+        (1, 0, None, "Mcu"),
+    ]
+
+
 # ---------------------------------------------------------------- hostile input
 def _mutations(text: str) -> st.SearchStrategy[str]:
     lines = text.splitlines()

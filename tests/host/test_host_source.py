@@ -124,6 +124,20 @@ def test_a_back_end_bug_is_a_failed_refresh_not_a_dead_thread() -> None:
         source.close()
 
 
+def test_a_consumer_bug_does_not_stop_the_refreshes() -> None:
+    backend = Scripted()
+
+    def broken_consumer(snapshot: HostSnapshot) -> None:
+        raise ValueError("the screen fell over")
+
+    source = HostSource(lambda: backend, interval=0.01, on_snapshot=broken_consumer)
+    source.start()
+    try:
+        wait_until(lambda: source.version >= 3)
+    finally:
+        source.close()
+
+
 def test_once_gives_up_on_a_hung_back_end() -> None:
     release = threading.Event()
 
