@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("demo", "aclmon.tui.commands", "run a simulated job and watch it live"),
     ("attach", "aclmon.tui.commands", "watch a running job that has the agent"),
     ("replay", "aclmon.tui.commands", "open a recording or a dump directory"),
+    ("top", "aclmon.tui.host_commands", "every NPU and process on this host (DCMI or npu-smi)"),
     ("run", "aclmon.agent.commands", "run a script with the agent installed"),
     ("record", "aclmon.fleet.commands", "record a live job's events to a file"),
     ("relay", "aclmon.fleet.commands", "forward this host's agents to NATS (one per host)"),
@@ -50,7 +51,7 @@ def _prints_text(args: argparse.Namespace) -> bool:
     """The command writes lines of its own (no screen, and not a user's script)."""
     if args.command in ("demo", "run"):
         return False
-    if args.command == "attach":
+    if args.command in ("attach", "top"):
         return bool(args.once)
     if args.command == "replay":
         return bool(args.json)

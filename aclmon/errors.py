@@ -22,6 +22,13 @@ class DecodeError(AclmonError):
         super().__init__(f"{source}: at byte {offset}: {reason}")
 
 
+class CommandRefused(AclmonError):
+    """A command that is not sent: the viewer or its credentials are read-only,
+    the agent is not connected, the kind is not a command, or the source has no
+    agent behind it. (A command that was sent and got no reply is a
+    :class:`~aclmon.bus.CommandTimeout`.)"""
+
+
 def no_such_file(path: object) -> str:
     """The one wording every command uses for a path that does not exist."""
     return f"{path}: no such file or directory"

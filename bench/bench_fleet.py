@@ -56,7 +56,7 @@ from aclmon.events.wire import StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.server import LocalNatsServer
-from aclmon.tui.demo import _die_with_parent
+from aclmon.sources.demo import _die_with_parent
 
 JOB = "bench"
 TICK_S = 0.01

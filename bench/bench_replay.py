@@ -127,8 +127,8 @@ def measure(path: str, started: float) -> dict[str, float]:
     """In the child: the real app, headless, driven by keys."""
     import asyncio
 
+    from aclmon.sources.replay_inputs import find_inputs
     from aclmon.tui.replay import build_app
-    from aclmon.tui.replay.inputs import find_inputs
 
     imported = time.perf_counter() - started
     result: dict[str, float] = {"import_s": round(imported, 3)}
@@ -223,8 +223,8 @@ def measure_baseline(path: str) -> dict[str, float]:
     that any recording's figure includes."""
     import asyncio
 
+    from aclmon.sources.replay_inputs import find_inputs
     from aclmon.tui.replay import build_app
-    from aclmon.tui.replay.inputs import find_inputs
 
     async def run() -> None:
         app = build_app(find_inputs(path), interval=0.25)

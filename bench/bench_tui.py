@@ -134,8 +134,8 @@ def publisher_main(address: str, recording: str, schedule: str) -> int:
 async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) -> dict[str, object]:
     from textual.events import Key
 
+    from aclmon.sources.live import LiveSource
     from aclmon.tui.app import DEFAULT_INTERVAL, AclmonApp
-    from aclmon.tui.sources import LiveSource
 
     phases: list[tuple[int, float]] = []
     sent_rates: dict[int, tuple[int, int]] = {}  # offered -> (sent per s, publisher drops so far)

@@ -58,7 +58,7 @@ def test_decode_of_a_bad_file_says_so_on_stderr_in_text_mode_too(tmp_path):
 
 
 def test_once_text_never_prints_a_sentinel_utilization(capsys):
-    from aclmon.tui.commands import _print_text_summary
+    from aclmon.tui.commands import print_store_text
 
     sample = ev.DeviceSample(1, 1, 0, 37, -1, 2, 1 << 30, 32 << 30, "OK", None, None)
     data = {
@@ -69,7 +69,7 @@ def test_once_text_never_prints_a_sentinel_utilization(capsys):
         "dumps": {"total": 0, "dropped": 0, "recent": []},
         "counters": {"events": 1, "gaps": 0, "agent_dropped": 0},
     }
-    _print_text_summary(data)
+    print_store_text(data)
     out = capsys.readouterr().out
     assert "vector n/a" in out and "aicore 37%" in out
     assert "-1" not in out and "None" not in out

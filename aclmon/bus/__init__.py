@@ -41,7 +41,7 @@ _EXPORTS = {
     "encode_frame": "aclmon.events.wire",
     "Publisher": "aclmon.bus.publisher",
     "Subscriber": "aclmon.bus.subscriber",
-    "CommandRefused": "aclmon.bus.subscriber",
+    "CommandRefused": "aclmon.errors",
     "CommandTimeout": "aclmon.bus.subscriber",
     "Cut": "aclmon.bus.recording",
     "RecordingHeader": "aclmon.bus.recording",
@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from aclmon.bus import registry
     from aclmon.bus.publisher import Publisher
     from aclmon.bus.recording import Cut, RecordingHeader, RecordingReader, RecordingWriter
-    from aclmon.bus.subscriber import CommandRefused, CommandTimeout, Subscriber
+    from aclmon.bus.subscriber import CommandTimeout, Subscriber
     from aclmon.bus.transport import Address, parse_address, runtime_dir
+    from aclmon.errors import CommandRefused
     from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame

@@ -78,6 +78,7 @@ class _StopFlag:
 
 def _connect(target: str | None, token: str | None) -> Any:
     from aclmon.bus.registry import resolve_target
+    from aclmon.bus.states import AUTH_FAILED, CONNECTED, DISCONNECTED
     from aclmon.bus.subscriber import Subscriber
 
     address = resolve_target(target)
@@ -87,9 +88,9 @@ def _connect(target: str | None, token: str | None) -> Any:
     def report(state: str) -> None:
         # Retries repeat the same failure every backoff: say each one once.
         nonlocal last_message
-        if state == "connected":
+        if state == CONNECTED:
             last_message = ""
-        elif state in ("disconnected", "auth-failed") and holder:
+        elif state in (DISCONNECTED, AUTH_FAILED) and holder:
             message = f"{state}: {holder[0].state_reason}" if holder[0].state_reason else state
             if message != last_message:
                 print(f"aclmon: {address}: {message}", file=sys.stderr)

@@ -30,8 +30,9 @@ from typing import Any
 import msgpack
 
 from aclmon.bus import handshake
+from aclmon.bus.states import AUTH_FAILED, CLOSED, CONNECTED, CONNECTING, DISCONNECTED, STOPPED
 from aclmon.bus.transport import Address, as_address, connect
-from aclmon.errors import AclmonError
+from aclmon.errors import AclmonError, CommandRefused
 from aclmon.events import (
     COMMAND_KINDS,
     KIND_NAMES,
@@ -52,13 +53,6 @@ from aclmon.events.wire import (
 
 log = logging.getLogger("aclmon.bus")
 
-STOPPED = "stopped"
-CONNECTING = "connecting"
-CONNECTED = "connected"
-DISCONNECTED = "disconnected"
-AUTH_FAILED = "auth-failed"
-CLOSED = "closed"
-
 #: decoded events held for poll() before the reader stops reading
 DEFAULT_BUFFER_EVENTS = 200_000
 _READ_SIZE = 1024 * 1024
@@ -67,10 +61,6 @@ _seq_of = operator.itemgetter(0)
 
 class CommandTimeout(AclmonError):
     """A command got no Reply in time."""
-
-
-class CommandRefused(AclmonError):
-    """A command this subscriber may not send (readonly, not connected, not allowed)."""
 
 
 class _Waiter:

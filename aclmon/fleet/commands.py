@@ -219,6 +219,7 @@ def record_nats(args: argparse.Namespace) -> int:
     import time
 
     from aclmon.bus.recording import RecordingWriter
+    from aclmon.bus.states import AUTH_FAILED, DISCONNECTED
     from aclmon.errors import AclmonError
     from aclmon.fleet.connect import parse_target
     from aclmon.fleet.nats_source import NatsFeed
@@ -250,7 +251,7 @@ def record_nats(args: argparse.Namespace) -> int:
         feed.start()
         try:
             while not stopping:
-                if feed.state in ("auth-failed", "disconnected") and feed.state_reason:
+                if feed.state in (AUTH_FAILED, DISCONNECTED) and feed.state_reason:
                     raise AclmonError(f"{args.target}: {feed.state_reason}")
                 for _key, events in feed.poll(50_000):
                     if args.count:

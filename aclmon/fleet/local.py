@@ -16,11 +16,12 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.bus import registry
+from aclmon.bus.states import CLOSED, CONNECTED, CONNECTING
 from aclmon.bus.subscriber import Subscriber
 from aclmon.errors import AclmonError
 from aclmon.fleet.subjects import short_host
+from aclmon.store.fleet import SourceKey
 
-SourceKey = tuple[str, int]
 REGISTRY_POLL_S = 1.0
 
 
@@ -40,7 +41,7 @@ class LocalFeed:
         self.description = (
             "every agent on this host" if pids is None else "pids " + " ".join(map(str, pids))
         )
-        self.state = "connecting"
+        self.state = CONNECTING
         self.state_reason = ""
         self.caught_up = threading.Event()
         self.gone: set[SourceKey] = set()
@@ -56,7 +57,7 @@ class LocalFeed:
             if missing:
                 self.close()
                 raise AclmonError("no running agent with PID " + ", ".join(map(str, missing)))
-        self.state = "connected"
+        self.state = CONNECTED
         self._thread = threading.Thread(target=self._watch, name="aclmon-local-fleet", daemon=True)
         self._thread.start()
 
@@ -105,9 +106,10 @@ class LocalFeed:
         with self._lock:
             return list(self._subscribers)
 
-    def decoder_counts(self) -> tuple[int, int]:
+    def decoder_counts(self, key: SourceKey | None = None) -> tuple[int, int]:
+        """(malformed, unknown) input skipped: from every agent, or from the one of ``key``."""
         with self._lock:
-            subscribers = list(self._subscribers.values())
+            subscribers = [s for k, s in self._subscribers.items() if key in (None, k)]
         return (sum(s.malformed for s in subscribers), sum(s.unknown for s in subscribers))
 
     def send_command(
@@ -130,4 +132,4 @@ class LocalFeed:
             subscribers = list(self._subscribers.values())
         for subscriber in subscribers:
             subscriber.close()
-        self.state = "closed"
+        self.state = CLOSED

@@ -44,18 +44,12 @@ from typing import Any
 import msgpack
 
 from aclmon import events as ev
-from aclmon.errors import AclmonError
+from aclmon.bus.states import AUTH_FAILED, CLOSED, CONNECTED, CONNECTING, DISCONNECTED
+from aclmon.errors import CommandRefused
 from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials, NatsError, connect
-
-SourceKey = tuple[str, int]
-
-CONNECTING = "connecting"
-CONNECTED = "connected"
-DISCONNECTED = "disconnected"
-AUTH_FAILED = "auth-failed"
-CLOSED = "closed"
+from aclmon.store.fleet import SourceKey
 
 #: decoded events held for poll() before new ones are dropped (and counted)
 DEFAULT_BUFFER_EVENTS = 2_000_000
@@ -67,10 +61,6 @@ STREAM_WAIT_S = 5.0
 MAX_HEARTBEATS = 1024
 #: a heartbeat is a tiny map; anything bigger is not one
 MAX_HEARTBEAT_BYTES = 256
-
-
-class CommandRefused(AclmonError):
-    """A command the feed cannot send (read-only credentials, no such source)."""
 
 
 class NatsFeed:
@@ -142,8 +132,9 @@ class NatsFeed:
             self._heartbeats.clear()
         return beats
 
-    def decoder_counts(self) -> tuple[int, int]:
-        decoders = list(self._decoders.values())
+    def decoder_counts(self, key: SourceKey | None = None) -> tuple[int, int]:
+        """(malformed, unknown) input skipped: from every source, or from the one of ``key``."""
+        decoders = [d for k, d in list(self._decoders.items()) if key in (None, k)]
         return (sum(d.malformed for d in decoders), sum(d.unknown for d in decoders))
 
     def send_command(

@@ -79,6 +79,7 @@ def set_device(rt: Runtime, device_id: int) -> int:
         if device.default_context is None:
             device.default_context = rt.new_context(device, is_default=True)
         rt.set_current_context(device.default_context)
+    rt.share_devices()
     return C.ACL_SUCCESS
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from aclmon.sim.config import SimConfig
+from aclmon.sim.driver import driver_reserved_bytes
 
 # ---------------------------------------------------------------- clock
 _EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
@@ -132,9 +133,7 @@ class Device:
         self.refcount = 0
         self.default_context: Context | None = None
         self.total_bytes = config.hbm_bytes
-        # The driver and runtime keep part of the HBM (firmware, task queues):
-        # get_mem_info's free starts below total, as on a real card.
-        self.reserved_bytes = min(config.hbm_bytes // 32, 4 << 30)
+        self.reserved_bytes = driver_reserved_bytes(config.hbm_bytes)
         self.used_bytes = self.reserved_bytes
         self._next_address = 0x12C0_0000_0000 + device_id * self.ADDRESS_SPACING
         self._next_stream_id = 0

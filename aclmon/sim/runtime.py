@@ -46,6 +46,7 @@ from aclmon.sim.devices import (
     Stream,
     now_ns,
 )
+from aclmon.sim.driver import DeviceUse, DriverShare
 from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import FaultState
 
@@ -98,6 +99,26 @@ class Runtime:
         self.models: dict[int, Any] = {}
         self.next_model_id = 1
         self.extras: dict[str, Any] = {}
+        #: what the simulated driver shows of this process (npu-smi, DCMI).
+        self._driver_share: DriverShare | None = None
+
+    # -------------------------------------------------------------- the driver's view
+    def share_devices(self) -> None:
+        """A device was set: from now on the simulated npu-smi and DCMI list this process."""
+        with self.lock:
+            if self._driver_share is not None:
+                return
+            self._driver_share = DriverShare(self.device_uses)
+        self._driver_share.start()
+
+    def device_uses(self) -> list[DeviceUse]:
+        return [
+            DeviceUse(
+                device.device_id, device.used_bytes - device.reserved_bytes, *device.utilization()
+            )
+            for device in self.devices
+            if device.refcount > 0 or device.used_bytes > device.reserved_bytes
+        ]
 
     # -------------------------------------------------------------- contexts
     def current_context(self) -> Context | None:
@@ -342,6 +363,8 @@ class Runtime:
                 delivered.set()
 
     def shutdown(self) -> None:
+        if self._driver_share is not None:
+            self._driver_share.stop()
         with self.lock:  # wake process_report callers: their subscriptions are gone
             self.reports.clear()
             self.reports_changed.notify_all()

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
 from textual import on, work
@@ -33,13 +33,15 @@ from textual.binding import Binding, BindingType
 from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
+from aclmon.bus.states import CONNECTED
 from aclmon.errors import AclmonError
+from aclmon.sources.base import Source
 from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
-from aclmon.tui.keys import quit_bindings, view_bindings
-from aclmon.tui.palette import VIEW_TITLES, AclmonCommands
+from aclmon.tui.keys import key_display, quit_bindings, view_bindings
+from aclmon.tui.palette import AclmonCommands
 from aclmon.tui.screens import (
     CallFailureDetail,
     ExceptionDetail,
@@ -47,10 +49,11 @@ from aclmon.tui.screens import (
     ScrollingModal,
     related_dumps,
 )
-from aclmon.tui.sources import Source
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views import (
+    VIEW_IDS,
+    VIEWS,
     DevicesView,
     DumpsView,
     ExceptionsView,
@@ -68,7 +71,7 @@ DEFAULT_INTERVAL = 0.25
 #: events applied per refresh tick at most; the rest wait in the source's bounded queue.
 MAX_BATCH = 50_000
 COMMAND_TIMEOUT = 3.0
-VIEWS = tuple(VIEW_TITLES)
+ViewT = TypeVar("ViewT", bound=View)
 #: the pair Ctrl+T switches between (the palette offers every theme).
 THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
 
@@ -99,8 +102,7 @@ def binding_rows(bindings: list[Any], keymap: dict[str, str]) -> list[tuple[str,
     for b in bindings:
         if isinstance(b, Binding):
             keys = keymap.get(b.id or "", b.key)
-            out.append((keys.replace("question_mark", "?").replace("slash", "/"), b.description,
-                        b.id or ""))  # fmt: skip
+            out.append((key_display(keys), b.description, b.id or ""))
     return out
 
 
@@ -112,7 +114,7 @@ class AclmonApp(App[int]):
     # The tab bar shows the view keys: the footer keeps its room for the view's
     # own keys, Help and Quit (which must fit at 80 columns).
     BINDINGS: ClassVar[list[BindingType]] = [
-        *view_bindings(VIEW_TITLES),
+        *view_bindings(),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
         Binding("ctrl+t", "toggle_dark", "Dark/light", show=False, id="app.theme"),
         *quit_bindings("quit", "app"),
@@ -143,7 +145,7 @@ class AclmonApp(App[int]):
         self._wanted_theme = theme or DEFAULT_DARK
         self._theme_chosen = theme is not None
         self.user_keymap = dict(keymap or {})
-        self._start_view = start_view if start_view in VIEWS else "devices"
+        self._start_view = start_view if start_view in VIEW_IDS else VIEW_IDS[0]
         self._group_dumps = group_dumps
         #: where a dump's tensors are exported (``e`` in the Dumps view)
         self.export_dir = os.path.abspath(export_dir)
@@ -186,25 +188,38 @@ class AclmonApp(App[int]):
     def compose(self) -> ComposeResult:
         # Kept as attributes: while a modal screen is up, app queries search that screen.
         self.header = HeaderBar(id="header")
-        self.tabs = TabBar(VIEW_TITLES, id="tabs")
+        self.tabs = TabBar({entry.id: entry.title for entry in VIEWS}, id="tabs")
         self._switcher = ContentSwitcher(initial=self._start_view, id="views")
-        self.devices_view = DevicesView(id="devices")
-        self.exceptions_view = ExceptionsView(id="exceptions")
-        self.profiling_view = ProfilingView(id="profiling")
-        self.dumps_view = DumpsView(id="dumps")
-        self.logs_view = LogsView(id="logs")
-        self.views: dict[str, View] = {
-            "devices": self.devices_view,
-            "exceptions": self.exceptions_view,
-            "profiling": self.profiling_view,
-            "dumps": self.dumps_view,
-            "logs": self.logs_view,
-        }
+        self.views: dict[str, View] = {entry.id: entry.cls(id=entry.id) for entry in VIEWS}
         yield self.header
         yield self.tabs
         with self._switcher:
             yield from self.views.values()
         yield FittingFooter()
+
+    def view_of(self, cls: type[ViewT]) -> ViewT:
+        """The shown view of class ``cls`` (the app answers some views' messages)."""
+        return next(v for v in self.views.values() if isinstance(v, cls))
+
+    @property
+    def devices_view(self) -> DevicesView:
+        return self.view_of(DevicesView)
+
+    @property
+    def exceptions_view(self) -> ExceptionsView:
+        return self.view_of(ExceptionsView)
+
+    @property
+    def profiling_view(self) -> ProfilingView:
+        return self.view_of(ProfilingView)
+
+    @property
+    def dumps_view(self) -> DumpsView:
+        return self.view_of(DumpsView)
+
+    @property
+    def logs_view(self) -> LogsView:
+        return self.view_of(LogsView)
 
     def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()
@@ -293,6 +308,9 @@ class AclmonApp(App[int]):
         if events:
             self.store.apply_many(events)
         self.store.note_decoder_counts(*self.source.decoder_counts())
+        if self.store.state.goodbye is not None and self.source.state != CONNECTED:
+            # The job said goodbye and the connection is gone: nothing to reconnect to.
+            self.source.stop_reconnecting()
         now = self._clock()
         self._rate_samples.append((now, self.store.state.counters.events))
         while len(self._rate_samples) > 2 and now - self._rate_samples[0][0] > 2.0:
@@ -325,20 +343,12 @@ class AclmonApp(App[int]):
             self._update_tabs()
 
     def _update_tabs(self) -> None:
-        s = self.store.state
-        self.tabs.show_counts(
-            {
-                "exceptions": f" ({s.exceptions_total})" if s.exceptions_total else "",
-                "dumps": f" ({s.dumps_total})" if s.dumps_total else "",
-                "profiling": " ●" if s.profiling is not None and s.profiling.running else "",
-                "devices": f" ({len(s.devices)})" if s.devices else "",
-                "logs": f" ({len(s.logs) + s.logs_dropped})" if s.logs else "",
-            }
-        )
+        state = self.store.state
+        self.tabs.show_counts({view_id: v.tab_count(state) for view_id, v in self.views.items()})
 
     # ---------------------------------------------------------------- views
     def action_show_view(self, view: str) -> None:
-        if view not in VIEWS:
+        if view not in self.views:
             return
         self.current_view = view
         self._switcher.current = view
@@ -354,10 +364,6 @@ class AclmonApp(App[int]):
         # set_focus now, not focus() (which waits a cycle): a key typed right
         # after the view key must reach the new view.
         self.set_focus(self.views[self.current_view].focus_target())
-
-    def jump_to_device(self, device_id: int) -> None:
-        self.action_show_view("devices")
-        self.call_after_refresh(self.devices_view.jump_to_device, device_id)
 
     def action_toggle_dark(self) -> None:
         """Switch between aclmon's dark and light themes (from any theme: to the dark one)."""
@@ -387,11 +393,7 @@ class AclmonApp(App[int]):
                 binding_rows([*FilteredView.BINDINGS, *ListView.BINDINGS], keymap),
             ),
             ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
-            ("Devices view", binding_rows(list(DevicesView.BINDINGS), keymap)),
-            ("Exceptions view", binding_rows(list(ExceptionsView.BINDINGS), keymap)),
-            ("Profiling view", binding_rows(list(ProfilingView.BINDINGS), keymap)),
-            ("Dumps view", binding_rows(list(DumpsView.BINDINGS), keymap)),
-            ("Logs view", binding_rows(list(LogsView.BINDINGS), keymap)),
+            *((e.help_title, binding_rows(list(e.cls.BINDINGS), keymap)) for e in VIEWS),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
             ("Detail and help (scrolling)", binding_rows(list(ScrollingModal.BINDINGS), keymap)),
@@ -439,11 +441,6 @@ class AclmonApp(App[int]):
 
     def show_logs_near(self, exception: ev.AclException) -> None:
         self.logs_view.show_near(exception, self._job_pid())
-        self.action_show_view("logs")
-
-    def show_log_source(self, source: str) -> None:
-        """The Logs view with only the lines of ``source`` (the palette's entries)."""
-        self.logs_view.source = source
         self.action_show_view("logs")
 
     @on(LogsView.ExceptionWanted)
@@ -582,7 +579,3 @@ class AclmonApp(App[int]):
     @on(ProfilingView.StopRequested)
     def _stop_requested(self) -> None:
         self.send_command(ev.StopProfiling)
-
-    def action_toggle_profiling(self) -> None:
-        """Start or stop (the palette's entry): as ``p`` in the Profiling view."""
-        self.profiling_view.action_start_stop()

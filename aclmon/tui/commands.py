@@ -221,63 +221,13 @@ def _pick_agent() -> str:
     return str(chosen.address)
 
 
-def once_snapshot(source: Any, wait: float, *, connect_timeout: float = 5.0) -> dict[str, Any]:
-    """Connect, collect events for ``wait`` seconds, return the store as JSON values."""
-    import time
-
-    from aclmon.errors import AclmonError
-    from aclmon.store import Store
-
-    store = Store()
-    source.start()
-    deadline = time.monotonic() + connect_timeout
-    while source.state != "connected":
-        if time.monotonic() > deadline or source.state == "auth-failed":
-            reason = getattr(source, "state_reason", "")
-            raise AclmonError(
-                f"could not connect to {source.description} ({source.state}"
-                + (f": {reason})" if reason else ")")
-            )
-        store.apply_many(source.poll(50_000))
-        time.sleep(0.02)
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
-        store.apply_many(source.poll(50_000))
-        time.sleep(0.02)
-    scan = getattr(source, "scan", None)  # --dump-dir: include every file found
-    if scan is not None:
-        scan.done.wait(30)
-    store.apply_many(source.poll(1_000_000))
-    store.note_decoder_counts(*source.decoder_counts())
-    return store.to_json()
-
-
-def print_once(
-    collect: Callable[[], dict[str, Any]],
-    close: Callable[[], None],
-    as_json: bool,
-    print_text: Callable[[dict[str, Any]], None],
-) -> int:
-    """``--once``: take one snapshot, close what it came from, print it as JSON or text."""
-    import json
-
-    try:
-        data = collect()
-    finally:
-        close()
-    if as_json:
-        print(json.dumps(data, indent=2))
-    else:
-        print_text(data)
-    return 0
-
-
 def _percent(value: Any) -> str:
     """A utilization as text: a device that cannot measure it (null in the JSON) says so."""
     return f"{value}%" if isinstance(value, int) else "n/a"
 
 
-def _print_text_summary(data: dict[str, Any]) -> None:
+def print_store_text(data: dict[str, Any]) -> None:
+    """``attach --once`` without ``--json``: the store's JSON as a few lines of text."""
     from aclmon.acl_constants import error_name
     from aclmon.dump.summary import summary_operator
     from aclmon.tui.fmt import model_execution, runtime_headline
@@ -343,11 +293,26 @@ def _print_text_summary(data: dict[str, Any]) -> None:
     )
 
 
+def print_fleet_text(data: dict[str, Any]) -> None:
+    """The fleet's ``--once`` without ``--json``: one line per source."""
+    print(f"{data['target']}: {len(data['sources'])} sources, executions {data['executions']},"
+          f" exceptions {data['exceptions_total']}")  # fmt: skip
+    for s in data["sources"]:
+        rank = "-" if s["rank"] is None else s["rank"]
+        print(f"  {s['host']} pid {s['pid']} rank {rank} devices {s['devices']} {s['state']}:"
+              f" executions {s['executions']} failures {s['failures']}"
+              f" exceptions {s['exceptions_total']}")  # fmt: skip
+    first = data.get("earliest_exception")
+    if first:
+        print(f"earliest exception: {first['host']} pid {first['pid']} {first['error_code']}"
+              f" {first['op_type']} {first['op_name']}")  # fmt: skip
+
+
 # ------------------------------------------------------------------ handlers
 def attach_command(args: argparse.Namespace) -> int:
     from aclmon.bus import registry
     from aclmon.errors import AclmonError
-    from aclmon.tui.sources import LiveSource
+    from aclmon.sources.live import LiveSource
 
     _check_view_args(args)
     _check_theme(args.theme)
@@ -361,8 +326,6 @@ def attach_command(args: argparse.Namespace) -> int:
     nats = any(t.startswith(("nats://", "tls://")) for t in targets)
     read_secret(args, TOKEN, env=NATS_TOKEN_ENV if nats else None)
     if args.all or len(targets) > 1 or any(t.startswith(("nats://", "tls://")) for t in targets):
-        from aclmon.tui.fleet_commands import fleet_attach
-
         return fleet_attach(args, targets)
     if args.since or args.summary_only:
         raise AclmonError("--since and --summary-only go with a nats:// target")
@@ -376,26 +339,27 @@ def attach_command(args: argparse.Namespace) -> int:
     token = read_secret(args, TOKEN)
     source: Any = LiveSource(address, token=token, readonly=args.readonly or args.once)
     if args.dump_dir:
-        from aclmon.tui.sources import WithDumpDirectory
+        from aclmon.sources.dumpdir import WithDumpDirectory
 
         source = WithDumpDirectory(source, args.dump_dir)
     if args.once:
+        from aclmon.sources.once import once_snapshot, print_once
+
         return print_once(
-            lambda: once_snapshot(source, args.wait), source.close, args.json, _print_text_summary
+            lambda: once_snapshot(source, args.wait), source.close, args.json, print_store_text
         )
     return _run_app(source, args)
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    from aclmon.tui.demo import DemoJob
-    from aclmon.tui.sources import LiveSource
+    from aclmon.sources.demo import DemoJob
+    from aclmon.sources.live import LiveSource
 
     _check_view_args(args)
     _check_theme(args.theme)
     _keymap(args)  # a bad keymap file is reported before the job starts
     if args.ranks is not None or args.nats:
         from aclmon.errors import AclmonError
-        from aclmon.tui.fleet_commands import demo_ranks_command
 
         if args.ranks is None:
             raise AclmonError("--nats goes with --ranks N")
@@ -407,3 +371,68 @@ def demo_command(args: argparse.Namespace) -> int:
         source.recording = bool(args.record)
         # On the hard path the process exits within ABANDON_BOUND_S: kill sooner.
         return _run_app(source, args, abandon=lambda: job.stop(grace=1.0))
+
+
+def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:
+    from aclmon.sources.fleet import fleet_once, make_feed
+    from aclmon.sources.once import print_once
+
+    feed = make_feed(args, targets)
+    if args.once:
+        return print_once(
+            lambda: fleet_once(feed, args.wait), feed.close, args.json, print_fleet_text
+        )
+    from aclmon.tui.fleet import run_fleet_app
+
+    _check_theme(args.theme)
+    return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+
+
+def demo_ranks_command(args: argparse.Namespace) -> int:
+    """``aclmon demo --ranks N [--nats]``: N simulated ranks in the fleet screen."""
+    import subprocess
+    import sys
+
+    from aclmon.sources.demo import RankedDemo
+    from aclmon.tui.fleet import run_fleet_app
+
+    _check_theme(args.theme)
+    keymap = _keymap(args)
+    with RankedDemo(args.ranks, job=f"demo-{os.getpid()}") as demo:
+        if not args.nats:
+            from aclmon.fleet.local import LocalFeed
+
+            feed: Any = LocalFeed(demo.pids(), readonly=args.readonly)
+            return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+        from aclmon.fleet.nats_source import NatsFeed
+        from aclmon.fleet.server import LocalNatsServer
+        from aclmon.fleet.subjects import Scope
+
+        with LocalNatsServer() as server:
+            from aclmon.bus import runtime_dir
+
+            log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
+            with open(log_path, "wb") as log:
+                from aclmon.sources.demo import _die_with_parent
+
+                relay = subprocess.Popen(
+                    # No --job: each agent's Hello names its job, so other agents
+                    # of this user on the host stay out of the demo's subjects.
+                    [sys.executable, "-m", "aclmon", "relay", "--nats", server.url],
+                    # The server's token, never on a command line.
+                    env=dict(os.environ, ACLMON_NATS_TOKEN=server.token or ""),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                )  # fmt: skip
+            try:
+                feed = NatsFeed(server.url, Scope(demo.job), server.credentials, since_s=0.0,
+                                readonly=args.readonly)  # fmt: skip
+                return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+            finally:
+                relay.terminate()
+                try:
+                    relay.wait(10)
+                except subprocess.TimeoutExpired:
+                    relay.kill()
+                    relay.wait()

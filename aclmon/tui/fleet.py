@@ -33,7 +33,9 @@ from textual.color import Color
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.bus.states import AUTH_FAILED, CONNECTED
 from aclmon.errors import AclmonError
+from aclmon.sources.fleet import Feed, MemberSource, drain
 from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
 from aclmon.tui.footer import FittingFooter
@@ -43,7 +45,6 @@ from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
 
 SORTS = ("rank", "host", "exec/s", "exceptions", "util")
-MAX_BATCH = 200_000
 #: heat-map shades from idle to busy
 SHADES = " ░▒▓█"
 #: hosts on their own heat-map line up to this many; past it, a flat grid
@@ -127,7 +128,7 @@ class FleetApp(App[object]):
 
     def __init__(
         self,
-        feed: Any,
+        feed: Feed,
         fleet: FleetStore,
         *,
         interval: float = 0.25,
@@ -233,10 +234,10 @@ class FleetApp(App[object]):
         exceptions = sum(r.exceptions for r in rows)
         text = Text(" aclmon fleet ", style=Style(bold=True))
         if self._wide():  # narrow screens keep the counts, not the address
-            text.append(f" {getattr(self.feed, 'description', '')} ")
-        state = str(getattr(self.feed, "state", ""))
-        if state not in ("connected", ""):
-            reason = str(getattr(self.feed, "state_reason", ""))
+            text.append(f" {self.feed.description} ")
+        state = self.feed.state
+        if state != CONNECTED:
+            reason = self.feed.state_reason
             text.append(f" {state}{': ' + reason if reason else ''} ", style=self._style("error"))
         exited = len(rows) - live
         text.append(
@@ -383,60 +384,8 @@ class FleetApp(App[object]):
         self.exit(None)
 
 
-def drain(feed: Any, fleet: FleetStore, max_events: int = MAX_BATCH) -> None:
-    """Fold what the feed has into the fleet; mark the sources that went away."""
-    fleet.take_from(feed, max_events)
-
-
-class MemberSource:
-    """One rank of the fleet as a single-agent source, for the drill-down.
-
-    Its events go to the single-agent app (which folds them into the rank's
-    own store, shared with the fleet); every other rank's events are folded
-    into the fleet meanwhile, so coming back shows them current.
-    """
-
-    recording = False
-
-    def __init__(self, feed: Any, fleet: FleetStore, key: SourceKey) -> None:
-        self.feed = feed
-        self.fleet = fleet
-        self.key = key
-        self.readonly = bool(getattr(feed, "readonly", False))
-        rank = fleet.sources[key].rank if key in fleet.sources else None
-        who = f"rank {rank} " if rank is not None else ""
-        self.description = f"{who}pid {key[1]} on {key[0]} ({getattr(feed, 'description', '')})"
-
-    def start(self) -> None:
-        pass
-
-    @property
-    def state(self) -> str:
-        if self.key in self.feed.gone:
-            return "ended"
-        return str(self.feed.state)
-
-    def poll(self, max_events: int) -> list[ev.Event]:
-        mine: list[ev.Event] = []
-        for key, events in self.feed.poll(max_events):
-            if key == self.key:
-                mine.extend(events)
-            else:
-                self.fleet.apply(key, events)
-        return mine
-
-    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
-        return self.feed.send_command(self.key, cls, *fields, timeout=timeout)  # type: ignore[no-any-return]
-
-    def decoder_counts(self) -> tuple[int, int]:
-        return (0, 0)
-
-    def close(self) -> None:
-        pass  # the feed belongs to the fleet screen
-
-
 def rank_app(
-    feed: Any,
+    feed: Feed,
     fleet: FleetStore,
     key: SourceKey,
     *,
@@ -458,7 +407,7 @@ def rank_app(
             self.exit(BACK)  # type: ignore[arg-type]
 
     return RankApp(
-        MemberSource(feed, fleet, key),  # type: ignore[arg-type]
+        MemberSource(feed, fleet, key),
         interval=interval,
         theme=theme,
         keymap=keymap,
@@ -466,11 +415,11 @@ def rank_app(
     )
 
 
-def run_fleet_app(feed: Any, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
+def run_fleet_app(feed: Feed, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
     """The fleet screen until the user quits; Enter and Esc move between it and one rank."""
     fleet = FleetStore()
     feed.start()
-    if feed.state in ("auth-failed",):
+    if feed.state == AUTH_FAILED:
         raise AclmonError(f"could not connect to {feed.description}: {feed.state_reason}")
     sort, filter_text, cursor = "rank", "", None
     try:

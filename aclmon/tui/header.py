@@ -9,9 +9,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from aclmon.bus.states import CONNECTED, DISCONNECTED, ENDED
+from aclmon.sources.base import Source
 from aclmon.store import Store
 from aclmon.tui import fmt
-from aclmon.tui.sources import CONNECTED, DISCONNECTED, ENDED, Source
 from aclmon.tui.style import middle, theme_style
 
 
@@ -38,6 +39,8 @@ class HeaderBar(Static):
         # Narrow terminals keep what matters most: target, connection, rate, losses.
         compact = width < 130
         text = Text(" aclmon ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
+        if source.title:
+            text.append(f" {source.title} ", style=Style(bold=True, reverse=True))
         if s.hello is not None:
             h = s.hello
             text.append(f" {h.host}:{h.pid} ", style=Style(bold=True))
@@ -51,12 +54,9 @@ class HeaderBar(Static):
             text.append(f" {middle(source.description, 40)}", style=dim)
         state = source.state
         text.append("  │ ", style=dim)
-        reason = getattr(source, "state_reason", "")
+        reason = source.state_reason
         if s.goodbye is not None and state != CONNECTED:
-            # The job said goodbye: it ended, there is nothing to reconnect to.
-            stop = getattr(source, "stop_reconnecting", None)
-            if stop is not None:
-                stop()
+            # The job said goodbye: it ended (the app stops reconnecting on its tick).
             text.append(f"■ {fmt.job_end_text(s.goodbye)}", style=dim)
             reason = ""
         elif state == CONNECTED:

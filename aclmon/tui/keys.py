@@ -1,8 +1,23 @@
-"""Bindings every aclmon screen shares (the single-agent app and the fleet)."""
+"""Bindings every aclmon screen shares (the single-agent app and the fleet),
+and how a key is written for people (help, hints, the key table)."""
 
 from __future__ import annotations
 
 from textual.binding import Binding
+
+from aclmon.tui.views import VIEWS
+
+#: Textual key names as the characters a user types
+KEY_SYMBOLS = {
+    "question_mark": "?", "slash": "/", "full_stop": ".", "comma": ",", "plus": "+",
+    "equals_sign": "=", "minus": "-", "greater_than_sign": ">", "less_than_sign": "<",
+    "right_square_bracket": "]", "left_square_bracket": "[", "colon": ":",
+}  # fmt: skip
+
+
+def key_display(keys: str) -> str:
+    """``"question_mark,f1"`` as typed: ``"?,f1"``."""
+    return ",".join(KEY_SYMBOLS.get(key.strip(), key.strip()) for key in keys.split(","))
 
 
 def quit_bindings(action: str, namespace: str) -> list[Binding]:
@@ -14,11 +29,12 @@ def quit_bindings(action: str, namespace: str) -> list[Binding]:
     ]
 
 
-def view_bindings(titles: dict[str, str]) -> list[Binding]:
+def view_bindings() -> list[Binding]:
     """``1``… switch to the views in order (shown on the tab bar, not in the footer)."""
     return [
         Binding(
-            str(number), f"show_view('{view}')", title.split(" /")[0], show=False, id=f"view.{view}"
+            str(number), f"show_view('{entry.id}')", entry.short_title, show=False,
+            id=f"view.{entry.id}",
         )
-        for number, (view, title) in enumerate(titles.items(), start=1)
-    ]
+        for number, entry in enumerate(VIEWS, start=1)
+    ]  # fmt: skip

@@ -12,7 +12,9 @@ from bushelpers import RawClient, collect, wait_until
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus.publisher import Publisher
-from aclmon.bus.subscriber import AUTH_FAILED, CONNECTED, CommandRefused, CommandTimeout, Subscriber
+from aclmon.bus.states import AUTH_FAILED, CONNECTED
+from aclmon.bus.subscriber import CommandTimeout, Subscriber
+from aclmon.errors import CommandRefused
 
 
 @pytest.fixture

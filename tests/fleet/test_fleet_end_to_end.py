@@ -18,7 +18,7 @@ from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_ACL_API, 
 from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
-from aclmon.tui.demo import _die_with_parent
+from aclmon.sources.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from aclmon import events as ev
+from aclmon.errors import CommandRefused
 from aclmon.store.fleet import EXITED, FleetStore
 from aclmon.tui.fleet import FleetApp, sort_rows
 
@@ -80,6 +81,12 @@ class FixedFeed:
     def poll(self, max_events=100_000):
         out, self.batches = self.batches, []
         return out
+
+    def send_command(self, key, cls, *fields, timeout=5.0):
+        raise CommandRefused("read-only: commands are not sent")
+
+    def decoder_counts(self, key=None):
+        return (0, 0)
 
     def close(self):
         pass

@@ -31,7 +31,7 @@ from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import Relay
-from aclmon.tui.demo import _die_with_parent
+from aclmon.sources.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 

@@ -16,10 +16,11 @@ from fleethelpers import RelayThread, answering_agent, wait_until
 
 from aclmon import events as ev
 from aclmon.bus import registry
+from aclmon.errors import CommandRefused
 from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials
-from aclmon.fleet.nats_source import CommandRefused, NatsFeed
+from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import DEFAULT_STREAM_LIMITS, Relay
 from aclmon.store.fleet import FleetStore
 

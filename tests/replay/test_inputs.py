@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aclmon.bus.recording import MAGIC as RECORDING_MAGIC
-from aclmon.tui.replay.inputs import (
+from aclmon.sources.replay_inputs import (
     UNGROUPED,
     ReplayInputError,
     dump_events,
@@ -88,8 +88,8 @@ PLOG = (
 
 
 def test_replay_of_a_directory_reads_its_cann_log_files(tmp_path):
-    from aclmon.tui.replay.sources import DumpDirectorySource
-    from aclmon.tui.replay.summary import replay_summary
+    from aclmon.sources.dumpdir import DumpDirectorySource
+    from aclmon.sources.replay_summary import replay_summary
 
     (tmp_path / "dump").mkdir()
     (tmp_path / "dump" / "Add.add1.7.2.1796203689381353").write_bytes(b"\0" * 16)

@@ -11,10 +11,10 @@ from recordings import session_events, write_recording
 from rich.console import Console
 
 from aclmon import events as ev
+from aclmon.sources.replay_inputs import find_inputs
 from aclmon.store import Store
 from aclmon.tui.replay import SPEEDS, ReplayApp, SeekTimeScreen, build_app
 from aclmon.tui.replay import app as replay_module
-from aclmon.tui.replay.inputs import find_inputs
 
 SIZE = (150, 44)
 

@@ -8,8 +8,8 @@ import asyncio
 from recordings import session_events, write_recording
 
 from aclmon import events as ev
+from aclmon.sources.replay_inputs import find_inputs
 from aclmon.tui.replay import SeekTimeScreen, build_app
-from aclmon.tui.replay.inputs import find_inputs
 
 
 async def settle(pilot, predicate) -> None:

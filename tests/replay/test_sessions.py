@@ -15,11 +15,12 @@ from session import watch_live_and_record
 
 from aclmon.bus.recording import RecordingReader
 from aclmon.cli import main
+from aclmon.sources.dumpdir import DumpDirectorySource
+from aclmon.sources.replay_inputs import dump_events, find_inputs, resolve_dump_path
 from aclmon.store.replay import ReplayEngine
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.dumpdetail import decode_for_view
-from aclmon.tui.replay import DumpDirectorySource, ReplayApp, build_app
-from aclmon.tui.replay.inputs import dump_events, find_inputs, resolve_dump_path
+from aclmon.tui.replay import ReplayApp, build_app
 
 SIZE = (150, 44)
 #: sampled kinds: a live viewer may join after the first few samples were sent
@@ -266,7 +267,7 @@ def test_a_recording_is_found_by_its_header_whatever_its_name(sim_session, tmp_p
 
 
 def test_reading_a_dump_directory_stops_when_asked(sim_session):
-    from aclmon.tui.replay.inputs import Cancelled
+    from aclmon.sources.replay_inputs import Cancelled
 
     files = find_inputs(sim_session.dumps).dump_files
     seen = []

@@ -120,7 +120,7 @@ def test_the_exceptions_message_is_the_failure_that_follows_it_on_its_stream():
 
 
 def test_once_text_says_what_the_runtime_said(capsys):
-    from aclmon.tui.commands import _print_text_summary
+    from aclmon.tui.commands import print_store_text
 
     message = (
         "EZ9999: Inner Error!\nEZ9999[PID: 7] 2026-12-02-22:14:36.921.050 (EZ9999):  The error"
@@ -128,7 +128,7 @@ def test_once_text_says_what_the_runtime_said(capsys):
     )
     store = Store()
     store.apply_many([*_live(), _failed_sync(9)._replace(message=message)])
-    _print_text_summary(store.to_json())
+    print_store_text(store.to_json())
     out = capsys.readouterr().out
     said = "The error from device(chipId:0, dieId:0), there is an aicore error exception"
     assert f"    runtime: {said}\n" in out

@@ -12,6 +12,7 @@ from textual.binding import Binding
 
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.fleet import BACK_BINDING, FleetApp
+from aclmon.tui.keys import key_display
 from aclmon.tui.replay.app import ReplayApp
 from aclmon.tui.replay.timeline import SeekTimeScreen
 from aclmon.tui.screens import TargetPicker
@@ -19,13 +20,6 @@ from aclmon.tui.screens import TargetPicker
 USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 START = "<!-- key table: written by tests/tui/make_key_table.py, checked by test_key_table.py -->"
 END = "<!-- end of key table -->"
-
-#: key names as typed
-KEY_NAMES = {
-    "question_mark": "?", "slash": "/", "full_stop": ".", "comma": ",", "plus": "+",
-    "equals_sign": "=", "minus": "-", "greater_than_sign": ">", "less_than_sign": "<",
-    "right_square_bracket": "]", "left_square_bracket": "[", "colon": ":",
-}  # fmt: skip
 
 #: (where, what you do, what it does, the test that does it)
 MOUSE = [
@@ -55,7 +49,7 @@ PALETTE_PATTERNS = [
 
 
 def keys_typed(keys: str) -> str:
-    return " ".join(f"`{KEY_NAMES.get(k, k)}`" for k in keys.split(","))
+    return " ".join(f"`{key_display(k)}`" for k in keys.split(","))
 
 
 def binding_sections(app: AclmonApp) -> list[tuple[str, list[tuple[str, str, str]]]]:

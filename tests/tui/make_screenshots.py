@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aclmon.sources.demo import DemoJob
+from aclmon.sources.live import LiveSource
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.demo import DemoJob
-from aclmon.tui.sources import LiveSource
 
 WIDE = (160, 48)
 NARROW = (80, 24)

@@ -547,7 +547,10 @@ async def test_devices_tree_n_and_N_go_through_the_matches_of_a_search():
 async def test_the_palette_jump_to_a_device_selects_its_first_line():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:
-        app.jump_to_device(3)
+        from aclmon.tui.palette import AclmonCommands
+
+        entries = {c.name: c for c in AclmonCommands(app.screen)._commands()}
+        entries["Device 3: jump to it"].run()
         await pilot.pause()
         await pilot.pause()
         assert app.devices_view.selected_line() == "device 3"
@@ -601,7 +604,8 @@ async def test_ctrl_c_quits():
 
 
 async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
-    from aclmon.tui.sources import ListSource, WithDumpDirectory
+    from aclmon.sources.base import ListSource
+    from aclmon.sources.dumpdir import WithDumpDirectory
 
     nested = tmp_path / "20251202100000" / "0" / "resnet50" / "1" / "0"
     nested.mkdir(parents=True)
@@ -628,7 +632,7 @@ async def test_dump_directory_files_are_listed_and_decoded(tmp_path):
 
 def test_missing_dump_directory_is_one_clear_error(tmp_path):
     from aclmon.errors import AclmonError
-    from aclmon.tui.sources import DumpDirectoryScan
+    from aclmon.sources.dumpdir import DumpDirectoryScan
 
     with pytest.raises(AclmonError, match="does not exist"):
         DumpDirectoryScan(str(tmp_path / "nope"))

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from aclmon.tui.demo import DemoError, DemoJob
-from aclmon.tui.sources import LiveSource
+from aclmon.sources.demo import DemoError, DemoJob
+from aclmon.sources.live import LiveSource
 
 
 def test_demo_job_listens_and_stops_cleanly(tmp_path):
@@ -25,7 +25,7 @@ def test_demo_job_listens_and_stops_cleanly(tmp_path):
         pid = job.process.pid
         source = LiveSource(str(job.socket_path), readonly=True)
         try:
-            from aclmon.tui.commands import once_snapshot
+            from aclmon.sources.once import once_snapshot
 
             data = once_snapshot(source, 1.5, connect_timeout=10)
         finally:
@@ -41,7 +41,7 @@ def test_demo_job_listens_and_stops_cleanly(tmp_path):
 
 
 def test_demo_job_that_dies_at_start_is_one_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr("aclmon.tui.demo.workload_path", lambda: str(tmp_path / "missing.py"))
+    monkeypatch.setattr("aclmon.sources.demo.workload_path", lambda: str(tmp_path / "missing.py"))
     with pytest.raises(DemoError, match="exited with code"), DemoJob(directory=tmp_path):
         pass
 
@@ -56,7 +56,7 @@ def test_stop_kills_a_job_that_ignores_sigterm(tmp_path, monkeypatch):
     )
     job = DemoJob(directory=tmp_path)
     monkeypatch.setattr(job, "command", lambda: [sys.executable, str(script), str(job.socket_path)])
-    monkeypatch.setattr("aclmon.tui.demo.STOP_GRACE", 0.5)
+    monkeypatch.setattr("aclmon.sources.demo.STOP_GRACE", 0.5)
     with job:
         pid = job.process.pid
     # SIGTERM was ignored: the grace period ran out and SIGKILL finished it

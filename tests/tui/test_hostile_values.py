@@ -8,8 +8,8 @@ from tui_helpers import SIZE, FakeAgent
 from tui_scenario import build_events
 
 from aclmon import events as ev
+from aclmon.sources.base import ListSource
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.sources import ListSource
 
 BIG = 2**64 - 1
 

@@ -7,7 +7,8 @@ from tui_helpers import make_app, static_text
 from tui_scenario import build_events
 
 from aclmon import events as ev
-from aclmon.tui.sources import DISCONNECTED, ListSource
+from aclmon.bus.states import DISCONNECTED
+from aclmon.sources.base import ListSource
 from aclmon.tui.views import ExceptionsView
 
 SIZE = (160, 48)

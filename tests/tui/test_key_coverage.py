@@ -8,8 +8,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from keytable import KEY_NAMES, binding_sections
+from keytable import binding_sections
 from tui_helpers import make_app
+
+from aclmon.tui.keys import KEY_SYMBOLS
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -160,13 +162,13 @@ def test_every_key_of_every_binding_is_pressed_by_a_named_test():
                 bindings.setdefault(binding_id, set()).update(keys.split(","))
     assert set(KEY_TESTS) == set(bindings), "bindings without a test, or tests of none"
     tests = strings_of_tests()
-    typed = {name: char for char, name in KEY_NAMES.items()}
+    typed = {name: char for char, name in KEY_SYMBOLS.items()}
     unpressed = []
     for binding_id, keys in sorted(bindings.items()):
         missing = [t for t in KEY_TESTS[binding_id] if t not in tests]
         assert not missing, f"{binding_id}: no test named {missing}"
         pressed = set().union(*(tests[t] for t in KEY_TESTS[binding_id]))
         for key in sorted(keys):
-            if key not in pressed and KEY_NAMES.get(key, typed.get(key)) not in pressed:
+            if key not in pressed and KEY_SYMBOLS.get(key, typed.get(key)) not in pressed:
                 unpressed.append(f"{binding_id}: {key}")
     assert not unpressed, "keys no named test presses: " + ", ".join(unpressed)

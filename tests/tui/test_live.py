@@ -15,8 +15,8 @@ import pytest
 from tui_helpers import SIZE, static_text, wait_for
 
 from aclmon import cli
+from aclmon.sources.live import LiveSource
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.sources import LiveSource
 
 JOB = """
 import os, sys, time

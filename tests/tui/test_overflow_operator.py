@@ -8,7 +8,7 @@ from tui_scenario import build_events
 
 from aclmon import events as ev
 from aclmon.dump import summarize
-from aclmon.tui.replay.summary import overflow_json
+from aclmon.sources.replay_summary import overflow_json
 from aclmon.tui.views.dumps import DumpsView
 
 SIZE = (160, 48)

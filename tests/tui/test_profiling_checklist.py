@@ -119,7 +119,7 @@ async def test_when_the_jobs_acl_json_owns_profiling_nothing_offers_start_or_sto
         state = static_text(app, "#prof-state")
         assert "owned by acl.json" in state and "aclmon does not offer start/stop" in state
         assert "t start" not in state and "p starts" not in state
-        app.action_toggle_profiling()  # the palette's way, should it be reached anyway
+        app.profiling_view.action_start_stop()  # the palette's way, should it be reached anyway
         await pilot.press("p", "t")
         await pilot.pause()
         assert agent.commands == []

@@ -14,8 +14,8 @@ from tui_helpers import make_app, over_the_wire
 from tui_scenario import build_events
 
 from aclmon.bus.recording import RecordingWriter
+from aclmon.sources.replay_inputs import find_inputs
 from aclmon.tui.replay import build_app
-from aclmon.tui.replay.inputs import find_inputs
 
 THEMES = ("aclmon-dark", "aclmon-light")
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}

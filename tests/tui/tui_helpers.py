@@ -13,8 +13,8 @@ from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
+from aclmon.sources.base import ListSource
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.sources import ListSource
 
 SIZE = (140, 42)
 

@@ -1,10 +1,11 @@
 """``aclmon replay PATH``: a recording (with its timeline) or a dump directory
 in the same screens as a live session.
 
-Modules: :mod:`.inputs` finds what PATH holds (no Textual), :mod:`.summary`
-is ``--json``, :mod:`.sources` the recording and dump-directory sources,
-:mod:`.timeline` the timeline widget and go-to-time prompt, :mod:`.app` the
-recording's app.
+What PATH holds, the ``--json`` summary and the recording and dump-directory
+sources are headless (:mod:`aclmon.sources.replay_inputs`,
+:mod:`aclmon.sources.replay_summary`, :mod:`aclmon.sources.recording`);
+here: :mod:`.timeline` the timeline widget and go-to-time prompt, :mod:`.app`
+the recording's app.
 """
 
 from __future__ import annotations
@@ -15,27 +16,20 @@ import sys
 from typing import Any
 
 from aclmon.errors import AclmonError
+from aclmon.sources.dumpdir import DumpDirectorySource
+from aclmon.sources.recording import LateIndex, RecordingSource
+from aclmon.sources.replay_inputs import ReplayInputs, log_lines_beside
 from aclmon.store import Store
 from aclmon.store.replay import ReplayEngine
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.replay.app import SPEEDS, ReplayApp
-from aclmon.tui.replay.inputs import ReplayInputs, log_lines_beside
-from aclmon.tui.replay.sources import (
-    DumpDirectorySource,
-    LateIndex,
-    RecordingSource,
-    recording_warnings,
-)
 from aclmon.tui.replay.timeline import SeekTimeScreen
 
 __all__ = [
     "SPEEDS",
-    "DumpDirectorySource",
-    "RecordingSource",
     "ReplayApp",
     "SeekTimeScreen",
     "build_app",
-    "recording_warnings",
     "replay_command",
 ]
 
@@ -89,11 +83,11 @@ def replay_command(args: argparse.Namespace) -> int:
     """``aclmon replay PATH`` (see :func:`aclmon.tui.commands.configure_replay`)."""
     import json
 
-    from aclmon.tui.replay.inputs import find_inputs
+    from aclmon.sources.replay_inputs import find_inputs
 
     inputs = find_inputs(args.path)
     if args.json:
-        from aclmon.tui.replay.summary import replay_summary
+        from aclmon.sources.replay_summary import replay_summary
 
         text = json.dumps(replay_summary(inputs), indent=2)
         try:

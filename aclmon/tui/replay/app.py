@@ -16,6 +16,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from aclmon.errors import AclmonError
+from aclmon.sources.base import Source
+from aclmon.sources.recording import LateIndex, RecordingSource, recording_warnings
+from aclmon.sources.replay_inputs import ReplayInputs
 from aclmon.store.replay import (
     EXCEPTION,
     OVERFLOW,
@@ -23,12 +26,9 @@ from aclmon.store.replay import (
     SeekTimeError,
     parse_seek_time,
 )
-from aclmon.tui.app import AclmonApp
+from aclmon.tui.app import AclmonApp, binding_rows
 from aclmon.tui.footer import FittingFooter
-from aclmon.tui.replay.inputs import ReplayInputs
-from aclmon.tui.replay.sources import LateIndex, RecordingSource, recording_warnings
 from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
-from aclmon.tui.sources import Source
 
 #: playback speeds, slowest first (x0.25 .. x64)
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -37,19 +37,6 @@ SYNC_SEEK_FRAMES = 30_000
 #: the [ and ] keys move this far in recording time
 JUMP_NS = 10_000_000_000
 MARKER_KINDS = (EXCEPTION, OVERFLOW)
-#: Textual key names shown as the characters a user types (help screen)
-_KEY_SYMBOLS = {
-    "full_stop": ".",
-    "comma": ",",
-    "plus": "+",
-    "minus": "-",
-    "equals_sign": "=",
-    "greater_than_sign": ">",
-    "less_than_sign": "<",
-    "colon": ":",
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-}
 
 
 class ReplayApp(AclmonApp):
@@ -348,11 +335,5 @@ class ReplayApp(AclmonApp):
         self._after_move()
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
-        sections = super().help_sections()
-        rows = []
-        for b in ReplayApp.BINDINGS:
-            if isinstance(b, Binding):
-                keys = self._keymap.get(b.id or "", b.key)
-                shown = ",".join(_KEY_SYMBOLS.get(k, k) for k in keys.split(","))
-                rows.append((shown, b.description, b.id or ""))
-        return [("Replay timeline", rows), *sections]
+        rows = binding_rows(list(ReplayApp.BINDINGS), self.user_keymap)
+        return [("Replay timeline", rows), *super().help_sections()]

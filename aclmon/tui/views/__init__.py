@@ -1,11 +1,64 @@
-"""The single-agent views. Each draws a store handed to it and owns its own
-state (reactives); it posts messages up and never imports the app."""
+"""The single-agent views and :data:`VIEWS`, the one table of them.
 
-from aclmon.tui.views.base import View
+Each view draws a store handed to it and owns its own state (reactives); it
+posts messages up and never imports the app. Everything that lists views
+derives from :data:`VIEWS`: the app's panes and number keys, the tab bar and
+its counts (:meth:`View.tab_count`), the palette's "View:" entries and each
+view's own (:meth:`View.palette_commands`), the help screen's sections (each
+view's own ``BINDINGS``) and the key table in docs/usage.md. A new view is a
+module here and one row below.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from aclmon.tui.views.base import Command, View
 from aclmon.tui.views.devices import DevicesView
 from aclmon.tui.views.dumps import DumpsView
 from aclmon.tui.views.exceptions import ExceptionsView
 from aclmon.tui.views.logs import LogsView
 from aclmon.tui.views.profiling import ProfilingView
 
-__all__ = ["DevicesView", "DumpsView", "ExceptionsView", "LogsView", "ProfilingView", "View"]
+
+class ViewEntry(NamedTuple):
+    """One view: its id (widget id, ``view.<id>`` binding, ``start_view``), its
+    title (tab and palette) and its class."""
+
+    id: str
+    title: str
+    cls: type[View]
+
+    @property
+    def short_title(self) -> str:
+        """The title without its " / …" part: "Dumps" for "Dumps / overflow"."""
+        return self.title.split(" /")[0]
+
+    @property
+    def help_title(self) -> str:
+        """Its section on the help screen and in the key table."""
+        return f"{self.short_title} view"
+
+
+#: the views in tab order (number keys 1…)
+VIEWS: tuple[ViewEntry, ...] = (
+    ViewEntry("devices", "Devices", DevicesView),
+    ViewEntry("exceptions", "Exceptions", ExceptionsView),
+    ViewEntry("profiling", "Profiling", ProfilingView),
+    ViewEntry("dumps", "Dumps / overflow", DumpsView),
+    ViewEntry("logs", "Logs", LogsView),
+)
+VIEW_IDS: tuple[str, ...] = tuple(entry.id for entry in VIEWS)
+
+__all__ = [
+    "VIEWS",
+    "VIEW_IDS",
+    "Command",
+    "DevicesView",
+    "DumpsView",
+    "ExceptionsView",
+    "LogsView",
+    "ProfilingView",
+    "View",
+    "ViewEntry",
+]

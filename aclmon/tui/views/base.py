@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from textual.containers import Vertical
 from textual.widget import Widget
 
-from aclmon.store import Store
+from aclmon.store import Store, StoreState
 from aclmon.tui.vlist import VirtualList
+
+
+class Command(NamedTuple):
+    """One palette entry: its name, what it runs, and what it does in words
+    (the same for every entry of a kind, so docs/usage.md's key table shows it);
+    ``state`` is how things stand now (shown after ``help`` in the palette)."""
+
+    name: str
+    run: Callable[[], object]
+    help: str
+    state: str = ""
+
+    @property
+    def shown_help(self) -> str:
+        return f"{self.help} ({self.state})" if self.state else self.help
 
 
 class View(Vertical):
@@ -45,3 +63,11 @@ class View(Vertical):
     def redraw(self) -> None:
         """Draw from ``self.store`` (nothing before the first store)."""
         raise NotImplementedError
+
+    def tab_count(self, state: StoreState) -> str:
+        """What the view's tab shows after its title (a count, a mark), or ""."""
+        return ""
+
+    def palette_commands(self, store: Store) -> list[Command]:
+        """The view's own palette entries; the palette shows the view before running one."""
+        return []

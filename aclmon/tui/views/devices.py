@@ -4,6 +4,7 @@ context -> stream tree per device."""
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
@@ -18,6 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon.acl_constants import error_name
+from aclmon.store import Store
 from aclmon.store.state import (
     STREAM_BUSY,
     STREAM_DESTROYED,
@@ -27,6 +29,7 @@ from aclmon.store.state import (
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
+from aclmon.tui.views.base import Command
 from aclmon.tui.views.listview import FilteredView
 
 
@@ -181,6 +184,19 @@ class DevicesView(FilteredView):
                 self.cursor = row
                 return True
         return False
+
+    def tab_count(self, state: StoreState) -> str:
+        return f" ({len(state.devices)})" if state.devices else ""
+
+    def palette_commands(self, store: Store) -> list[Command]:
+        return [
+            Command(
+                f"Device {device_id}: jump to it",
+                partial(self.call_after_refresh, self.jump_to_device, device_id),
+                "the Devices view, scrolled to the device's tree",
+            )
+            for device_id in store.device_ids()
+        ]
 
     def _draw_status(self) -> None:
         """A status line while ``/`` has a text: what is shown or matched, and n/N."""

@@ -20,10 +20,12 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.store import Store
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
 from aclmon.tui.dumpdetail import overflowing_operator, render_summary
 from aclmon.tui.style import middle, theme_style
+from aclmon.tui.views.base import Command
 from aclmon.tui.views.dumplinks import (
     operator_name,
     overflow_operator,
@@ -158,6 +160,38 @@ class DumpsView(ListView):
             selected = self.selected_dump()
             return selected is not None and selected.kind == "overflow"
         return super().check_action(action, parameters)
+
+    def tab_count(self, state: StoreState) -> str:
+        return f" ({state.dumps_total})" if state.dumps_total else ""
+
+    def palette_commands(self, store: Store) -> list[Command]:
+        out = []
+        selected = self.selected_dump()
+        if selected is not None:
+            actions = [
+                ("export its tensors as .npy", self.action_export,
+                 "the selected file's tensors as .npy files, named as aclmon convert names them"),
+                ("copy its path", self.action_copy_path,
+                 "the selected file's path, to the clipboard"),
+                ("copy its operator name", self.action_copy_op,
+                 "the selected file's operator name, to the clipboard"),
+            ]  # fmt: skip
+            if selected.kind == "overflow":
+                actions += [
+                    ("jump to the overflowing operator", self.action_to_operator,
+                     "select the operator dump the selected overflow record points at"),
+                    ("first overflow of this step", self.action_first_overflow,
+                     "select the first overflow record of the selected record's step"),
+                ]  # fmt: skip
+            out += [Command(f"Dump: {name}", action, what) for name, action, what in actions]
+        out.append(
+            Command(
+                "Dump: back",
+                self.action_back,
+                "select the file that was selected before the last jump",
+            )
+        )
+        return out
 
     # ------------------------------------------------------------ row actions
     def selected_dump(self) -> ev.DumpFileSeen | None:

@@ -129,6 +129,9 @@ class ExceptionsView(ListView):
         super().__init__(**kwargs)
         self._total_when_left = 0
 
+    def tab_count(self, state: StoreState) -> str:
+        return f" ({state.exceptions_total})" if state.exceptions_total else ""
+
     @property
     def narrowed(self) -> bool:
         return self.grouped

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -19,9 +20,11 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.store import Store
 from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
+from aclmon.tui.views.base import Command
 from aclmon.tui.views.listview import Column, ListView, follow_binding, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
@@ -30,6 +33,13 @@ LEVELS: tuple[str, ...] = ("all", "info", "warning", "error")
 #: where lines come from, cycled by ``o``: the job's stdout/stderr (forwarded by
 #: ``aclmon run --capture-output``), its CANN log (plog), the agent's own lines.
 SOURCES: tuple[str, ...] = ("all", "job output", "CANN log", "agent")
+#: each of :data:`SOURCES` in words (the palette's entries)
+SOURCE_TITLES = (
+    "every source",
+    "the job's stdout/stderr",
+    "the job's CANN log",
+    "the agent's own lines",
+)
 #: the ``module`` of a forwarded stdout/stderr line
 OUTPUT_MODULES = ("stdout", "stderr")
 
@@ -151,6 +161,16 @@ class LogsView(ListView):
         yield Static(id="logs-status", classes="status")
         yield Static(id="logs-note")
         yield from self.compose_list()
+
+    def tab_count(self, state: StoreState) -> str:
+        return f" ({len(state.logs) + state.logs_dropped})" if state.logs else ""
+
+    def palette_commands(self, store: Store) -> list[Command]:
+        return [
+            Command(f"Logs: {title}", partial(setattr, self, "source", source),
+                    f"the Logs view showing {title}")
+            for source, title in zip(SOURCES, SOURCE_TITLES, strict=True)
+        ]  # fmt: skip
 
     def show_near(self, e: ev.AclException, pid: int) -> None:
         """Only the lines of process ``pid`` within ±1 s of this exception."""

@@ -11,6 +11,7 @@ read-only viewer.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar, NamedTuple
 
 from rich.console import Group
@@ -34,9 +35,10 @@ from aclmon.acl_constants import (
     error_name,
     error_text,
 )
+from aclmon.store import Store, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, roles
-from aclmon.tui.views.base import View
+from aclmon.tui.views.base import Command, View
 from aclmon.tui.views.optable import OpTable
 
 #: metric cycle order for ``m``.
@@ -255,6 +257,37 @@ class ProfilingView(View):
         devices = self.wanted.devices
         index = choices.index(devices) if devices in choices else -1
         self._edit(self.wanted._replace(devices=choices[(index + 1) % len(choices)]))
+
+    def tab_count(self, state: StoreState) -> str:
+        return " ●" if state.profiling is not None and state.profiling.running else ""
+
+    def palette_commands(self, store: Store) -> list[Command]:
+        out = []
+        if self.check_action("start_stop", ()):
+            out.append(
+                Command("Profiling: start / stop", self.action_start_stop,
+                        "start or stop profiling in the job")
+            )  # fmt: skip
+        if not self.readonly:
+            wanted = self.wanted
+            for name, value in PROF_FLAGS:
+                out.append(
+                    Command(
+                        f"Profiling: toggle {name}",
+                        partial(self.toggle_flag, value),
+                        "check or uncheck the flag in the Profiling view (Enter there applies)",
+                        "now checked" if wanted.flags & value else "now unchecked",
+                    )
+                )
+            for metric, (name, _json_name) in AICORE_METRICS.items():
+                out.append(
+                    Command(
+                        f"Profiling: AI Core metric {name}",
+                        partial(self.set_metric, metric),
+                        "choose the metric in the Profiling view (Enter there applies)",
+                    )
+                )
+        return out
 
     def action_start_stop(self) -> None:
         if not self.check_action("start_stop", ()):

@@ -1,26 +1,19 @@
-"""The sources behind a replay: a recording (the engine folds it into the
-store; ``poll`` has nothing) and a dump directory (its files announced as the
-agent would have announced them, computed off the UI thread)."""
+"""The source behind a replayed recording: the engine folds it into the
+store, so ``poll`` has nothing; the index starts late so the first screen is fast."""
 
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aclmon import events as ev
+from aclmon.bus.states import ENDED
+from aclmon.sources.base import Source
+from aclmon.sources.replay_inputs import ReplayInputs, resolve_dump_path
 from aclmon.store.replay import ReplayEngine
-from aclmon.tui.replay.inputs import (
-    Cancelled,
-    ReplayInputs,
-    dump_events,
-    log_events,
-    resolve_dump_path,
-)
-from aclmon.tui.sources import CONNECTED, ENDED, Source
 
 PLAYING = "playing"
 PAUSED = "paused"
@@ -137,70 +130,6 @@ class RecordingSource(Source):
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-
-
-class DumpDirectorySource(Source):
-    """Dump files found under PATH, summarised on a background thread and
-    delivered like the agent's ``DumpFileSeen`` events."""
-
-    readonly = True
-
-    def __init__(self, inputs: ReplayInputs) -> None:
-        self.inputs = inputs
-        self.description = f"dump directory {inputs.root}"
-        if inputs.log_files and not inputs.dump_files:
-            self.description = f"CANN logs {inputs.root}"
-        self._events: list[ev.Event] = []
-        self._next = 0
-        self._done = threading.Event()
-        self._closing = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.error = ""
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._load, name="aclmon-replay-dumps", daemon=True
-            )
-            self._thread.start()
-
-    def _load(self) -> None:
-        try:
-            events: list[ev.Event] = list(dump_events(self.inputs.dump_files, self._closing.is_set))
-            logs, problems = log_events(self.inputs.log_files, first_seq=len(events) + 1)
-            self.inputs.problems.extend(problems)
-            self._events = events + logs
-        except Cancelled:
-            pass
-        except Exception as exc:  # shown in the header, never raised on a thread
-            self.error = str(exc)
-        finally:
-            self._done.set()
-
-    @property
-    def state(self) -> str:
-        if not self._done.is_set():
-            return "reading dump files"
-        if self.error:
-            return f"failed: {self.error}"
-        return ENDED if self._next >= len(self._events) else CONNECTED
-
-    def poll(self, max_events: int) -> list[ev.Event]:
-        if not self._done.is_set():
-            return []
-        start = self._next
-        self._next = min(len(self._events), start + max_events)
-        return self._events[start : self._next]
-
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
-
-    def close(self) -> None:
-        # Quitting must not wait for a big directory: the reader stops at the next file.
-        self._closing.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
 
 
 def recording_warnings(engine: ReplayEngine) -> list[str]:

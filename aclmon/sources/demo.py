@@ -1,5 +1,6 @@
 """The demo job: the simulated runtime running the rich demo workload under the
-agent, in a subprocess, listening on a Unix socket in the runtime directory.
+agent, in a subprocess, listening on a Unix socket in the runtime directory;
+and ``demo --ranks N``, N of them as the ranks of one job (:class:`RankedDemo`).
 
 The subprocess gets its own session (so a Ctrl+C meant for the viewer does
 not hit it mid-write) and its output goes to a log file (so it cannot scribble
@@ -165,4 +166,79 @@ class DemoJob:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.stop()
+
+
+#: ranks that get the demo's injected faults (exceptions and overflows); the others run clean
+def faulty_ranks(ranks: int) -> set[int]:
+    return {1 % ranks, ranks - 2} if ranks > 2 else {ranks - 1}
+
+
+class RankedDemo:
+    """N demo jobs, one process each, rank environment set, its own device.
+
+    Ranks in :func:`faulty_ranks` keep the demo's injected faults; the others
+    run with none, so the fleet screen has something to point at.
+    """
+
+    DEVICES_PER_HOST = 8
+
+    def __init__(self, ranks: int, job: str = "demo") -> None:
+        if not 1 <= ranks <= 64:
+            raise AclmonError(f"--ranks must be between 1 and 64, not {ranks}")
+        self.ranks = ranks
+        self.job = job
+        self.jobs: list[DemoJob] = []
+
+    def __enter__(self) -> RankedDemo:
+        faulty = faulty_ranks(self.ranks)
+        try:
+            for rank in range(self.ranks):
+                device = rank % self.DEVICES_PER_HOST
+                job = DemoJob(extra_args=["--quiet", "--devices", "1",
+                                          "--first-device", str(device)])  # fmt: skip
+                job.socket_path = job.socket_path.with_name(f"{job.socket_path.stem}-r{rank}.sock")
+                job.log_path = job.log_path.with_name(f"{job.log_path.stem}-r{rank}.log")
+                job.dump_path = job.dump_path.with_name(f"{job.dump_path.name}-r{rank}")
+                job.profiling_path = job.profiling_path.with_name(
+                    f"{job.profiling_path.name}-r{rank}"
+                )
+                env = dict(
+                    os.environ,
+                    ACLMON_JOB=self.job,
+                    RANK_ID=str(rank),
+                    RANK_SIZE=str(self.ranks),
+                    LOCAL_RANK=str(device),
+                    DEVICE_ID=str(device),
+                )
+                if rank not in faulty:
+                    env["ACLMON_SIM_FAULTS"] = "[]"
+                with open(job.log_path, "wb") as log:
+                    job.process = subprocess.Popen(
+                        job.command(), stdin=subprocess.DEVNULL, stdout=log,
+                        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    )  # fmt: skip
+                self.jobs.append(job)
+            deadline = time.monotonic() + 30 + self.ranks
+            for job in self.jobs:
+                while not job.socket_path.exists():
+                    if job.process.poll() is not None:
+                        raise DemoError(f"a demo rank exited at start:\n{job.log_tail()}")
+                    if time.monotonic() > deadline:
+                        raise DemoError(f"a demo rank did not start (log: {job.log_path})")
+                    time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def pids(self) -> list[int]:
+        return [job.process.pid for job in self.jobs if job.process is not None]
+
+    def stop(self) -> None:
+        for job in self.jobs:
+            job.stop()
+
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -16,7 +16,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name, error_text
-from aclmon.tui.replay.inputs import ReplayInputs, dump_events, log_events
+from aclmon.sources.replay_inputs import ReplayInputs, dump_events, log_events
 
 #: items listed per section at most; totals are always exact.
 LIST_LIMIT = 1_000

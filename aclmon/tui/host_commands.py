@@ -1,0 +1,126 @@
+"""``aclmon top``: every NPU and every process on this host, without an agent.
+
+``--once`` reads the host once (DCMI if the driver's library is here, else
+npu-smi; ``--sim`` reads the simulated host) and prints it, as text or with
+``--json`` as ``{"source", "state", "devices": [...], "processes": [...]}`` with
+``null`` for every value the back end could not read. Imported to build
+``aclmon --help``: the host and sim packages load inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from aclmon.errors import AclmonError
+
+#: ``--once`` waits this long at most for the whole reading (a hung driver cannot hold it).
+ONCE_TIMEOUT = 30.0
+
+
+def configure_top(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--once", action="store_true", help="read every NPU and process once, print, exit"
+    )
+    parser.add_argument("--json", action="store_true", help="with --once: print it as JSON")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "dcmi", "npu-smi"),
+        default="auto",
+        help="how to read the host (default: DCMI when libdcmi.so loads, else npu-smi;"
+        " ACLMON_DCMI_LIBRARY and ACLMON_NPU_SMI say where they are)",
+    )
+    parser.add_argument(
+        "--sim",
+        action="store_true",
+        help="read the simulated host (the sim config and the sim jobs running now)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long one npu-smi run may take before it is killed (default 5 s)",
+    )
+    parser.set_defaults(handler=top_command)
+
+
+def _opener(args: argparse.Namespace) -> Any:
+    from aclmon.host import DcmiBackend, NpuSmiBackend, open_backend
+
+    if args.sim:
+        if args.backend == "npu-smi":
+            command = [sys.executable, "-m", "aclmon.sim.npu_smi"]
+            return lambda: NpuSmiBackend(command, timeout=args.timeout, details="all")
+
+        def simulated() -> Any:
+            from aclmon.sim.dcmi import FakeDcmi
+
+            return DcmiBackend(FakeDcmi(), source="sim", version="simulated DCMI")
+
+        return simulated
+    return lambda: open_backend(args.backend, timeout=args.timeout, details="all")
+
+
+def top_command(args: argparse.Namespace) -> int:
+    if args.json and not args.once:
+        raise AclmonError("--json goes with --once")
+    if not args.once:
+        raise AclmonError("the full-screen view is not part of this version: use --once")
+    from aclmon.host import collect_once
+
+    snapshot = collect_once(_opener(args), ONCE_TIMEOUT)
+    if args.json:
+        print(json.dumps(snapshot.to_plain(), indent=2))
+    else:
+        print_text(snapshot)
+    return 0 if snapshot.state in ("ok", "partial") else 1
+
+
+def _shown(value: Any, unit: str = "") -> str:
+    return "-" if value is None else f"{value}{unit}"
+
+
+def _used(used: Any, total: Any) -> str:
+    if used is None and total is None:
+        return "-"
+    return f"{_shown(used)} / {_shown(total)}"
+
+
+def print_text(snapshot: Any) -> None:
+    """The ``--once`` text: a line of state, one row per chip, one per process."""
+    source = snapshot.source or "no back end"
+    print(f"{len(snapshot.devices)} NPU chips via {source} ({snapshot.state})")
+    if snapshot.message:
+        print(f"  {snapshot.message}")
+    if snapshot.devices:
+        print(
+            f"{'NPU':>5} {'CHIP':>4} {'NAME':<11} {'HEALTH':<8} {'POWER':>8} {'TEMP':>5} "
+            f"{'AICORE':>6}  {'HBM MB':<15} {'BUS':<12}"
+        )
+    for device in snapshot.devices:
+        hbm = _used(device.hbm_used_mb, device.hbm_total_mb)
+        if device.hbm_total_mb is None:
+            hbm = _used(device.memory_used_mb, device.memory_total_mb) + " (DDR)"
+        print(
+            f"{device.npu_id:>5} {device.chip_id:>4} {_shown(device.name):<11} "
+            f"{_shown(device.health):<8} {_shown(device.power_w, ' W'):>8} "
+            f"{_shown(device.temp_c, ' C'):>5} {_shown(device.aicore_pct, ' %'):>6}  "
+            f"{hbm:<15} {_shown(device.bus_id):<12}"
+        )
+    if snapshot.processes is None:
+        if snapshot.devices:
+            print("processes: not reported by this back end")
+        return
+    if not snapshot.processes:
+        print("no processes on any NPU")
+        return
+    print(f"{'NPU':>5} {'CHIP':>4} {'PID':>8} {'USER':<10} {'MB':>7}  COMMAND")
+    for process in snapshot.processes:
+        command = process.command or process.name or "-"
+        print(
+            f"{process.npu_id:>5} {process.chip_id:>4} {process.pid:>8} "
+            f"{_shown(process.user):<10.10} {_shown(process.memory_mb):>7}  {command[:80]}"
+        )

@@ -1,0 +1,70 @@
+"""VIEWS is the one list of views: every view in it has a tab, a number key,
+a palette entry, a help section and rows in the key table, and no other
+module of the TUI lists views (the store's JSON keys and ring names that share
+a view's word are not lists of views)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from keytable import documented
+from tui_helpers import SIZE, make_app
+
+from aclmon.tui.palette import AclmonCommands
+from aclmon.tui.views import VIEW_IDS, VIEWS
+
+TUI = Path(__file__).resolve().parents[2] / "aclmon" / "tui"
+REGISTRY = TUI / "views" / "__init__.py"
+
+
+async def test_every_view_has_a_tab_a_key_a_palette_entry_and_a_help_section():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        palette = {c.name for c in AclmonCommands(app.screen)._commands()}
+        sections = dict(app.help_sections())
+        everywhere = {row[2] for row in sections["Everywhere"]}
+        table = documented()
+        for number, entry in enumerate(VIEWS, start=1):
+            assert app.tabs.titles[entry.id] == entry.title
+            assert f" {number} {entry.short_title}" in str(app.tabs.render())
+            assert isinstance(app.views[entry.id], entry.cls)
+            assert f"view.{entry.id}" in everywhere
+            assert f"View: {entry.title}" in palette
+            assert sections[entry.help_title], f"{entry.id}: no keys in its help section"
+            assert f"| {entry.help_title} |" in table, f"{entry.id}: no rows in the key table"
+            assert f"`view.{entry.id}`" in table
+            await pilot.press(str(number))
+            assert app.current_view == entry.id
+
+
+def view_lists(tree: ast.AST) -> list[int]:
+    """Lines of literals (tuples, lists, sets, dict keys) naming two or more views."""
+    found = []
+    for node in ast.walk(tree):
+        items: list[ast.expr | None] = []
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = list(node.keys)
+        names = {i.value for i in items if isinstance(i, ast.Constant) and i.value in VIEW_IDS}
+        if len(names) >= 2:
+            found.append(node.lineno)
+    return found
+
+
+def test_no_tui_module_but_the_registry_lists_views():
+    found = [
+        f"{path.relative_to(TUI.parent)}:{line}"
+        for path in sorted(TUI.rglob("*.py"))
+        if path != REGISTRY
+        for line in view_lists(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert view_lists(ast.parse(REGISTRY.read_text(encoding="utf-8"))) == []  # ids in calls
+    assert not found, "views listed outside aclmon/tui/views/__init__.py:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_list_of_views():
+    code = 'COUNTS = {"exceptions": 1, "dumps": 2}\nTABS = ("devices", "logs")\nONE = ("logs",)\n'
+    assert view_lists(ast.parse(code)) == [1, 2]
