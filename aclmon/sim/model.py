@@ -27,7 +27,13 @@ from aclmon.sim import gears, layouts, model_dumps, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.devices import UNIT_CUBE, UNIT_VECTOR, Allocation, Device, Stream, now_ns
 from aclmon.sim.errmsg import fail
-from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
+from aclmon.sim.faults import (
+    KIND_AICORE_EXCEPTION,
+    KIND_OVERFLOW,
+    KIND_PERTURB,
+    FaultRule,
+    FaultState,
+)
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
 from aclmon.sim.runtime import Runtime
 
@@ -427,6 +433,21 @@ def _scale_for_overflow(args: list[np.ndarray], scale: float) -> list[np.ndarray
     return scaled
 
 
+def _perturb(
+    results: list[np.ndarray], rule: FaultRule, seed: int, op_name: str
+) -> list[np.ndarray]:
+    """Float outputs times ``1 + error * noise``: the same noise in every run with this seed."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"perturb/{op_name}".encode())])
+    out = []
+    for value in results:
+        if value.dtype.kind == "f" or value.dtype.kind == "V":
+            noise = rng.standard_normal(value.shape)
+            out.append((value.astype(np.float64) * (1.0 + rule.error * noise)).astype(value.dtype))
+        else:
+            out.append(value)
+    return out
+
+
 def execute(
     rt: Runtime,
     model: Model,
@@ -481,13 +502,15 @@ def execute(
             _prune_tasks(rt)
         args = [values[n] for n in op.inputs]
         raise_code = 0
-        overflow_rule = None
+        overflow_rule = perturb_rule = None
         for state in op.faults:
             if state.should_fire(device_id):
                 if state.rule.kind == KIND_AICORE_EXCEPTION:
                     raise_code = state.rule.error_code
                 elif state.rule.kind == KIND_OVERFLOW:
                     overflow_rule = state.rule
+                elif state.rule.kind == KIND_PERTURB:
+                    perturb_rule = state.rule
         if overflow_rule is not None:
             args = _scale_for_overflow(args, overflow_rule.scale)
         start = max(now_ns(), stream.busy_until)
@@ -511,6 +534,8 @@ def execute(
             failed = True
             break
         results = _run_kernel(op, args)
+        if perturb_rule is not None:
+            results = _perturb(results, perturb_rule, rt.config.seed, op.name)
         out_stored = [
             layouts.to_device(v, s.acl_format, s.acl_dtype)
             for s, v in zip(op.outputs, results, strict=False)
