@@ -246,8 +246,10 @@ def _json(result: Any, csv_path: str, details: list[Any]) -> dict[str, Any]:
 
 def _print_text(result: Any, csv_path: str, details: list[Any], out: TextIO) -> None:
     counts = _counts(result.rows)
+    compared = len({row.sequence for row in result.rows if row.npu_dump != "*"})
+    of = f" of {result.op_count}" if compared != result.op_count else ""
     print(
-        f"compared {result.op_count} operators of {result.my_root} against "
+        f"compared {compared}{of} operators of {result.my_root} against "
         f"{result.golden_root} ({result.golden_kind}): {len(result.rows)} rows, "
         f"{counts['fail']} fail, {counts['pass']} pass, {counts['skip']} not judged",
         file=out,

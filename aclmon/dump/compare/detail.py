@@ -85,7 +85,7 @@ class RowDetail:
         out = [f"{row.tensor_index}  ({row.op_type})  status {row.status}"]
         if self.error:
             return [*out, f"  {self.error}"]
-        for label, side in (("my output  ", self.mine), ("ground truth", self.golden)):
+        for label, side in (("my output   ", self.mine), ("ground truth", self.golden)):
             if side is None:
                 continue
             stats = side.stats
@@ -104,12 +104,13 @@ class RowDetail:
         if self.worst:
             out.append("  worst elements (absolute error):")
             out.append(
-                "    index        position          my output       ground truth     abs error     rel error"
+                f"    {'index':<12} {'position':<17} {'my output':>14} {'ground truth':>14} "
+                f"{'abs error':>13} {'rel error':>13}"
             )
             for e in self.worst:
                 out.append(
                     f"    {e.flat:<12} {list(e.position)!s:<17} {_short(e.mine):>14} "
-                    f"{_short(e.golden):>18} {_short(e.abs_error):>13} {_short(e.rel_error):>13}"
+                    f"{_short(e.golden):>14} {_short(e.abs_error):>13} {_short(e.rel_error):>13}"
                 )
         if self.histogram is not None:
             h = self.histogram
