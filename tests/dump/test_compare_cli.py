@@ -3,16 +3,14 @@ msaccucmp's optional columns, -op detail files, and one clear error for bad argu
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from dumpfixtures import T, dump_bytes, write
+from dumpfixtures import T, dump_bytes, run_cli, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,14 +25,7 @@ TS = 1_700_000_000_000_000
 
 def main(argv: list[str]) -> int:
     """cli.main for this subcommand only (other packages' work cannot break these tests)."""
-    parser = argparse.ArgumentParser(prog="aclmon")
-    configure_compare(parser.add_subparsers(dest="command").add_parser("compare"))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except AclmonError as exc:
-        print(f"aclmon {args.command}: {exc}", file=sys.stderr)
-        return 1
+    return run_cli(argv, {"compare": configure_compare})
 
 
 def test_registered_with_the_dispatcher():

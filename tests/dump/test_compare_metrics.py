@@ -223,22 +223,21 @@ def tensor_pairs(draw, special=False):
         return x.astype(dtype).reshape(shape), y.astype(dtype).reshape(shape)
 
 
+def check_against_reference(x, y):
+    got = m.compare_arrays(x, y, my_file="L", golden_file="R")
+    assert_agrees(got, reference(x, y, scalar=sum(x.shape) == len(x.shape)))
+
+
 @settings(deadline=None, max_examples=300)
 @given(tensor_pairs())
 def test_every_metric_matches_the_element_wise_reference(pair):
-    x, y = pair
-    scalar = sum(x.shape) == len(x.shape)
-    got = m.compare_arrays(x, y, my_file="L", golden_file="R")
-    assert_agrees(got, reference(x, y, scalar=scalar))
+    check_against_reference(*pair)
 
 
 @settings(deadline=None, max_examples=200)
 @given(tensor_pairs(special=True))
 def test_nan_and_inf_follow_the_reference(pair):
-    x, y = pair
-    scalar = sum(x.shape) == len(x.shape)
-    got = m.compare_arrays(x, y, my_file="L", golden_file="R")
-    assert_agrees(got, reference(x, y, scalar=scalar))
+    check_against_reference(*pair)
 
 
 @settings(deadline=None, max_examples=25)

@@ -110,14 +110,8 @@ def configure_compare(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run_compare_command)  # fmt: skip
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def run_compare_command(args: argparse.Namespace) -> int:
+    from aclmon.dump.commands import usable_cores
     from aclmon.dump.compare import metrics
     from aclmon.dump.compare.engine import CompareOptions, Golden, run_compare
     from aclmon.dump.compare.fusionrule import read_fusion_rule
@@ -143,7 +137,7 @@ def run_compare_command(args: argparse.Namespace) -> int:
         overflow=args.overflow,
         max_elements=args.max_elements,
         fusion_rule=read_fusion_rule(args.fusion_rule) if args.fusion_rule else None,
-        workers=args.jobs if args.jobs > 0 else _cores(),
+        workers=args.jobs if args.jobs > 0 else usable_cores(),
     )
     mine = index_dump_directory(args.my_dump_path)
     if not mine.ops and mine.stats_files:
