@@ -28,10 +28,14 @@ def sim_run(
     dump_mode: str = "all",
     dump_data: str = "tensor",
     model: str = "resnet_tiny",
+    debug: bool = False,
 ) -> Path:
-    """One execution of ``model`` with its dumps under ``out/dump`` (returned)."""
+    """One execution of ``model`` with its dumps under ``out/dump`` (returned);
+    ``debug`` turns overflow detection on (``dump_debug``: Opdebug records)."""
     out.mkdir(parents=True, exist_ok=True)
     dump = {"dump_list": [{"model_name": model}], "dump_mode": dump_mode, "dump_data": dump_data}
+    if debug:
+        dump["dump_debug"] = "on"
     sim_config.reset_configuration()
     sim_config.configure(time_scale=0.0, faults=faults)
     acl = aclmon.sim.install()

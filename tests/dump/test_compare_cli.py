@@ -285,3 +285,23 @@ def test_fusion_rule_parser_on_random_bytes(tmp_path_factory, data):
     path.write_bytes(data)
     with pytest.raises(AclmonError):
         read_fusion_rule(path)
+
+
+def test_tensors_against_statistics_only_is_one_clear_error(tmp_path, capsys):
+    op(tmp_path / "mine", "Add", "a", 1, [], [f32([1, 2])])
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "gold" / f"Add.a.1.0.{TS}.csv").write_text(
+        "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,"
+        "Count,Nan Count,Negative Inf Count,Positive Inf Count\nOutput,0,8,DT_FLOAT,ND,2,2,1,1.5,2,0,0,0\n"
+    )
+    code, result, _, _ = run(tmp_path, capsys)
+    assert code == 1 and "statistics CSVs only, no operator dumps" in result["error"]
+
+
+def test_the_earliest_failure_is_named_when_no_operator_qualifies(tmp_path, capsys):
+    op(tmp_path / "mine", "Relu", "r", 1, [f32([5, 6])], [f32([5, 6])])
+    op(tmp_path / "gold", "Relu", "r", 1, [f32([1, 2])], [f32([1, 2])])
+    code = main(["compare", "-m", os.fspath(tmp_path / "mine"), "-g", os.fspath(tmp_path / "gold"),
+                 "-out", os.fspath(tmp_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "the earliest failure is r:input:0 (Relu)" in out

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from goldenpair import PERTURBED_OP, golden_pair, npy_golden
+from goldenpair import PERTURBED_OP, golden_pair, npy_golden, sim_run
 
 from aclmon.cli import main
 
@@ -116,3 +116,27 @@ def test_statistics_only_compare_finds_it_as_well(tmp_path, capsys):
     conv = next(r for r in rows if r["NPU Name"] == "layer1_conv2:output:0")
     assert conv["Result"] == "error" and conv["MaxRelativeErr"].endswith("%")
     assert all(r["Result"] == "pass" for r in rows if r["NPU Name"].startswith("conv1:"))
+
+
+def test_an_overflow_at_the_first_divergent_operator_is_named(tmp_path, capsys):
+    # outputs only: the sim's overflow scales what the operator reads and dumps that
+    # as its inputs, which would then fail too (its inputs have no golden here)
+    clean = sim_run(tmp_path / "clean", [], debug=True, dump_mode="output")
+    overflow = [{"kind": "overflow", "op": PERTURBED_OP, "scale": 65504}]
+    bad = sim_run(tmp_path / "bad", overflow, debug=True, dump_mode="output")
+    code, out = compare(capsys, "-m", os.fspath(bad), "-g", os.fspath(clean),
+                        "-out", os.fspath(tmp_path), "--json")  # fmt: skip
+    assert code == 0
+    result = json.loads(out)
+    first = result["first_divergent"]
+    assert first["op_name"] == PERTURBED_OP and first["nonfinite"]
+    (note,) = result["overflows"]
+    assert note["op_name"] == "layer1_conv2" and note["position"] == "at"
+    assert os.path.basename(note["file"]).startswith("Opdebug.Node_OpDebug.")
+    code, out = compare(
+        capsys, "-m", os.fspath(bad), "-g", os.fspath(clean), "-out", os.fspath(tmp_path)
+    )
+    assert (
+        "reports an overflow in layer1_conv2 (Conv2D" in out
+        and "the first divergent operator itself" in out
+    )

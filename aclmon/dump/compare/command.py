@@ -251,7 +251,14 @@ def _print_text(result: Any, csv_path: str, details: list[Any], out: TextIO) -> 
     if result.first_divergent is not None:
         print(result.first_divergent.text(), file=out)
     elif counts["fail"]:
-        print("no first divergent operator: every failing output has a failing input", file=out)
+        earliest = next(row for row in result.rows if row.status == "fail")
+        print(
+            "no first divergent operator: every failing output has a failing input; the "
+            f"earliest failure is {earliest.tensor_index} ({earliest.op_type}): the values "
+            "already differ where they enter it (model inputs, weights, or what the dumps "
+            "show an operator read)",
+            file=out,
+        )
     else:
         print("no divergent operator: every compared output passes", file=out)
     for note in result.overflows:

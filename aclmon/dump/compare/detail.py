@@ -149,6 +149,8 @@ def row_detail(row: CompareRow, top: int = DEFAULT_TOP, *, keep_values: bool = F
 
     if not row.role or not row.golden_file or not row.my_file:
         return RowDetail(row, error=row.reason or "nothing to compare")
+    if row.my_file.lower().endswith(".csv"):
+        return RowDetail(row, error="a statistics row: its tensors were not dumped")
     try:
         mine = _source(row.my_file, row.role, row.tensor)
         golden = _source(row.golden_file, row.role, row.tensor)

@@ -479,6 +479,11 @@ def run_compare(
     mine = my_dumps if my_dumps is not None else index_dump_directory(my_root)
     if not mine.ops:
         raise AclmonError(f"{my_root}: no operator dump files")
+    if golden.dumps is not None and not golden.dumps.ops:
+        raise AclmonError(
+            f"{golden.root}: statistics CSVs only, no operator dumps to compare "
+            f"{my_root}'s tensors with"
+        )
     keep = select_sequences(len(mine.ops), range_spec, select_spec)
     wanted = [
         _Op(dump, index, index + 1)
