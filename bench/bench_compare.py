@@ -21,6 +21,7 @@ figures. Each round prints the load average beside its figures. Everything is
 deleted afterwards. The last line is one JSON object with the figures.
 
 Run: python bench/bench_compare.py [--mb 512] [--ops 64] [--rounds 3] [--dtype float32]
+[-j N] [-alg 0,3] (the metric columns, as ``aclmon compare -alg``; default all ten)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 from aclmon import acl_constants as C
 from aclmon.dump import read_dump
 from aclmon.dump.compare.engine import CompareOptions, Golden, run_compare
+from aclmon.dump.compare.metrics import parse_algorithms
 from aclmon.dump.compare.rows import write_rows
 from aclmon.sim import dumpfile
 
@@ -111,8 +113,10 @@ def read_all(directories: list[str]) -> int:
     return tensors
 
 
-def compare_all(mine: str, gold: str, out_dir: str, workers: int) -> int:
-    options = CompareOptions(workers=workers)
+def compare_all(
+    mine: str, gold: str, out_dir: str, workers: int, algorithms: tuple[str, ...]
+) -> int:
+    options = CompareOptions(algorithms=algorithms, workers=workers)
     result = run_compare(mine, Golden(gold), options)
     with open(os.path.join(out_dir, "result.csv"), "w", encoding="utf-8", newline="") as out:
         return write_rows(out, result.rows, result.layout)
@@ -127,8 +131,10 @@ def main() -> None:
     parser.add_argument(
         "-j", "--jobs", type=int, default=0, help="compare workers (default: cores)"
     )
+    parser.add_argument("-alg", dest="algorithms", default="all", help="as aclmon compare -alg")
     args = parser.parse_args()
     workers = args.jobs or _cores()
+    algorithms = parse_algorithms([args.algorithms])
     root = tempfile.mkdtemp(prefix="aclmon-bench-compare-")
     try:
         started = time.perf_counter()
@@ -153,7 +159,7 @@ def main() -> None:
                 if prefix:
                     drop_cache(both)
                 t2 = time.perf_counter()
-                pairs = compare_all(mine, gold, root, workers)
+                pairs = compare_all(mine, gold, root, workers, algorithms)
                 t3 = time.perf_counter()
                 times[prefix + "read"].append(t1 - t0)
                 times[prefix + "compare"].append(t3 - t2)
@@ -166,6 +172,7 @@ def main() -> None:
         figures = {
             "dump_mb": round(total / 2**20),
             "dtype": args.dtype,
+            "algorithms": len(algorithms),
             "workers": workers,
             "read_s": round(median["read"], 3),
             "compare_s": round(median["compare"], 3),
