@@ -90,6 +90,17 @@ def test_moving_a_line_rejudges_the_rows(result):
     assert sum(r.status == "fail" for r in strict) > sum(r.status == "fail" for r in result.rows)
 
 
+def test_an_older_dump_of_an_operator_does_not_replace_a_newer_one(result):
+    rows = [r for r in result.rows if r.npu_dump == "conv1"]
+    table = CompareTable()
+    assert table.update(rows)
+    older = [dataclasses.replace(r, order=(r.order[0] - 1, r.order[1]), values={}) for r in rows]
+    assert not table.update(older)
+    assert table.rows() == rows
+    newer = [dataclasses.replace(r, order=(r.order[0] + 1, r.order[1])) for r in rows]
+    assert table.update(newer) and table.rows() == newer
+
+
 def test_nan_metrics_sort_last_either_way():
     from aclmon.dump.compare.rows import CompareRow
 
@@ -162,7 +173,7 @@ def test_live_comparer_fills_the_table_as_files_land(pair):
         assert len(view) == 29
         assert view.first_divergent.op_name == PERTURBED_OP
         before = live.table.version
-        live.offer(events[3])  # a newer dump of an operator replaces its rows
+        live.offer(events[3])  # the same dump again: nothing older replaces what is there
         assert live.wait_idle(60)
         assert len(live.table.query()) == 29 and live.table.version > before
     finally:

@@ -111,13 +111,19 @@ class CompareTable:
             self._trim()
             self._version += 1
 
-    def update(self, rows: Sequence[CompareRow]) -> None:
-        """Add one operator's rows, replacing the rows it had (a newer dump of it)."""
+    def update(self, rows: Sequence[CompareRow]) -> bool:
+        """Add one operator's rows, replacing the rows it had when these come from a
+        newer dump of it (files may be announced out of order: an older dump is
+        ignored). Whether the table changed."""
         if not rows:
-            return
+            return False
         names = {row.npu_dump for row in rows}
+        newest = max(row.order for row in rows)
         with self._lock:
-            if any(r.npu_dump in names for r in self._rows):
+            held = [r.order for r in self._rows if r.npu_dump in names]
+            if held and max(held) > newest:
+                return False
+            if held:
                 kept = [r for r in self._rows if r.npu_dump not in names]
                 self._rows = kept
                 self._keys = [order_key(r) for r in kept]
@@ -128,6 +134,7 @@ class CompareTable:
                 self._rows.insert(at, row)
             self._trim()
             self._version += 1
+        return True
 
     def _trim(self) -> None:
         excess = len(self._rows) - self.limit
