@@ -84,6 +84,7 @@ def test_every_mismatch_is_a_row_that_says_why(tmp_path, capsys):
     op(gold, "Split", "counts", 5, [], [same])
     op(mine, "Zero", "zeros", 6, [], [f32([0, 0, 0])])
     op(gold, "Zero", "zeros", 6, [], [f32([0, 0, 1])])
+    op(mine, "Nothing", "empty_op", 10, [], [])
     op(mine, "Bad", "nan", 7, [], [f32([1, np.nan, np.inf])])
     op(gold, "Bad", "nan", 7, [], [f32([1, 2, 3])])
     truncated = dump_bytes([], [same], op_name="cut")
@@ -118,6 +119,10 @@ def test_every_mismatch_is_a_row_that_says_why(tmp_path, capsys):
     assert "my output has 1 NaN and 1 Inf" in nan["CompareFailReason"]
     status = {r["tensor_index"]: r["status"] for r in result["rows"]}
     assert status["nan:output:0"] == "fail" and status["ok:output:0"] == "pass"
+    assert (
+        "no input or output tensor"
+        in next(r for r in rows if r["NPUDump"] == "empty_op")["CompareFailReason"]
+    )
     cut = next(r for r in rows if r["NPUDump"] == "cut")
     assert "Cut.cut.8.0." in cut["CompareFailReason"]  # the reader's message names the file
     assert "the file ends" in cut["CompareFailReason"] or "needs" in cut["CompareFailReason"]

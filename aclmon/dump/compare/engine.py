@@ -186,6 +186,9 @@ def compare_op(
     if producers is not None and register:
         producers.add(dump, my_outputs)
     name = header_name or dump.key
+    if not my_inputs and not my_outputs:
+        reason = f"[{dump.key}] The dump holds no input or output tensor."
+        return [_base_row(op, op_name=name, values=_nan_values(options), reasons=(reason,))]
     if golden.npy is not None:
         return _against_npy(op, name, my_inputs, my_outputs, golden.npy, options, producers)
     assert golden.dumps is not None
