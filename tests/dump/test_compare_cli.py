@@ -259,19 +259,47 @@ def test_formula_like_names_are_defused():
     assert guarded("-1.5") == "-1.5" and guarded("conv1") == "conv1"
 
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["graph", "op", "name", "type", "input", "attr", "key", "value", "list",
-                         "s", "i", "output_desc", "_datadump_original_op_names",
-                         "_datadump_origin_name", "_datadump_origin_output_index"]),
-        inner, max_size=4),
-    max_leaves=20,
-)  # fmt: skip
+_SCALAR = st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6)
+_ANY = st.recursive(
+    _SCALAR,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(
+    [
+        "_datadump_original_op_names",
+        "_datadump_origin_name",
+        "_datadump_origin_output_index",
+        "other",
+    ]
+)
+_VALUE = (
+    _ANY
+    | st.fixed_dictionaries({"s": _ANY})
+    | st.fixed_dictionaries({"i": _ANY})
+    | (st.fixed_dictionaries({"list": st.fixed_dictionaries({"s": st.lists(_SCALAR, max_size=3)})}))
+)
+_ATTRS = st.lists(st.fixed_dictionaries({"key": _KEYS | _ANY, "value": _VALUE}), max_size=3) | _ANY
+_OP = st.fixed_dictionaries(
+    {"name": st.text(max_size=5) | _ANY, "type": st.text(max_size=5) | _ANY},
+    optional={
+        "input": st.lists(
+            st.text(max_size=5) | st.sampled_from(["a:0", "b:-1", ":1", "c:x"]) | _ANY, max_size=3
+        )
+        | _ANY,
+        "attr": _ATTRS,
+        "output_desc": st.lists(st.fixed_dictionaries({"attr": _ATTRS}) | _ANY, max_size=2) | _ANY,
+    },
+)
+#: fusion rules that are mostly well-formed, with wrong types and values anywhere
+_RULES = st.fixed_dictionaries({"graph": st.lists(st.fixed_dictionaries({"op": st.lists(_OP, max_size=3) | _ANY})
+                                                  | _ANY, max_size=2) | _ANY}) | _ANY  # fmt: skip
 
 
-@settings(deadline=None, max_examples=300)
-@given(_JSON)
+@settings(deadline=None, max_examples=400)
+@given(_RULES)
 def test_fusion_rule_parser_never_raises_anything_else(tmp_path_factory, value):
     path = tmp_path_factory.mktemp("rule") / "rule.json"
     path.write_text(json.dumps(value))
