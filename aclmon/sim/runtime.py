@@ -58,6 +58,7 @@ _thread_state = threading.local()
 TASK_RET_CODES = {
     C.ACL_ERROR_RT_AICORE_EXCEPTION: (0x26, "aicore exception"),
     C.ACL_ERROR_RT_VECTOR_CORE_EXCEPTION: (0x31, "vector core exception"),
+    C.ACL_ERROR_RT_SYS_DMA: (C.ACL_ERROR_RT_SYS_DMA, "memory copy failed"),
 }
 
 #: how often a synchronize waiting for a blocking host callback checks its thread.
@@ -280,6 +281,23 @@ class Runtime:
             return None
         return allocation, offset
 
+    def locate(self, address: int) -> tuple[Allocation, int] | None:
+        """The device allocation ``address`` falls in and the offset in it, whatever
+        the length of what is done there."""
+        starts = self._alloc_starts
+        index = bisect.bisect_right(starts, address) - 1
+        if index < 0:
+            return None
+        allocation = self.allocations.get(starts[index])
+        if allocation is None or address >= allocation.address + allocation.size:
+            return None
+        return allocation, address - allocation.address
+
+    def is_device_address(self, address: int) -> bool:
+        """Whether ``address`` lies where a device hands out memory (allocated or not):
+        such an address is never host memory, so nothing reads it as such."""
+        return any(device.owns_address(address) for device in self.devices)
+
     def read_device(self, address: int, count: int) -> np.ndarray | None:
         found = self.find_allocation(address, count)
         if found is None:
@@ -312,11 +330,18 @@ class Runtime:
         core_id: int = 0,
         pc_start: int = 0,
         para_base: int = 0,
+        detail: str = "",
+        arm: bool = True,
     ) -> None:
-        """Report a failed task: log it, queue the callback and arm the stream's error."""
-        detail = log_task_exception(
-            stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
-        )
+        """Report a failed task: log it, queue the callback and arm the stream's error.
+
+        ``detail``: the device's text, already logged (a copy fault); else the AI Core
+        exception's lines are logged here. ``arm``: the stream's next synchronize
+        returns the error (not for a synchronous call that returns it itself)."""
+        if not detail:
+            detail = log_task_exception(
+                stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
+            )
         info = ExceptionInfo(
             stream.device.device_id,
             stream.stream_id,
@@ -334,7 +359,8 @@ class Runtime:
             else:
                 self._ensure_callback_thread()
                 self._callback_queue.put((info.handle, delivered))
-        stream.pending_error = (code, delivered, detail)
+        if arm:
+            stream.pending_error = (code, delivered, detail)
 
     def _ensure_callback_thread(self) -> None:
         if self._callback_thread is None or not self._callback_thread.is_alive():
@@ -417,6 +443,36 @@ def log_task_exception(
         "ProcessException",
         f"[AIC_INFO] node_name:{op_name}, node_type:{op_type}, stream_id:{stream_id}, "
         f"task_id:{task_id}",
+    )
+    return detail
+
+
+def log_copy_fault(
+    stream: Stream, task_id: int, count: int, kind: int, src: int, dst: int, reason: str
+) -> str:
+    """The plog lines of a copy the SDMA engine could not do (CANN's troubleshooting
+    guide shows them for an async copy with a bad address). Returns the device's text."""
+    device_id, stream_id = stream.device.device_id, stream.stream_id
+    detail = (
+        f"The error from device(chipId:{device_id}, dieId:0), serial number is {task_id}, "
+        f"there is a sdma error: {reason}."
+    )
+    writer = slog.WRITER
+    writer.write(
+        slog.LEVEL_ERROR,
+        "RUNTIME",
+        "device_error_proc.cc:648",
+        "ProcessSdmaErrorInfo",
+        f"report error module_type=3, module_name=EE8888. {detail}",
+    )
+    writer.write(
+        slog.LEVEL_ERROR,
+        "RUNTIME",
+        "task.cc:1589",
+        "PrintErrorInfo",
+        f"Memory async copy failed, device_id={device_id}, stream_id={stream_id}, "
+        f"task_id={task_id}, flip_num=0, copy_type=0, memcpy_type={kind}, copy_data_type=0, "
+        f"length={count}, src_addr={src:#x}, dst_addr={dst:#x}.",
     )
     return detail
 
