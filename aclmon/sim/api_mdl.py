@@ -280,6 +280,32 @@ def get_dynamic_hw(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
     return {"hwCount": len(hws), "hw": hws}, C.ACL_SUCCESS
 
 
+def get_input_dynamic_gear_count(model_desc: int, index: int) -> tuple[int, int]:
+    """How many gears of dynamic dims (``--dynamic_dims``) the model has; 0 for others."""
+    found = H.MODEL_DESCS.get(model_desc)
+    if model_desc not in H.MODEL_DESCS:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    dims = found is not None and found.dynamic == gears.KIND_DIMS
+    return (len(found.gears) if dims and found is not None else 0), C.ACL_SUCCESS
+
+
+def get_input_dynamic_dims(
+    model_desc: int, index: int, gear_count: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Each gear as ``{name, dimCount, dims}``: every input's dims, one after the other."""
+    found = H.MODEL_DESCS.get(model_desc)
+    if found is None or found.dynamic != gears.KIND_DIMS:
+        return [], fail(C.ACL_ERROR_INVALID_PARAM, "the model has no dynamic dims")
+    if gear_count != len(found.gears):
+        return [], fail(
+            C.ACL_ERROR_INVALID_PARAM,
+            f"gear_count is {gear_count}, the model has {len(found.gears)} gears",
+        )
+    return [
+        {"name": "", "dimCount": len(dims), "dims": list(dims)} for dims in found.gear_dims.values()
+    ], C.ACL_SUCCESS
+
+
 def _set_gear(
     rt: Runtime, model_id: int, dataset: int, index: int, kind: str, gear: tuple[int, ...]
 ) -> int:
@@ -323,6 +349,28 @@ def set_dynamic_hw_size(
     rt: Runtime, model_id: int, dataset: int, index: int, height: int, width: int
 ) -> int:
     return _set_gear(rt, model_id, dataset, index, "hw", (height, width))
+
+
+@needs_init()
+def set_input_dynamic_dims(
+    rt: Runtime, model_id: int, dataset: int, index: int, dims: dict[str, Any]
+) -> int:
+    found = rt.models.get(model_id)
+    if found is None:
+        return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    if not isinstance(dims, dict):
+        raise TypeError("acl.mdl.set_input_dynamic_dims args parse failed: dims is a dict")
+    values = tuple(int(v) for v in dims.get("dims", ()))
+    count = dims.get("dimCount", len(values))
+    if count != len(values):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"dimCount {count} for {len(values)} dims")
+    gear = next((g for g, full in found.gear_dims.items() if full == values), None)
+    if gear is None or found.dynamic != gears.KIND_DIMS:
+        return fail(
+            C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
+            f"The current dynamic input does not match the gear of the model(id:{model_id}).",
+        )
+    return _set_gear(rt, model_id, dataset, index, gears.KIND_DIMS, gear)
 
 
 def _index_by_name(model_desc: int, name: str, outputs: bool) -> tuple[int, int]:
@@ -402,7 +450,8 @@ def _launch(
             return None, fail(
                 C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
                 f"model {found.name}: the {gears.MBATCH_INPUT} input holds {list(gear)}, not "
-                "one of the model's gears (call set_dynamic_batch_size / set_dynamic_hw_size)",
+                "one of the model's gears (call set_dynamic_batch_size, set_dynamic_hw_size"
+                " or set_input_dynamic_dims)",
             )
         graph = found.gears[gear]
         graph.steps = found.steps

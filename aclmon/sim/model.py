@@ -104,6 +104,8 @@ class Model:
     input_dims: tuple[tuple[int, ...], ...] = ()
     current_gear: tuple[int, ...] | None = None
     mbatch_index: int = -1
+    #: dynamic models: every input's dims of each gear, one after the other
+    gear_dims: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- parsing
@@ -310,6 +312,7 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
     if isinstance(built, Model) and "gears" in parsed:
         built.dynamic = parsed["dynamic"]
         built.input_dims = parsed["input_dims"]
+        built.gear_dims = parsed["gear_dims"]
         built.mbatch_index = len(built.inputs) - 1
         for gear, variant in parsed["gears"].items():
             graph = _assemble(rt, variant, model_id, device, weights, addresses, allocations)

@@ -222,3 +222,31 @@ def test_run_mode_is_known_before_acl_init(acl):
     assert acl.rt.get_run_mode() == (C.ACL_DEVICE, 0)
     sim_config.configure(run_mode="host")
     assert acl.rt.get_run_mode() == (C.ACL_HOST, 0)
+
+
+@pytest.mark.parametrize("rows", [2, 8])
+def test_dynamic_dims_model(acl, tmp_path, rows):
+    result = tmp_path / "result.json"
+    run_sample(
+        "sample_dynamic_dims.py",
+        os.fspath(MODELS / "masked_sum_dyn_dims.json"),
+        os.fspath(result),
+        str(rows),
+    )
+    data = _result(result)
+    assert data["gear_count"] == 3
+    assert [g["dims"] for g in data["gears"]] == [[2, 8, 2, 8], [4, 8, 4, 8], [8, 8, 8, 8]]
+    assert all(g["dimCount"] == 4 for g in data["gears"])
+    assert data["out_dims"]["dims"] == [rows]
+    np.testing.assert_allclose(data["output"], data["expected"], rtol=1e-6)
+    assert data["bad_ret"] == C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+
+
+def test_static_models_have_no_dynamic_dims(acl, model_path):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    model_id, _ = acl.mdl.load_from_file(model_path["resnet_tiny"])
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    assert acl.mdl.get_input_dynamic_gear_count(desc, -1) == (0, 0)
+    assert acl.mdl.get_input_dynamic_dims(desc, -1, 0)[1] == C.ACL_ERROR_INVALID_PARAM
