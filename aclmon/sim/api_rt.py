@@ -689,9 +689,12 @@ def _report_copy_fault(
         assert on is not None
     task_id = on.take_task_id()
     detail = R.log_copy_fault(on, task_id, count, kind, src, dst, reason)
-    rt.raise_exception(on, task_id, C.ACL_ERROR_RT_SYS_DMA, detail=detail, arm=stream is not None)
+    delivered = rt.raise_exception(
+        on, task_id, C.ACL_ERROR_RT_SYS_DMA, detail=detail, arm=stream is not None
+    )
     if stream is not None:
         return C.ACL_SUCCESS  # the task was queued: the fault comes at the synchronize
+    rt.wait_delivered(delivered)
     return fail(
         C.ACL_ERROR_RT_SYS_DMA, f"Memory copy sync failed, cnt={count}, kind={kind}", detail
     )

@@ -198,8 +198,7 @@ class Runtime:
             return C.ACL_SUCCESS
         stream.pending_error = None
         code, delivered, detail = pending
-        if threading.get_ident() != self._callback_thread_ident:
-            delivered.wait(5.0)  # the callback runs before synchronize reports the error
+        self.wait_delivered(delivered)  # the callback runs before synchronize reports it
         ret_code, what = TASK_RET_CODES.get(code, (code, C.error_name(code)))
         return fail(
             code,
@@ -332,8 +331,9 @@ class Runtime:
         para_base: int = 0,
         detail: str = "",
         arm: bool = True,
-    ) -> None:
-        """Report a failed task: log it, queue the callback and arm the stream's error.
+    ) -> threading.Event:
+        """Report a failed task: log it, queue the callback and arm the stream's error;
+        returns what is set once the callback has run.
 
         ``detail``: the device's text, already logged (a copy fault); else the AI Core
         exception's lines are logged here. ``arm``: the stream's next synchronize
@@ -361,6 +361,12 @@ class Runtime:
                 self._callback_queue.put((info.handle, delivered))
         if arm:
             stream.pending_error = (code, delivered, detail)
+        return delivered
+
+    def wait_delivered(self, delivered: threading.Event) -> None:
+        """Wait until the exception callback of a failure ran (not on its own thread)."""
+        if threading.get_ident() != self._callback_thread_ident:
+            delivered.wait(5.0)
 
     def _ensure_callback_thread(self) -> None:
         if self._callback_thread is None or not self._callback_thread.is_alive():
