@@ -11,6 +11,7 @@ import types as _types
 
 from aclmon.sim import api_mdl as _api_mdl
 from aclmon.sim import api_media as _api_media
+from aclmon.sim import api_op as _api_op
 from aclmon.sim import api_prof as _api_prof
 from aclmon.sim import api_rt as _api_rt
 from aclmon.sim import api_top as _api_top
@@ -41,5 +42,4 @@ mdl = _submodule("mdl", _api_mdl)
 prof = _submodule("prof", _api_prof)
 util = _submodule("util", _api_util)
 media = _submodule("media", _api_media)
-# pyACL also registers this submodule; the sim has no functions in it.
-op = _types.ModuleType("acl.op")
+op = _submodule("op", _api_op)

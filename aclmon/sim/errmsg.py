@@ -56,7 +56,13 @@ DEVICE_CODES = frozenset(
     }
 )
 
-_PREFIX = {"api_rt": "aclrt", "api_mdl": "aclmdl", "api_prof": "aclprof", "api_media": "acldvpp"}
+_PREFIX = {
+    "api_rt": "aclrt",
+    "api_mdl": "aclmdl",
+    "api_prof": "aclprof",
+    "api_media": "acldvpp",
+    "api_op": "aclop",
+}
 _FILES = (
     ("memcpy", "memory.cpp"),
     ("memset", "memory.cpp"),
