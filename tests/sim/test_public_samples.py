@@ -6,6 +6,7 @@ are checked against numpy recomputations of the same models.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -201,14 +202,44 @@ def test_dvpp_jpeg_decode_resize_into_a_model(acl, tmp_path, run_mode):
     np.testing.assert_allclose(np.array(data["output"]), expected, rtol=1e-6)
 
 
-def test_media_calls_that_are_not_simulated_say_so(acl, monkeypatch):
+def test_jpeg_encode_batch_crop_and_png_decode(acl, tmp_path):
+    from PIL import Image
+
+    h, w = 48, 64
+    yy, xx = np.mgrid[0:h, 0:w]
+    rgb = np.stack([xx * 4, yy * 5, (xx + yy) * 2], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "picture.jpg", quality=95)
+    Image.fromarray(rgb[:20, :30]).save(tmp_path / "picture.png")
+    result = tmp_path / "result.json"
+    run_sample(
+        "dvpp_images.py",
+        os.fspath(tmp_path / "picture.jpg"),
+        os.fspath(tmp_path / "picture.png"),
+        os.fspath(result),
+    )
+    data = _result(result)
+    decoded = np.array(data["decoded"], np.uint8).reshape(72, 128)  # strides 128 x 48
+    # JPEGE: a real JPEG of the decoded picture, close to it.
+    encoded = Image.open(io.BytesIO(bytes.fromhex(data["encoded"])))
+    assert (encoded.format, encoded.size) == ("JPEG", (w, h))
+    luma = np.asarray(encoded.convert("YCbCr"), np.float32)[:, :, 0]
+    assert np.abs(luma - decoded[:h, :w]).mean() < 3
+    # Batch crop: the first box is the top-left 16 x 16, as is (no scaling).
+    first = np.array(data["crops"][0], np.uint8).reshape(24, 16)
+    np.testing.assert_array_equal(first[:16], decoded[:16, :16])
+    np.testing.assert_array_equal(first[16:], decoded[48 : 48 + 8, :16])
+    second = np.array(data["crops"][1], np.uint8).reshape(24, 16)
+    np.testing.assert_array_equal(second[:16], decoded[9:40:2, 17:48:2])  # pixel centres
+    # PNGD: RGB888 rows of 128 bytes, 16 rows aligned.
+    assert data["png_layout"] == [30, 20, 128, 32]
+    rows = np.array(data["png"], np.uint8).reshape(32, 128)
+    np.testing.assert_array_equal(rows[:20, :90].reshape(20, 30, 3), rgb[:20, :30])
+
+
+def test_media_without_pillow_says_so(acl, monkeypatch):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    pic = acl.media.dvpp_create_pic_desc()
-    config = acl.media.dvpp_create_jpege_config()
-    assert acl.media.dvpp_jpeg_predict_enc_size(pic, config) == (0, C.ACL_ERROR_FEATURE_UNSUPPORTED)
-    assert "JPEG encoding (JPEGE) is not simulated" in acl.get_recent_err_msg()
-    # Without Pillow the JPEG calls answer with the same code, never an AttributeError.
+    # Without Pillow the JPEG calls answer ACL_ERROR_FEATURE_UNSUPPORTED, never an error.
     monkeypatch.setitem(__import__("sys").modules, "PIL", None)
     raw = np.frombuffer(b"\xff\xd8\xff\xe0" + bytes(60), np.uint8)
     size, ret = acl.media.dvpp_jpeg_predict_dec_size(acl.util.numpy_to_ptr(raw), raw.nbytes, 1)
