@@ -237,6 +237,15 @@ class Runtime:
         self.drop_callbacks(stream)  # nothing will run them now
         return C.ACL_SUCCESS
 
+    def queue_report(self, thread_id: int, fn: Callable[[Any], Any], args: Any) -> threading.Event:
+        """A callback for ``thread_id``'s next process_report (a media channel's result);
+        returns what is set once it ran."""
+        callback = HostCallback(now_ns(), fn, args, threading.Event())
+        with self.lock:
+            self.reports.setdefault(thread_id, []).append(callback)
+            self.reports_changed.notify_all()
+        return callback.done
+
     def drop_callbacks(self, stream: Stream) -> None:
         """Forget callbacks that can no longer run; release whoever waits on them."""
         with self.lock:
