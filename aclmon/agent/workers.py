@@ -117,7 +117,7 @@ def watch_spawned_children(settings: WorkerSettings) -> None:
     import multiprocessing.spawn as spawn
 
     with _spawn_patch_lock:
-        current = spawn.get_preparation_data
+        current = spawn.get_preparation_data  # type: ignore[attr-defined]
         base = getattr(current, "__aclmon_base__", current)
 
         def get_preparation_data(name: str) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def watch_spawned_children(settings: WorkerSettings) -> None:
             return data
 
         get_preparation_data.__aclmon_base__ = base  # type: ignore[attr-defined]
-        spawn.get_preparation_data = get_preparation_data
+        spawn.get_preparation_data = get_preparation_data  # type: ignore[attr-defined]
 
 
 def stop_watching_spawned_children() -> None:
@@ -137,4 +137,4 @@ def stop_watching_spawned_children() -> None:
     with _spawn_patch_lock:
         base = getattr(spawn.get_preparation_data, "__aclmon_base__", None)
         if base is not None:
-            spawn.get_preparation_data = base
+            spawn.get_preparation_data = base  # type: ignore[attr-defined]

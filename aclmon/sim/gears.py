@@ -165,10 +165,10 @@ def with_gear(data: dict[str, Any], kind: str, gear: Gear, source: str) -> dict[
         where = f"{source}: inputs[{i}]"
         if not isinstance(raw, dict):
             raise GearError(f"{where}: a tensor must be an object")
-        before = raw.get("shape")
-        raw["shape"] = _substitute(before, kind, rest, where)
-        if kind == KIND_DIMS:
-            rest = rest[sum(1 for d in before if d == -1) :]
+        shape = raw.get("shape")
+        raw["shape"] = _substitute(shape, kind, rest, where)  # checks it is a list
+        if kind == KIND_DIMS:  # the values this input took are used up
+            rest = rest[list(shape or []).count(-1) :]
         zeros[str(raw.get("name"))] = zero(raw, where)
     for i, raw in enumerate(concrete.get("weights", [])):
         if isinstance(raw, dict):

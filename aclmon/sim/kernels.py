@@ -170,7 +170,7 @@ def _strided_slice(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) 
 
 
 def _concat(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
-    axis = int(attrs.get("concat_dim", attrs.get("axis", 0)))
+    axis = int(attrs.get("concat_dim", attrs.get("axis")) or 0)
     return [np.concatenate(inputs, axis=axis).astype(out[0], copy=False)]
 
 
