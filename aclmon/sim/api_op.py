@@ -135,14 +135,25 @@ def execute_v2(
     attr: int,
     stream: int,
 ) -> int:
-    call = S.call_of(op_type, input_desc, output_desc, attr)
-    if isinstance(call, int):
-        return call
-    return _run(rt, call, inputs, outputs, stream)
+    return _run_described(rt, op_type, input_desc, inputs, output_desc, outputs, attr, stream)
 
 
 @needs_init()
 def execute(
+    rt: Runtime,
+    op_type: str,
+    input_desc: list[int],
+    inputs: list[int],
+    output_desc: list[int],
+    outputs: list[int],
+    attr: int,
+    stream: int,
+) -> int:
+    """pyACL's older name of execute_v2, kept by CANN (deprecated)."""
+    return _run_described(rt, op_type, input_desc, inputs, output_desc, outputs, attr, stream)
+
+
+def _run_described(
     rt: Runtime,
     op_type: str,
     input_desc: list[int],

@@ -29,6 +29,7 @@ from aclmon import acl_constants as C
 from aclmon.sim import host as H
 from aclmon.sim.accessors import named
 from aclmon.sim.api_media import PIC_DESCS, YUV420SP_FORMATS, PicDesc
+from aclmon.sim.api_media import _align
 from aclmon.sim.api_media import _picture as read_picture
 from aclmon.sim.errmsg import fail
 from aclmon.sim.guard import needs_init
@@ -59,10 +60,6 @@ def _no_pyav(what: str) -> int:
         C.ACL_ERROR_FEATURE_UNSUPPORTED,
         f"{what} needs PyAV (pip install 'aclmon[sim-media]'): video is not simulated without it",
     )
-
-
-def _align(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
 
 
 # ---------------------------------------------------------------- descriptions
