@@ -28,8 +28,7 @@ import numpy as np
 from aclmon import acl_constants as C
 from aclmon.sim import host as H
 from aclmon.sim.accessors import named
-from aclmon.sim.api_media import PIC_DESCS, YUV420SP_FORMATS, PicDesc
-from aclmon.sim.api_media import _align
+from aclmon.sim.api_media import PIC_DESCS, YUV420SP_FORMATS, PicDesc, _align
 from aclmon.sim.api_media import _picture as read_picture
 from aclmon.sim.errmsg import fail
 from aclmon.sim.guard import needs_init
