@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import gears, omfile
+from aclmon.sim import aipp, gears, omfile
 from aclmon.sim import host as H
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
@@ -228,7 +228,9 @@ _TENSOR_FIELDS = {
 ) = (_tensor_getter("output", field, *read) for field, read in _TENSOR_FIELDS.items())
 
 
-def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], int]:
+def _dims(
+    model_desc: int, index: int, outputs: bool, *, image: bool = False
+) -> tuple[dict[str, Any], int]:
     spec = _spec(model_desc, index, outputs)
     if spec is None:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no tensor at that index")
@@ -236,11 +238,14 @@ def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], i
     found = H.MODEL_DESCS.get(model_desc)
     if not outputs and found is not None and found.input_dims:
         dims = list(found.input_dims[index])  # -1 marks the dynamic dimensions
+    if image and found is not None and index in found.aipp_dims:
+        dims = list(found.aipp_dims[index])  # the picture's own [n, h, w, c]
     return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
 
 
 def get_input_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    return _dims(model_desc, index, False)
+    """The input's dims; for a static AIPP input those of the image, NHWC [n, h, w, c]."""
+    return _dims(model_desc, index, False, image=True)
 
 
 def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
@@ -248,8 +253,23 @@ def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
 
 
 def get_input_dims_v2(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    # Differs from get_input_dims only for static AIPP inputs, which the sim has none of.
+    """The input's dims; for a static AIPP input as its buffer holds the image (YUV420SP:
+    [n, h * 1.5, w, 1], whose product is the input size)."""
     return _dims(model_desc, index, False)
+
+
+@needs_init(0, 0)
+def get_aipp_type(rt: Runtime, model_id: int, index: int) -> tuple[int, int, int]:
+    """(static AIPP or none, the dynamic AIPP input it is attached to: 0, none here, ret)."""
+    found = rt.models.get(model_id)
+    if found is None:
+        return 0, 0, fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    if not 0 <= index < len(found.inputs):
+        return 0, 0, fail(C.ACL_ERROR_INVALID_PARAM, f"model {model_id} has no input {index}")
+    kind = (
+        aipp.ACL_DATA_WITH_STATIC_AIPP if index in found.aipp_dims else aipp.ACL_DATA_WITHOUT_AIPP
+    )
+    return kind, 0, C.ACL_SUCCESS
 
 
 def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:

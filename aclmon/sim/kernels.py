@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from aclmon.sim import aipp
+
 Attrs = dict[str, Any]
 Kernel = Callable[[list[np.ndarray], Attrs, list[np.dtype]], list[np.ndarray]]
 
@@ -208,6 +210,7 @@ KERNELS: dict[str, Kernel] = {
     "ReduceMean": _reduce_mean,
     "Reshape": _reshape,
     "TransData": _identity,
+    "Aipp": lambda inputs, attrs, out: [aipp.run(inputs[0], attrs, out[0])],
     "Identity": _identity,
 }
 

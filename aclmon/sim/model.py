@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import gears, layouts, model_dumps, slog
+from aclmon.sim import aipp, gears, layouts, model_dumps, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.devices import UNIT_CUBE, UNIT_VECTOR, Allocation, Device, Stream, now_ns
 from aclmon.sim.errmsg import fail
@@ -104,6 +104,8 @@ class Model:
     input_dims: tuple[tuple[int, ...], ...] = ()
     current_gear: tuple[int, ...] | None = None
     mbatch_index: int = -1
+    #: inputs with static AIPP -> the image dims get_input_dims reports (NHWC)
+    aipp_dims: dict[int, list[int]] = field(default_factory=dict)
     #: dynamic models: every input's dims of each gear, one after the other
     gear_dims: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)
 
@@ -181,12 +183,17 @@ def parse_description(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ModelError(f"{source}: the model description must be a JSON object")
     try:
+        data, image_dims = aipp.expand(data, source)
         dynamic = gears.declared(data, source)
-        if dynamic is not None:
-            return gears.parse(data, source, *dynamic, _parse_static)
-    except gears.GearError as exc:
+        parsed = (
+            gears.parse(data, source, *dynamic, _parse_static)
+            if dynamic is not None
+            else _parse_static(data, source)
+        )
+    except (gears.GearError, aipp.AippError) as exc:
         raise ModelError(str(exc)) from None
-    return _parse_static(data, source)
+    parsed["aipp_dims"] = image_dims
+    return parsed
 
 
 def _parse_static(data: dict[str, Any], source: str) -> dict[str, Any]:
@@ -309,6 +316,8 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
     model_id = rt.next_model_id
     rt.next_model_id += 1
     built = _assemble(rt, parsed, model_id, device, weights, addresses, allocations)
+    if isinstance(built, Model):
+        built.aipp_dims = parsed.get("aipp_dims", {})
     if isinstance(built, Model) and "gears" in parsed:
         built.dynamic = parsed["dynamic"]
         built.input_dims = parsed["input_dims"]

@@ -281,3 +281,51 @@ def test_static_models_have_no_dynamic_dims(acl, model_path):
     assert acl.mdl.get_desc(desc, model_id) == 0
     assert acl.mdl.get_input_dynamic_gear_count(desc, -1) == (0, 0)
     assert acl.mdl.get_input_dynamic_dims(desc, -1, 0)[1] == C.ACL_ERROR_INVALID_PARAM
+
+
+def test_static_aipp_model_takes_the_dvpp_picture(acl, tmp_path):
+    """A model with static AIPP (as ATC builds it from an aipp.cfg) is fed the resized
+    YUV420SP picture straight from DVPP, as the image samples do."""
+    from PIL import Image
+
+    yy, xx = np.mgrid[0:44, 0:60]
+    rgb = np.stack([xx * 4, yy * 5, (xx + yy) * 2], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "picture.jpg", quality=95)
+    result = tmp_path / "result.json"
+    model = MODELS / "aipp_channel_means.json"
+    run_sample("dvpp_classify.py", os.fspath(tmp_path / "picture.jpg"), os.fspath(model),
+               os.fspath(result))  # fmt: skip
+    data = _result(result)
+    planes = np.array(data["yuv"], np.float32).reshape(48, 32)
+    y = planes[:32]
+    uv = planes[32:].reshape(16, 16, 2).repeat(2, axis=0).repeat(2, axis=1)
+    u, v = uv[:, :, 0] - 128, uv[:, :, 1] - 128
+    rgb_planes = [
+        np.clip(np.floor((256 * y + 359 * v) / 256), 0, 255),
+        np.clip(np.floor((256 * y - 88 * u - 183 * v) / 256), 0, 255),
+        np.clip(np.floor((256 * y + 454 * u) / 256), 0, 255),
+    ]
+    expected = [
+        ((c - mean) * scale).astype(np.float16).astype(np.float32).mean()
+        for c, mean, scale in zip(
+            rgb_planes, (104, 117, 123), (0.0171, 0.0175, 0.0174), strict=True
+        )
+    ]
+    np.testing.assert_allclose(np.array(data["output"]).ravel(), expected, rtol=2e-3, atol=2e-3)
+
+
+def test_static_aipp_queries(acl):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    model_id, ret = acl.mdl.load_from_file(os.fspath(MODELS / "aipp_channel_means.json"))
+    assert ret == 0
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [1, 32, 32, 3]
+    assert acl.mdl.get_input_dims_v2(desc, 0)[0]["dims"] == [1, 48, 32, 1]
+    assert acl.mdl.get_input_size_by_index(desc, 0) == 32 * 32 * 3 // 2
+    assert acl.mdl.get_input_data_type(desc, 0) == C.ACL_UINT8
+    assert acl.mdl.get_input_format(desc, 0) == C.ACL_FORMAT_NHWC
+    assert acl.mdl.get_aipp_type(model_id, 0) == (1, 0, 0)
+    other, _ = acl.mdl.load_from_file(os.fspath(MODELS / "yuv_row_means.json"))
+    assert acl.mdl.get_aipp_type(other, 0) == (0, 0, 0)
