@@ -31,6 +31,8 @@ from aclmon.sim.runtime import Runtime
 T = TypeVar("T")
 
 MAX_STREAMS_PER_DEVICE = 2048
+#: aclrtMemcpyKind values (HOST_TO_HOST .. INTER_DEVICE_TO_DEVICE); the kind is reserved
+MEMCPY_KINDS = 8
 VALID_STREAM_FLAGS = (
     C.ACL_STREAM_FAST_LAUNCH | C.ACL_STREAM_FAST_SYNC | C.ACL_STREAM_PERSISTENT | C.ACL_STREAM_HUGE
 )
@@ -633,18 +635,27 @@ def _memcpy(
     reserved: the runtime looks at the addresses); ``stream`` for the async form."""
     if not dst or not src or count < 0 or count > dest_max:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy arguments (count > dest_max?)")
-    if kind not in range(8):
+    if not 0 <= kind < MEMCPY_KINDS:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
     if count == 0:
         return C.ACL_SUCCESS
     dst_dev = rt.locate(dst)
     src_dev = rt.locate(src)
-    if rt.config.run_mode == C.ACL_HOST and stream is not None and dst_dev is src_dev is None:
-        return fail(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host")
-    fault = _span_fault(rt, "destination", dst, dst_dev, count) or _span_fault(
-        rt, "source", src, src_dev, count
-    )
-    if fault:
+    if stream is not None and dst_dev is None and src_dev is None:
+        if rt.config.run_mode == C.ACL_HOST and not (
+            rt.is_device_address(dst) or rt.is_device_address(src)
+        ):
+            return fail(
+                C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host"
+            )
+    # The common case costs two lookups: both ends inside their allocations, or on the host.
+    if (
+        (dst_dev[1] + count > dst_dev[0].size if dst_dev else rt.is_device_address(dst))
+        or (src_dev[1] + count > src_dev[0].size if src_dev else rt.is_device_address(src))
+    ):  # fmt: skip
+        fault = _span_fault(rt, "destination", dst, dst_dev, count) or _span_fault(
+            rt, "source", src, src_dev, count
+        )
         return _report_copy_fault(rt, fault, dst, src, count, kind, stream)
     _copy(rt, dst, dst_dev, src, src_dev, count)
     return C.ACL_SUCCESS
@@ -753,7 +764,7 @@ def _memcpy2d(
     direction, again, comes from the pointers."""
     if not dst or not src or width <= 0 or height <= 0 or width > dpitch or width > spitch:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy2d arguments (width > pitch?)")
-    if kind not in range(8):
+    if not 0 <= kind < MEMCPY_KINDS:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
     span_dst = dpitch * (height - 1) + width
     span_src = spitch * (height - 1) + width

@@ -136,7 +136,9 @@ class Device:
         self.total_bytes = config.hbm_bytes
         self.reserved_bytes = driver_reserved_bytes(config.hbm_bytes)
         self.used_bytes = self.reserved_bytes
-        self._next_address = self.ADDRESS_BASE + device_id * self.ADDRESS_SPACING
+        self._address_base = self.ADDRESS_BASE + device_id * self.ADDRESS_SPACING
+        self._address_floor_end = self._address_base + 2 * self.total_bytes
+        self._next_address = self._address_base
         self._next_stream_id = 0
         self.lock = threading.Lock()
         # busy nanoseconds per 100 ms bucket: [bucket index, cube, vector, aicpu]
@@ -145,8 +147,7 @@ class Device:
     def owns_address(self, address: int) -> bool:
         """Whether ``address`` is in the range this device hands out memory from (what
         it handed out so far, and at least twice its HBM: far below the next device's)."""
-        base = self.ADDRESS_BASE + self.device_id * self.ADDRESS_SPACING
-        return base <= address < max(self._next_address, base + 2 * self.total_bytes)
+        return self._address_base <= address < max(self._next_address, self._address_floor_end)
 
     def take_stream_id(self) -> int:
         with self.lock:

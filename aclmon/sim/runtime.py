@@ -304,7 +304,10 @@ class Runtime:
     def is_device_address(self, address: int) -> bool:
         """Whether ``address`` lies where a device hands out memory (allocated or not):
         such an address is never host memory, so nothing reads it as such."""
-        return any(device.owns_address(address) for device in self.devices)
+        index = (address - Device.ADDRESS_BASE) // Device.ADDRESS_SPACING
+        if not 0 <= index < len(self.devices):
+            return False  # below every device's range (where host memory usually is)
+        return self.devices[index].owns_address(address)
 
     def read_device(self, address: int, count: int) -> np.ndarray | None:
         found = self.find_allocation(address, count)
