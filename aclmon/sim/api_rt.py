@@ -641,13 +641,15 @@ def _memcpy(
         return C.ACL_SUCCESS
     dst_dev = rt.locate(dst)
     src_dev = rt.locate(src)
-    if stream is not None and dst_dev is None and src_dev is None:
-        if rt.config.run_mode == C.ACL_HOST and not (
-            rt.is_device_address(dst) or rt.is_device_address(src)
-        ):
-            return fail(
-                C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host"
-            )
+    if (
+        stream is not None
+        and dst_dev is None
+        and src_dev is None
+        and rt.config.run_mode == C.ACL_HOST
+        and not rt.is_device_address(dst)
+        and not rt.is_device_address(src)
+    ):
+        return fail(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host")
     # The common case costs two lookups: both ends inside their allocations, or on the host.
     if (
         (dst_dev[1] + count > dst_dev[0].size if dst_dev else rt.is_device_address(dst))
