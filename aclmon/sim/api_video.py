@@ -292,6 +292,24 @@ def _deliver_picture(rt: Runtime, channel: VdecChannelDesc, frame: Any) -> None:
     _callback(rt, channel, (input_desc, output_desc, user_data))
 
 
+def _flush_decoder(rt: Runtime, channel: VdecChannelDesc) -> None:
+    """End of stream: the pictures the decoder held back; frames that gave none (data
+    the decoder could not use) get their callback with the output's ``ret_code`` set."""
+    try:
+        frames = _decode(channel, None)
+    except Exception:  # what the parser held back was no stream either: a fresh decoder
+        frames = []
+        channel.codec = _pyav().CodecContext.create(channel.codec.name, "r")
+    for frame in frames:
+        _deliver_picture(rt, channel, frame)
+    while channel.pending:
+        input_desc, output_desc, user_data = channel.pending.popleft()
+        out = PIC_DESCS.get(output_desc)
+        if out is not None:
+            out.ret_code = C.ACL_ERROR_INVALID_PARAM
+        _callback(rt, channel, (input_desc, output_desc, user_data))
+
+
 def _write_picture(rt: Runtime, channel: VdecChannelDesc, out: PicDesc, frame: Any) -> None:
     width = channel.out_pic_width or frame.width
     height = channel.out_pic_height or frame.height
@@ -324,8 +342,7 @@ def _vdec_send(
     if channel is None or channel.codec is None or stream is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: unknown or closed channel, or stream desc")
     if stream.eos:
-        for frame in _decode(channel, None):
-            _deliver_picture(rt, channel, frame)
+        _flush_decoder(rt, channel)
         return C.ACL_SUCCESS
     raw = _stream_bytes(rt, stream)
     if raw is None:
@@ -370,8 +387,7 @@ def vdec_destroy_channel(rt: Runtime, channel_desc: int) -> int:
     channel = VDEC_CHANNEL_DESCS.get(channel_desc)
     if channel is None or channel.codec is None:
         return fail(C.ACL_ERROR_INVALID_PARAM, "aclvdecDestroyChannel: the channel is not created")
-    for frame in _decode(channel, None):
-        _deliver_picture(rt, channel, frame)
+    _flush_decoder(rt, channel)
     _drain(rt, channel)
     channel.codec = None
     channel.pending.clear()

@@ -68,3 +68,42 @@ def test_venc_of_generated_frames_decodes_back(acl, tmp_path, codec, capfd):
     assert [(f.width, f.height) for f in frames] == [(64, 48)] * 5
     lumas = [f.to_ndarray(format="yuv420p")[:48].mean() for f in frames]  # the Y plane
     np.testing.assert_allclose(lumas, [40, 60, 80, 100, 120], atol=3)
+
+
+def test_vdec_frames_without_a_picture_still_get_their_callback(acl):
+    """Data the decoder cannot use: the frame's callback runs at the end of the
+    stream with the output's ret_code set, and the channel closes cleanly."""
+    import threading
+
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    seen: list[tuple[int, int]] = []
+    running = threading.Event()
+
+    def report_loop(args):
+        while not running.is_set():
+            acl.rt.process_report(50)
+
+    thread_id, _ = acl.util.start_thread(report_loop, [])
+    channel = acl.media.vdec_create_channel_desc()
+    acl.media.vdec_set_channel_desc_thread_id(channel, thread_id)
+    acl.media.vdec_set_channel_desc_callback(
+        channel,
+        lambda stream, pic, user: seen.append((user, acl.media.dvpp_get_pic_desc_ret_code(pic))),
+    )
+    assert acl.media.vdec_create_channel(channel) == 0
+    garbage = np.frombuffer(b"\x00\x00\x01\x65" + bytes(range(200)), np.uint8)
+    data, _ = acl.media.dvpp_malloc(garbage.nbytes)
+    acl.rt.memcpy(data, garbage.nbytes, acl.util.numpy_to_ptr(garbage), garbage.nbytes, 1)
+    stream = acl.media.dvpp_create_stream_desc()
+    acl.media.dvpp_set_stream_desc_data(stream, data)
+    acl.media.dvpp_set_stream_desc_size(stream, garbage.nbytes)
+    pic = acl.media.dvpp_create_pic_desc()
+    out, _ = acl.media.dvpp_malloc(64 * 48 * 3 // 2)
+    acl.media.dvpp_set_pic_desc_data(pic, out)
+    config = acl.media.vdec_create_frame_config()
+    assert acl.media.vdec_send_frame(channel, stream, pic, config, 7) in (0, 100000)
+    assert acl.media.vdec_destroy_channel(channel) == 0
+    running.set()
+    acl.util.stop_thread(thread_id)
+    assert seen == [(7, 100000)]
