@@ -126,7 +126,8 @@ UTIL_BUCKETS = 10
 class Device:
     """One simulated NPU: refcount, default context, memory, utilization."""
 
-    ADDRESS_SPACING = 1 << 44
+    ADDRESS_SHIFT = 44
+    ADDRESS_SPACING = 1 << ADDRESS_SHIFT
     ADDRESS_BASE = 0x12C0_0000_0000
 
     def __init__(self, device_id: int, config: SimConfig) -> None:
@@ -136,18 +137,11 @@ class Device:
         self.total_bytes = config.hbm_bytes
         self.reserved_bytes = driver_reserved_bytes(config.hbm_bytes)
         self.used_bytes = self.reserved_bytes
-        self._address_base = self.ADDRESS_BASE + device_id * self.ADDRESS_SPACING
-        self._address_floor_end = self._address_base + 2 * self.total_bytes
-        self._next_address = self._address_base
+        self._next_address = self.ADDRESS_BASE + device_id * self.ADDRESS_SPACING
         self._next_stream_id = 0
         self.lock = threading.Lock()
         # busy nanoseconds per 100 ms bucket: [bucket index, cube, vector, aicpu]
         self._buckets = [[0, 0, 0, 0] for _ in range(UTIL_BUCKETS)]
-
-    def owns_address(self, address: int) -> bool:
-        """Whether ``address`` is in the range this device hands out memory from (what
-        it handed out so far, and at least twice its HBM: far below the next device's)."""
-        return self._address_base <= address < max(self._next_address, self._address_floor_end)
 
     def take_stream_id(self) -> int:
         with self.lock:

@@ -61,6 +61,11 @@ TASK_RET_CODES = {
     C.ACL_ERROR_RT_SYS_DMA: (C.ACL_ERROR_RT_SYS_DMA, "memory copy failed"),
 }
 
+#: where devices hand out memory: device ``i`` from ``BASE + (i << SHIFT)`` on
+_ADDRESS_BASE = Device.ADDRESS_BASE
+_ADDRESS_SHIFT = Device.ADDRESS_SHIFT
+_ADDRESS_MASK = Device.ADDRESS_SPACING - 1
+
 #: how often a synchronize waiting for a blocking host callback checks its thread.
 CALLBACK_POLL_S = 0.05
 
@@ -80,6 +85,8 @@ class Runtime:
         self.events: dict[int, Event] = {}
         self.allocations: dict[int, Allocation] = {}
         self._alloc_starts: list[int] = []
+        #: per device, how far past its first address it hands out memory (is_device_address)
+        self._device_extents = [2 * device.total_bytes for device in self.devices]
         self.host_allocations: dict[int, np.ndarray] = {}
         self.exception_infos: dict[int, ExceptionInfo] = {}
         self.exception_callback: Callable[[int], Any] | None = None
@@ -262,7 +269,10 @@ class Runtime:
         if address is None:
             return None
         allocation = Allocation(address, size, device.device_id)
+        extent = address + size - _ADDRESS_BASE - (device.device_id << _ADDRESS_SHIFT)
         with self.lock:
+            extents = self._device_extents
+            extents[device.device_id] = max(extents[device.device_id], extent)
             self.allocations[address] = allocation
             bisect.insort(self._alloc_starts, address)
         return allocation
@@ -303,11 +313,15 @@ class Runtime:
 
     def is_device_address(self, address: int) -> bool:
         """Whether ``address`` lies where a device hands out memory (allocated or not):
-        such an address is never host memory, so nothing reads it as such."""
-        index = (address - Device.ADDRESS_BASE) // Device.ADDRESS_SPACING
-        if not 0 <= index < len(self.devices):
-            return False  # below every device's range (where host memory usually is)
-        return self.devices[index].owns_address(address)
+        such an address is never host memory, so nothing reads it as such. Each
+        device's range is what it handed out so far, and at least twice its HBM (far
+        below the next device's range)."""
+        offset = address - _ADDRESS_BASE
+        index = offset >> _ADDRESS_SHIFT
+        return (
+            0 <= index < len(self._device_extents)
+            and (offset & _ADDRESS_MASK) < self._device_extents[index]
+        )
 
     def read_device(self, address: int, count: int) -> np.ndarray | None:
         found = self.find_allocation(address, count)
