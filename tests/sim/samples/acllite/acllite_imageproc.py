@@ -25,8 +25,9 @@ class AclLiteImageProc:
             acl.media.dvpp_set_jpege_config_level(self._jpege_config, 100),
         )
 
-    def _pic_desc(self, data, width, height, width_stride, height_stride, size):
-        desc = acl.media.dvpp_create_pic_desc()
+    def _pic_desc(self, data, width, height, width_stride, height_stride, size, desc=None):
+        """A YUV420SP picture description (filled in, or a new one)."""
+        desc = desc or acl.media.dvpp_create_pic_desc()
         acl.media.dvpp_set_pic_desc_data(desc, data)
         acl.media.dvpp_set_pic_desc_format(desc, const.PIXEL_FORMAT_YUV_SEMIPLANAR_420)
         acl.media.dvpp_set_pic_desc_width(desc, width)
@@ -142,17 +143,10 @@ class AclLiteImageProc:
         """Each (left, top, right, bottom) box of one picture, resized to width x height."""
         src = acl.media.dvpp_create_batch_pic_desc(1)
         dst = acl.media.dvpp_create_batch_pic_desc(len(boxes))
-        source = acl.media.dvpp_get_pic_desc(src, 0)
-        for setter, value in (
-            (acl.media.dvpp_set_pic_desc_data, image["data"]),
-            (acl.media.dvpp_set_pic_desc_format, const.PIXEL_FORMAT_YUV_SEMIPLANAR_420),
-            (acl.media.dvpp_set_pic_desc_width, image["width"]),
-            (acl.media.dvpp_set_pic_desc_height, image["height"]),
-            (acl.media.dvpp_set_pic_desc_width_stride, image["width_stride"]),
-            (acl.media.dvpp_set_pic_desc_height_stride, image["height_stride"]),
-            (acl.media.dvpp_set_pic_desc_size, image["size"]),
-        ):
-            setter(source, value)
+        self._pic_desc(
+            image["data"], image["width"], image["height"], image["width_stride"],
+            image["height_stride"], image["size"], acl.media.dvpp_get_pic_desc(src, 0),
+        )  # fmt: skip
         stride_w, stride_h = utils.align_up(width, 16), utils.align_up(height, 2)
         out_size = utils.yuv420sp_size(stride_w, stride_h)
         crops, outputs = [], []
@@ -160,14 +154,10 @@ class AclLiteImageProc:
             crops.append(acl.media.dvpp_create_roi_config(left, right, top, bottom))
             buffer, ret = acl.media.dvpp_malloc(out_size)
             utils.check_ret("acl.media.dvpp_malloc", ret)
-            out = acl.media.dvpp_get_pic_desc(dst, index)
-            acl.media.dvpp_set_pic_desc_data(out, buffer)
-            acl.media.dvpp_set_pic_desc_format(out, const.PIXEL_FORMAT_YUV_SEMIPLANAR_420)
-            acl.media.dvpp_set_pic_desc_width(out, width)
-            acl.media.dvpp_set_pic_desc_height(out, height)
-            acl.media.dvpp_set_pic_desc_width_stride(out, stride_w)
-            acl.media.dvpp_set_pic_desc_height_stride(out, stride_h)
-            acl.media.dvpp_set_pic_desc_size(out, out_size)
+            self._pic_desc(
+                buffer, width, height, stride_w, stride_h, out_size,
+                acl.media.dvpp_get_pic_desc(dst, index),
+            )  # fmt: skip
             outputs.append(buffer)
         _, ret = acl.media.dvpp_vpc_batch_crop_async(
             self._channel, src, [len(boxes)], dst, crops, self._stream
