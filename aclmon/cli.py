@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("events", "aclmon.bus.commands", "print a recording's or a job's events as JSON lines"),
     ("decode", "aclmon.dump.commands", "print what dump and overflow files contain"),
     ("convert", "aclmon.dump.commands", "convert dump files to .npy/.bin like msaccucmp"),
+    ("compare", "aclmon.dump.compare.command", "compare dumps with a golden run like msaccucmp"),
 )
 
 

@@ -11,7 +11,9 @@ Measures, in one run:
 * stamps_per_s: msproftx stamps per second (acl.prof.mark while a profiling
   session with ACL_PROF_MSPROFTX runs; records go to the session's files);
 * rt_call_ns: cost of one cheap runtime call (acl.rt.stream_query), the base
-  the agent's hook overhead is compared with.
+  the agent's hook overhead is compared with;
+* memcpy_ns: one 4 KiB host-to-device acl.rt.memcpy (the direction found from
+  the pointers, the range checked against the allocation).
 
 Prints what it measured and ends with one JSON line.
 """
@@ -36,6 +38,7 @@ ACL_AICORE_NONE = 0xFF
 OPS = 10_000
 STAMPS = 100_000
 CALLS = 200_000
+COPIES = 50_000
 
 
 def check(ret: int, what: str) -> None:
@@ -108,6 +111,16 @@ def main() -> None:
     rt_call_ns = (time.perf_counter() - start) / CALLS * 1e9
     print(f"acl.rt.stream_query: {rt_call_ns:.0f} ns per call")
 
+    host = np.zeros(4096, np.uint8)
+    host_ptr = acl.util.numpy_to_ptr(host)
+    device_ptr, ret = acl.rt.malloc(host.nbytes, 0)
+    check(ret, "malloc")
+    start = time.perf_counter()
+    for _ in range(COPIES):
+        acl.rt.memcpy(device_ptr, host.nbytes, host_ptr, host.nbytes, 1)
+    memcpy_ns = (time.perf_counter() - start) / COPIES * 1e9
+    print(f"acl.rt.memcpy 4 KiB host to device: {memcpy_ns:.0f} ns per call")
+
     with tempfile.TemporaryDirectory() as prof_dir:
         check(acl.prof.init(prof_dir), "prof.init")
         cfg = acl.prof.create_config([0], ACL_AICORE_NONE, 0, ACL_PROF_MSPROFTX)
@@ -136,6 +149,7 @@ def main() -> None:
                 "ops_per_s_profiled": round(ops_per_s_profiled),
                 "profiling_time_ratio": round(profiled / plain, 3),
                 "rt_call_ns": round(rt_call_ns),
+                "memcpy_ns": round(memcpy_ns),
             }
         )
     )

@@ -86,6 +86,7 @@ def start(
 
         acl = acl_module if acl_module is not None else load_acl(sim)
         agent = Agent(acl, address=address, **settings)
+        agent.quiet = quiet
         agent.start()
         _agent = agent
     if not quiet:

@@ -110,6 +110,11 @@ class AgentConfig:
     plog: bool = True
     #: recent exceptions and dump files a viewer that connects late is sent
     history: int = DEFAULT_RECENT
+    #: the job's name in the Hello ("": from the environment, see ``rank_identity``)
+    job: str = ""
+    #: a worker process's index (multiprocessing's), the Hello's rank when the
+    #: launcher gave none; -1: not a worker
+    worker: int = -1
 
 
 class AgentContext:

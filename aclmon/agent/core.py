@@ -33,6 +33,7 @@ from aclmon.acl_constants import (
     ACL_ERROR_INVALID_PARAM,
     ACL_SUCCESS,
 )
+from aclmon.agent import workers
 from aclmon.agent.context import (
     AgentConfig,
     AgentContext,
@@ -103,6 +104,8 @@ class Agent:
         self._control: threading.Thread | None = None
         self._closed = False
         self.started = 0.0
+        #: print no listening line (also for the agents of the job's workers)
+        self.quiet = False
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -209,9 +212,27 @@ class Agent:
         atexit.register(self.close)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork_in_child)
+        try:
+            workers.watch_spawned_children(self.worker_settings())
+        except Exception as exc:  # spawned workers then run unobserved
+            ctx.fail("spawned workers", exc)
+
+    def worker_settings(self) -> workers.WorkerSettings:
+        """What the agents of the job's worker processes start with."""
+        config = self.config
+        hello = self.state.hello
+        job = hello.job if hello is not None else config.job
+        kept = ("token", "sample_interval", "queue_size", "register", "plog", "history")
+        return workers.WorkerSettings(
+            sim=self.runtime == "sim",
+            job=job,
+            quiet=self.quiet,
+            config={name: getattr(config, name) for name in kept},
+        )
 
     def _after_fork_in_child(self) -> None:
-        """A forked child has none of the agent's threads: let it run unobserved."""
+        """A forked child has none of the agent's threads: it gets no part of this
+        agent (hooks, sockets), and an agent of its own if it initialises ACL."""
         if self._closed:
             return
         self._closed = True
@@ -219,10 +240,13 @@ class Agent:
             if self.hooks is not None:
                 self.hooks.uninstall()
             atexit.unregister(self.close)
+            if self.publisher is not None:
+                self.publisher.release_in_forked_child()
             import aclmon.agent
 
             if aclmon.agent._agent is self:  # the child may start an agent of its own
                 aclmon.agent._agent = None
+            workers.arm(self.acl, self.worker_settings())
         except Exception:  # nothing may disturb the child either
             pass
 
@@ -241,6 +265,7 @@ class Agent:
             except Exception as exc:
                 self.fail("profiling shutdown", exc)
         if restore:
+            workers.stop_watching_spawned_children()
             if self.exceptions is not None:
                 try:
                     self.exceptions.unregister()
@@ -326,6 +351,13 @@ class Agent:
             except Exception:
                 pass
         hello = ctx.make(Hello, *hello_fields(self.runtime, soc_name, device_count))
+        config = self.config
+        if config.job:
+            hello = hello._replace(job=config.job)
+        if config.worker >= 0 and hello.rank < 0:
+            # A worker of the job: its index stands for the rank, and says so.
+            rank_env = {**hello.rank_env, workers.WORKER_VARIABLE: str(config.worker)}
+            hello = hello._replace(rank=config.worker, rank_env=rank_env)
         self.state.hello = hello
         ctx.publish(hello)
 

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aclmon.acl_constants import ACL_SUCCESS, EXCEPTION_INFO_INVALID
+from aclmon.acl_constants import ACL_ERROR_RT_SYS_DMA, ACL_SUCCESS, EXCEPTION_INFO_INVALID
 from aclmon.events import AclException, TensorDesc
 
 if TYPE_CHECKING:
@@ -36,6 +36,16 @@ def _id(value: Any) -> int:
     if type(value) is not int or value == EXCEPTION_INFO_INVALID:
         return -1
     return value
+
+
+def copy_fault_text(device: int, stream_id: int, task_id: int) -> str:
+    """The agent's reading of a copy-engine fault: CANN reports a copy that runs past
+    the end of its device allocation (or into memory nobody holds) this way."""
+    return (
+        f"likely out-of-bounds copy: the copy engine (SDMA) failed task {task_id} on "
+        f"device {device} stream {stream_id} (ACL_ERROR_RT_SYS_DMA); a memcpy probably "
+        "ran past the end of its device or DVPP allocation"
+    )
 
 
 class ExceptionCapture:
@@ -131,6 +141,8 @@ class ExceptionCapture:
         if running is not None and self.note_running is not None:
             self.note_running(event.ts_ns, task_id, running)
         self.ctx.publish(event)
+        if error_code == ACL_ERROR_RT_SYS_DMA and not op_name:
+            self.ctx.log_line("warning", copy_fault_text(device, stream_id, task_id))
 
     def _op_details(
         self, device: int, stream_id: int, task_id: int

@@ -30,6 +30,7 @@ from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent import hot
 from aclmon.agent import models as loaded_models
 from aclmon.agent.msproftx import TxHooks
+from aclmon.agent.single_ops import SingleOps
 from aclmon.agent.wrappers import (
     NO_ACL_CODE,
     After,
@@ -82,6 +83,7 @@ class Hooks:
         self.capture = capture
         self.on_init = on_init
         self.tx = TxHooks(ctx)
+        self.single_ops = SingleOps(ctx)
         #: the hot wrappers' calls still waiting (searched by the control thread)
         self.slow_calls = hot.SlowCalls(ctx)
         self._installed: list[tuple[Any, str, Any, Any]] = []
@@ -183,6 +185,7 @@ class Hooks:
         }
         for qualified, after in self.tx.observers().items():
             table[qualified] = plain(after)
+        table.update(self.single_ops.wrappers(self.call_failed))
         return table
 
     def _observed(

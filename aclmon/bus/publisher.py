@@ -262,6 +262,23 @@ class Publisher:
                 self._thread.join(flush_timeout + 2.0)
             self._thread = None
 
+    def release_in_forked_child(self) -> None:
+        """In a forked child: close this process's copies of the publisher's sockets,
+        so that the parent's viewers see the parent close them, never a child keep
+        them open. Nothing is unlinked or shut down: they are still the parent's."""
+        self._closing = True
+        self._thread = None
+        copies: list[Any] = [conn.sock for conn in self._connections.values()]
+        copies += [self._wake_r, self._wake_w, self._selector]
+        for item in copies:
+            if item is not None:
+                with contextlib.suppress(OSError):
+                    item.close()
+        self._connections.clear()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.release()
+
     def __enter__(self) -> Publisher:
         return self.start()
 

@@ -205,6 +205,9 @@ class Listener(Protocol):
 
     def close(self) -> None: ...
 
+    def release(self) -> None:
+        """Close this process's copy only (a forked child): nothing is unlinked."""
+
 
 class SocketListener:
     """A listening Unix or TCP stream socket (non-blocking)."""
@@ -237,6 +240,9 @@ class SocketListener:
         else:
             name = f"unix:fd{conn.fileno()}"
         return conn, name
+
+    def release(self) -> None:
+        self._sock.close()
 
     def close(self) -> None:
         self._sock.close()

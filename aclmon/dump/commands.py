@@ -330,7 +330,7 @@ class _Progress:
             self.stream.write("\n")
 
 
-def _cores() -> int:
+def usable_cores() -> int:
     """Cores this process may run on (fewer than the machine's under a CPU affinity mask)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
@@ -373,7 +373,7 @@ def run_convert(args: argparse.Namespace) -> int:
         raise AclmonError(f"no dump files in {args.dump_path}")
     os.makedirs(args.output_path, exist_ok=True)
     jobs = [(f, args.output_path, options) for f in files]
-    workers = args.jobs if args.jobs > 0 else _cores()
+    workers = args.jobs if args.jobs > 0 else usable_cores()
     workers = max(1, min(workers, len(jobs)))
     progress = _Progress(len(jobs))
     results = []

@@ -37,6 +37,12 @@ class DumpName(NamedTuple):
     is_overflow: bool = False
 
 
+def sanitize_name(name: str) -> str:
+    """An op type or name as dump file names spell it: space ``.`` ``/`` ``\\`` become ``_``
+    (RT ``dump_task.h``); msaccucmp looks goldens up under the same spelling."""
+    return name.replace(" ", "_").replace(".", "_").replace("/", "_").replace("\\", "_")
+
+
 def is_opdebug_name(name: str) -> bool:
     return name.lower().startswith(OPDEBUG_PREFIX)
 

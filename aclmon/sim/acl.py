@@ -11,10 +11,12 @@ import types as _types
 
 from aclmon.sim import api_mdl as _api_mdl
 from aclmon.sim import api_media as _api_media
+from aclmon.sim import api_op as _api_op
 from aclmon.sim import api_prof as _api_prof
 from aclmon.sim import api_rt as _api_rt
 from aclmon.sim import api_top as _api_top
 from aclmon.sim import api_util as _api_util
+from aclmon.sim import api_video as _api_video
 
 __aclmon_sim__ = True
 
@@ -29,9 +31,10 @@ def _public_functions(module: _types.ModuleType) -> dict:
     }
 
 
-def _submodule(name: str, implementation: _types.ModuleType) -> _types.ModuleType:
-    module = _types.ModuleType(f"acl.{name}", implementation.__doc__)
-    module.__dict__.update(_public_functions(implementation))
+def _submodule(name: str, *implementations: _types.ModuleType) -> _types.ModuleType:
+    module = _types.ModuleType(f"acl.{name}", implementations[0].__doc__)
+    for implementation in implementations:
+        module.__dict__.update(_public_functions(implementation))
     return module
 
 
@@ -40,6 +43,5 @@ rt = _submodule("rt", _api_rt)
 mdl = _submodule("mdl", _api_mdl)
 prof = _submodule("prof", _api_prof)
 util = _submodule("util", _api_util)
-media = _submodule("media", _api_media)
-# pyACL also registers this submodule; the sim has no functions in it.
-op = _types.ModuleType("acl.op")
+media = _submodule("media", _api_media, _api_video)
+op = _submodule("op", _api_op)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import gears, omfile
+from aclmon.sim import aipp, gears, omfile
 from aclmon.sim import host as H
 from aclmon.sim import model as M
 from aclmon.sim import runtime as R
@@ -228,7 +228,9 @@ _TENSOR_FIELDS = {
 ) = (_tensor_getter("output", field, *read) for field, read in _TENSOR_FIELDS.items())
 
 
-def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], int]:
+def _dims(
+    model_desc: int, index: int, outputs: bool, *, image: bool = False
+) -> tuple[dict[str, Any], int]:
     spec = _spec(model_desc, index, outputs)
     if spec is None:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "no tensor at that index")
@@ -236,11 +238,14 @@ def _dims(model_desc: int, index: int, outputs: bool) -> tuple[dict[str, Any], i
     found = H.MODEL_DESCS.get(model_desc)
     if not outputs and found is not None and found.input_dims:
         dims = list(found.input_dims[index])  # -1 marks the dynamic dimensions
+    if image and found is not None and index in found.aipp_dims:
+        dims = list(found.aipp_dims[index])  # the picture's own [n, h, w, c]
     return {"name": spec.name, "dimCount": len(dims), "dims": dims}, C.ACL_SUCCESS
 
 
 def get_input_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    return _dims(model_desc, index, False)
+    """The input's dims; for a static AIPP input those of the image, NHWC [n, h, w, c]."""
+    return _dims(model_desc, index, False, image=True)
 
 
 def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
@@ -248,8 +253,23 @@ def get_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
 
 
 def get_input_dims_v2(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
-    # Differs from get_input_dims only for static AIPP inputs, which the sim has none of.
+    """The input's dims; for a static AIPP input as its buffer holds the image (YUV420SP:
+    [n, h * 1.5, w, 1], whose product is the input size)."""
     return _dims(model_desc, index, False)
+
+
+@needs_init(0, 0)
+def get_aipp_type(rt: Runtime, model_id: int, index: int) -> tuple[int, int, int]:
+    """(static AIPP or none, the dynamic AIPP input it is attached to: 0, none here, ret)."""
+    found = rt.models.get(model_id)
+    if found is None:
+        return 0, 0, fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    if not 0 <= index < len(found.inputs):
+        return 0, 0, fail(C.ACL_ERROR_INVALID_PARAM, f"model {model_id} has no input {index}")
+    kind = (
+        aipp.ACL_DATA_WITH_STATIC_AIPP if index in found.aipp_dims else aipp.ACL_DATA_WITHOUT_AIPP
+    )
+    return kind, 0, C.ACL_SUCCESS
 
 
 def get_cur_output_dims(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
@@ -278,6 +298,32 @@ def get_dynamic_hw(model_desc: int, index: int) -> tuple[dict[str, Any], int]:
         return {}, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
     hws = [list(g) for g in found.gears] if found is not None and found.dynamic == "hw" else []
     return {"hwCount": len(hws), "hw": hws}, C.ACL_SUCCESS
+
+
+def get_input_dynamic_gear_count(model_desc: int, index: int) -> tuple[int, int]:
+    """How many gears of dynamic dims (``--dynamic_dims``) the model has; 0 for others."""
+    found = H.MODEL_DESCS.get(model_desc)
+    if model_desc not in H.MODEL_DESCS:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "unknown model desc")
+    dims = found is not None and found.dynamic == gears.KIND_DIMS
+    return (len(found.gears) if dims and found is not None else 0), C.ACL_SUCCESS
+
+
+def get_input_dynamic_dims(
+    model_desc: int, index: int, gear_count: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Each gear as ``{name, dimCount, dims}``: every input's dims, one after the other."""
+    found = H.MODEL_DESCS.get(model_desc)
+    if found is None or found.dynamic != gears.KIND_DIMS:
+        return [], fail(C.ACL_ERROR_INVALID_PARAM, "the model has no dynamic dims")
+    if gear_count != len(found.gears):
+        return [], fail(
+            C.ACL_ERROR_INVALID_PARAM,
+            f"gear_count is {gear_count}, the model has {len(found.gears)} gears",
+        )
+    return [
+        {"name": "", "dimCount": len(dims), "dims": list(dims)} for dims in found.gear_dims.values()
+    ], C.ACL_SUCCESS
 
 
 def _set_gear(
@@ -323,6 +369,28 @@ def set_dynamic_hw_size(
     rt: Runtime, model_id: int, dataset: int, index: int, height: int, width: int
 ) -> int:
     return _set_gear(rt, model_id, dataset, index, "hw", (height, width))
+
+
+@needs_init()
+def set_input_dynamic_dims(
+    rt: Runtime, model_id: int, dataset: int, index: int, dims: dict[str, Any]
+) -> int:
+    found = rt.models.get(model_id)
+    if found is None:
+        return fail(C.ACL_ERROR_INVALID_MODEL_ID, f"model {model_id} is not loaded")
+    if not isinstance(dims, dict):
+        raise TypeError("acl.mdl.set_input_dynamic_dims args parse failed: dims is a dict")
+    values = tuple(int(v) for v in dims.get("dims", ()))
+    count = dims.get("dimCount", len(values))
+    if count != len(values):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"dimCount {count} for {len(values)} dims")
+    gear = next((g for g, full in found.gear_dims.items() if full == values), None)
+    if gear is None or found.dynamic != gears.KIND_DIMS:
+        return fail(
+            C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
+            f"The current dynamic input does not match the gear of the model(id:{model_id}).",
+        )
+    return _set_gear(rt, model_id, dataset, index, gears.KIND_DIMS, gear)
 
 
 def _index_by_name(model_desc: int, name: str, outputs: bool) -> tuple[int, int]:
@@ -402,7 +470,8 @@ def _launch(
             return None, fail(
                 C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID,
                 f"model {found.name}: the {gears.MBATCH_INPUT} input holds {list(gear)}, not "
-                "one of the model's gears (call set_dynamic_batch_size / set_dynamic_hw_size)",
+                "one of the model's gears (call set_dynamic_batch_size, set_dynamic_hw_size"
+                " or set_input_dynamic_dims)",
             )
         graph = found.gears[gear]
         graph.steps = found.steps

@@ -2,15 +2,16 @@
 
 Simulated: DVPP memory (``dvpp_malloc``/``dvpp_free``), channel, picture,
 resize, ROI and JPEG-encode configuration descriptions with their getters and
-setters, JPEG decoding (JPEGD) to YUV420SP (NV12 or NV21) and VPC resize, crop
-and crop-and-paste on YUV420SP pictures. Images are laid out as DVPP lays them
+setters, JPEG decoding (JPEGD) to YUV420SP (NV12 or NV21), JPEG encoding
+(JPEGE) from it, PNG decoding (PNGD) to RGB888/RGBA8888, and VPC resize, crop
+and crop-and-paste on YUV420SP pictures, one at a time or in batches. Images are laid out as DVPP lays them
 out: a Y plane of ``width_stride x height_stride`` bytes followed by the
 interleaved chroma plane of ``width_stride x height_stride / 2`` bytes.
 
-JPEG decoding needs Pillow (the ``sim-media`` extra); without it the decode
-calls return ACL_ERROR_FEATURE_UNSUPPORTED with a message saying so. Calls that
-exist in pyACL but are not simulated (JPEG encode, PNG decode) return the same
-code and name what is missing. See docs/sim.md.
+JPEG decoding and encoding and PNG decoding need Pillow (the ``sim-media``
+extra); without it those calls return ACL_ERROR_FEATURE_UNSUPPORTED with a
+message saying so. Video (VDEC/VENC) is in :mod:`aclmon.sim.api_video`. See
+docs/sim.md.
 """
 
 from __future__ import annotations
@@ -504,10 +505,164 @@ def dvpp_vpc_crop_and_paste_async(
     )
 
 
-# ---------------------------------------------------------------- not simulated
+# ---------------------------------------------------------------- batch VPC
+@dataclass
+class BatchPicDesc:
+    pictures: list[int]
+
+
+BATCH_PIC_DESCS: dict[int, BatchPicDesc] = {}
+#: at most this many crop areas in one batch call, as pyACL checks
+MAX_BATCH_CROPS = 256
+
+
+def dvpp_create_batch_pic_desc(batch_size: int) -> int:
+    if not 0 < batch_size <= MAX_BATCH_CROPS:
+        return 0
+    pictures = [H.register(PIC_DESCS, PicDesc()) for _ in range(batch_size)]
+    return H.register(BATCH_PIC_DESCS, BatchPicDesc(pictures))
+
+
+def dvpp_get_pic_desc(batch_pic_desc: int, index: int) -> int:
+    batch = BATCH_PIC_DESCS.get(batch_pic_desc)
+    if batch is None or not 0 <= index < len(batch.pictures):
+        return 0
+    return batch.pictures[index]
+
+
+def dvpp_destroy_batch_pic_desc(batch_pic_desc: int) -> int:
+    batch = BATCH_PIC_DESCS.pop(batch_pic_desc, None)
+    if batch is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{batch_pic_desc:#x} is not a batch picture desc")
+    for picture in batch.pictures:
+        PIC_DESCS.pop(picture, None)
+    return C.ACL_SUCCESS
+
+
+def _batch(
+    rt: Runtime,
+    channel_desc: int,
+    src_batch: int,
+    roi_nums: list[int],
+    dst_batch: int,
+    crop_areas: list[int],
+    paste_areas: list[int] | None,
+    stream: int,
+    what: str,
+) -> int:
+    """One VPC crop (and paste) per crop area: ``roi_nums[i]`` areas of source
+    picture ``i``, into the destination pictures in order."""
+    src, dst = BATCH_PIC_DESCS.get(src_batch), BATCH_PIC_DESCS.get(dst_batch)
+    if src is None or dst is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: unknown batch picture desc")
+    total = sum(roi_nums)
+    if (
+        len(roi_nums) > len(src.pictures)
+        or any(n < 0 for n in roi_nums)
+        or total != len(crop_areas)
+        or total > len(dst.pictures)
+        or (paste_areas is not None and len(paste_areas) != total)
+    ):
+        return fail(
+            C.ACL_ERROR_INVALID_PARAM,
+            f"{what}: roi_nums {roi_nums} do not match {len(src.pictures)} sources, "
+            f"{len(crop_areas)} crop areas and {len(dst.pictures)} destinations",
+        )
+    index = 0
+    for source, count in zip(src.pictures, roi_nums, strict=False):
+        for _ in range(count):
+            crop = ROI_CONFIGS.get(crop_areas[index])
+            paste = ROI_CONFIGS.get(paste_areas[index]) if paste_areas is not None else None
+            if crop is None or (paste_areas is not None and paste is None):
+                return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: unknown crop or paste area")
+            code = _vpc(rt, channel_desc, source, dst.pictures[index], crop, paste, stream, what)
+            if code:
+                return code
+            index += 1
+    return C.ACL_SUCCESS
+
+
+@needs_init(0, 0)
+def dvpp_vpc_batch_crop_async(
+    rt: Runtime,
+    channel_desc: int,
+    src_batch_pic_descs: int,
+    roi_nums: list[int],
+    dst_batch_pic_descs: int,
+    crop_areas: list[int],
+    stream: int,
+) -> tuple[int, int]:
+    code = _batch(
+        rt, channel_desc, src_batch_pic_descs, roi_nums, dst_batch_pic_descs, crop_areas,
+        None, stream, "acldvppVpcBatchCropAsync",
+    )  # fmt: skip
+    return dst_batch_pic_descs, code
+
+
+@needs_init(0, 0)
+def dvpp_vpc_batch_crop_and_paste_async(
+    rt: Runtime,
+    channel_desc: int,
+    src_batch_pic_descs: int,
+    roi_nums: list[int],
+    dst_batch_pic_descs: int,
+    crop_areas: list[int],
+    paste_areas: list[int],
+    stream: int,
+) -> tuple[int, int]:
+    code = _batch(
+        rt, channel_desc, src_batch_pic_descs, roi_nums, dst_batch_pic_descs, crop_areas,
+        paste_areas, stream, "acldvppVpcBatchCropAndPasteAsync",
+    )  # fmt: skip
+    return dst_batch_pic_descs, code
+
+
+@needs_init()
+def dvpp_vpc_batch_crop_resize_async(
+    rt: Runtime,
+    channel_desc: int,
+    src_batch_pic_descs: int,
+    roi_nums: list[int],
+    dst_batch_pic_descs: int,
+    crop_areas: list[int],
+    resize_config: int,
+    stream: int,
+) -> int:
+    if resize_config not in RESIZE_CONFIGS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "unknown resize config")
+    return _batch(
+        rt, channel_desc, src_batch_pic_descs, roi_nums, dst_batch_pic_descs, crop_areas,
+        None, stream, "acldvppVpcBatchCropResizeAsync",
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- JPEGE
+#: what a JPEG adds to its compressed data at most (headers, tables), for the size bound
+JPEG_HEADER_BOUND = 4096
+
+
+def _yuv420sp_to_ycbcr(planes: np.ndarray, desc: PicDesc) -> np.ndarray:
+    """The (h, w, 3) YCbCr of a YUV420SP picture (each chroma sample covers 2x2 pixels)."""
+    w, h, hs = desc.width, desc.height, desc.height_stride
+    y = planes[:h, :w]
+    uv = planes[hs : hs + (h + 1) // 2, : w + w % 2].reshape((h + 1) // 2, -1, 2)
+    if desc.format == PIXEL_FORMAT_YVU_SEMIPLANAR_420:
+        uv = uv[:, :, ::-1]
+    chroma = uv.repeat(2, axis=0).repeat(2, axis=1)[:h, :w]
+    return np.dstack([y, chroma[:, :, 0], chroma[:, :, 1]])
+
+
 @needs_init(0)
 def dvpp_jpeg_predict_enc_size(rt: Runtime, input_desc: int, jpege_config: int) -> tuple[int, int]:
-    return 0, _unsupported("JPEG encoding (JPEGE)")
+    """An upper bound of the encoded size: the YUV420SP picture plus the headers."""
+    desc = PIC_DESCS.get(input_desc)
+    if desc is None or jpege_config not in JPEGE_CONFIGS:
+        return 0, fail(C.ACL_ERROR_INVALID_PARAM, "unknown picture desc or JPEGE config")
+    if desc.format not in YUV420SP_FORMATS:
+        return 0, _unsupported(f"JPEGE input pixel format {desc.format} (only YUV420SP 1 and 2)")
+    ws = desc.width_stride or _align(desc.width, VPC_WIDTH_ALIGN)
+    hs = desc.height_stride or _align(desc.height, VPC_HEIGHT_ALIGN)
+    return ws * hs * 3 // 2 + JPEG_HEADER_BOUND, C.ACL_SUCCESS
 
 
 @needs_init()
@@ -520,18 +675,132 @@ def dvpp_jpeg_encode_async(
     jpege_config: int,
     stream: int,
 ) -> int:
-    return _unsupported("JPEG encoding (JPEGE)")
+    """Encode a YUV420SP picture with Pillow at the config's level (its quality);
+    ``size`` points at a uint32 that holds the buffer's size and gets the JPEG's."""
+    what = "acldvppJpegEncodeAsync"
+    code = _check_stream(rt, channel_desc, stream)
+    if code:
+        return code
+    desc, level = PIC_DESCS.get(input_desc), JPEGE_CONFIGS.get(jpege_config)
+    if desc is None or level is None or not size:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: unknown picture desc, config or size")
+    image_module = _pillow()
+    if image_module is None:
+        return _unsupported(f"{what} needs Pillow (pip install 'aclmon[sim-media]'); JPEG encoding")
+    planes = _picture(rt, desc, what)
+    if isinstance(planes, int):
+        return planes
+    image = image_module.fromarray(_yuv420sp_to_ycbcr(planes, desc), "YCbCr")
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=max(1, min(level, 100)), subsampling="4:2:0")
+    encoded = out.getvalue()
+    capacity = int(np.frombuffer(H.read_host(size, 4), dtype=np.uint32)[0])
+    if len(encoded) > capacity:
+        return fail(
+            C.ACL_ERROR_INVALID_PARAM, f"{what}: the JPEG takes {len(encoded)} bytes of {capacity}"
+        )
+    if not rt.write_device(data, encoded):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: {data:#x} is not DVPP memory")
+    H.write_host(size, np.array([len(encoded)], dtype=np.uint32).tobytes())
+    return C.ACL_SUCCESS
+
+
+# ---------------------------------------------------------------- PNGD
+PIXEL_FORMAT_RGB_888 = 12
+PIXEL_FORMAT_RGBA_8888 = 16
+PIXEL_FORMAT_UNKNOWN = 10000
+PNGD_WIDTH_ALIGN = 128
+PNGD_HEIGHT_ALIGN = 16
+
+
+def _open_png(rt: Runtime | None, data: int, size: int, what: str) -> Any:
+    image_module = _pillow()
+    if image_module is None:
+        return _unsupported(f"{what} needs Pillow (pip install 'aclmon[sim-media]'); PNG decoding")
+    raw = (
+        _read(rt, data, size, device_only=False)
+        if rt is not None
+        else (H.read_host(data, size) if data and size > 0 else None)
+    )
+    if raw is None or size <= 0:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: invalid PNG data or size")
+    try:
+        image = image_module.open(io.BytesIO(raw))
+        if image.format != "PNG":
+            return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: the data is {image.format}, not PNG")
+        image.load()
+    except (OSError, ValueError, SyntaxError) as exc:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: not a decodable PNG: {exc}")
+    if not (0 < image.width <= MAX_IMAGE_SIDE and 0 < image.height <= MAX_IMAGE_SIDE):
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: {image.width}x{image.height} is too big")
+    return image
+
+
+def _png_layout(image: Any, fmt: int) -> tuple[int, int, int, str]:
+    """(output format, width stride in bytes, height stride, Pillow mode) of a decode."""
+    if fmt == PIXEL_FORMAT_UNKNOWN:
+        fmt = PIXEL_FORMAT_RGBA_8888 if "A" in image.getbands() else PIXEL_FORMAT_RGB_888
+    channels, mode = (4, "RGBA") if fmt == PIXEL_FORMAT_RGBA_8888 else (3, "RGB")
+    ws = _align(image.width * channels, PNGD_WIDTH_ALIGN)
+    return fmt, ws, _align(image.height, PNGD_HEIGHT_ALIGN), mode
+
+
+def dvpp_png_get_image_info(data: int, data_size: int) -> tuple[int, int, int, int]:
+    image = _open_png(R.runtime(), data, data_size, "acldvppPngGetImageInfo")
+    if isinstance(image, int):
+        return 0, 0, 0, image
+    return image.width, image.height, len(image.getbands()), C.ACL_SUCCESS
 
 
 @needs_init(0)
 def dvpp_png_predict_dec_size(
     rt: Runtime, data: int, data_size: int, output_pixel_format: int
 ) -> tuple[int, int]:
-    return 0, _unsupported("PNG decoding (PNGD)")
+    if output_pixel_format not in (
+        PIXEL_FORMAT_RGB_888,
+        PIXEL_FORMAT_RGBA_8888,
+        PIXEL_FORMAT_UNKNOWN,
+    ):
+        return 0, _unsupported(f"PNGD output pixel format {output_pixel_format}")
+    image = _open_png(rt, data, data_size, "acldvppPngPredictDecSize")
+    if isinstance(image, int):
+        return 0, image
+    _fmt, ws, hs, _mode = _png_layout(image, output_pixel_format)
+    return ws * hs, C.ACL_SUCCESS
 
 
 @needs_init()
 def dvpp_png_decode_async(
     rt: Runtime, channel_desc: int, data: int, size: int, output_desc: int, stream: int
 ) -> int:
-    return _unsupported("PNG decoding (PNGD)")
+    """PNG to RGB888 (or RGBA8888) rows of ``width_stride`` bytes (128 aligned)."""
+    what = "acldvppPngDecodeAsync"
+    code = _check_stream(rt, channel_desc, stream)
+    if code:
+        return code
+    out = PIC_DESCS.get(output_desc)
+    if out is None:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: unknown output picture desc")
+    if rt.config.run_mode == C.ACL_HOST and rt.read_device(data, size) is None:
+        return fail(
+            C.ACL_ERROR_INVALID_PARAM, f"PNG input {data:#x} is not {size} bytes of DVPP memory"
+        )
+    image = _open_png(rt, data, size, what)
+    if isinstance(image, int):
+        return image
+    fmt, ws, hs, mode = _png_layout(image, out.format or PIXEL_FORMAT_UNKNOWN)
+    if fmt not in (PIXEL_FORMAT_RGB_888, PIXEL_FORMAT_RGBA_8888):
+        return _unsupported(f"PNGD output pixel format {fmt}")
+    if out.size and out.size < ws * hs:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"{what}: the output buffer is too small")
+    pixels = np.asarray(image.convert(mode), dtype=np.uint8)
+    rows = np.zeros((hs, ws), dtype=np.uint8)
+    rows[: image.height, : pixels.shape[1] * pixels.shape[2]] = pixels.reshape(image.height, -1)
+    code = _store(rt, out, rows, what)
+    if code:
+        return code
+    out.width, out.height, out.width_stride, out.height_stride, out.format = (
+        image.width, image.height, ws, hs, fmt,
+    )  # fmt: skip
+    out.ret_code = 0
+    return C.ACL_SUCCESS

@@ -31,6 +31,8 @@ from aclmon.sim.runtime import Runtime
 T = TypeVar("T")
 
 MAX_STREAMS_PER_DEVICE = 2048
+#: aclrtMemcpyKind values (HOST_TO_HOST .. INTER_DEVICE_TO_DEVICE); the kind is reserved
+MEMCPY_KINDS = 8
 VALID_STREAM_FLAGS = (
     C.ACL_STREAM_FAST_LAUNCH | C.ACL_STREAM_FAST_SYNC | C.ACL_STREAM_PERSISTENT | C.ACL_STREAM_HUGE
 )
@@ -620,51 +622,95 @@ def memset_async(
     return _memset(rt, dev_ptr, max_count, value, count)
 
 
-def _memcpy(rt: Runtime, dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
+def _memcpy(
+    rt: Runtime,
+    dst: int,
+    dest_max: int,
+    src: int,
+    count: int,
+    kind: int,
+    stream: D.Stream | None = None,
+) -> int:
+    """One copy, its direction taken from the pointers (CANN documents ``kind`` as
+    reserved: the runtime looks at the addresses); ``stream`` for the async form."""
     if not dst or not src or count < 0 or count > dest_max:
         return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy arguments (count > dest_max?)")
+    if not 0 <= kind < MEMCPY_KINDS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
     if count == 0:
         return C.ACL_SUCCESS
-    dst_dev = rt.find_allocation(dst, count)
-    src_dev = rt.find_allocation(src, count)
-    if kind not in range(8):
-        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
-    if rt.config.run_mode == C.ACL_DEVICE:
-        # On the board the program's own memory is device memory: a copy that
-        # names the host is done as a copy inside the device (as CANN documents).
-        _copy(rt, dst, dst_dev, src, src_dev, count)
-        return C.ACL_SUCCESS
-    if kind == C.ACL_MEMCPY_DEFAULT:
-        kind = (
-            C.ACL_MEMCPY_DEVICE_TO_DEVICE
-            if dst_dev and src_dev
-            else C.ACL_MEMCPY_HOST_TO_DEVICE
-            if dst_dev
-            else C.ACL_MEMCPY_DEVICE_TO_HOST
-            if src_dev
-            else C.ACL_MEMCPY_HOST_TO_HOST
+    dst_dev = rt.locate(dst)
+    src_dev = rt.locate(src)
+    if (
+        stream is not None
+        and dst_dev is None
+        and src_dev is None
+        and rt.config.run_mode == C.ACL_HOST
+        and not rt.is_device_address(dst)
+        and not rt.is_device_address(src)
+    ):
+        return fail(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host")
+    # The common case costs two lookups: both ends inside their allocations, or on the host.
+    if (
+        (dst_dev[1] + count > dst_dev[0].size if dst_dev else rt.is_device_address(dst))
+        or (src_dev[1] + count > src_dev[0].size if src_dev else rt.is_device_address(src))
+    ):  # fmt: skip
+        fault = _span_fault(rt, "destination", dst, dst_dev, count) or _span_fault(
+            rt, "source", src, src_dev, count
         )
-    device_dst = kind in (
-        C.ACL_MEMCPY_HOST_TO_DEVICE,
-        C.ACL_MEMCPY_DEVICE_TO_DEVICE,
-        C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,
-        C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
-        C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
-    )
-    device_src = kind in (
-        C.ACL_MEMCPY_DEVICE_TO_HOST,
-        C.ACL_MEMCPY_DEVICE_TO_DEVICE,
-        C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
-        C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE,
-    )
-    if device_dst and dst_dev is None:
-        return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"destination {dst:#x} is not device memory")
-    if device_src and src_dev is None:
-        return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"source {src:#x} is not device memory")
-    if (not device_dst and dst_dev is not None) or (not device_src and src_dev is not None):
-        return fail(C.ACL_ERROR_RT_PARAM_INVALID, "memcpy kind does not match the pointers")
+        return _report_copy_fault(rt, fault, dst, src, count, kind, stream)
     _copy(rt, dst, dst_dev, src, src_dev, count)
     return C.ACL_SUCCESS
+
+
+def _span_fault(
+    rt: Runtime, what: str, address: int, found: tuple[D.Allocation, int] | None, count: int
+) -> str:
+    """Why ``count`` bytes at ``address`` cannot be touched by the device ("" when they
+    can): an end past its allocation, or a device address that no allocation holds."""
+    if found is None:
+        if rt.is_device_address(address):
+            return f"the {what} {address:#x} is not in any device allocation"
+        return ""
+    allocation, offset = found
+    if offset + count <= allocation.size:
+        return ""
+    return (
+        f"the {what} runs {offset + count - allocation.size} bytes past the end of "
+        f"its allocation ({allocation.size} bytes at {allocation.address:#x})"
+    )
+
+
+def _report_copy_fault(
+    rt: Runtime,
+    reason: str,
+    dst: int,
+    src: int,
+    count: int,
+    kind: int,
+    stream: D.Stream | None,
+) -> int:
+    """The copy engine (SDMA) faults, as the device reports it: the plog lines, the
+    exception callback, then the error at the copy (sync) or the stream's next
+    synchronize (async). Nothing is written."""
+    on = stream
+    if on is None:
+        ctx = rt.current_context()
+        if ctx is None:
+            return fail(C.ACL_ERROR_RT_CONTEXT_NULL, "no current context")
+        on = ctx.default_stream
+        assert on is not None
+    task_id = on.take_task_id()
+    detail = R.log_copy_fault(on, task_id, count, kind, src, dst, reason)
+    delivered = rt.raise_exception(
+        on, task_id, C.ACL_ERROR_RT_SYS_DMA, detail=detail, arm=stream is not None
+    )
+    if stream is not None:
+        return C.ACL_SUCCESS  # the task was queued: the fault comes at the synchronize
+    rt.wait_delivered(delivered)
+    return fail(
+        C.ACL_ERROR_RT_SYS_DMA, f"Memory copy sync failed, cnt={count}, kind={kind}", detail
+    )
 
 
 def _copy(
@@ -701,7 +747,72 @@ def memcpy_async(
         return target
     if kind == C.ACL_MEMCPY_HOST_TO_HOST:
         return fail(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "memcpy_async does not copy host to host")
-    return _memcpy(rt, dst, dest_max, src, count, kind)
+    return _memcpy(rt, dst, dest_max, src, count, kind, target)
+
+
+def _memcpy2d(
+    rt: Runtime,
+    dst: int,
+    dpitch: int,
+    src: int,
+    spitch: int,
+    width: int,
+    height: int,
+    kind: int,
+    stream: D.Stream | None = None,
+) -> int:
+    """A matrix copy: ``height`` rows of ``width`` bytes, rows ``spitch``/``dpitch`` apart.
+    Only host-to-device and device-to-host copies exist (CANN's restriction); the
+    direction, again, comes from the pointers."""
+    if not dst or not src or width <= 0 or height <= 0 or width > dpitch or width > spitch:
+        return fail(C.ACL_ERROR_INVALID_PARAM, "invalid memcpy2d arguments (width > pitch?)")
+    if not 0 <= kind < MEMCPY_KINDS:
+        return fail(C.ACL_ERROR_INVALID_PARAM, f"unknown memcpy kind {kind}")
+    span_dst = dpitch * (height - 1) + width
+    span_src = spitch * (height - 1) + width
+    dst_dev = rt.locate(dst)
+    src_dev = rt.locate(src)
+    device_dst = dst_dev is not None or rt.is_device_address(dst)
+    device_src = src_dev is not None or rt.is_device_address(src)
+    if rt.config.run_mode == C.ACL_HOST and device_dst == device_src:
+        return fail(
+            C.ACL_ERROR_RT_PARAM_INVALID,
+            "memcpy2d copies host to device or device to host only",
+        )
+    fault = _span_fault(rt, "destination", dst, dst_dev, span_dst) or _span_fault(
+        rt, "source", src, src_dev, span_src
+    )
+    if fault:
+        return _report_copy_fault(rt, fault, dst, src, width * height, kind, stream)
+    for row in range(height):
+        d, s = dst + row * dpitch, src + row * spitch
+        _copy(rt, d, rt.locate(d), s, rt.locate(s), width)
+    return C.ACL_SUCCESS
+
+
+@needs_init()
+def memcpy2d(
+    rt: Runtime, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, kind: int
+) -> int:
+    return _memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind)
+
+
+@needs_init()
+def memcpy2d_async(
+    rt: Runtime,
+    dst: int,
+    dpitch: int,
+    src: int,
+    spitch: int,
+    width: int,
+    height: int,
+    kind: int,
+    stream: int,
+) -> int:
+    target = rt.resolve_stream(stream)
+    if isinstance(target, int):
+        return target
+    return _memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind, target)
 
 
 @needs_init(0, 0)

@@ -126,7 +126,9 @@ UTIL_BUCKETS = 10
 class Device:
     """One simulated NPU: refcount, default context, memory, utilization."""
 
-    ADDRESS_SPACING = 1 << 44
+    ADDRESS_SHIFT = 44
+    ADDRESS_SPACING = 1 << ADDRESS_SHIFT
+    ADDRESS_BASE = 0x12C0_0000_0000
 
     def __init__(self, device_id: int, config: SimConfig) -> None:
         self.device_id = device_id
@@ -135,7 +137,7 @@ class Device:
         self.total_bytes = config.hbm_bytes
         self.reserved_bytes = driver_reserved_bytes(config.hbm_bytes)
         self.used_bytes = self.reserved_bytes
-        self._next_address = 0x12C0_0000_0000 + device_id * self.ADDRESS_SPACING
+        self._next_address = self.ADDRESS_BASE + device_id * self.ADDRESS_SPACING
         self._next_stream_id = 0
         self.lock = threading.Lock()
         # busy nanoseconds per 100 ms bucket: [bucket index, cube, vector, aicpu]

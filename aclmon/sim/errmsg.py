@@ -52,10 +52,17 @@ DEVICE_CODES = frozenset(
         C.ACL_ERROR_RT_VECTOR_CORE_TIMEOUT,
         C.ACL_ERROR_RT_AICPU_EXCEPTION,
         C.ACL_ERROR_RT_AICPU_TIMEOUT,
+        C.ACL_ERROR_RT_SYS_DMA,
     }
 )
 
-_PREFIX = {"api_rt": "aclrt", "api_mdl": "aclmdl", "api_prof": "aclprof", "api_media": "acldvpp"}
+_PREFIX = {
+    "api_rt": "aclrt",
+    "api_mdl": "aclmdl",
+    "api_prof": "aclprof",
+    "api_media": "acldvpp",
+    "api_op": "aclop",
+}
 _FILES = (
     ("memcpy", "memory.cpp"),
     ("memset", "memory.cpp"),

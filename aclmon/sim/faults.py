@@ -14,6 +14,11 @@ A rule is a JSON object (see docs/sim.md):
   or none of them (every matching execution). ``times`` caps the number of fires.
 * overflow options: ``scale`` (input multiplier; default 65504) and ``record``
   (``old`` = 2048-byte Opdebug layout, the default; ``new`` = magic layout).
+* ``perturb``: the operator's float outputs are multiplied by ``1 + error * noise``
+  (``noise`` standard normal, fixed by the seed and the operator's name) before the
+  operators after it read them, so the error propagates downstream as a precision
+  problem does; ``error`` defaults to 0.05. A run with the rule and one without
+  make a golden pair for ``aclmon compare``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from typing import Any
 
 KIND_AICORE_EXCEPTION = "aicore_exception"
 KIND_OVERFLOW = "overflow"
-KINDS = (KIND_AICORE_EXCEPTION, KIND_OVERFLOW)
+KIND_PERTURB = "perturb"
+KINDS = (KIND_AICORE_EXCEPTION, KIND_OVERFLOW, KIND_PERTURB)
 
 _FIELDS = {
     "kind",
@@ -43,6 +49,7 @@ _FIELDS = {
     "scale",
     "record",
     "error_code",
+    "error",
 }
 
 
@@ -65,6 +72,7 @@ class FaultRule:
     scale: float = 65504.0
     record: str = "old"
     error_code: int = 507015
+    error: float = 0.05
 
     def matches(self, model_name: str, op_name: str, op_type: str) -> bool:
         if self.model is not None and self.model != model_name:
@@ -110,6 +118,7 @@ def parse_fault_rule(rule: Any, source: str) -> FaultRule:
     scale = _number(rule, "scale", source, integer=False)
     if scale is not None and scale <= 0:
         raise FaultRuleError(f"{source}: scale must be positive")
+    error = _number(rule, "error", source, integer=False)
     return FaultRule(
         kind=kind,
         op=rule.get("op"),
@@ -124,6 +133,7 @@ def parse_fault_rule(rule: Any, source: str) -> FaultRule:
         scale=scale if scale is not None else 65504.0,
         record=record,
         error_code=_number(rule, "error_code", source, integer=True) or 507015,
+        error=error if error is not None else 0.05,
     )
 
 

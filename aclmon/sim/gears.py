@@ -5,10 +5,12 @@ adds a model input named ``ascend_mbatch_shape_data``; before each execution
 ``acl.mdl.set_dynamic_batch_size`` / ``set_dynamic_hw_size`` writes the chosen
 gear into that input's device buffer, and the model runs the matching graph.
 
-A model description declares ``"dynamic_batch": [1, 2, 4]`` or
-``"dynamic_hw": [[16, 16], [32, 32]]`` and writes ``-1`` for the dynamic
-dimensions of its inputs (every ``-1`` is the batch; for HW the first ``-1`` of
-an input is the height and the second the width). Operator outputs may use
+A model description declares ``"dynamic_batch": [1, 2, 4]``,
+``"dynamic_hw": [[16, 16], [32, 32]]`` or ``"dynamic_dims": [[20, 1], [40, 2]]``
+(ATC's ``--dynamic_dims``: one value for every ``-1`` of the inputs, in input
+order) and writes ``-1`` for the dynamic dimensions of its inputs (batch: every
+``-1`` is the batch; HW: the first ``-1`` of an input is the height and the
+second the width). Operator outputs may use
 ``-1`` too: for each gear the sim runs the kernels once on zeros and takes
 those dimensions from what they produce.
 """
@@ -28,6 +30,7 @@ from aclmon.sim.kernels import KERNELS, KernelError
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 KIND_BATCH = "batch"
 KIND_HW = "hw"
+KIND_DIMS = "dims"
 #: at most this many gears, as ACL_MAX_BATCH_NUM / ACL_MAX_HW_NUM.
 MAX_GEARS = 128
 
@@ -40,11 +43,13 @@ class GearError(ValueError):
 
 def declared(data: dict[str, Any], source: str) -> tuple[str, list[Gear]] | None:
     """``(kind, gears)`` when the description declares dynamic gears, else None."""
-    batch, hw = data.get("dynamic_batch"), data.get("dynamic_hw")
-    if batch is None and hw is None:
+    batch, hw, dims = data.get("dynamic_batch"), data.get("dynamic_hw"), data.get("dynamic_dims")
+    if batch is None and hw is None and dims is None:
         return None
-    if batch is not None and hw is not None:
-        raise GearError(f"{source}: declare dynamic_batch or dynamic_hw, not both")
+    if sum(x is not None for x in (batch, hw, dims)) > 1:
+        raise GearError(f"{source}: declare one of dynamic_batch, dynamic_hw, dynamic_dims")
+    if dims is not None:
+        return KIND_DIMS, _dims_gears(dims, data, source)
     if batch is not None:
         if (
             not isinstance(batch, list)
@@ -71,28 +76,63 @@ def declared(data: dict[str, Any], source: str) -> tuple[str, list[Gear]] | None
     return KIND_HW, [tuple(g) for g in hw]
 
 
+def _dims_gears(dims: Any, data: dict[str, Any], source: str) -> list[Gear]:
+    inputs = data.get("inputs")
+    unknown = sum(
+        1
+        for raw in (inputs if isinstance(inputs, list) else [])
+        if isinstance(raw, dict) and isinstance(raw.get("shape"), list)
+        for d in raw["shape"]
+        if d == -1
+    )
+    if (
+        not isinstance(dims, list)
+        or not dims
+        or len(dims) > MAX_GEARS
+        or not all(
+            isinstance(g, list)
+            and len(g) == unknown
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in g)
+            for g in dims
+        )
+        or len({tuple(g) for g in dims}) != len(dims)
+    ):
+        raise GearError(
+            f"{source}: dynamic_dims must be distinct lists of {unknown} positive ints"
+            " (one for every -1 of the inputs)"
+        )
+    return [tuple(g) for g in dims]
+
+
 def largest(gears: list[Gear]) -> Gear:
     """The gear whose sizes the model description reports (the biggest one)."""
     return max(gears, key=math.prod)
 
 
-def mbatch_tensor(kind: str) -> dict[str, Any]:
-    """The input ATC adds: the gear as int64 values (batch, or height and width)."""
+def mbatch_tensor(kind: str, size: int) -> dict[str, Any]:
+    """The input ATC adds: the gear as ``size`` int64 values (the batch, height and
+    width, or every dynamic dim)."""
     return {
         "name": MBATCH_INPUT,
         "dtype": "int64",
         "format": "ND",
-        "shape": [1 if kind == KIND_BATCH else 2],
+        "shape": [size],
     }
 
 
 def _substitute(shape: Any, kind: str, gear: Gear, where: str) -> list[int]:
+    """``shape`` with its ``-1`` filled from ``gear`` (for dims: the values not used
+    yet, from the front, which the caller drops)."""
     if not isinstance(shape, list):
         raise GearError(f"{where}: shape must be a list")
     unknown = [i for i, d in enumerate(shape) if d == -1]
+    out = list(shape)
+    if kind == KIND_DIMS:
+        for value, i in zip(gear, unknown, strict=False):
+            out[i] = value
+        return out
     if not unknown:
         raise GearError(f"{where}: a dynamic model's inputs mark their dynamic dims with -1")
-    out = list(shape)
     if kind == KIND_BATCH:
         for i in unknown:
             out[i] = gear[0]
@@ -120,11 +160,15 @@ def with_gear(data: dict[str, Any], kind: str, gear: Gear, source: str) -> dict[
             raise GearError(f"{where}: a tensor needs a known dtype and shape")
         return np.zeros(shape, dtype=layouts.ACL_TO_NUMPY[dtype])
 
+    rest = gear
     for i, raw in enumerate(inputs):
         where = f"{source}: inputs[{i}]"
         if not isinstance(raw, dict):
             raise GearError(f"{where}: a tensor must be an object")
-        raw["shape"] = _substitute(raw.get("shape"), kind, gear, where)
+        shape = raw.get("shape")
+        raw["shape"] = _substitute(shape, kind, rest, where)  # checks it is a list
+        if kind == KIND_DIMS:  # the values this input took are used up
+            rest = rest[list(shape or []).count(-1) :]
         zeros[str(raw.get("name"))] = zero(raw, where)
     for i, raw in enumerate(concrete.get("weights", [])):
         if isinstance(raw, dict):
@@ -161,7 +205,7 @@ def with_gear(data: dict[str, Any], kind: str, gear: Gear, source: str) -> dict[
                 raise GearError(f"{where}: {raw.get('name')} declares {shape}, gets {value.shape}")
             raw["shape"] = list(value.shape)
             zeros[str(raw.get("name"))] = value
-    inputs.append(mbatch_tensor(kind))
+    inputs.append(mbatch_tensor(kind, len(gear)))
     return concrete
 
 
@@ -178,5 +222,19 @@ def parse(
     parsed["dynamic"] = kind
     parsed["gears"] = per_gear
     dims = [tuple(t["shape"]) for t in data["inputs"]]
-    parsed["input_dims"] = (*dims, tuple(mbatch_tensor(kind)["shape"]))
+    parsed["input_dims"] = (*dims, (len(gears[0]),))
+    parsed["gear_dims"] = {g: full_dims(data, kind, g, source) for g in gears}
     return parsed
+
+
+def full_dims(data: dict[str, Any], kind: str, gear: Gear, source: str) -> Gear:
+    """Every input's dims with ``gear`` filled in, one after the other: what
+    ``get_input_dynamic_dims`` reports and ``set_input_dynamic_dims`` takes."""
+    dims: list[int] = []
+    rest = gear
+    for i, raw in enumerate(data["inputs"]):
+        shape = raw["shape"]
+        dims.extend(_substitute(shape, kind, rest, f"{source}: inputs[{i}]"))
+        if kind == KIND_DIMS:
+            rest = rest[sum(1 for d in shape if d == -1) :]
+    return tuple(dims)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from aclmon.sim import aipp
+
 Attrs = dict[str, Any]
 Kernel = Callable[[list[np.ndarray], Attrs, list[np.dtype]], list[np.ndarray]]
 
@@ -76,9 +78,9 @@ def _matmul(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list
         raise KernelError("needs 2 inputs (+ optional bias)")
     a = inputs[0].astype(np.float32)
     b = inputs[1].astype(np.float32)
-    if attrs.get("transpose_x1"):
+    if attrs.get("transpose_x1") or attrs.get("adj_x1"):
         a = np.swapaxes(a, -1, -2)
-    if attrs.get("transpose_x2"):
+    if attrs.get("transpose_x2") or attrs.get("adj_x2"):
         b = np.swapaxes(b, -1, -2)
     if a.shape[-1] != b.shape[-2]:
         raise KernelError(f"MatMul shapes {a.shape} and {b.shape} do not match")
@@ -116,11 +118,62 @@ def _conv2d(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list
 
 
 def _reduce_mean(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
-    (x,) = inputs
-    axes = tuple(attrs.get("axes", (-1,)))
+    x = inputs[0]
+    axes = tuple(_axes(inputs, attrs, "axes", 1, (-1,)))
     keep = bool(attrs.get("keep_dims", False))
     with np.errstate(all="ignore"):
         return [x.astype(np.float32).mean(axis=axes, keepdims=keep).astype(out[0])]
+
+
+def _axes(inputs: list[np.ndarray], attrs: Attrs, name: str, index: int, default: Any) -> Any:
+    """An operator parameter given as an attribute or, as CANN's single operators take
+    it, as a constant input tensor."""
+    if name in attrs:
+        return attrs[name]
+    if len(inputs) > index:
+        return [int(v) for v in np.asarray(inputs[index]).ravel()]
+    return default
+
+
+def _reduce_sum(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    axes = tuple(_axes(inputs, attrs, "axes", 1, (-1,)))
+    keep = bool(attrs.get("keep_dims", False))
+    with np.errstate(all="ignore"):
+        return [inputs[0].astype(np.float32).sum(axis=axes, keepdims=keep).astype(out[0])]
+
+
+def _gelu(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    x = inputs[0].astype(np.float32)
+    with np.errstate(all="ignore"):  # the tanh form, as the vector unit computes it
+        inner = np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)
+        return [(0.5 * x * (1.0 + np.tanh(inner))).astype(out[0])]
+
+
+def _transpose(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    perm = _axes(inputs, attrs, "perm", 1, None)
+    return [np.transpose(inputs[0], perm).astype(out[0], copy=False)]
+
+
+def _slice(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    x = inputs[0]
+    offsets = _axes(inputs, attrs, "offsets", 1, [0] * x.ndim)
+    size = _axes(inputs, attrs, "size", 2, [-1] * x.ndim)
+    index = tuple(slice(o, None if n == -1 else o + n) for o, n in zip(offsets, size, strict=True))
+    return [x[index].astype(out[0], copy=False)]
+
+
+def _strided_slice(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    x = inputs[0]
+    begin = _axes(inputs, attrs, "begin", 1, [0] * x.ndim)
+    end = _axes(inputs, attrs, "end", 2, list(x.shape))
+    strides = _axes(inputs, attrs, "strides", 3, [1] * len(begin))
+    index = tuple(slice(b, e, st) for b, e, st in zip(begin, end, strides, strict=True))
+    return [x[index].astype(out[0], copy=False)]
+
+
+def _concat(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
+    axis = int(attrs.get("concat_dim", attrs.get("axis")) or 0)
+    return [np.concatenate(inputs, axis=axis).astype(out[0], copy=False)]
 
 
 def _reshape(inputs: list[np.ndarray], attrs: Attrs, out: list[np.dtype]) -> list[np.ndarray]:
@@ -132,7 +185,23 @@ KERNELS: dict[str, Kernel] = {
     "Add": _binary(np.add),
     "Sub": _binary(np.subtract),
     "Mul": _binary(np.multiply),
+    "Div": _binary(np.divide),
+    "RealDiv": _binary(np.divide),
     "Relu": _relu,
+    "Gelu": _gelu,
+    "Transpose": _transpose,
+    "TransposeD": _transpose,
+    "Slice": _slice,
+    "SliceD": _slice,
+    "StridedSlice": _strided_slice,
+    "StridedSliceD": _strided_slice,
+    "ReduceSum": _reduce_sum,
+    "ReduceSumD": _reduce_sum,
+    "ReduceMeanD": _reduce_mean,
+    "Concat": _concat,
+    "ConcatD": _concat,
+    "ConcatV2": _concat,
+    "ConcatV2D": _concat,
     "Cast": _cast,
     "Softmax": _softmax,
     "MatMul": _matmul,
@@ -141,6 +210,7 @@ KERNELS: dict[str, Kernel] = {
     "ReduceMean": _reduce_mean,
     "Reshape": _reshape,
     "TransData": _identity,
+    "Aipp": lambda inputs, attrs, out: [aipp.run(inputs[0], attrs, out[0])],
     "Identity": _identity,
 }
 

@@ -23,11 +23,17 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import gears, layouts, model_dumps, slog
+from aclmon.sim import aipp, gears, layouts, model_dumps, slog
 from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.devices import UNIT_CUBE, UNIT_VECTOR, Allocation, Device, Stream, now_ns
 from aclmon.sim.errmsg import fail
-from aclmon.sim.faults import KIND_AICORE_EXCEPTION, KIND_OVERFLOW, FaultState
+from aclmon.sim.faults import (
+    KIND_AICORE_EXCEPTION,
+    KIND_OVERFLOW,
+    KIND_PERTURB,
+    FaultRule,
+    FaultState,
+)
 from aclmon.sim.kernels import CUBE_OPS, KERNELS, KernelError, overflow_status
 from aclmon.sim.runtime import Runtime
 
@@ -98,6 +104,10 @@ class Model:
     input_dims: tuple[tuple[int, ...], ...] = ()
     current_gear: tuple[int, ...] | None = None
     mbatch_index: int = -1
+    #: inputs with static AIPP -> the image dims get_input_dims reports (NHWC)
+    aipp_dims: dict[int, list[int]] = field(default_factory=dict)
+    #: dynamic models: every input's dims of each gear, one after the other
+    gear_dims: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- parsing
@@ -173,12 +183,17 @@ def parse_description(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ModelError(f"{source}: the model description must be a JSON object")
     try:
+        data, image_dims = aipp.expand(data, source)
         dynamic = gears.declared(data, source)
-        if dynamic is not None:
-            return gears.parse(data, source, *dynamic, _parse_static)
-    except gears.GearError as exc:
+        parsed = (
+            gears.parse(data, source, *dynamic, _parse_static)
+            if dynamic is not None
+            else _parse_static(data, source)
+        )
+    except (gears.GearError, aipp.AippError) as exc:
         raise ModelError(str(exc)) from None
-    return _parse_static(data, source)
+    parsed["aipp_dims"] = image_dims
+    return parsed
 
 
 def _parse_static(data: dict[str, Any], source: str) -> dict[str, Any]:
@@ -301,9 +316,12 @@ def build_model(rt: Runtime, parsed: dict[str, Any], device: Device) -> Model | 
     model_id = rt.next_model_id
     rt.next_model_id += 1
     built = _assemble(rt, parsed, model_id, device, weights, addresses, allocations)
+    if isinstance(built, Model):
+        built.aipp_dims = parsed.get("aipp_dims", {})
     if isinstance(built, Model) and "gears" in parsed:
         built.dynamic = parsed["dynamic"]
         built.input_dims = parsed["input_dims"]
+        built.gear_dims = parsed["gear_dims"]
         built.mbatch_index = len(built.inputs) - 1
         for gear, variant in parsed["gears"].items():
             graph = _assemble(rt, variant, model_id, device, weights, addresses, allocations)
@@ -427,6 +445,21 @@ def _scale_for_overflow(args: list[np.ndarray], scale: float) -> list[np.ndarray
     return scaled
 
 
+def _perturb(
+    results: list[np.ndarray], rule: FaultRule, seed: int, op_name: str
+) -> list[np.ndarray]:
+    """Float outputs times ``1 + error * noise``: the same noise in every run with this seed."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"perturb/{op_name}".encode())])
+    out = []
+    for value in results:
+        if value.dtype.kind == "f" or value.dtype.kind == "V":
+            noise = rng.standard_normal(value.shape)
+            out.append((value.astype(np.float64) * (1.0 + rule.error * noise)).astype(value.dtype))
+        else:
+            out.append(value)
+    return out
+
+
 def execute(
     rt: Runtime,
     model: Model,
@@ -481,13 +514,15 @@ def execute(
             _prune_tasks(rt)
         args = [values[n] for n in op.inputs]
         raise_code = 0
-        overflow_rule = None
+        overflow_rule = perturb_rule = None
         for state in op.faults:
             if state.should_fire(device_id):
                 if state.rule.kind == KIND_AICORE_EXCEPTION:
                     raise_code = state.rule.error_code
                 elif state.rule.kind == KIND_OVERFLOW:
                     overflow_rule = state.rule
+                elif state.rule.kind == KIND_PERTURB:
+                    perturb_rule = state.rule
         if overflow_rule is not None:
             args = _scale_for_overflow(args, overflow_rule.scale)
         start = max(now_ns(), stream.busy_until)
@@ -511,6 +546,8 @@ def execute(
             failed = True
             break
         results = _run_kernel(op, args)
+        if perturb_rule is not None:
+            results = _perturb(results, perturb_rule, rt.config.seed, op.name)
         out_stored = [
             layouts.to_device(v, s.acl_format, s.acl_dtype)
             for s, v in zip(op.outputs, results, strict=False)

@@ -58,7 +58,13 @@ _thread_state = threading.local()
 TASK_RET_CODES = {
     C.ACL_ERROR_RT_AICORE_EXCEPTION: (0x26, "aicore exception"),
     C.ACL_ERROR_RT_VECTOR_CORE_EXCEPTION: (0x31, "vector core exception"),
+    C.ACL_ERROR_RT_SYS_DMA: (C.ACL_ERROR_RT_SYS_DMA, "memory copy failed"),
 }
+
+#: where devices hand out memory: device ``i`` from ``BASE + (i << SHIFT)`` on
+_ADDRESS_BASE = Device.ADDRESS_BASE
+_ADDRESS_SHIFT = Device.ADDRESS_SHIFT
+_ADDRESS_MASK = Device.ADDRESS_SPACING - 1
 
 #: how often a synchronize waiting for a blocking host callback checks its thread.
 CALLBACK_POLL_S = 0.05
@@ -79,6 +85,8 @@ class Runtime:
         self.events: dict[int, Event] = {}
         self.allocations: dict[int, Allocation] = {}
         self._alloc_starts: list[int] = []
+        #: per device, how far past its first address it hands out memory (is_device_address)
+        self._device_extents = [2 * device.total_bytes for device in self.devices]
         self.host_allocations: dict[int, np.ndarray] = {}
         self.exception_infos: dict[int, ExceptionInfo] = {}
         self.exception_callback: Callable[[int], Any] | None = None
@@ -197,8 +205,7 @@ class Runtime:
             return C.ACL_SUCCESS
         stream.pending_error = None
         code, delivered, detail = pending
-        if threading.get_ident() != self._callback_thread_ident:
-            delivered.wait(5.0)  # the callback runs before synchronize reports the error
+        self.wait_delivered(delivered)  # the callback runs before synchronize reports it
         ret_code, what = TASK_RET_CODES.get(code, (code, C.error_name(code)))
         return fail(
             code,
@@ -237,6 +244,15 @@ class Runtime:
         self.drop_callbacks(stream)  # nothing will run them now
         return C.ACL_SUCCESS
 
+    def queue_report(self, thread_id: int, fn: Callable[[Any], Any], args: Any) -> threading.Event:
+        """A callback for ``thread_id``'s next process_report (a media channel's result);
+        returns what is set once it ran."""
+        callback = HostCallback(now_ns(), fn, args, threading.Event())
+        with self.lock:
+            self.reports.setdefault(thread_id, []).append(callback)
+            self.reports_changed.notify_all()
+        return callback.done
+
     def drop_callbacks(self, stream: Stream) -> None:
         """Forget callbacks that can no longer run; release whoever waits on them."""
         with self.lock:
@@ -253,7 +269,10 @@ class Runtime:
         if address is None:
             return None
         allocation = Allocation(address, size, device.device_id)
+        extent = address + size - _ADDRESS_BASE - (device.device_id << _ADDRESS_SHIFT)
         with self.lock:
+            extents = self._device_extents
+            extents[device.device_id] = max(extents[device.device_id], extent)
             self.allocations[address] = allocation
             bisect.insort(self._alloc_starts, address)
         return allocation
@@ -279,6 +298,30 @@ class Runtime:
         if offset + count > allocation.size:
             return None
         return allocation, offset
+
+    def locate(self, address: int) -> tuple[Allocation, int] | None:
+        """The device allocation ``address`` falls in and the offset in it, whatever
+        the length of what is done there."""
+        starts = self._alloc_starts
+        index = bisect.bisect_right(starts, address) - 1
+        if index < 0:
+            return None
+        allocation = self.allocations.get(starts[index])
+        if allocation is None or address >= allocation.address + allocation.size:
+            return None
+        return allocation, address - allocation.address
+
+    def is_device_address(self, address: int) -> bool:
+        """Whether ``address`` lies where a device hands out memory (allocated or not):
+        such an address is never host memory, so nothing reads it as such. Each
+        device's range is what it handed out so far, and at least twice its HBM (far
+        below the next device's range)."""
+        offset = address - _ADDRESS_BASE
+        index = offset >> _ADDRESS_SHIFT
+        return (
+            0 <= index < len(self._device_extents)
+            and (offset & _ADDRESS_MASK) < self._device_extents[index]
+        )
 
     def read_device(self, address: int, count: int) -> np.ndarray | None:
         found = self.find_allocation(address, count)
@@ -312,11 +355,19 @@ class Runtime:
         core_id: int = 0,
         pc_start: int = 0,
         para_base: int = 0,
-    ) -> None:
-        """Report a failed task: log it, queue the callback and arm the stream's error."""
-        detail = log_task_exception(
-            stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
-        )
+        detail: str = "",
+        arm: bool = True,
+    ) -> threading.Event:
+        """Report a failed task: log it, queue the callback and arm the stream's error;
+        returns what is set once the callback has run.
+
+        ``detail``: the device's text, already logged (a copy fault); else the AI Core
+        exception's lines are logged here. ``arm``: the stream's next synchronize
+        returns the error (not for a synchronous call that returns it itself)."""
+        if not detail:
+            detail = log_task_exception(
+                stream, task_id, code, op_name, op_type, core_id, pc_start, para_base
+            )
         info = ExceptionInfo(
             stream.device.device_id,
             stream.stream_id,
@@ -334,7 +385,14 @@ class Runtime:
             else:
                 self._ensure_callback_thread()
                 self._callback_queue.put((info.handle, delivered))
-        stream.pending_error = (code, delivered, detail)
+        if arm:
+            stream.pending_error = (code, delivered, detail)
+        return delivered
+
+    def wait_delivered(self, delivered: threading.Event) -> None:
+        """Wait until the exception callback of a failure ran (not on its own thread)."""
+        if threading.get_ident() != self._callback_thread_ident:
+            delivered.wait(5.0)
 
     def _ensure_callback_thread(self) -> None:
         if self._callback_thread is None or not self._callback_thread.is_alive():
@@ -417,6 +475,36 @@ def log_task_exception(
         "ProcessException",
         f"[AIC_INFO] node_name:{op_name}, node_type:{op_type}, stream_id:{stream_id}, "
         f"task_id:{task_id}",
+    )
+    return detail
+
+
+def log_copy_fault(
+    stream: Stream, task_id: int, count: int, kind: int, src: int, dst: int, reason: str
+) -> str:
+    """The plog lines of a copy the SDMA engine could not do (CANN's troubleshooting
+    guide shows them for an async copy with a bad address). Returns the device's text."""
+    device_id, stream_id = stream.device.device_id, stream.stream_id
+    detail = (
+        f"The error from device(chipId:{device_id}, dieId:0), serial number is {task_id}, "
+        f"there is a sdma error: {reason}."
+    )
+    writer = slog.WRITER
+    writer.write(
+        slog.LEVEL_ERROR,
+        "RUNTIME",
+        "device_error_proc.cc:648",
+        "ProcessSdmaErrorInfo",
+        f"report error module_type=3, module_name=EE8888. {detail}",
+    )
+    writer.write(
+        slog.LEVEL_ERROR,
+        "RUNTIME",
+        "task.cc:1589",
+        "PrintErrorInfo",
+        f"Memory async copy failed, device_id={device_id}, stream_id={stream_id}, "
+        f"task_id={task_id}, flip_num=0, copy_type=0, memcpy_type={kind}, copy_data_type=0, "
+        f"length={count}, src_addr={src:#x}, dst_addr={dst:#x}.",
     )
     return detail
 

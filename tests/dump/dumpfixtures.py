@@ -7,8 +7,10 @@ decoder cannot hide in the fixtures. Payload bytes are packed by hand.
 
 from __future__ import annotations
 
+import argparse
 import struct
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,3 +181,21 @@ def nano_bytes(inputs: Sequence[tuple[int, int, Sequence[int], bytes]],
     head = struct.pack("<II", 0x5A5A5A5A, version_id) + tlnv(4, in_desc) + tlnv(5, out_desc)
     payload = b"".join(i[3] for i in inputs) + b"".join(o[3] for o in outputs)
     return struct.pack("<Q", len(head)) + head + payload
+
+
+def run_cli(argv: list[str], commands: dict[str, Callable[[argparse.ArgumentParser], None]]) -> int:
+    """aclmon's dispatcher for these subcommands only (``name -> configure_name``), so
+    other packages' work in progress cannot break the dump tests: exit status, and
+    an ``AclmonError`` printed as the real dispatcher prints it."""
+    from aclmon.errors import AclmonError
+
+    parser = argparse.ArgumentParser(prog="aclmon")
+    sub = parser.add_subparsers(dest="command")
+    for name, configure in commands.items():
+        configure(sub.add_parser(name))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except AclmonError as exc:
+        print(f"aclmon {args.command}: {exc}", file=sys.stderr)
+        return 1

@@ -2,34 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import struct
-import sys
 import uuid
 
 import numpy as np
 import pytest
-from dumpfixtures import T, dump_bytes, header_message, opdebug_new, opdebug_old, write
+from dumpfixtures import T, dump_bytes, header_message, opdebug_new, opdebug_old, run_cli, write
 
 from aclmon import cli
 from aclmon.dump import proto_enums as pe
 from aclmon.dump.commands import configure_convert, configure_decode
-from aclmon.errors import AclmonError
 
 
 def main(argv):
     """cli.main for our two subcommands only, so other packages' work in progress cannot break these tests."""
-    parser = argparse.ArgumentParser(prog="aclmon")
-    sub = parser.add_subparsers(dest="command")
-    configure_decode(sub.add_parser("decode"))
-    configure_convert(sub.add_parser("convert"))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except AclmonError as exc:
-        print(f"aclmon {args.command}: {exc}", file=sys.stderr)
-        return 1
+    return run_cli(argv, {"decode": configure_decode, "convert": configure_convert})
 
 
 def test_commands_are_registered_with_the_dispatcher():

@@ -29,6 +29,7 @@ def test_every_supported_call_is_listed():
         ("acl.prof", acl.prof),
         ("acl.util", acl.util),
         ("acl.media", acl.media),
+        ("acl.op", acl.op),
     ):
         line = re.search(rf"^\*\*`{re.escape(label)}`\*\* \((\d+)\): (.*)$", section, re.M)
         assert line, label

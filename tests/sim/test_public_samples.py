@@ -6,6 +6,7 @@ are checked against numpy recomputations of the same models.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -37,16 +38,16 @@ def test_acllite_classifier_in_both_run_modes(acl, model_path, tmp_path, run_mod
     assert data["repeat_equal"]
 
 
-def test_host_run_mode_rejects_device_copies_of_host_memory(acl):
-    """On a PCIe card a DEVICE_TO_DEVICE copy from a numpy array is an error."""
+def test_host_run_mode_copies_by_the_pointers_whatever_the_kind(acl):
+    """On a PCIe card the kind is reserved: a DEVICE_TO_DEVICE copy from a numpy array
+    is a host-to-device copy; only an async host-to-host copy is refused."""
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
     host = np.arange(16, dtype=np.uint8)
     dev, ret = acl.rt.malloc(16, C.ACL_MEM_MALLOC_NORMAL_ONLY)
     assert ret == 0
     ptr = acl.util.numpy_to_ptr(host)
-    assert acl.rt.memcpy(dev, 16, ptr, 16, C.ACL_MEMCPY_DEVICE_TO_DEVICE) != 0
-    assert acl.rt.memcpy(dev, 16, ptr, 16, C.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+    assert acl.rt.memcpy(dev, 16, ptr, 16, C.ACL_MEMCPY_DEVICE_TO_DEVICE) == 0
     out = np.zeros(16, np.uint8)
     assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), 16, dev, 16, 2) == 0
     np.testing.assert_array_equal(out, host)
@@ -201,14 +202,44 @@ def test_dvpp_jpeg_decode_resize_into_a_model(acl, tmp_path, run_mode):
     np.testing.assert_allclose(np.array(data["output"]), expected, rtol=1e-6)
 
 
-def test_media_calls_that_are_not_simulated_say_so(acl, monkeypatch):
+def test_jpeg_encode_batch_crop_and_png_decode(acl, tmp_path):
+    from PIL import Image
+
+    h, w = 48, 64
+    yy, xx = np.mgrid[0:h, 0:w]
+    rgb = np.stack([xx * 4, yy * 5, (xx + yy) * 2], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "picture.jpg", quality=95)
+    Image.fromarray(rgb[:20, :30]).save(tmp_path / "picture.png")
+    result = tmp_path / "result.json"
+    run_sample(
+        "dvpp_images.py",
+        os.fspath(tmp_path / "picture.jpg"),
+        os.fspath(tmp_path / "picture.png"),
+        os.fspath(result),
+    )
+    data = _result(result)
+    decoded = np.array(data["decoded"], np.uint8).reshape(72, 128)  # strides 128 x 48
+    # JPEGE: a real JPEG of the decoded picture, close to it.
+    encoded = Image.open(io.BytesIO(bytes.fromhex(data["encoded"])))
+    assert (encoded.format, encoded.size) == ("JPEG", (w, h))
+    luma = np.asarray(encoded.convert("YCbCr"), np.float32)[:, :, 0]
+    assert np.abs(luma - decoded[:h, :w]).mean() < 3
+    # Batch crop: the first box is the top-left 16 x 16, as is (no scaling).
+    first = np.array(data["crops"][0], np.uint8).reshape(24, 16)
+    np.testing.assert_array_equal(first[:16], decoded[:16, :16])
+    np.testing.assert_array_equal(first[16:], decoded[48 : 48 + 8, :16])
+    second = np.array(data["crops"][1], np.uint8).reshape(24, 16)
+    np.testing.assert_array_equal(second[:16], decoded[9:40:2, 17:48:2])  # pixel centres
+    # PNGD: RGB888 rows of 128 bytes, 16 rows aligned.
+    assert data["png_layout"] == [30, 20, 128, 32]
+    rows = np.array(data["png"], np.uint8).reshape(32, 128)
+    np.testing.assert_array_equal(rows[:20, :90].reshape(20, 30, 3), rgb[:20, :30])
+
+
+def test_media_without_pillow_says_so(acl, monkeypatch):
     assert acl.init() == 0
     assert acl.rt.set_device(0) == 0
-    pic = acl.media.dvpp_create_pic_desc()
-    config = acl.media.dvpp_create_jpege_config()
-    assert acl.media.dvpp_jpeg_predict_enc_size(pic, config) == (0, C.ACL_ERROR_FEATURE_UNSUPPORTED)
-    assert "JPEG encoding (JPEGE) is not simulated" in acl.get_recent_err_msg()
-    # Without Pillow the JPEG calls answer with the same code, never an AttributeError.
+    # Without Pillow the JPEG calls answer ACL_ERROR_FEATURE_UNSUPPORTED, never an error.
     monkeypatch.setitem(__import__("sys").modules, "PIL", None)
     raw = np.frombuffer(b"\xff\xd8\xff\xe0" + bytes(60), np.uint8)
     size, ret = acl.media.dvpp_jpeg_predict_dec_size(acl.util.numpy_to_ptr(raw), raw.nbytes, 1)
@@ -222,3 +253,79 @@ def test_run_mode_is_known_before_acl_init(acl):
     assert acl.rt.get_run_mode() == (C.ACL_DEVICE, 0)
     sim_config.configure(run_mode="host")
     assert acl.rt.get_run_mode() == (C.ACL_HOST, 0)
+
+
+@pytest.mark.parametrize("rows", [2, 8])
+def test_dynamic_dims_model(acl, tmp_path, rows):
+    result = tmp_path / "result.json"
+    run_sample(
+        "sample_dynamic_dims.py",
+        os.fspath(MODELS / "masked_sum_dyn_dims.json"),
+        os.fspath(result),
+        str(rows),
+    )
+    data = _result(result)
+    assert data["gear_count"] == 3
+    assert [g["dims"] for g in data["gears"]] == [[2, 8, 2, 8], [4, 8, 4, 8], [8, 8, 8, 8]]
+    assert all(g["dimCount"] == 4 for g in data["gears"])
+    assert data["out_dims"]["dims"] == [rows]
+    np.testing.assert_allclose(data["output"], data["expected"], rtol=1e-6)
+    assert data["bad_ret"] == C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+
+
+def test_static_models_have_no_dynamic_dims(acl, model_path):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    model_id, _ = acl.mdl.load_from_file(model_path["resnet_tiny"])
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    assert acl.mdl.get_input_dynamic_gear_count(desc, -1) == (0, 0)
+    assert acl.mdl.get_input_dynamic_dims(desc, -1, 0)[1] == C.ACL_ERROR_INVALID_PARAM
+
+
+def test_static_aipp_model_takes_the_dvpp_picture(acl, tmp_path):
+    """A model with static AIPP (as ATC builds it from an aipp.cfg) is fed the resized
+    YUV420SP picture straight from DVPP, as the image samples do."""
+    from PIL import Image
+
+    yy, xx = np.mgrid[0:44, 0:60]
+    rgb = np.stack([xx * 4, yy * 5, (xx + yy) * 2], axis=-1).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "picture.jpg", quality=95)
+    result = tmp_path / "result.json"
+    model = MODELS / "aipp_channel_means.json"
+    run_sample("dvpp_classify.py", os.fspath(tmp_path / "picture.jpg"), os.fspath(model),
+               os.fspath(result))  # fmt: skip
+    data = _result(result)
+    planes = np.array(data["yuv"], np.float32).reshape(48, 32)
+    y = planes[:32]
+    uv = planes[32:].reshape(16, 16, 2).repeat(2, axis=0).repeat(2, axis=1)
+    u, v = uv[:, :, 0] - 128, uv[:, :, 1] - 128
+    rgb_planes = [
+        np.clip(np.floor((256 * y + 359 * v) / 256), 0, 255),
+        np.clip(np.floor((256 * y - 88 * u - 183 * v) / 256), 0, 255),
+        np.clip(np.floor((256 * y + 454 * u) / 256), 0, 255),
+    ]
+    expected = [
+        ((c - mean) * scale).astype(np.float16).astype(np.float32).mean()
+        for c, mean, scale in zip(
+            rgb_planes, (104, 117, 123), (0.0171, 0.0175, 0.0174), strict=True
+        )
+    ]
+    np.testing.assert_allclose(np.array(data["output"]).ravel(), expected, rtol=2e-3, atol=2e-3)
+
+
+def test_static_aipp_queries(acl):
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    model_id, ret = acl.mdl.load_from_file(os.fspath(MODELS / "aipp_channel_means.json"))
+    assert ret == 0
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [1, 32, 32, 3]
+    assert acl.mdl.get_input_dims_v2(desc, 0)[0]["dims"] == [1, 48, 32, 1]
+    assert acl.mdl.get_input_size_by_index(desc, 0) == 32 * 32 * 3 // 2
+    assert acl.mdl.get_input_data_type(desc, 0) == C.ACL_UINT8
+    assert acl.mdl.get_input_format(desc, 0) == C.ACL_FORMAT_NHWC
+    assert acl.mdl.get_aipp_type(model_id, 0) == (1, 0, 0)
+    other, _ = acl.mdl.load_from_file(os.fspath(MODELS / "yuv_row_means.json"))
+    assert acl.mdl.get_aipp_type(other, 0) == (0, 0, 0)

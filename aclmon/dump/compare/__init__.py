@@ -1,0 +1,1 @@
+"""Accuracy compare: ``aclmon compare`` and what the Compare view reads (headless, numpy only)."""
