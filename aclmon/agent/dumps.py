@@ -37,7 +37,14 @@ from aclmon.acl_constants import (
     AICORE_METRICS,
 )
 from aclmon.dump.walk import walk_files
-from aclmon.events import DumpFileSeen
+from aclmon.events import (
+    EXCEPTION_DUMP,
+    NANO_DUMP,
+    OP_DUMP,
+    OVERFLOW_DUMP,
+    STATS_DUMP,
+    DumpFileSeen,
+)
 
 if TYPE_CHECKING:
     from aclmon.agent.context import AgentContext
@@ -153,19 +160,17 @@ def _profiler_collects(section: dict[str, Any]) -> tuple[int, int]:
 #: exception dumps are named ``exception_info.{op_name}.{task_id}.{timestamp}``:
 #: their first field is not an op type and must never be learned as one
 EXCEPTION_DUMP_PREFIX = "exception_info."
-KIND_OP_DUMP = "op-dump"
-KIND_EXCEPTION_DUMP = "exception-dump"
 
 
 def classify_name(name: str) -> str:
     """The DumpFileSeen kind from a file name alone (used when aclmon.dump cannot say)."""
     if _OPDEBUG.search(name):
-        return "overflow"
+        return OVERFLOW_DUMP
     if name.endswith(".csv"):
-        return "stats"
+        return STATS_DUMP
     if name.startswith(EXCEPTION_DUMP_PREFIX):
-        return KIND_EXCEPTION_DUMP
-    return KIND_OP_DUMP
+        return EXCEPTION_DUMP
+    return OP_DUMP
 
 
 def op_from_dump_name(name: str) -> tuple[str, str] | None:
@@ -235,7 +240,7 @@ class DumpWatcher:
         kind, summary = describe_dump(path, name)
         # only operator dumps name the op type (an exception dump may be named after
         # its kernel, recognised by its directory: the kind says so)
-        op = op_from_dump_name(name) if kind == KIND_OP_DUMP else None
+        op = op_from_dump_name(name) if kind == OP_DUMP else None
         if op is not None:
             self.ctx.state.learn_op_type(op[1], op[0])
         self.announced += 1
@@ -243,32 +248,23 @@ class DumpWatcher:
 
 
 def describe_dump(path: str, name: str) -> tuple[str, dict[str, Any]]:
-    """(kind, summary) of one dump file, via aclmon.dump; never raises."""
+    """(kind, summary) of one dump file, via aclmon.dump; never raises (the
+    kind from the name alone when the file cannot say, its error in the summary)."""
     try:
-        from aclmon import dump as dump_package
-
-        classify = getattr(dump_package, "classify", None)
-        summarize = getattr(dump_package, "summarize", None)
-    except Exception:  # the dump package failed to import: still announce the file
-        classify = summarize = None
+        from aclmon.dump import classify, summarize
+    except Exception as exc:  # the decoder's imports failed in this job: still announce it
+        return classify_name(name), {"error": f"dump decoding is not available: {exc}"}
     kind = classify_name(name)
-    if classify is not None:
-        with contextlib.suppress(Exception):
-            kind = _kind_of(classify(path), kind)
-    summary: dict[str, Any] = {}
-    if summarize is not None:
-        try:
-            summary = _plain(summarize(path))
-        except Exception as exc:  # AclmonError for a damaged file; anything else is a bug there
-            summary = {"error": str(exc)}
+    with contextlib.suppress(Exception):  # classify() catches OSError; a bug must not reach the job
+        classified = classify(path)
+        if classified is not None:
+            # a nano dump is an operator dump in a compact container: the views treat it as one
+            kind = OP_DUMP if classified == NANO_DUMP else classified
+    try:
+        summary = _plain(summarize(path))
+    except Exception as exc:  # summarize() never raises on a bad file; a bug must not either
+        summary = {"error": str(exc)}
     return kind, summary
-
-
-def _kind_of(classified: Any, fallback: str) -> str:
-    text = str(getattr(classified, "value", classified) or "")
-    if text in (KIND_OP_DUMP, KIND_EXCEPTION_DUMP, "overflow", "stats"):
-        return text
-    return {"opdebug": "overflow", "op_dump": "op-dump", "dump": "op-dump"}.get(text, fallback)
 
 
 def _plain(value: Any, depth: int = 0) -> Any:

@@ -48,6 +48,7 @@ from aclmon.events.wire import (
     HEADER_SIZE,
     FrameError,
     StreamDecoder,
+    peek_timestamps,
     split_frames,
 )
 
@@ -237,47 +238,6 @@ def read_header(fd: int, source: str, file_size: int) -> RecordingHeader:
     return RecordingHeader(version, schema, created, info, FILE_HEADER.size + info_size)
 
 
-# msgpack marker byte -> bytes taken by a non-negative integer (0: not one)
-_UINT_WIDTH = np.zeros(256, dtype=np.int8)
-_UINT_WIDTH[:0x80] = 1
-_UINT_WIDTH[0xCC], _UINT_WIDTH[0xCD], _UINT_WIDTH[0xCE], _UINT_WIDTH[0xCF] = 2, 3, 5, 9
-
-
-def _timestamps(
-    chunk: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``ts_ns`` of each frame (payload ``chunk[starts:ends]``) where it sits
-    in the usual place, and a mask of the frames where it did not.
-
-    Temporaries stay at a few bytes per frame: the 8 timestamp bytes are
-    gathered one column at a time into an (n, 8) byte array that is then
-    read as big-endian int64, instead of an (n, 8) int64 index array and
-    uint64 products (which were ~200 bytes per frame)."""
-    last = len(chunk) - 1
-    ok = ends - starts >= 12  # array, kind, seq (1 byte at least), 0xcf + 8 bytes
-    array_marker = chunk[np.minimum(starts, last)]
-    ok &= (array_marker >= 0x93) & (array_marker <= 0x9F)
-    del array_marker
-    ok &= chunk[np.minimum(starts + 1, last)] < 0x80
-    seq_width = _UINT_WIDTH[chunk[np.minimum(starts + 2, last)]]
-    ok &= seq_width > 0
-    ts_at = starts + 2
-    ts_at += seq_width
-    del seq_width
-    ok &= ts_at + 9 <= ends
-    np.minimum(ts_at, last, out=ts_at)
-    ok &= chunk[ts_at] == 0xCF
-    raw = np.empty((len(starts), 8), dtype=np.uint8)
-    for k in range(8):
-        ts_at += 1
-        np.minimum(ts_at, last, out=ts_at)
-        raw[:, k] = chunk[ts_at]
-    del ts_at
-    values = raw.view(">i8")[:, 0].astype(np.int64)
-    ok &= values >= 0  # a uint64 at or above 2**63 reads as negative here
-    return values, ~ok
-
-
 class RecordingReader:
     """Random access to a recording: index, seek by time or number, iterate.
 
@@ -411,7 +371,7 @@ class RecordingReader:
         ends[-1] = stop
         starts += HEADER_SIZE
         data = np.frombuffer(chunk, dtype=np.uint8)
-        times, irregular = _timestamps(data, starts, ends)
+        times, irregular = peek_timestamps(data, starts, ends)
         if irregular.any():
             for i in np.flatnonzero(irregular):
                 times[i] = self._slow_timestamp(chunk[starts[i] : ends[i]])

@@ -9,15 +9,18 @@ from typing import Any
 from aclmon.dump.naming import is_opdebug_name, parse_dump_name
 from aclmon.dump.nano import NANO_MAGIC
 from aclmon.errors import AclmonError
+from aclmon.events.schema import EXCEPTION_DUMP, NANO_DUMP, OP_DUMP, OVERFLOW_DUMP, STATS_DUMP
 
-KIND_OP_DUMP = "op-dump"
-KIND_OVERFLOW = "overflow"
-KIND_STATS = "stats"
-KIND_NANO = "nano"
-#: what the runtime dumps of a failing operator when an AI Core exception happens
-#: (``dump_scene`` aic_err_*/lite_exception): ``exception_info.{op_name}.{task}.{ts}``
-#: in ``extra-info/data-dump/{device}/``. Its first name field is not an op type.
-KIND_EXCEPTION = "exception-dump"
+# The kinds classify() tells apart are the event schema's words (DumpFileSeen.kind);
+# KIND_EXCEPTION is what the runtime dumps of a failing operator at an AI Core
+# exception (``dump_scene`` aic_err_*/lite_exception): ``exception_info.{op_name}.
+# {task}.{ts}`` in ``extra-info/data-dump/{device}/``; its first name field is not
+# an op type.
+KIND_OP_DUMP = OP_DUMP
+KIND_OVERFLOW = OVERFLOW_DUMP
+KIND_STATS = STATS_DUMP
+KIND_NANO = NANO_DUMP
+KIND_EXCEPTION = EXCEPTION_DUMP
 EXCEPTION_PREFIX = "exception_info."
 #: summaries stay small: at most this many tensors / records are listed.
 MAX_LISTED = 64

@@ -374,12 +374,21 @@ class TxRange(NamedTuple):
 
 
 # ---------------------------------------------------------------- dumps, logs
+#: what a :class:`DumpFileSeen` says its file is (``aclmon.dump.classify`` tells them apart)
+OP_DUMP = "op-dump"  # an operator's inputs and outputs (acl.json dump)
+EXCEPTION_DUMP = "exception-dump"  # the failing operator's, written at an AI Core exception
+OVERFLOW_DUMP = "overflow"  # an Opdebug file: overflow records of the operators that overflowed
+NANO_DUMP = "nano"  # a compact dump of a nano SoC
+STATS_DUMP = "stats"  # a statistics CSV (dump_data "stats")
+DUMP_KINDS = (OP_DUMP, EXCEPTION_DUMP, OVERFLOW_DUMP, NANO_DUMP, STATS_DUMP)
+
+
 @register(22, "dump_file")
 class DumpFileSeen(NamedTuple):
     seq: int
     ts_ns: int
     path: str
-    kind: str  # "op-dump", "exception-dump", "overflow", "nano" or "stats"
+    kind: str  # one of DUMP_KINDS
     size: int
     summary: Summary  # decoded header / overflow status in plain values
 

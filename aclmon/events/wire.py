@@ -13,7 +13,11 @@ really sent (and never more than ``max_frame``).
 - :class:`BatchDecoder` turns the complete frames of one buffer into validated
   events with one streaming msgpack ``Unpacker`` (the fast path of every
   subscriber and of replay, see docs/events.md, "Decoding speed");
-- :class:`StreamDecoder` = incremental splitting + :class:`BatchDecoder`.
+- :class:`StreamDecoder` = incremental splitting + :class:`BatchDecoder`;
+- :func:`peek` (one payload) and :func:`peek_kinds` / :func:`peek_timestamps`
+  (many, as numpy arrays): a payload's kind, whether its ``seq`` is 0 and its
+  ``ts_ns`` from its first bytes, without decoding it. The recording index, the
+  replay cursor's marker scan and the NATS relay's routing all peek this way.
 """
 
 from __future__ import annotations
@@ -311,3 +315,103 @@ class StreamDecoder:
             return []
         self.frames += len(starts)
         return self._batch.decode(work, starts, stop)
+
+
+# ------------------------------------------------------------------ peeking
+# An event payload is a msgpack array [kind, seq, ts_ns, fields...] (see
+# docs/events.md). Its first bytes say what it is without decoding it:
+#   array header  fixarray of 3..15 items (0x93-0x9f, one byte) or array16
+#                 (0xdc + u16, three bytes: a Hello has more fields)
+#   kind          a positive fixint (every kind number is below 128)
+#   seq           a msgpack uint; seq 0 (a snapshot's event) is the one byte 0x00
+#   ts_ns         a uint64 (0xcf + 8 big-endian bytes): a real time in ns since
+#                 the epoch is past 2**32, where msgpack takes 8 bytes
+#: what :func:`peek` and :func:`peek_kinds` give for a payload that is not an event
+NOT_AN_EVENT = -1
+_FIXARRAY_3, _FIXARRAY_15, _ARRAY16, _UINT64 = 0x93, 0x9F, 0xDC, 0xCF
+#: bytes a msgpack uint takes, by its first byte (0: not a non-negative integer)
+_UINT_BYTES = bytes([1] * 0x80 + [0] * 0x4C + [2, 3, 5, 9] + [0] * 0x30)
+
+
+def _array_head(marker: int) -> int:
+    """Bytes of an event's array header from its first byte (0: not an event's)."""
+    if _FIXARRAY_3 <= marker <= _FIXARRAY_15:
+        return 1
+    return 3 if marker == _ARRAY16 else 0
+
+
+def peek(
+    payload: bytes | bytearray | memoryview, start: int = 0, end: int | None = None
+) -> tuple[int, bool]:
+    """``(kind, seq is 0)`` of the event payload ``payload[start:end]``;
+    ``(NOT_AN_EVENT, False)`` when it does not start like one (it may still be
+    junk that does: only decoding tells)."""
+    end = len(payload) if end is None else end
+    if end - start < 4:
+        return NOT_AN_EVENT, False
+    at = start + _array_head(payload[start])
+    if at == start or at + 1 >= end or payload[at] >= 0x80:
+        return NOT_AN_EVENT, False
+    return payload[at], payload[at + 1] == 0
+
+
+def _heads(raw: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
+    """Vector form of the header rule: (offset of each payload's kind, a mask of
+    the payloads that start like an event)."""
+    import numpy as np
+
+    last = len(raw) - 1
+    if last < 0:  # no bytes at all: nothing starts like an event
+        return np.zeros_like(starts), np.zeros(len(starts), dtype=bool)
+    marker = raw[np.minimum(starts, last)]
+    width = np.where((marker >= _FIXARRAY_3) & (marker <= _FIXARRAY_15), 1, 0)
+    width[marker == _ARRAY16] = 3
+    at = starts + width
+    ok = (width > 0) & (ends - starts >= 4) & (at + 1 < ends)
+    ok &= raw[np.minimum(at, last)] < 0x80
+    return at, ok
+
+
+def peek_kinds(raw: Any, starts: Any, ends: Any) -> Any:
+    """The kind of each payload ``raw[starts[i]:ends[i]]`` (``raw`` a uint8
+    array; ``starts``/``ends`` int64 arrays), :data:`NOT_AN_EVENT` where it does
+    not start like an event."""
+    import numpy as np
+
+    at, ok = _heads(raw, starts, ends)
+    if not ok.any():
+        return np.full(len(starts), NOT_AN_EVENT, dtype=np.int64)
+    kinds = raw[np.minimum(at, len(raw) - 1)].astype(np.int64)
+    return np.where(ok, kinds, NOT_AN_EVENT)
+
+
+def peek_timestamps(raw: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
+    """``ts_ns`` of each payload where it sits in the usual place, and a mask
+    of the payloads where it does not (decode those to know).
+
+    Temporaries stay at a few bytes per frame: the 8 timestamp bytes are
+    gathered one column at a time into an (n, 8) byte array read as big-endian
+    int64, not an (n, 8) int64 index array and uint64 products."""
+    import numpy as np
+
+    last = len(raw) - 1
+    at, ok = _heads(raw, starts, ends)
+    if not ok.any():
+        return np.zeros(len(starts), dtype=np.int64), ~ok
+    seq_width = np.frombuffer(_UINT_BYTES, dtype=np.uint8)[raw[np.minimum(at + 1, last)]]
+    ok &= seq_width > 0
+    ts_at = at + 1
+    ts_at += seq_width
+    del seq_width, at
+    ok &= ts_at + 9 <= ends
+    np.minimum(ts_at, last, out=ts_at)
+    ok &= raw[ts_at] == _UINT64
+    gathered = np.empty((len(starts), 8), dtype=np.uint8)
+    for k in range(8):
+        ts_at += 1
+        np.minimum(ts_at, last, out=ts_at)
+        gathered[:, k] = raw[ts_at]
+    del ts_at
+    values = gathered.view(">i8")[:, 0].astype(np.int64)
+    ok &= values >= 0  # a uint64 at or above 2**63 reads as negative here
+    return values, ~ok

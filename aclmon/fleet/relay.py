@@ -66,6 +66,7 @@ from aclmon.events.wire import (
     HEADER_SIZE,
     FrameError,
     encode_frame,
+    peek,
     split_frames,
 )
 from aclmon.fleet import subjects as sj
@@ -532,19 +533,9 @@ class Relay:
         for index in range(count):
             start = offsets[index]
             end = offsets[index + 1] if index + 1 < count else stop
-            # The array header is one byte (fixarray, up to 15 elements) or three
-            # (array16: Hello has more); the kind and seq follow it.
-            head = data[start + HEADER_SIZE] if end - start > HEADER_SIZE + 4 else 0
-            at = start + (HEADER_SIZE + 1 if 0x90 <= head <= 0x9F else
-                          HEADER_SIZE + 3 if head == 0xDC else -start)  # fmt: skip
-            kind = data[at] if at > start and data[at] < 0x80 else -1
-            if (
-                kind in routes
-                or kind == sj.HELLO_KIND
-                or kind == sj.REPLY_KIND
-                or (kind >= 0 and data[at + 1] == 0)
-            ):
-                self._special(link, data[start:end], kind, at - start, now)
+            kind, snapshot = peek(data, start + HEADER_SIZE, end)
+            if kind in routes or kind == sj.HELLO_KIND or kind == sj.REPLY_KIND or snapshot:
+                self._special(link, data[start:end], kind, snapshot, now)
             size = end - start
             if size > self.max_payload:  # larger than any message the server takes
                 if piece_frames:
@@ -572,7 +563,9 @@ class Relay:
             if batches[extra].size > max_bytes or batches[extra].frames >= max_frames:
                 await self._publish(link, extra)
 
-    def _special(self, link: AgentLink, frame: bytes, kind: int, at: int, now: float) -> None:
+    def _special(
+        self, link: AgentLink, frame: bytes, kind: int, snapshot: bool, now: float
+    ) -> None:
         """A frame that goes beyond ``events``: summary/alerts copies, the
         snapshot (``state``), the Hello that names the job, a Reply awaited."""
         if kind == sj.HELLO_KIND and (link.job is None or not link.host_checked):
@@ -595,7 +588,7 @@ class Relay:
                 link.batches[extra].add(frame, now)
             else:
                 link.copies_dropped += 1
-        if frame[at + 1] == 0:  # seq 0: the agent's snapshot
+        if snapshot:  # seq 0: the agent's snapshot
             if kind == sj.HELLO_KIND:
                 link.state_frames = []
                 link.state_size = 0

@@ -243,7 +243,7 @@ def dump_events(
             size = 0
         ts_ns = _file_time_ns(file, summary)
         event = ev.DumpFileSeen(0, ts_ns, str(file), kind, size, summary)
-        first = 0 if kind == "overflow" else 1
+        first = 0 if kind == ev.OVERFLOW_DUMP else 1
         key = (first, ts_ns) if first == 0 else (first, *group.sort_key(), ts_ns, file.name)
         rows.append((key, event))
     rows.sort(key=lambda row: row[0])

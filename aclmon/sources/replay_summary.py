@@ -151,7 +151,7 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
                     exceptions_total += 1
                     if len(exceptions) < LIST_LIMIT:
                         exceptions.append(exception_json(event))
-                elif type(event) is ev.DumpFileSeen and event.kind == "overflow":
+                elif type(event) is ev.DumpFileSeen and event.kind == ev.OVERFLOW_DUMP:
                     overflows_total += 1
                     if len(overflows) < LIST_LIMIT:
                         overflows.append(overflow_json(event))
@@ -195,12 +195,12 @@ def dumps_summary(inputs: ReplayInputs) -> dict[str, Any]:
     errors = []
     for d in events:
         summary = d.summary if isinstance(d.summary, dict) else {}
-        if d.kind != "overflow":
+        if d.kind != ev.OVERFLOW_DUMP:
             groups[str(summary.get("group", ""))] += 1
         if summary.get("error"):
             errors.append({"path": d.path, "error": summary["error"]})
     times = [d.ts_ns for d in events if d.ts_ns]
-    overflows = [overflow_json(d) for d in events if d.kind == "overflow"]
+    overflows = [overflow_json(d) for d in events if d.kind == ev.OVERFLOW_DUMP]
     return {
         "files": len(events),
         "counts": dict(sorted(counts.items())),

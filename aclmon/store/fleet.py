@@ -280,7 +280,7 @@ class FleetStore:
         if s.exceptions:
             last = s.exceptions[-1]
             last_error = f"{last.error_code} {last.op_type or last.op_name}".strip()
-        overflows = sum(1 for d in s.dumps if d.kind == "overflow")
+        overflows = sum(1 for d in s.dumps if d.kind == ev.OVERFLOW_DUMP)
         devices = tuple(sorted(s.devices))
         if not devices and isinstance(identity.get("device_id"), int):
             devices = (identity["device_id"],)

@@ -33,7 +33,7 @@ import numpy as np
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError
-from aclmon.events.wire import HEADER, HEADER_SIZE, BatchDecoder
+from aclmon.events.wire import HEADER, HEADER_SIZE, BatchDecoder, peek_kinds
 from aclmon.store.fold import Store
 from aclmon.store.snapshots import (
     DEFAULT_MAX_SNAPSHOTS,
@@ -144,14 +144,11 @@ class FrameFile:
 
     def _kinds_piece(self, start: int, stop: int) -> np.ndarray:
         begin, data, offsets = self.span(start, stop)
-        raw = np.frombuffer(data, dtype=np.uint8)
-        at = offsets - begin + HEADER_SIZE
-        last = len(raw) - 1
-        marker = raw[np.minimum(at, last)]
-        kind = raw[np.minimum(at + 1, last)].astype(np.int64)
-        # Every event is a msgpack fixarray (at most 15 elements) led by a fixint kind.
-        ok = (marker >= 0x91) & (marker <= 0x9F) & (kind < 0x80)
-        return np.where(ok, kind, -1)
+        starts = offsets - begin
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:]
+        ends[-1:] = len(data)
+        return peek_kinds(np.frombuffer(data, dtype=np.uint8), starts + HEADER_SIZE, ends)
 
     def close(self) -> None:
         if self._fd >= 0:

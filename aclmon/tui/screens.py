@@ -194,7 +194,7 @@ class ExceptionDetail(ScrollingModal[str | None]):
         dump = self.dumps[index]
         bad = theme_style(self, "aclmon-bad", bold=True)
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {dump.kind:<13}", style=bad if dump.kind == "overflow" else Style())
+        text.append(f" {dump.kind:<13}", style=bad if dump.kind == ev.OVERFLOW_DUMP else Style())
         text.append(f"{fmt.size(dump.size):>9}  ")
         text.append(middle(dump.path, max(8, width - len(text))))
         return text

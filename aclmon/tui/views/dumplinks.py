@@ -36,7 +36,7 @@ def overflow_targets(dump: ev.DumpFileSeen) -> list[tuple[int, int | None]]:
 def is_task_dump(dump: ev.DumpFileSeen, task: int, stream: int | None) -> bool:
     """An operator dump (not an overflow record) of ``task`` on ``stream``: by what the
     agent read from its header, or by the ``.{task}.{stream}.`` of its name."""
-    if dump.kind == "overflow":
+    if dump.kind == ev.OVERFLOW_DUMP:
         return False
     summary = _summary(dump)
     if summary.get("task_id") == task and summary.get("stream_id") in (None, stream):
@@ -77,7 +77,7 @@ def overflows_of_step(
 ) -> list[ev.DumpFileSeen]:
     """The overflow records of the same step (directory) as ``overflow``, earliest first."""
     here = os.path.dirname(overflow.path)
-    same = [d for d in dumps if d.kind == "overflow" and os.path.dirname(d.path) == here]
+    same = [d for d in dumps if d.kind == ev.OVERFLOW_DUMP and os.path.dirname(d.path) == here]
     return sorted(same, key=lambda d: (d.ts_ns, d.seq))
 
 

@@ -49,7 +49,7 @@ def dump_text(d: ev.DumpFileSeen) -> str:
 
 
 def group_of(d: ev.DumpFileSeen) -> str:
-    if d.kind == "overflow":
+    if d.kind == ev.OVERFLOW_DUMP:
         return OVERFLOW_GROUP
     summary = d.summary if isinstance(d.summary, dict) else {}
     return str(summary.get("group") or "other files")
@@ -158,7 +158,7 @@ class DumpsView(ListView):
         if action == "to_operator" and self.key("dumps.to_operator", "t") in self.app_keys:
             # a replay's t (go to time) where an overflow record has no operator to go to
             selected = self.selected_dump()
-            return selected is not None and selected.kind == "overflow"
+            return selected is not None and selected.kind == ev.OVERFLOW_DUMP
         return super().check_action(action, parameters)
 
     def tab_count(self, state: StoreState) -> str:
@@ -176,7 +176,7 @@ class DumpsView(ListView):
                 ("copy its operator name", self.action_copy_op,
                  "the selected file's operator name, to the clipboard"),
             ]  # fmt: skip
-            if selected.kind == "overflow":
+            if selected.kind == ev.OVERFLOW_DUMP:
                 actions += [
                     ("jump to the overflowing operator", self.action_to_operator,
                      "select the operator dump the selected overflow record points at"),
@@ -199,7 +199,7 @@ class DumpsView(ListView):
 
     def _selected_overflow(self) -> ev.DumpFileSeen | None:
         dump = self.selected_dump()
-        if dump is None or dump.kind != "overflow":
+        if dump is None or dump.kind != ev.OVERFLOW_DUMP:
             self.notify("select an overflow record first", severity="warning", timeout=3)
             return None
         return dump
@@ -274,7 +274,7 @@ class DumpsView(ListView):
         if dump is None or self.store is None:
             return
         name = operator_name(dump)
-        if dump.kind == "overflow":
+        if dump.kind == ev.OVERFLOW_DUMP:
             target = overflow_operator(dump, list(self.store.state.dumps))
             name = (operator_name(target) if target is not None else "") or name.split(" ")[-1]
         if not name:
@@ -307,7 +307,7 @@ class DumpsView(ListView):
         return dump_text(row) if isinstance(row, ev.DumpFileSeen) else ""
 
     def narrow(self, rows: list[Any]) -> list[Any]:
-        return [d for d in rows if d.kind == "overflow"] if self.overflow_only else rows
+        return [d for d in rows if d.kind == ev.OVERFLOW_DUMP] if self.overflow_only else rows
 
     def order_rows(self, rows: list[Any]) -> list[Any]:
         rows = self.sorted(rows)
@@ -345,7 +345,7 @@ class DumpsView(ListView):
 
     def describe(self, text: Text, s: StoreState, dim: Style) -> None:
         text.append(f"{s.dumps_total} dump file(s)", style=Style(bold=True))
-        overflow = sum(1 for d in s.dumps if d.kind == "overflow")
+        overflow = sum(1 for d in s.dumps if d.kind == ev.OVERFLOW_DUMP)
         if overflow:
             text.append(f"  ·  {overflow} overflow", style=theme_style(self, "aclmon-bad"))
         if s.dumps_dropped:
@@ -382,7 +382,7 @@ class DumpsView(ListView):
             ("dumps.copy_path", "y", "copies its path"),
             ("dumps.copy_op", "Y", "the operator's name"),
         ]
-        if dump.kind == "overflow":
+        if dump.kind == ev.OVERFLOW_DUMP:
             keys[:0] = [
                 ("dumps.to_operator", "t", "goes to the operator that overflowed"),
                 ("dumps.first_overflow", "F", "to the first overflow of this step"),
@@ -407,7 +407,7 @@ class DumpsView(ListView):
         indent = "  " if self.grouped else " "
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{indent}{fmt.utc_time(entry.ts_ns):<12}  ", style=dim)
-        if entry.kind == "overflow" and self.grouped:
+        if entry.kind == ev.OVERFLOW_DUMP and self.grouped:
             summary = entry.summary if isinstance(entry.summary, dict) else {}
             text.append("overflow  ", style=theme_style(self, "aclmon-bad", bold=True))
             # the operator first: what a narrow row must keep
@@ -416,10 +416,10 @@ class DumpsView(ListView):
             return text
         bad = theme_style(self, "aclmon-bad", bold=True)
         # an exception dump: what the runtime saved of an operator that raised
-        kind = "exception" if entry.kind == "exception-dump" else entry.kind
-        text.append(f"{kind:<9}", style=bad if entry.kind == "overflow" else Style())
+        kind = "exception" if entry.kind == ev.EXCEPTION_DUMP else entry.kind
+        text.append(f"{kind:<9}", style=bad if entry.kind == ev.OVERFLOW_DUMP else Style())
         text.append(f"  {fmt.size(entry.size):>9}  ")
-        if entry.kind == "overflow":  # its file name is the debug task's: name the operator
+        if entry.kind == ev.OVERFLOW_DUMP:  # its file name is the debug task's: name the operator
             summary = entry.summary if isinstance(entry.summary, dict) else {}
             target = f"→ {overflowing_operator(summary)}"
             room = width - len(text)
