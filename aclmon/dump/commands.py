@@ -75,133 +75,6 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------ decode
-def _tensor_report(tensor: Any, with_stats: bool, bins: int) -> dict[str, Any]:
-    from aclmon.dump.stats import logical_tensor_stats
-    from aclmon.dump.summary import tensor_summary
-    from aclmon.errors import AclmonError
-
-    entry: dict[str, Any] = {**tensor_summary(tensor), "offset": tensor.offset}
-    if tensor.role in ("buffer", "space"):
-        return entry
-    try:
-        decoded = tensor.decode()
-    except AclmonError as exc:
-        entry["error"] = str(exc)
-        return entry
-    if not decoded.supported:
-        entry["note"] = decoded.label
-    if with_stats:
-        # over the tensor in its original shape: padding of device layouts is not data
-        entry["stats"] = logical_tensor_stats(
-            decoded.array, tensor.format, tensor.original_shape, bins=bins
-        )
-    return entry
-
-
-def decode_report(path: str, with_stats: bool = True, bins: int = 16) -> dict[str, Any]:
-    """Everything ``aclmon decode`` prints about one file, as plain values."""
-    from aclmon.dump.reader import read_dump
-    from aclmon.dump.statscsv import read_stats_csv
-    from aclmon.dump.summary import KIND_OVERFLOW, KIND_STATS, summarize
-    from aclmon.errors import AclmonError
-
-    report = {"path": path, **summarize(path)}
-    if "error" in report or report["kind"] == KIND_OVERFLOW:
-        return report
-    try:
-        if report["kind"] == KIND_STATS:
-            # summarize() lists only the first rows; the command shows them all
-            report["rows"] = read_stats_csv(path)
-            return report
-        dump = read_dump(path)
-        report["tensors"] = [_tensor_report(t, with_stats, bins) for t in dump.tensors]
-        if dump.attrs:
-            report["attrs"] = [{"name": n, "value": v} for n, v in dump.attrs]
-        if dump.dfx_message:
-            report["dfx_message"] = dump.dfx_message
-    except AclmonError as exc:
-        report["error"] = str(exc)
-    return report
-
-
-def _fmt_number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def _stats_text(stats: dict[str, Any]) -> str:
-    """min/max/mean/std (or why there are none) and the special-value counts."""
-    counts = "  ".join(
-        f"{k} {stats[k]}" for k in ("nan", "pos_inf", "neg_inf", "zeros") if k in stats
-    )
-    if not stats.get("finite"):
-        return f"no finite values  {counts}"
-    figures = "  ".join(f"{k} {_fmt_number(stats[k])}" for k in ("min", "max", "mean", "std"))
-    return f"{figures}  {counts}"
-
-
-def _print_text(report: dict[str, Any], out: Any) -> None:
-    from aclmon.dump.summary import KIND_EXCEPTION, KIND_OVERFLOW
-
-    print(f"{report['file']}  ({report.get('kind') or 'unknown'}"
-          + (f", {report['container']}" if "container" in report else "")
-          + (f", {report['file_size']} bytes" if "file_size" in report else "") + ")", file=out)  # fmt: skip
-    ids = [f"{k.replace('_', ' ')} {report[k]}" for k in ("op_type", "op_name", "task_id", "stream_id", "timestamp",
-                                                            "context_id", "thread_id") if report.get(k) is not None]  # fmt: skip
-    if report.get("kind") == KIND_EXCEPTION and report.get("stream_id") is None:
-        ids.append("stream id unknown")  # exception dump names carry none
-    if report.get("kind") == KIND_OVERFLOW and "records" in report:
-        # the ids the record gives; the Opdebug file's own name is the debug task's
-        if report.get("op_name") is None:
-            ids.append("(no operator dump with these ids beside the file)")
-        ids.insert(0, "overflowed:")
-    if ids:
-        print("  " + "  ".join(ids), file=out)
-    for warning in report.get("warnings", []):
-        print(f"  warning: {warning}", file=out)
-    for tensor in report.get("tensors", []):
-        line = (f"  {tensor['role']} {tensor['index']}: {tensor['dtype']} {tensor['format']} "
-                f"shape {tensor['shape']} ({tensor['size']} B)")  # fmt: skip
-        if tensor.get("original_shape"):
-            line += f" original {tensor['original_shape']}"
-        print(line, file=out)
-        if tensor.get("note"):
-            print(f"      {tensor['note']}", file=out)
-        if tensor.get("error"):
-            print(f"      error: {tensor['error']}", file=out)
-        stats = tensor.get("stats")
-        if stats:
-            stored = stats.get("stored_stats")
-            where = " in the original shape" if stored else ""
-            print(f"      {stats['count']} values{where}  {_stats_text(stats)}", file=out)
-            print("      first " + " ".join(_fmt_number(v) for v in stats["first"]), file=out)
-            if stored:
-                print(
-                    f"      stored layout ({stored['count']} values, padding included): "
-                    + _stats_text(stored),
-                    file=out,
-                )
-            if stats.get("logical_error"):
-                print(
-                    f"      statistics over the stored layout: {stats['logical_error']}", file=out
-                )
-    for record in report.get("records", []):
-        if "error" in record:
-            print(f"  output {record['output']}: error: {record['error']}", file=out)
-            continue
-        print(f"  output {record['output']}: overflow record", file=out)
-        if "op_dump" in record:
-            target = record["op_dump"] or "no operator dump with this task id and stream id"
-            print(f"      operator dump: {target}", file=out)
-        for line in record["explained"]:
-            print(f"      {line}", file=out)
-        for line in json.dumps(record["record"], indent=2).splitlines():
-            print(f"      {line}", file=out)
-    for row in report.get("rows", []):
-        print("  " + ", ".join(f"{k}={v}" for k, v in row.items()), file=out)
-
-
 def _expand(
     paths: list[str],
     recursive: bool,
@@ -249,6 +122,7 @@ def _expand(
 
 
 def run_decode(args: argparse.Namespace) -> int:
+    from aclmon.dump.report import decode_report, write_text
     from aclmon.errors import no_such_file
 
     links: dict[str, dict[int, str | None]] = {}
@@ -261,14 +135,11 @@ def run_decode(args: argparse.Namespace) -> int:
         print(f"aclmon decode: {line}", file=sys.stderr)
         failed |= unreadable
     for path in files:
-        report = decode_report(path, with_stats=not args.no_stats, bins=args.bins)
-        # which operator dump each record points at (by task id and stream id): from the
-        # directory index, or for a file named on its own, among the files beside it
-        for record in report.get("records", []):
-            if path in links and record["output"] in links[path]:
-                record["op_dump"] = links[path][record["output"]]
-            elif path not in links and "record" in record:
-                record["op_dump"] = _op_dump_beside(path, record["record"])
+        # which operator dump each record points at: from the directory's index, or
+        # for a file named on its own, among the files beside it
+        report = decode_report(
+            path, with_stats=not args.no_stats, bins=args.bins, op_dumps=links.get(path)
+        )
         if "error" in report:
             failed = True
             print(f"aclmon decode: {report['error']}", file=sys.stderr)
@@ -281,21 +152,8 @@ def run_decode(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(report, sort_keys=False))
         else:
-            _print_text(report, sys.stdout)
+            write_text(report, sys.stdout)
     return 1 if failed else 0
-
-
-def _op_dump_beside(path: str, record: dict[str, Any]) -> str | None:
-    from aclmon.dump.index import find_op_dump
-    from aclmon.dump.opdebug import overflow_target
-
-    target = overflow_target(record)
-    if target.get("task_id") is None:
-        return None
-    return (
-        find_op_dump(os.path.dirname(path) or ".", target["task_id"], target.get("stream_id"))
-        or None
-    )
 
 
 # ------------------------------------------------------------------ convert

@@ -465,16 +465,16 @@ class AclmonApp(App[int]):
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.dump.kind, self.dumps_view.show_detail)
+        self._decode_dump(message.dump.path, self.dumps_view.show_detail)
 
     @on(ExceptionDetail.DecodeRequested)
     def _detail_decode_requested(self, message: ExceptionDetail.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.dump.kind, message.detail.show_decoded)
+        self._decode_dump(message.dump.path, message.detail.show_decoded)
 
     @work(thread=True, exclusive=True, group="dump-decode")
-    def _decode_dump(self, path: str, kind: str, show: Callable[[RenderableType], None]) -> None:
+    def _decode_dump(self, path: str, show: Callable[[RenderableType], None]) -> None:
         """Decode in a worker; the newest request wins (an older one is cancelled)."""
-        report = decode_for_view(self.source.resolve_path(path), kind)
+        report = decode_for_view(self.source.resolve_path(path))
         self._call_ui(self._show_dump_report, report, show)
 
     @on(DumpsView.ExportRequested)

@@ -1,16 +1,15 @@
-"""Decoding one dump file for the Dumps view, off the UI thread.
+"""A dump file in the Dumps pane and the exception detail, off the UI thread.
 
-:func:`decode_for_view` runs in a worker thread and returns plain values (a
-:class:`DumpReport`); :func:`render_report` turns them into Rich renderables on
-the UI thread. An overflow file gives its decoded records with the status bits
-explained, then the tensors (with statistics and a histogram) of the operator
-it points at, found by task and stream id among the files in its directory.
+:func:`decode_for_view` runs in a worker thread and returns the file's
+decode report (:mod:`aclmon.dump.report`, the one ``aclmon decode`` prints);
+:func:`render_report` turns it into Rich renderables on the UI thread. An
+overflow file gives its decoded records with the status bits explained, then
+the tensors (with statistics and a histogram) of the operator it points at.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -18,7 +17,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from aclmon.errors import AclmonError
+from aclmon import events as ev
 from aclmon.tui import fmt
 from aclmon.tui.style import Fitted, key_values
 
@@ -27,94 +26,14 @@ MAX_STAT_TENSORS = 16
 HIST_BINS = 24
 
 
-@dataclass
-class TensorReport:
-    role: str
-    index: int
-    dtype: str
-    format: str
-    shape: tuple[int, ...]
-    size: int
-    original_shape: tuple[int, ...] = ()
-    stats: dict[str, Any] | None = None
-    error: str = ""
-
-
-@dataclass
-class DumpReport:
-    path: str
-    kind: str
-    error: str = ""
-    op_type: str = ""
-    op_name: str = ""
-    records: list[tuple[dict[str, Any], list[str]]] = field(default_factory=list)
-    target: dict[str, Any] | None = None
-    related_path: str = ""
-    related_note: str = ""
-    tensors: list[TensorReport] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _tensor_reports(path: str, report: DumpReport) -> None:
-    from aclmon.dump import read_dump
-    from aclmon.dump.stats import logical_tensor_stats
-
-    dump = read_dump(path)
-    report.warnings.extend(dump.warnings)
-    if not report.op_name:
-        report.op_name = dump.op_name
-        report.op_type = dump.op_type
-    for n, tensor in enumerate([*dump.inputs, *dump.outputs]):
-        item = TensorReport(
-            tensor.role, tensor.index, tensor.dtype_name, tensor.format_name,
-            tuple(tensor.shape), tensor.size, tuple(tensor.original_shape),
-        )  # fmt: skip
-        if n < MAX_STAT_TENSORS:
-            try:
-                # over the tensor in its original shape, as `aclmon decode` does
-                item.stats = logical_tensor_stats(
-                    tensor.array, tensor.format, tensor.original_shape, bins=HIST_BINS
-                )
-            except AclmonError as exc:
-                item.error = str(exc)
-            except (ValueError, TypeError) as exc:  # an array the statistics cannot take
-                item.error = f"no statistics: {exc}"
-        report.tensors.append(item)
-
-
-def decode_for_view(path: str, kind: str) -> DumpReport:
-    """Everything the detail pane shows for one file. Never raises."""
-    report = DumpReport(path, kind)
+def decode_for_view(path: str) -> dict[str, Any]:
+    """The file's :func:`~aclmon.dump.report.decode_report` (an overflow file's with
+    its operator's), as the pane shows it. Run it off the UI thread; never raises."""
     try:
-        from aclmon.dump import decode_opdebug, explain_status, read_dump
-        from aclmon.dump.index import find_op_dump
-        from aclmon.dump.opdebug import overflow_target
-
-        if kind == "overflow":
-            dump = read_dump(path)
-            report.warnings.extend(dump.warnings)
-            for tensor in dump.outputs:
-                record = decode_opdebug(bytes(tensor.raw), os.path.basename(path), tensor.offset)
-                report.records.append((record, explain_status(record)))
-            if report.records:
-                target = overflow_target(report.records[0][0])
-                report.target = target
-                task, stream = target.get("task_id"), target.get("stream_id")
-                if task is not None:
-                    report.related_path = find_op_dump(os.path.dirname(path) or ".", task, stream)
-                if not report.related_path:
-                    report.related_note = (
-                        f"no operator dump for task {task} stream {stream} next to this file"
-                    )
-            if report.related_path:
-                _tensor_reports(report.related_path, report)
-        else:
-            _tensor_reports(path, report)
-    except AclmonError as exc:
-        report.error = str(exc)
+        from aclmon.dump.report import decode_report
     except ImportError as exc:  # a build without the dump decoder
-        report.error = f"dump decoding is not available: {exc}"
-    return report
+        return {"path": path, "kind": None, "error": f"dump decoding is not available: {exc}"}
+    return decode_report(path, bins=HIST_BINS, stat_tensors=MAX_STAT_TENSORS, follow_overflow=True)
 
 
 def _file_head(path: str, kind: str, dim: Style) -> RenderableType:
@@ -135,60 +54,86 @@ def _histogram_line(counts: list[int], width: int = HIST_BINS) -> str:
     return fmt.sparkline(counts[:width], min(width, len(counts)), top=float(top or 1))
 
 
-def render_report(report: DumpReport, styles: dict[str, Style]) -> RenderableType:
+def render_report(report: dict[str, Any], styles: dict[str, Style]) -> RenderableType:
+    """A decode report (:func:`decode_for_view`) as the pane shows it."""
+    from aclmon.dump.report import target_ids
+
     dim, bad, bold = styles["dim"], styles["bad"], Style(bold=True)
-    parts: list[RenderableType] = [_file_head(report.path, report.kind, dim)]
-    if report.error:
-        parts.append(Text(f"\n{report.error}", style=bad))
-    for n, (record, explained) in enumerate(report.records):
-        section = Text(f"\nOVERFLOW RECORD {n}\n", style=bold)
-        for line in explained:
-            quiet = line.endswith("no overflow")
-            section.append(f"  {line}\n", style=dim if quiet else bad)
-        # key/value lines: a long value wraps under itself, not under its key
-        rows: list[tuple[str, RenderableType]] = []
-        for key, value in record.items():
-            if isinstance(value, dict) and value.get("status") == 0:
-                continue  # a unit that saw no overflow: its line above says so
-            if isinstance(value, dict):
-                inner = ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, dict))
-                rows.append((f"  {key}", Text(inner)))
-                data = value.get("data")
-                if isinstance(data, dict):
-                    rows.append(("    data", Text(", ".join(f"{k}={v}" for k, v in data.items()))))
-            else:
-                rows.append((f"  {key}", Text(str(value))))
-        if rows:
-            section.rstrip()
-        parts.append(section)
-        if rows:
-            parts.append(key_values(rows, dim))
-    if report.target is not None:
-        line = Text("\nOPERATOR THAT OVERFLOWED  ", style=bold)
-        line.append(
-            " ".join(f"{k}={v}" for k, v in report.target.items() if v is not None), style=dim
-        )
-        if report.related_path:
-            line.append(f"\n{os.path.basename(report.related_path)}")
-        elif report.related_note:
-            line.append(f"\n{report.related_note}", style=dim)
-        parts.append(line)
-    if report.op_name:
-        parts.append(Text(f"\n{report.op_type} {report.op_name}", style=bold))
-    for t in report.tensors:
-        title = Text(f"\n{t.role} {t.index}  ", style=bold)
-        title.append(f"{t.dtype} {t.format} {fmt.shape(t.shape)} {fmt.size(t.size)}", style=dim)
-        if t.original_shape and tuple(t.original_shape) != tuple(t.shape):
-            title.append(f" original {fmt.shape(t.original_shape)}", style=dim)
+    kind = str(report.get("kind") or "unknown")
+    parts: list[RenderableType] = [_file_head(report["path"], kind, dim)]
+    if report.get("error"):
+        parts.append(Text(f"\n{report['error']}", style=bad))
+    records = report.get("records", [])
+    for n, item in enumerate(records):
+        parts.extend(_record_parts(n, item, dim, bad))
+    operator = report.get("operator")
+    if kind == ev.OVERFLOW_DUMP and target_ids(report):
+        parts.append(_target_line(report, operator, dim))
+    shown = operator if isinstance(operator, dict) else report
+    if operator is not None and operator.get("error"):
+        parts.append(Text(f"\n{operator['error']}", style=bad))
+    if shown.get("op_name") and (kind != ev.OVERFLOW_DUMP or operator is not None):
+        parts.append(Text(f"\n{shown.get('op_type') or ''} {shown['op_name']}", style=bold))
+    for t in shown.get("tensors", []):
+        title = Text(f"\n{t['role']} {t['index']}  ", style=bold)
+        title.append(f"{t['dtype']} {t['format']} {fmt.shape(t['shape'])} {fmt.size(t['size'])}",
+                     style=dim)  # fmt: skip
+        if t.get("original_shape") and list(t["original_shape"]) != list(t["shape"]):
+            title.append(f" original {fmt.shape(t['original_shape'])}", style=dim)
         parts.append(title)
-        if t.error:
-            parts.append(Text(f"  {t.error}", style=bad))
-        if not t.stats:
-            continue
-        parts.append(_stats_table(t.stats, dim, bad))
-    for warning in report.warnings:
+        for problem in (t.get("note"), t.get("error")):
+            if problem:
+                parts.append(Text(f"  {problem}", style=bad))
+        if t.get("stats"):
+            parts.append(_stats_table(t["stats"], dim, bad))
+    warnings = report.get("warnings", []) + (operator.get("warnings", []) if operator else [])
+    for warning in warnings:
         parts.append(Text(f"warning: {warning}", style=dim))
     return Group(*parts)
+
+
+def _record_parts(n: int, item: dict[str, Any], dim: Style, bad: Style) -> list[RenderableType]:
+    """One overflow record: its status in words, then its fields as key/value lines."""
+    section = Text(f"\nOVERFLOW RECORD {n}\n", style=Style(bold=True))
+    if item.get("error"):
+        section.append(f"  {item['error']}\n", style=bad)
+    for line in item.get("explained", []):
+        section.append(f"  {line}\n", style=dim if line.endswith("no overflow") else bad)
+    # key/value lines: a long value wraps under itself, not under its key
+    rows: list[tuple[str, RenderableType]] = []
+    for key, value in item.get("record", {}).items():
+        if isinstance(value, dict) and value.get("status") == 0:
+            continue  # a unit that saw no overflow: its line above says so
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, dict))
+            rows.append((f"  {key}", Text(inner)))
+            data = value.get("data")
+            if isinstance(data, dict):
+                rows.append(("    data", Text(", ".join(f"{k}={v}" for k, v in data.items()))))
+        else:
+            rows.append((f"  {key}", Text(str(value))))
+    if not rows:
+        return [section]
+    section.rstrip()
+    return [section, key_values(rows, dim)]
+
+
+def _target_line(report: dict[str, Any], operator: Any, dim: Style) -> Text:
+    """The ids of the operator that overflowed, and its dump (or that none is beside)."""
+    from aclmon.dump.report import target_ids
+
+    target = target_ids(report)
+    line = Text("\nOPERATOR THAT OVERFLOWED  ", style=Style(bold=True))
+    line.append(" ".join(f"{k}={v}" for k, v in target.items()), style=dim)
+    if isinstance(operator, dict):
+        line.append(f"\n{os.path.basename(operator['path'])}")
+    else:
+        line.append(
+            f"\nno operator dump for task {target.get('task_id')}"
+            f" stream {target.get('stream_id')} next to this file",
+            style=dim,
+        )
+    return line
 
 
 def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableType:
@@ -284,7 +229,7 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
     if summary.get("error"):
         parts.append(Text(f"\n{summary['error']}", style=bad))
     op = " ".join(str(summary.get(k) or "") for k in ("op_type", "op_name")).strip()
-    if dump.kind == "overflow":  # the file's own name and ids are the debug task's
+    if dump.kind == ev.OVERFLOW_DUMP:  # the file's own name and ids are the debug task's
         summary = {**summary, **summary_target(summary)}
         op = f"overflowed: {summary_operator(summary) or 'operator (no dump of it found)'}"
     if op:

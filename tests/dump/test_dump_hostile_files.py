@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dumpfixtures import T, dump_bytes, write
 
-from aclmon.dump.commands import decode_report
+from aclmon.dump.report import decode_report
 from aclmon.errors import DecodeError
 
 REPO = Path(__file__).parents[2]

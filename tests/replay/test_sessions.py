@@ -11,6 +11,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 from rich.console import Console
+from rich.style import Style
 from session import watch_live_and_record
 
 from aclmon.bus.recording import RecordingReader
@@ -118,17 +119,19 @@ def test_sim_dump_directory_lists_and_decodes_every_file(sim_session):
     assert [e.kind for e in events][:1] == ["overflow"]  # overflow records come first
     for event in events:
         assert "error" not in event.summary, event.summary
-        report = decode_for_view(event.path, event.kind)
-        assert report.error == "", report.error
-        assert report.tensors and all(t.stats is not None for t in report.tensors)
+        report = decode_for_view(event.path)
+        assert "error" not in report, report["error"]
+        shown = report.get("operator", report)
+        assert shown["tensors"] and all("stats" in t for t in shown["tensors"])
     overflow = events[0]
     assert overflow.summary["operator"] == "Add add1"
     assert os.path.dirname(overflow.summary["op_dump"]) == os.path.dirname(overflow.path)
-    report = decode_for_view(overflow.path, overflow.kind)
-    assert report.records and any(
-        "floating-point computation overflow" in line for line in report.records[0][1]
+    report = decode_for_view(overflow.path)
+    assert report["records"] and any(
+        "floating-point computation overflow" in line for line in report["records"][0]["explained"]
     )
-    assert report.related_path == overflow.summary["op_dump"]
+    assert report["records"][0]["op_dump"] == overflow.summary["op_dump"]
+    assert report["operator"]["path"] == overflow.summary["op_dump"]
     groups = [e.summary["group"] for e in events[1:]]
     assert groups == sorted(groups, key=lambda g: int(g.rsplit(" ", 1)[1]))  # steps in order
     assert groups[0] == "device 0 · model tiny (1) · step 0"
@@ -148,6 +151,32 @@ async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
         if loop.time() > end:
             raise AssertionError("condition not reached")
         await pilot.pause(0.02)
+
+
+def test_decode_json_and_the_pane_show_one_report_of_a_file(sim_session, capsys):
+    """``aclmon decode --json`` and the Dumps pane build the same report (one
+    builder): the same tensors, statistics, records and operator dump."""
+    from aclmon.dump.report import decode_report
+    from aclmon.tui.dumpdetail import HIST_BINS, MAX_STAT_TENSORS, render_report
+
+    overflow = next(str(p) for p in sim_session.dumps.rglob("Opdebug.*"))
+    op_dump = next(str(p) for p in sim_session.dumps.rglob("Add.*"))
+    for path in (op_dump, overflow):
+        assert main(["decode", "--json", "--bins", str(HIST_BINS), path]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        pane = decode_for_view(path)
+        pane.pop("operator", None)  # the pane also decodes the operator an overflow names
+        assert json.loads(json.dumps(pane)) == printed
+        assert pane == decode_report(path, bins=HIST_BINS, stat_tensors=MAX_STAT_TENSORS)
+    report = decode_for_view(overflow)
+    console = Console(width=140, file=io.StringIO(), record=True)
+    console.print(render_report(report, {"dim": Style(), "bad": Style()}))
+    text = console.export_text()
+    for line in report["records"][0]["explained"]:
+        assert line in text
+    assert os.path.basename(report["records"][0]["op_dump"]) in text
+    first = report["operator"]["tensors"][0]
+    assert f"{first['role']} {first['index']}  {first['dtype']}" in text
 
 
 async def test_a_dump_directory_opens_grouped_in_the_dumps_view(sim_session):
