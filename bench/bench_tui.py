@@ -135,7 +135,8 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
     from textual.events import Key
 
     from aclmon.sources.live import LiveSource
-    from aclmon.tui.app import DEFAULT_INTERVAL, AclmonApp
+    from aclmon.tui.app import AclmonApp
+    from aclmon.tui.options import DEFAULT_INTERVAL
 
     phases: list[tuple[int, float]] = []
     sent_rates: dict[int, tuple[int, int]] = {}  # offered -> (sent per s, publisher drops so far)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Address": "aclmon.bus.transport",
     "parse_address": "aclmon.bus.transport",
-    "runtime_dir": "aclmon.bus.transport",
+    "runtime_dir": "aclmon.locations",
     "FrameDecoder": "aclmon.events.wire",
     "FrameError": "aclmon.events.wire",
     "StreamDecoder": "aclmon.events.wire",
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from aclmon.bus.publisher import Publisher
     from aclmon.bus.recording import Cut, RecordingHeader, RecordingReader, RecordingWriter
     from aclmon.bus.subscriber import CommandTimeout, Subscriber
-    from aclmon.bus.transport import Address, parse_address, runtime_dir
+    from aclmon.bus.transport import Address, parse_address
     from aclmon.errors import CommandRefused
     from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame
+    from aclmon.locations import runtime_dir

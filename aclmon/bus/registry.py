@@ -18,9 +18,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aclmon.bus.transport import AddressError, parse_address, runtime_dir
+from aclmon.bus.transport import AddressError, parse_address
 from aclmon.errors import AclmonError
 from aclmon.events.redaction import redact_argv
+from aclmon.locations import runtime_dir
 
 _PREFIX = "agent-"
 _SUFFIX = ".json"

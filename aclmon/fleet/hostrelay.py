@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from aclmon.bus.transport import runtime_dir
+from aclmon.locations import runtime_dir
 
 LOCK_NAME = "relay.lock"
 START_LOCK_NAME = "relay-start.lock"

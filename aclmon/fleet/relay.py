@@ -379,7 +379,7 @@ class Relay:
     async def _discover(self, stop: asyncio.Event) -> None:
         if self._watch_registry and self._registry_dir is None:
             with contextlib.suppress(Exception):
-                from aclmon.bus.transport import runtime_dir
+                from aclmon.locations import runtime_dir
 
                 self._registry_dir = runtime_dir()
         seen: list[int] = []

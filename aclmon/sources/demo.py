@@ -63,7 +63,7 @@ class DemoJob:
         extra_args: list[str] | None = None,
     ) -> None:
         if directory is None:
-            from aclmon.bus import runtime_dir
+            from aclmon.locations import runtime_dir
 
             directory = runtime_dir()
         stamp = f"{os.getpid()}-{time.monotonic_ns() % 1_000_000}"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import time
 from collections import deque
@@ -35,12 +34,14 @@ from textual.widgets import ContentSwitcher
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED
 from aclmon.errors import AclmonError
+from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
 from aclmon.tui.keys import key_display, quit_bindings, view_bindings
+from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import AclmonCommands
 from aclmon.tui.screens import (
     CallFailureDetail,
@@ -67,33 +68,12 @@ from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near
 from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
 
-DEFAULT_INTERVAL = 0.25
 #: events applied per refresh tick at most; the rest wait in the source's bounded queue.
 MAX_BATCH = 50_000
 COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 #: the pair Ctrl+T switches between (the palette offers every theme).
 THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
-
-
-def keymap_path() -> Path:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config_home) / "aclmon" / "keymap.json"
-
-
-def load_keymap(path: Path, *, required: bool = False) -> dict[str, str]:
-    """``{"binding id": "key[,key…]"}`` from a JSON file (missing and optional: empty)."""
-    if not path.exists() and not required:
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AclmonError(f"keymap {path}: {exc}") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v for k, v in data.items()
-    ):
-        raise AclmonError(f'keymap {path}: expected {{"binding id": "keys", …}}')
-    return data
 
 
 def binding_rows(bindings: list[Any], keymap: dict[str, str]) -> list[tuple[str, str, str]]:

@@ -11,38 +11,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-DEFAULT_INTERVAL = 0.25
-
-
-def _add_view_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--readonly",
-        action="store_true",
-        help="never send commands to the agent (profiling keys are disabled)",
-    )
-    _add_screen_options(parser)
-
-
-def _add_screen_options(parser: argparse.ArgumentParser) -> None:
-    """Theme, refresh interval and keymap: every command that opens a screen."""
-    parser.add_argument(
-        "--theme",
-        default=None,
-        help="theme name: aclmon-dark (default), aclmon-light, or any Textual theme",
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=DEFAULT_INTERVAL,
-        metavar="SECONDS",
-        help=f"screen refresh interval (default {DEFAULT_INTERVAL} s)",
-    )
-    parser.add_argument(
-        "--keymap",
-        metavar="FILE",
-        help='JSON file {"binding id": "keys"} to remap keys'
-        " (default $XDG_CONFIG_HOME/aclmon/keymap.json if it exists)",
-    )
+from aclmon.tui.options import (
+    add_screen_options,
+    add_view_options,
+    check_interval,
+    check_theme,
+    keymap_of,
+)
 
 
 def configure_attach(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +55,7 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="also list the dump and overflow files already in DIR (the agent announces new ones)",
     )
-    _add_view_options(parser)
+    add_view_options(parser)
     from aclmon.fleet.commands import add_nats_credentials
 
     add_nats_credentials(parser)
@@ -99,7 +74,7 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
 
 
 def configure_demo(parser: argparse.ArgumentParser) -> None:
-    _add_view_options(parser)
+    add_view_options(parser)
     parser.add_argument("--record", metavar="FILE", help="also record the demo's events to FILE")
     parser.add_argument(
         "--ranks",
@@ -139,7 +114,7 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
         help="open at this time: start, end, +10s, 90 (s from start), 14:03:07 (UTC), ISO",
     )
     parser.add_argument("--play", action="store_true", help="start playing at once")
-    _add_screen_options(parser)
+    add_screen_options(parser)
     parser.set_defaults(handler=_replay_command)
 
 
@@ -147,51 +122,19 @@ def _replay_command(args: argparse.Namespace) -> int:
     from aclmon.tui.replay import replay_command
 
     if not getattr(args, "json", False):
-        _check_theme(args.theme)  # a usage error, as for attach and demo: one line, exit 1
+        check_theme(args.theme)  # a usage error, as for attach and demo: one line, exit 1
     return replay_command(args)
 
 
 # ------------------------------------------------------------------ helpers
-def _check_view_args(args: argparse.Namespace) -> None:
-    from aclmon.errors import AclmonError
-
-    if args.interval <= 0 or args.interval > 60:
-        raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")
-
-
-def _keymap(args: argparse.Namespace) -> dict[str, str]:
-    from pathlib import Path
-
-    from aclmon.tui.app import keymap_path, load_keymap
-
-    if args.keymap:
-        return load_keymap(Path(args.keymap), required=True)
-    return load_keymap(keymap_path())
-
-
-def _check_theme(name: str | None) -> None:
-    """An unknown --theme is a usage error before the screen opens."""
-    if name is None:
-        return
-    from textual.theme import BUILTIN_THEMES
-
-    from aclmon.errors import AclmonError
-    from aclmon.tui.themes import load_themes
-
-    themes, _problems = load_themes()
-    known = set(BUILTIN_THEMES) | set(themes)
-    if name not in known:
-        raise AclmonError(f"unknown theme {name!r}; available: {', '.join(sorted(known))}")
-
-
 def _run_app(
     source: Any, args: argparse.Namespace, abandon: Callable[[], None] | None = None
 ) -> int:
     from aclmon.tui.app import AclmonApp
     from aclmon.tui.lifetime import run_app
 
-    _check_theme(args.theme)
-    app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+    check_theme(args.theme)
+    app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=keymap_of(args))
     try:
         # SIGTERM/SIGHUP/SIGINT leave like a quit key, so the terminal is restored
         # and the caller's cleanup (stopping the demo job) runs; `abandon` is that
@@ -228,6 +171,7 @@ def _percent(value: Any) -> str:
 
 def print_store_text(data: dict[str, Any]) -> None:
     """``attach --once`` without ``--json``: the store's JSON as a few lines of text."""
+    from aclmon import events as ev
     from aclmon.acl_constants import error_name
     from aclmon.dump.summary import summary_operator
     from aclmon.tui.fmt import model_execution, runtime_headline
@@ -280,7 +224,7 @@ def print_store_text(data: dict[str, Any]) -> None:
         print(f"dump files {dumps['total']} since start")
         for d in dumps.get("recent", [])[-5:]:
             line = f"  {d['file_kind']} {os.path.basename(d['path'])}"
-            if d["file_kind"] == "overflow":  # its file name is the debug task's
+            if d["file_kind"] == ev.OVERFLOW_DUMP:  # its file name is the debug task's
                 line += f" → {summary_operator(d.get('summary')) or 'operator not named'}"
             print(line)
     goodbye = data.get("goodbye")
@@ -314,9 +258,9 @@ def attach_command(args: argparse.Namespace) -> int:
     from aclmon.errors import AclmonError
     from aclmon.sources.live import LiveSource
 
-    _check_view_args(args)
-    _check_theme(args.theme)
-    _keymap(args)  # a bad keymap file is reported before connecting
+    check_interval(args)
+    check_theme(args.theme)
+    keymap_of(args)  # a bad keymap file is reported before connecting
     if args.json and not args.once:
         raise AclmonError("--json goes with --once")
     targets = list(args.target)
@@ -355,9 +299,9 @@ def demo_command(args: argparse.Namespace) -> int:
     from aclmon.sources.demo import DemoJob
     from aclmon.sources.live import LiveSource
 
-    _check_view_args(args)
-    _check_theme(args.theme)
-    _keymap(args)  # a bad keymap file is reported before the job starts
+    check_interval(args)
+    check_theme(args.theme)
+    keymap_of(args)  # a bad keymap file is reported before the job starts
     if args.ranks is not None or args.nats:
         from aclmon.errors import AclmonError
 
@@ -384,8 +328,8 @@ def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:
         )
     from aclmon.tui.fleet import run_fleet_app
 
-    _check_theme(args.theme)
-    return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=_keymap(args))
+    check_theme(args.theme)
+    return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap_of(args))
 
 
 def demo_ranks_command(args: argparse.Namespace) -> int:
@@ -396,8 +340,8 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
     from aclmon.sources.demo import RankedDemo
     from aclmon.tui.fleet import run_fleet_app
 
-    _check_theme(args.theme)
-    keymap = _keymap(args)
+    check_theme(args.theme)
+    keymap = keymap_of(args)
     with RankedDemo(args.ranks, job=f"demo-{os.getpid()}") as demo:
         if not args.nats:
             from aclmon.fleet.local import LocalFeed
@@ -409,7 +353,7 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
         from aclmon.fleet.subjects import Scope
 
         with LocalNatsServer() as server:
-            from aclmon.bus import runtime_dir
+            from aclmon.locations import runtime_dir
 
             log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
             with open(log_path, "wb") as log:

@@ -40,6 +40,7 @@ from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.keys import quit_bindings
+from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
@@ -131,7 +132,7 @@ class FleetApp(App[object]):
         feed: Feed,
         fleet: FleetStore,
         *,
-        interval: float = 0.25,
+        interval: float = DEFAULT_INTERVAL,
         theme: str | None = None,
         keymap: dict[str, str] | None = None,
         sort: str = "rank",

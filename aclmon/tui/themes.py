@@ -11,15 +11,13 @@ the installed ``share/aclmon/themes``, and in the user's
 from __future__ import annotations
 
 import json
-import os
-import site
-import sys
 from pathlib import Path
 from typing import Any
 
 from textual.theme import Theme
 
 from aclmon.errors import AclmonError
+from aclmon.locations import theme_dirs
 
 DEFAULT_DARK = "aclmon-dark"
 DEFAULT_LIGHT = "aclmon-light"
@@ -47,18 +45,6 @@ _MAX_THEME_FILE = 64 * 1024
 
 class ThemeError(AclmonError):
     """A theme file that cannot be used."""
-
-
-def theme_dirs() -> list[Path]:
-    """Directories searched for theme files, lowest priority first."""
-    dirs = [
-        Path(__file__).resolve().parent.parent.parent / "themes",  # source checkout
-        Path(sys.prefix) / "share" / "aclmon" / "themes",  # pip install
-        Path(site.USER_BASE or "~/.local").expanduser() / "share" / "aclmon" / "themes",  # --user
-    ]
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    dirs.append(Path(config_home) / "aclmon" / "themes")
-    return dirs
 
 
 def parse_theme(data: Any, source: str) -> Theme:

@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from aclmon.bus import handshake, transport
+from aclmon import locations
+from aclmon.bus import handshake
 from aclmon.bus.publisher import Publisher
-from aclmon.bus.transport import (
-    Address,
-    AddressError,
-    default_address,
-    parse_address,
-    runtime_dir,
-)
+from aclmon.bus.transport import Address, AddressError, default_address, parse_address
+from aclmon.locations import runtime_dir
 
 
 @pytest.fixture
@@ -90,7 +86,7 @@ def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TMPDIR", str(shared))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(transport, "_fallback", None)
+    monkeypatch.setattr(locations, "_fallback", None)
     return shared
 
 

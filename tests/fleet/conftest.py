@@ -74,6 +74,6 @@ def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "run"
     path.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(path))
-    from aclmon.bus.transport import runtime_dir as make_runtime_dir
+    from aclmon.locations import runtime_dir as make_runtime_dir
 
     return make_runtime_dir()

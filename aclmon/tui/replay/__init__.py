@@ -95,10 +95,10 @@ def replay_command(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `aclmon replay --json x | head`: the reader left early
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    from aclmon.tui.commands import _check_view_args, _keymap
+    from aclmon.tui.options import check_interval, keymap_of
 
-    _check_view_args(args)
-    keymap = _keymap(args)
+    check_interval(args)
+    keymap = keymap_of(args)
     app = build_app(
         inputs,
         speed=args.speed,
