@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
@@ -58,6 +59,13 @@ class ReplayApp(AclmonApp):
         Binding("E", "seek_to('end')", "End", show=False, id="replay.end"),
     ]
 
+    # What the timeline shows, bound to its own reactives (data_bind in compose).
+    playing: reactive[bool] = reactive(False)
+    seeking: reactive[bool] = reactive(False)
+    speed: reactive[float] = reactive(1.0)
+    cursor_ts: reactive[int] = reactive(0)
+    warnings: reactive[tuple[str, ...]] = reactive(())
+
     def __init__(
         self,
         source: Source,
@@ -74,11 +82,9 @@ class ReplayApp(AclmonApp):
         super().__init__(source, **kwargs)
         self.engine = engine
         self.inputs = inputs
-        self.speed = min(SPEEDS, key=lambda s: abs(s - speed))
-        self.playing = False
-        self.seeking = False
-        self._base_warnings = list(warnings or [])
-        self.warnings = list(self._base_warnings)
+        self.set_reactive(ReplayApp.speed, min(SPEEDS, key=lambda s: abs(s - speed)))
+        self._base_warnings = tuple(warnings or ())
+        self.set_reactive(ReplayApp.warnings, self._base_warnings)
         self._autoplay = play
         self._start_at = start_at
         self._play_ts = 0
@@ -90,22 +96,23 @@ class ReplayApp(AclmonApp):
         # Reuse the live frame as is; add the timeline above the footer.
         for widget in super().compose():
             if isinstance(widget, FittingFooter):
-                yield self.timeline
+                yield self.timeline.data_bind(
+                    ReplayApp.playing, ReplayApp.seeking, ReplayApp.speed, ReplayApp.cursor_ts,
+                    ReplayApp.warnings,
+                )  # fmt: skip
             yield widget
 
     def on_mount(self) -> None:
         super().on_mount()
-        if self.engine is not None:
-            # After the first screen: the builder competes with the UI for the GIL.
-            self.call_after_refresh(self._start_indexing)
-            if self._autoplay:
-                self.set_playing(True)
-            self._warnings_timer = self.set_interval(0.2, self._check_warnings)
-            self._refresh_timeline()
+        # After the first screen: the builder competes with the UI for the GIL.
+        self.call_after_refresh(self._start_indexing)
+        if self._autoplay:
+            self.set_playing(True)
+        self._warnings_timer = self.set_interval(0.2, self._check_warnings)
+        self._refresh_timeline()
 
     def _start_indexing(self) -> None:
         engine = self.engine
-        assert engine is not None
         if isinstance(engine.index, LateIndex):
             engine.index.open()
         engine.start_background()
@@ -113,48 +120,39 @@ class ReplayApp(AclmonApp):
     def _check_warnings(self) -> None:
         """Add the file's problems to the timeline once the index knows them."""
         engine = self.engine
-        assert engine is not None
-        self.warnings = self._base_warnings + recording_warnings(engine)
+        self.warnings = self._base_warnings + tuple(recording_warnings(engine))
         if engine.ready or engine.builder_error:
             self._warnings_timer.stop()
         self._refresh_timeline()
 
-    @property
-    def cursor_ts(self) -> int:
+    def position_ts(self) -> int:
+        """The recording time the replay is at (while playing, between frames)."""
         if self.playing and self._play_ts:
             return self._play_ts
         engine = self.engine
-        if engine is None:
-            return 0
         return engine.time_at(engine.position) or (engine.first_ts or 0)
 
     def _refresh_timeline(self) -> None:
-        timeline = self.timeline
-        with self.batch_update():
-            # set without their watchers (each would redraw): one redraw below
-            timeline.set_reactive(Timeline.playing, self.playing)
-            timeline.set_reactive(Timeline.seeking, self.seeking)
-            timeline.set_reactive(Timeline.speed, self.speed)
-            timeline.set_reactive(Timeline.cursor_ts, self.cursor_ts)
-            timeline.set_reactive(Timeline.warnings, tuple(self.warnings))
-            timeline.refresh_timeline()
+        # The other reactives redraw the timeline when they change; the position
+        # moves with the engine, so it is redrawn on every tick.
+        self.cursor_ts = self.position_ts()
+        self.timeline.refresh_timeline()
 
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:
         engine = self.engine
-        if engine is not None and self._start_at and engine.index.indexed:
+        if self._start_at and engine.index.indexed:
             # --at needs the whole index (``end`` is the end of the file, not of what
             # the indexer has reached so far): applied on the first tick after it.
             start_at, self._start_at = self._start_at, None
             self.seek_text(start_at)
-        if engine is not None and self.playing and not self.seeking:
+        if self.playing and not self.seeking:
             self._advance()
         super().tick()
         self._refresh_timeline()
 
     def _advance(self) -> None:
         engine = self.engine
-        assert engine is not None
         now = self._clock()
         elapsed = max(0.0, now - self._played_at)
         self._played_at = now
@@ -173,8 +171,6 @@ class ReplayApp(AclmonApp):
 
     def set_playing(self, playing: bool) -> None:
         engine = self.engine
-        if engine is None:
-            return
         if playing and engine.position >= len(engine) and engine.index.indexed:
             playing = False  # nothing left to play
         self.playing = playing
@@ -207,7 +203,7 @@ class ReplayApp(AclmonApp):
     # ---------------------------------------------------------------- actions
     def action_play_pause(self) -> None:
         engine = self.engine
-        if engine is None or self.seeking:
+        if self.seeking:
             return
         if not self.playing and engine.position >= len(engine) and engine.index.indexed:
             self._guarded(engine.seek, 0)  # at the end: play from the start again, like any player
@@ -215,7 +211,7 @@ class ReplayApp(AclmonApp):
 
     def action_step(self, count: int) -> None:
         engine = self.engine
-        if engine is None or self.seeking:
+        if self.seeking:
             return
         self.set_playing(False)
         if count > 0:
@@ -233,8 +229,7 @@ class ReplayApp(AclmonApp):
         self._refresh_timeline()
 
     def action_jump(self, direction: int) -> None:
-        if self.engine is not None:
-            self.seek_time(self.cursor_ts + direction * JUMP_NS)
+        self.seek_time(self.position_ts() + direction * JUMP_NS)
 
     def action_seek_to(self, where: str) -> None:
         self.seek_text(where)
@@ -243,7 +238,7 @@ class ReplayApp(AclmonApp):
         """Jump just past the next (or previous) exception or overflow dump,
         and show it in its view."""
         engine = self.engine
-        if engine is None or self.seeking:
+        if self.seeking:
             return
         if direction > 0:
             frame = self._guarded(engine.next_marker, MARKER_KINDS, engine.position)
@@ -262,9 +257,6 @@ class ReplayApp(AclmonApp):
         self.seek_position(frame + 1, then_show=view)
 
     def action_seek_prompt(self) -> None:
-        if self.engine is None:
-            return
-
         def chosen(text: str | None) -> None:
             if text:
                 self.seek_text(text)
@@ -275,24 +267,22 @@ class ReplayApp(AclmonApp):
     # ---------------------------------------------------------------- seeking
     def seek_text(self, text: str) -> None:
         engine = self.engine
-        if engine is None or engine.first_ts is None:
+        if engine.first_ts is None:
             return
         try:
-            ts = parse_seek_time(text, engine.first_ts, engine.last_ts or 0, self.cursor_ts)
+            ts = parse_seek_time(text, engine.first_ts, engine.last_ts or 0, self.position_ts())
         except SeekTimeError as exc:
             self.notify(str(exc), severity="error", timeout=5)
             return
         self.seek_time(ts)
 
     def seek_time(self, ts_ns: int) -> None:
-        engine = self.engine
-        if engine is not None:
-            self.seek_position(engine.position_of_time(ts_ns))
+        self.seek_position(self.engine.position_of_time(ts_ns))
 
     def seek_position(self, position: int, *, then_show: str | None = None) -> None:
         """Show the state at ``position``: at once when cheap, else from a worker."""
         engine = self.engine
-        if engine is None or self.seeking:
+        if self.seeking:
             return
         was_playing = self.playing
         if engine.cost(position) <= SYNC_SEEK_FRAMES:
@@ -305,17 +295,14 @@ class ReplayApp(AclmonApp):
 
     @work(thread=True, exclusive=True, group="replay-seek")
     def _seek_in_background(self, position: int, then_show: str | None, playing: bool) -> None:
-        engine = self.engine
-        assert engine is not None
         try:
-            state = engine.state_at(position)
+            state = self.engine.state_at(position)
         except AclmonError as exc:
             self._call_ui(self._seek_failed, str(exc))
             return
         self._call_ui(self._install, position, state, then_show, playing)
 
     def _install(self, position: int, state: Any, then_show: str | None, playing: bool) -> None:
-        assert self.engine is not None
         self.engine.install(position, state)
         self.seeking = False
         self._seeked(then_show, playing)
