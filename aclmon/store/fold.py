@@ -3,12 +3,11 @@
 The store imports no Textual. Each event kind has one handler; the state model
 is :mod:`aclmon.store.state`, Begin/End pairing :mod:`aclmon.store.pairing`,
 the JSON export :mod:`aclmon.store.export`, the agent's History totals
-:mod:`aclmon.store.history`.
+:mod:`aclmon.store.history`, the stream indexes :mod:`aclmon.store.streams`.
 
-No event walks every stream: streams are found through the indexes kept in the
-state (by handle, by exception-info id), and destroyed streams, contexts and
-unloaded models are forgotten, oldest first, past ``destroyed_limit`` of each,
-so the cost of an event does not grow with how many the job has made.
+Destroyed streams, contexts and unloaded models are forgotten, oldest first,
+past ``destroyed_limit`` of each, so the cost of an event does not grow with how
+many the job has made.
 """
 
 from __future__ import annotations
@@ -46,6 +45,15 @@ from aclmon.store.state import (
     new_state,
     ring_add,
     runtime_message,
+)
+from aclmon.store.streams import (
+    add_stream,
+    forget_context,
+    forget_stream,
+    pending_streams,
+    refresh_stream,
+    resolve_stream,
+    stream_by_id,
 )
 
 
@@ -124,16 +132,16 @@ class Store:
 
     # ------------------------------------------------------------ queries
     def stream_by_id(self, device_id: int, stream_id: int) -> StreamState | None:
-        """The stream with this exception-info id on this device: the first
-        live one, else the newest destroyed one."""
-        streams = self.state.streams
-        found = None
-        for key in self.state.stream_ids.get((device_id, stream_id), ()):
-            stream = streams[key]
-            if stream.state != STREAM_DESTROYED:
-                return stream
-            found = stream
-        return found
+        """The stream with this exception-info id on this device (see
+        :func:`aclmon.store.streams.stream_by_id`)."""
+        return stream_by_id(self.state, device_id, stream_id)
+
+    def resolve_stream(
+        self, handle: int, *, thread_id: int | None = None, device_id: int | None = None
+    ) -> StreamState | None:
+        """The stream an event naming only ``handle`` is about (the rule:
+        :func:`aclmon.store.streams.resolve_stream`)."""
+        return resolve_stream(self.state, handle, thread_id=thread_id, device_id=device_id)
 
     def top_ops(self, limit: int) -> list[OpStats]:
         """Operators by total time, largest first (ties by name, for a stable order)."""
@@ -142,53 +150,6 @@ class Store:
     def sorted_ops(self, sort: str = "total", reverse: bool = False) -> list[OpStats]:
         """Every operator (of a model on a device) in the operator table's order."""
         return sorted_ops(self.state, sort, reverse)
-
-    def resolve_stream(
-        self, handle: int, *, thread_id: int | None = None, device_id: int | None = None
-    ) -> StreamState | None:
-        """The stream an event naming only ``handle`` is about.
-
-        StreamDestroyed, StreamSyncBegin, StreamSynchronized, ExecuteBegin and
-        ExecuteEnd carry a stream handle but no context, and handles are not unique
-        (every context's default stream is 0). The rule, first match wins, a live
-        stream before a destroyed one:
-
-        1. the stream with this handle in ``thread_id``'s current context (only
-           StreamSyncBegin names its thread);
-        2. the stream with this handle in the context most recently made current
-           by any thread;
-        3. the most recently created stream with this handle.
-
-        ``device_id`` (ExecuteBegin's device, or the model's device for ExecuteEnd)
-        excludes streams of other devices at every step. None if no stream matches.
-        StreamSynchronized and ExecuteEnd first try the stream holding a matching
-        pending Begin (resolved when the Begin came); stream ``DEVICE_SYNC`` (-1) never
-        comes here: it is a device-level figure (DeviceState.syncs).
-        """
-        s = self.state
-        streams = s.streams
-        fallback: StreamState | None = None
-        contexts = []
-        if thread_id is not None:
-            thread_context = s.thread_contexts.get(thread_id)
-            if thread_context is not None:
-                contexts.append(thread_context)
-        if s.current_context is not None:
-            contexts.append(s.current_context)
-        for context in contexts:
-            stream = streams.get((context, handle))
-            if stream is not None and (device_id is None or stream.device_id == device_id):
-                if stream.state != STREAM_DESTROYED:
-                    return stream
-                fallback = fallback or stream
-        # Newest first: _add_stream (re)inserts each new stream at the end.
-        for key in reversed(s.stream_handles.get(handle, {})):
-            stream = streams[key]
-            if device_id is None or stream.device_id == device_id:
-                if stream.state != STREAM_DESTROYED:
-                    return stream
-                fallback = fallback or stream
-        return fallback
 
     def _sync_device(self, thread_id: int | None = None) -> DeviceState | None:
         """The device a synchronize_device (stream = DEVICE_SYNC) waited on.
@@ -239,71 +200,12 @@ class Store:
         if handler is not None:
             handler(event)
 
-    def _refresh(self, stream: StreamState) -> None:
-        """Re-derive the stream's state and keep the index of streams with Begins pending."""
-        stream.refresh()
-        key = (stream.context, stream.stream)
-        if stream.pending_syncs or stream.pending_executes:
-            self.state.pending_streams.add(key)
-        else:
-            self.state.pending_streams.discard(key)
-
-    def _pending_streams(self, handle: int | None) -> list[StreamState]:
-        """Streams (with this handle) that have a Begin pending, in key order.
-
-        Slow calls are rare, so this small index spares End events, the commonest
-        events, a walk over every stream."""
-        s = self.state
-        if not s.pending_streams:
-            return []
-        found = []
-        for key in sorted(s.pending_streams):
-            stream = s.streams.get(key)
-            if stream is not None and (handle is None or key[1] == handle):
-                found.append(stream)
-        return found
-
-    def _add_stream(self, ctx: ContextState, stream: StreamState) -> None:
-        s = self.state
-        key = stream.key
-        s.streams[key] = stream
-        s.stream_handles.setdefault(stream.stream, {})[key] = None
-        s.stream_ids.setdefault((stream.device_id, stream.stream_id), {})[key] = None
-        ctx.streams[stream.stream] = None
-
-    def _forget_stream(self, key: tuple[int, int]) -> None:
-        """Remove a stream and every trace of it from the indexes."""
-        s = self.state
-        stream = s.streams.pop(key)
-        for index, by in (
-            (s.stream_handles, stream.stream),
-            (s.stream_ids, (stream.device_id, stream.stream_id)),
-        ):
-            keys = index.get(by)
-            if keys is not None:
-                keys.pop(key, None)
-                if not keys:
-                    del index[by]
-        ctx = s.contexts.get(key[0])
-        if ctx is not None:
-            ctx.streams.pop(key[1], None)
-        s.pending_streams.discard(key)
-        s.stream_history.discard(key)
-
-    def _forget_context(self, context: int) -> None:
-        s = self.state
-        ctx = s.contexts.pop(context)
-        for handle in list(ctx.streams):
-            if (context, handle) in s.streams:
-                self._forget_stream((context, handle))
-        s.context_history.discard(context)
-
     def _destroyed(self, stream: StreamState) -> None:
         """Mark ``stream`` destroyed; it stays only while in the bounded history."""
         stream.state = STREAM_DESTROYED
         gone = self.state.stream_history.add(stream.key)
         if gone is not None:
-            self._forget_stream(gone)
+            forget_stream(self.state, gone)
 
     def _device(self, device_id: int) -> DeviceState:
         devices = self.state.devices
@@ -358,7 +260,7 @@ class Store:
             self.state.context_history.discard(e.context)
             return
         if current is not None:  # a handle reused after destroy: its streams are gone too
-            self._forget_context(e.context)
+            forget_context(self.state, e.context)
         self.state.contexts[e.context] = ContextState(e.context, e.device_id, e.is_default)
 
     def _context_destroyed(self, e: ev.ContextDestroyed) -> None:
@@ -372,7 +274,7 @@ class Store:
                 self._destroyed(stream)
         gone = self.state.context_history.add(e.context)
         if gone is not None:
-            self._forget_context(gone)
+            forget_context(self.state, gone)
 
     def _context_current(self, e: ev.ContextCurrent) -> None:
         s = self.state
@@ -409,13 +311,15 @@ class Store:
         # (handle 0), stay.
         for other_key in list(s.stream_handles.get(e.stream, ())):
             if other_key != key and s.streams[other_key].state == STREAM_DESTROYED:
-                self._forget_stream(other_key)
+                forget_stream(self.state, other_key)
         # Forgotten and added again: the indexes stay in creation order
         # (resolve_stream's step 3).
         if old is not None:
-            self._forget_stream(key)
-        self._add_stream(
-            ctx, StreamState(e.stream, e.stream_id, e.device_id, e.context, e.priority, e.flags)
+            forget_stream(self.state, key)
+        add_stream(
+            self.state,
+            ctx,
+            StreamState(e.stream, e.stream_id, e.device_id, e.context, e.priority, e.flags),
         )
 
     def _stream_destroyed(self, e: ev.StreamDestroyed) -> None:
@@ -436,7 +340,7 @@ class Store:
         stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
         if stream is not None and stream.state != STREAM_DESTROYED:
             note_begin(stream.pending_syncs, stream.recent_sync_ends, e.ts_ns)
-            self._refresh(stream)
+            refresh_stream(self.state, stream)
 
     def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
         if e.stream == DEVICE_SYNC:
@@ -446,7 +350,7 @@ class Store:
         # A stream whose sync Begin (resolved through its thread) is pending is the
         # better guess; otherwise the usual resolution.
         waiting = (
-            [st for st in self._pending_streams(e.stream) if st.pending_syncs]
+            [st for st in pending_streams(self.state, e.stream) if st.pending_syncs]
             if self.state.pending_streams
             else None
         )
@@ -461,7 +365,7 @@ class Store:
             stream.last_error = e.ret
         if stream.pending_syncs:
             take_back(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
-            self._refresh(stream)
+            refresh_stream(self.state, stream)
         else:  # nothing pending: the derived state cannot change
             note_end(stream.recent_sync_ends, start, e.duration_ns)
 
@@ -498,12 +402,12 @@ class Store:
             model.loaded = False
             model.running = 0
             model.pending.clear()
-            for stream in self._pending_streams(None):
+            for stream in pending_streams(self.state, None):
                 if any(m == e.model_id for m, _ in stream.pending_executes):
                     stream.pending_executes = [
                         p for p in stream.pending_executes if p[0] != e.model_id
                     ]
-                    self._refresh(stream)
+                    refresh_stream(self.state, stream)
             gone = self.state.model_history.add(e.model_id)
             if gone is not None:
                 del self.state.models[gone]
@@ -527,7 +431,7 @@ class Store:
         if stream is not None and stream.state != STREAM_DESTROYED:
             stream.pending_executes.append((e.model_id, e.ts_ns))
             del stream.pending_executes[:-PENDING_LIMIT]
-            self._refresh(stream)
+            refresh_stream(self.state, stream)
 
     def _execute_end(self, e: ev.ExecuteEnd) -> None:
         # Counted from the End alone (most calls never get a Begin).
@@ -553,7 +457,7 @@ class Store:
         waiting = (
             [
                 st
-                for st in self._pending_streams(e.stream)
+                for st in pending_streams(self.state, e.stream)
                 if any(m == e.model_id for m, _ in st.pending_executes)
             ]
             if self.state.pending_streams
@@ -578,7 +482,7 @@ class Store:
         found = closest([pending[i][1] for i in mine], start, e.ts_ns)
         if found is not None:
             del pending[mine[found]]
-            self._refresh(stream)
+            refresh_stream(self.state, stream)
 
     def _exception(self, e: ev.AclException) -> None:
         s = self.state
