@@ -41,7 +41,7 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.lograte import RateLimitedLog
-from aclmon.bus.records import Observer, Record, build_plain, build_records
+from aclmon.bus.records import Observer, Record, build_plain, build_ready, build_records
 from aclmon.bus.transport import Address, Listener, as_address, listen
 from aclmon.bus.viewers import (
     DEFAULT_MAX_CONNECTIONS,
@@ -124,7 +124,6 @@ class Publisher:
     ) -> None:
         self._requested = None if address is None else as_address(address)
         self._token = token or None
-        self._queue_size = queue_size
         self._snapshot = snapshot
         self._on_command = on_command
         self._observer = observer
@@ -135,7 +134,6 @@ class Publisher:
         #: :meth:`count_drop` instead of appending when it is full
         self.ring: collections.deque[Record] = collections.deque()
         self.ring_limit = queue_size
-        self._queue: collections.deque[Event] = collections.deque()
         self._queue_dropped = 0
         self._queue_reported = 0
         self._queue_reported_at = 0.0
@@ -214,15 +212,9 @@ class Publisher:
         return self
 
     def publish(self, event: Event) -> bool:
-        """Queue one event; never blocks. ``False``: dropped (and counted)."""
-        queue = self._queue
-        if len(queue) >= self._queue_size or self._closing:
-            with self._drop_lock:
-                self._queue_dropped += 1
-            return False
-        queue.append(event)
-        self._wake_soon()
-        return True
+        """Send one ready event as it is (its ``seq`` too) through the ring; never
+        blocks. ``False``: dropped (and counted)."""
+        return self.submit((build_ready, event))
 
     def emit(self, cls: type, *fields: Any) -> bool:
         """Publish ``cls(seq, now, *fields)``, numbered on the publisher's thread."""
@@ -509,33 +501,27 @@ class Publisher:
         return any(c.ready for c in self._connections.values())
 
     def _pump(self) -> None:
-        """Pack queued events and the ring's records into buffers of frames and hand
-        them to everyone."""
-        queue = self._queue
+        """Build the ring's records into events, pack them into buffers of frames and
+        hand them to everyone."""
         ring = self.ring
         counter = self._clock._counter
         self._ring_busy = bool(ring)
         # What is there now, within PUMP_TURN_S: records the job appends meanwhile
         # wait for the next turn, after the sockets had theirs.
-        budget = len(queue) + len(ring)
+        budget = len(ring)
         deadline = time.monotonic() + PUMP_TURN_S
         self._pump_left = False
-        while queue or ring:
+        while ring:
             if budget <= 0 or time.monotonic() > deadline:
                 self._pump_left = True
                 break
-            if queue:
-                batch = list(_starmap(queue.popleft, _repeat((), min(len(queue), BATCH_EVENTS))))
-                built = True
-            else:
-                batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
-                built = False
+            batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
             budget -= len(batch)
             receivers = [c for c in self._connections.values() if c.ready]
             observer = self._observer
             if not receivers and observer is None:
                 continue  # nobody listening: nothing to number or pack
-            if not built and not receivers and observer is not None:
+            if not receivers and observer is not None:
                 # Nobody listening: the observer takes the records as they are.
                 try:
                     failed = observer.fold(batch, counter)
@@ -546,13 +532,12 @@ class Publisher:
                     with self._drop_lock:
                         self._queue_dropped += failed
                 continue
-            if not built:
-                batch, failed = build_records(batch, counter)
-                if failed:
-                    with self._drop_lock:
-                        self._queue_dropped += failed
-                if not batch:
-                    continue
+            batch, failed = build_records(batch, counter)
+            if failed:
+                with self._drop_lock:
+                    self._queue_dropped += failed
+            if not batch:
+                continue
             if observer is not None:
                 # On this thread, in order, before anyone gets the batch (also when nobody
                 # listens): what a snapshot says stays in step with what follows it.

@@ -53,6 +53,12 @@ def build_numbered(counter: Iterator[int], record: Record) -> Event:
     return _tuple_new(type(event), (next(counter), *event[1:]))  # type: ignore[no-any-return]
 
 
+def build_ready(counter: Iterator[int], record: Record) -> Event:
+    """The record ``(build_ready, event)``: the event as it was made, its ``seq``
+    kept (:meth:`~aclmon.bus.publisher.Publisher.publish`); takes no number."""
+    return record[1]  # type: ignore[no-any-return]
+
+
 def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:
     """The events of ``records`` in order, and how many records failed to build
     (skipped: a bad record must not stop the others, nor take a number)."""
