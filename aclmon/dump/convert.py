@@ -60,7 +60,6 @@ from aclmon.errors import AclmonError, DecodeError
 MAX_FILE_NAME = 255
 MAPPING_FILE = "mapping.csv"
 BUFFER_TYPE_NAMES = {0: "l1"}
-FILE_TYPES = ("npy", "bin", "msnpy")
 _MSNPY_NAME_FIELDS = 5
 #: unchanged tensors at least this big are copied by the kernel; smaller ones are one write.
 KERNEL_COPY_MIN = 64 * 1024

@@ -14,7 +14,6 @@ import re
 from typing import NamedTuple
 
 OPDEBUG_PREFIX = "opdebug.node_opdebug."
-FFTS_PLUS_TASK_TYPE = 4
 
 # The op name is matched lazily so trailing numeric fields are taken as ids;
 # the stream id is optional (old names), at most four numeric extras follow.

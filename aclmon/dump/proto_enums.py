@@ -114,7 +114,6 @@ FORMAT_MAX = 255
 
 #: OutputDataType (dump_data.proto; 41/42 only in dump_task.proto) -> its name.
 DTYPE_NAMES = EnumNames(globals(), _dtypes, _formats, unknown="DT_UNKNOWN({})")
-DTYPE_VALUES: dict[str, int] = {name: value for value, name in DTYPE_NAMES.items()}
 #: OutputFormat (dump_data.proto) -> its enum name.
 FORMAT_NAMES = EnumNames(globals(), _formats, prefixes=("FORMAT_",), unknown="UNKNOWN({})")
 
