@@ -9,17 +9,12 @@ runs in the suite.
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
+import bench_events
 import pytest
 
 from aclmon import events as ev
 from aclmon.events.codec import encode, unpack_payload
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import bench_events
 
 
 @pytest.mark.parametrize("cls", list(ev.KINDS.values()), ids=lambda cls: cls.__name__)

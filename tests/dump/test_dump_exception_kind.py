@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +52,6 @@ def test_decode_says_exception_dump_and_stream_unknown(tmp_path, capsys):
 
 
 def test_agent_never_learns_exception_info_as_an_op_type(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
     from test_agent_dump_watch import FakeAgent, announced
 
     from aclmon.agent.dumps import DumpWatcher

@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from aclmon.fleet.server import LocalNatsServer, find_nats_server
 

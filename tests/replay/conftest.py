@@ -1,12 +1,7 @@
 import asyncio
 import inspect
-import sys
-from pathlib import Path
 
 import pytest
-
-# session.py and recordings.py live next to the tests.
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.hookimpl(tryfirst=True)

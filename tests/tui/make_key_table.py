@@ -7,10 +7,6 @@ Run after adding or changing a binding or a palette entry:
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from keytable import palette_entries, table, write
 from tui_helpers import make_app
