@@ -40,7 +40,7 @@ from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
-from aclmon.tui.keys import key_display, quit_bindings, view_bindings
+from aclmon.tui.keys import binding_rows, quit_bindings, view_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import AclmonCommands
 from aclmon.tui.screens import (
@@ -74,16 +74,6 @@ COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 #: the pair Ctrl+T switches between (the palette offers every theme).
 THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
-
-
-def binding_rows(bindings: list[Any], keymap: dict[str, str]) -> list[tuple[str, str, str]]:
-    """(keys as typed, description, id) of each binding, after the user's keymap."""
-    out = []
-    for b in bindings:
-        if isinstance(b, Binding):
-            keys = keymap.get(b.id or "", b.key)
-            out.append((key_display(keys), b.description, b.id or ""))
-    return out
 
 
 class AclmonApp(App[int]):

@@ -22,6 +22,8 @@ background); Esc there comes back here.
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -30,18 +32,22 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.widgets import Static
 
 from aclmon import events as ev
 from aclmon.bus.states import AUTH_FAILED, CONNECTED
 from aclmon.errors import AclmonError
+from aclmon.locations import keymap_path
 from aclmon.sources.fleet import Feed, MemberSource, drain
 from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
 from aclmon.tui.footer import FittingFooter
-from aclmon.tui.keys import quit_bindings
+from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
+from aclmon.tui.screens import HelpScreen, ScrollingModal
 from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.views.base import Command
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
 
@@ -110,9 +116,65 @@ def row_words(row: FleetRow) -> str:
     return f"{row.host} {row.pid} {rank} {row.state} {row.last_error} {row.health}".lower()
 
 
+def _row_name(row: FleetRow) -> str:
+    return f"Rank {row.rank}" if row.rank is not None else f"PID {row.pid}"
+
+
+class FleetCommands(Provider):
+    """The fleet screen's palette: open a rank, sort, filter, theme, help, quit."""
+
+    def _commands(self) -> list[Command]:
+        app: FleetApp = self.app  # type: ignore[assignment]  # the provider serves only FleetApp
+        out = [
+            Command(
+                f"{_row_name(row)} on {row.host}: open its screens",
+                partial(app.exit, row.key),
+                "the single-agent screens of that rank (Esc there comes back)",
+            )
+            for row in app.rows
+        ]
+        out += [
+            Command(f"Sort: by {sort}", partial(app.set_sort, sort), "sort the rows (s cycles)")
+            for sort in SORTS
+        ]
+        out.append(
+            Command("Filter: host, rank, pid, state, error", app.action_filter,
+                    "show only the rows with this text (/)")
+        )  # fmt: skip
+        out += [
+            Command(
+                f"Theme: {theme}",
+                partial(setattr, app, "theme", theme),
+                "switch to the theme",
+            )
+            for theme in sorted(app.available_themes)
+        ]
+        out.append(
+            Command("Help: show every key", app.action_help, "the help screen: every key, its id")
+        )
+        out.append(Command("Quit", app.action_quit_fleet, "leave aclmon (q)"))
+        return out
+
+    async def discover(self) -> Hits:
+        for command in self._commands():
+            if command.name.startswith(("Rank", "PID", "Sort", "Help")):
+                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in self._commands():
+            score = matcher.match(command.name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command.name), command.run,
+                          text=command.name, help=command.shown_help)  # fmt: skip
+
+
 class FleetApp(App[object]):
     """See the module docstring. Exits with the key of the rank to open, or None."""
 
+    # The modal screens (help) are styled there, as in the single-agent app.
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    COMMANDS: ClassVar[set[Any]] = {FleetCommands}
     CSS = """
     #fleet-header { height: 1; background: $panel; }
     #heat { height: auto; max-height: 18; padding: 0 1; }
@@ -124,6 +186,7 @@ class FleetApp(App[object]):
         Binding("s", "next_sort", "Sort", id="fleet.sort"),
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear"),
+        Binding("question_mark,f1", "help", "Help", id="fleet.help"),
         *quit_bindings("quit_fleet", "fleet"),
     ]
 
@@ -144,7 +207,7 @@ class FleetApp(App[object]):
         self.fleet = fleet
         self.interval = interval
         self._wanted_theme = theme or DEFAULT_DARK
-        self._keymap = dict(keymap or {})
+        self.user_keymap = dict(keymap or {})
         self.sort = sort
         self.filter_text = filter_text
         self.rows: list[FleetRow] = []
@@ -177,8 +240,8 @@ class FleetApp(App[object]):
         if self._wanted_theme not in self.available_themes:
             self._wanted_theme = "textual-dark"
         self.theme = self._wanted_theme
-        if self._keymap:
-            self.set_keymap(self._keymap)
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
         self.vlist.set_follow(False)
         self.tick()
         self.set_interval(self.interval, self.tick)
@@ -357,8 +420,27 @@ class FleetApp(App[object]):
 
     # ------------------------------------------------------------ keys
     def action_next_sort(self) -> None:
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.set_sort(SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)])
+
+    def set_sort(self, sort: str) -> None:
+        self.sort = sort
         self.repaint()
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        keymap = self.user_keymap
+        return [
+            ("Fleet screen", [*binding_rows(FleetApp.BINDINGS, keymap),
+                              ("ctrl+p", "Command palette", "")]),
+            ("Rows", binding_rows(VirtualList.BINDINGS, keymap)),
+            ("Filter line (after /)", binding_rows(FilterBar.BINDINGS, keymap)),
+            ("One rank's screens", binding_rows([BACK_BINDING], keymap)),
+            ("Help", binding_rows(HelpScreen.BINDINGS, keymap)),
+            ("Help (scrolling)", binding_rows(ScrollingModal.BINDINGS, keymap)),
+        ]  # fmt: skip
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_sections(), str(keymap_path())))
 
     def action_filter(self) -> None:
         self.filter_input.value = self.filter_text

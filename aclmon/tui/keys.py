@@ -3,7 +3,9 @@ and how a key is written for people (help, hints, the key table)."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from collections.abc import Iterable
+
+from textual.binding import Binding, BindingType
 
 from aclmon.tui.views import VIEWS
 
@@ -18,6 +20,19 @@ KEY_SYMBOLS = {
 def key_display(keys: str) -> str:
     """``"question_mark,f1"`` as typed: ``"?,f1"``."""
     return ",".join(KEY_SYMBOLS.get(key.strip(), key.strip()) for key in keys.split(","))
+
+
+def binding_rows(
+    bindings: Iterable[BindingType], keymap: dict[str, str]
+) -> list[tuple[str, str, str]]:
+    """(keys as typed, description, id) of each binding, after the user's keymap:
+    the rows of a help screen's section and of the key table."""
+    out = []
+    for b in bindings:
+        if isinstance(b, Binding):
+            keys = keymap.get(b.id or "", b.key)
+            out.append((key_display(keys), b.description, b.id or ""))
+    return out
 
 
 def quit_bindings(action: str, namespace: str) -> list[Binding]:

@@ -45,6 +45,8 @@ PALETTE_PATTERNS = [
     (re.compile(r"^Profiling: AI Core metric .+$"), "Profiling: AI Core metric …"),
     (re.compile(r"^Device \d+: jump to it$"), "Device N: jump to it"),
     (re.compile(r"^Theme: .+$"), "Theme: …"),
+    (re.compile(r"^Rank \d+ on \S+: open its screens$"), "Rank N on HOST: open its screens"),
+    (re.compile(r"^PID \d+ on \S+: open its screens$"), "PID N on HOST: open its screens"),
 ]
 
 
@@ -89,7 +91,9 @@ def palette_rows(entries: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(rows.items())
 
 
-def table(app: AclmonApp, palette: list[tuple[str, str]]) -> str:
+def table(
+    app: AclmonApp, palette: list[tuple[str, str]], fleet_palette: list[tuple[str, str]]
+) -> str:
     """The markdown table (between the START and END markers)."""
     lines = [START, "", "| where | key, mouse or palette entry | what it does | binding id |",
              "|---|---|---|---|"]  # fmt: skip
@@ -101,6 +105,8 @@ def table(app: AclmonApp, palette: list[tuple[str, str]]) -> str:
         lines.append(f"| {where} (mouse) | {action} | {what} | |")
     for name, what in palette_rows(palette):
         lines.append(f"| palette (Ctrl+P) | `{name}` | {what} | |")
+    for name, what in palette_rows(fleet_palette):
+        lines.append(f"| fleet palette (Ctrl+P) | `{name}` | {what} | |")
     lines += ["", END]
     return "\n".join(lines)
 
@@ -131,3 +137,42 @@ async def palette_entries(app: AclmonApp) -> list[tuple[str, str]]:
         await pilot.pause()
         assert app.dumps_view.selected_dump() is not None
         return [(c.name, c.help) for c in AclmonCommands(app.screen)._commands()]
+
+
+class _OneRankFeed:
+    """A fleet feed with nothing more to say: the fleet store already holds its ranks."""
+
+    description = "key table"
+    state = "connected"
+    state_reason = ""
+    readonly = True
+
+    def __init__(self) -> None:
+        self.gone: set[tuple[str, int]] = set()
+
+    def start(self) -> None:
+        pass
+
+    def poll(self, max_events: int = 0) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+async def fleet_palette_entries() -> list[tuple[str, str]]:
+    """Every entry of the fleet screen's palette, with one rank and one process
+    without a rank on screen."""
+    from aclmon import events as ev
+    from aclmon.store.fleet import FleetStore
+    from aclmon.tui.fleet import FleetApp, FleetCommands
+
+    fleet = FleetStore()
+    for pid, rank in ((100, 0), (200, -1)):
+        hello = ev.Hello(1, 1, ev.SCHEMA_VERSION, "0.1.0", pid, "node0", ("train.py",), "sim",
+                         "Ascend910B1", 1, "train", rank)  # fmt: skip
+        fleet.apply(("node0", pid), [hello])
+    app = FleetApp(_OneRankFeed(), fleet)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 42)) as pilot:
+        await pilot.pause()
+        return [(c.name, c.help) for c in FleetCommands(app.screen)._commands()]

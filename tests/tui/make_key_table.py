@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
-from keytable import palette_entries, table, write
+from keytable import fleet_palette_entries, palette_entries, table, write
 from tui_helpers import make_app
 
 
 async def main() -> None:
     app = make_app()
     names = await palette_entries(app)
-    write(table(app, names))
+    write(table(app, names, await fleet_palette_entries()))
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "fleet.clear": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),
     "fleet.quit": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),
     "fleet.interrupt": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),
+    "fleet.help": ("test_question_mark_shows_the_fleet_keys_and_the_palette_is_aclmons",),
     "fleet.back": ("test_escape_in_one_ranks_screens_clears_a_filter_first_then_goes_back_to_the_fleet",),
     "picker.cancel": (
         "test_target_picker_returns_the_chosen_agent",

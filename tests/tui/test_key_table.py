@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from keytable import MOUSE, documented, palette_entries, table
+from keytable import MOUSE, documented, fleet_palette_entries, palette_entries, table
 from tui_helpers import make_app
 
 
 async def test_the_usage_page_lists_every_key_mouse_action_and_palette_entry():
     app = make_app()
-    expected = table(app, await palette_entries(app))
+    expected = table(app, await palette_entries(app), await fleet_palette_entries())
     assert documented() == expected, (
         "docs/usage.md's key table differs from the code's bindings and palette:"
         " run `PYTHONPATH=. python tests/tui/make_key_table.py` and read the diff"

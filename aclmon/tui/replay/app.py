@@ -27,8 +27,9 @@ from aclmon.store.replay import (
     SeekTimeError,
     parse_seek_time,
 )
-from aclmon.tui.app import AclmonApp, binding_rows
+from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
+from aclmon.tui.keys import binding_rows
 from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
 
 #: playback speeds, slowest first (x0.25 .. x64)
