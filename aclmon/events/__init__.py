@@ -10,10 +10,16 @@
 - :mod:`aclmon.events.json`: ``to_json``.
 
 Every public name is re-exported here: ``from aclmon.events import StreamCreated``.
+The codec's names load on first use: reading the schema (the dump decoder's
+``aclmon decode`` does, for the dump kinds) does not import msgpack.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from aclmon.events.clock import Clock, hello_fields, missed_between
-from aclmon.events.codec import EventDecoder, encode, unpack_payload
 from aclmon.events.json import JSON_RENAMED_FIELDS, to_json
 from aclmon.events.schema import (
     COMMAND_KINDS,
@@ -132,3 +138,17 @@ __all__ = [
     "to_json",
     "unpack_payload",
 ]
+
+_CODEC = ("EventDecoder", "encode", "unpack_payload")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _CODEC:
+        raise AttributeError(f"module 'aclmon.events' has no attribute {name!r}")
+    value = getattr(importlib.import_module("aclmon.events.codec"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from aclmon.events.codec import EventDecoder, encode, unpack_payload
