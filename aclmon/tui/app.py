@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
@@ -74,11 +74,13 @@ COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 #: the pair Ctrl+T switches between (the palette offers every theme).
 THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
+HERE = Path(__file__).parent
 
 
 class AclmonApp(App[int]):
     # Absolute: Textual resolves a relative path beside the subclass (replay/).
-    CSS_PATH = Path(__file__).parent / "app.tcss"
+    # screens.tcss styles the modal screens, which the fleet screen shows too.
+    CSS_PATH: ClassVar[list[str | PurePath]] = [HERE / "app.tcss", HERE / "screens.tcss"]
     TITLE = "aclmon"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {AclmonCommands}
     # The tab bar shows the view keys: the footer keeps its room for the view's

@@ -172,8 +172,7 @@ class FleetCommands(Provider):
 class FleetApp(App[object]):
     """See the module docstring. Exits with the key of the rank to open, or None."""
 
-    # The modal screens (help) are styled there, as in the single-agent app.
-    CSS_PATH = Path(__file__).parent / "app.tcss"
+    CSS_PATH = Path(__file__).parent / "screens.tcss"  # the help screen's box
     COMMANDS: ClassVar[set[Any]] = {FleetCommands}
     CSS = """
     #fleet-header { height: 1; background: $panel; }

@@ -372,7 +372,7 @@ def describe_agent(agent: Any) -> str:
 class PickerApp(App[Any]):
     """``aclmon attach`` with several agents running: returns the one picked (or None)."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = "screens.tcss"
 
     def __init__(self, agents: list[Any]) -> None:
         super().__init__()
