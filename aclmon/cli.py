@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     if _prints_text(args):
         # Names and messages may come from hostile files or peers: whatever is
         # printed, a control character in it is shown, never obeyed.
-        sys.stdout = EscapingStream(sys.stdout)  # type: ignore[assignment]
-        sys.stderr = EscapingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stdout = EscapingStream(sys.stdout)
+        sys.stderr = EscapingStream(sys.stderr)
     try:
         return _run(args, handler)
     finally:
@@ -89,7 +89,8 @@ def _run(args: argparse.Namespace, handler: Any) -> int:
     except BrokenPipeError:
         # The reader went away (`aclmon decode DIR | head -1`): stop quietly, and
         # point stdout at /dev/null so the interpreter's final flush cannot fail.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        if sys.__stdout__ is not None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 141
 
 

@@ -118,6 +118,15 @@ def test_every_kind_has_a_json_form(cls: type) -> None:
     assert json.loads(json.dumps(out)) == out  # plain JSON values only
 
 
+def test_the_static_event_union_is_exactly_the_registered_kinds() -> None:
+    assert set(typing.get_args(ev.Event)) == set(ev.KINDS.values())
+    assert len(typing.get_args(ev.Event)) == len(ev.KINDS)
+    assert all(ev.kind_of(cls) == kind for kind, cls in ev.KINDS.items())
+    assert set(typing.get_args(ev.Command)) == set(ev.COMMAND_KINDS)
+    assert all(ev.is_command(ev.Clock().make(cls, 1)) for cls in (ev.Ping, ev.StopProfiling))
+    assert not ev.is_command(ev.Clock().make(ev.Drops, 1, "queue", "full"))
+
+
 def test_kind_numbers_and_names_are_unique_and_complete() -> None:
     assert len(set(ev.KINDS.values())) == len(ev.KINDS)
     assert set(ev.KIND_NAMES) == set(ev.KINDS.values())

@@ -189,7 +189,7 @@ class AgentContext:
             return fn
         module_name, _, name = qualified.rpartition(".")
         module = getattr(self.acl, module_name) if module_name else self.acl
-        return getattr(module, name)  # type: ignore[no-any-return]
+        return getattr(module, name)
 
     # ------------------------------------------------------------ control thread
     def submit(self, task: Callable[[], None]) -> bool:

@@ -79,10 +79,11 @@ class Agent:
         self.acl = acl
         self.runtime = "sim" if getattr(acl, "__aclmon_sim__", False) else "real"
         config = AgentConfig(**settings)
-        if not config.profiling_output:
-            output = os.path.abspath(f"aclmon-prof-{os.getpid()}")
-            config = dataclasses.replace(config, profiling_output=output)
-        self.config = config
+        #: where API-mode profiling writes (the setting, else a directory of this job's)
+        self.profiling_output = config.profiling_output or os.path.abspath(
+            f"aclmon-prof-{os.getpid()}"
+        )
+        self.config = config = dataclasses.replace(config, profiling_output=self.profiling_output)
         #: the device sampling interval now (a viewer may change it)
         self.sample_interval = config.sample_interval
         self.state = RuntimeState()
@@ -161,7 +162,7 @@ class Agent:
             self.acl, self.publisher, config=self.config, state=self.state, logger=log
         )
         binder = DeviceBinder(ctx)
-        self.profiling = ProfilingController(ctx, binder, self.config.profiling_output)
+        self.profiling = ProfilingController(ctx, binder, self.profiling_output)
         self.exceptions = ExceptionCapture(ctx)
         self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
         self.exceptions.running_model = self.hooks.slow_calls.synchronous_execute_in_flight

@@ -196,7 +196,7 @@ class HistoryKeeper:
         if layout not in (SYNC_STREAM_RECORD, EXECUTE_RECORD):
             layout = 0
         self._layouts[builder] = layout
-        return layout  # type: ignore[no-any-return]
+        return layout
 
     def _build_and_observe(self, records: list[Record], counter: Iterator[int], skip: int) -> int:
         """Observe the events of ``records``, numbered after ``skip`` numbers taken by the

@@ -110,7 +110,7 @@ class Hooks:
             # Builtins lack some attributes: update_wrapper copies what exists.
             with contextlib.suppress(AttributeError, TypeError):
                 functools.update_wrapper(wrapper, original)
-            wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]
+            wrapper.__aclmon_original__ = original  # type: ignore[attr-defined]  # marks our wrappers
             setattr(module, name, wrapper)
             self.ctx.originals[qualified] = original
             self.slow_calls.watch(qualified, wrapper)

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
@@ -124,7 +125,7 @@ def _compile(function: str, fields: str) -> Callable[..., Wrapper]:
     # A traceback through the wrapper (the job's own call raising) shows its lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
-    return namespace["make"]  # type: ignore[no-any-return]
+    return namespace["make"]
 
 
 _MAKERS = {function: _compile(function, fields) for function, (_, fields) in _RECORDERS.items()}
@@ -139,8 +140,8 @@ def _recording(
     the ring is full)."""
     sink = ctx.sink
     ring = sink.ring
-    build.record_layout = _RECORDERS[function][0]  # type: ignore[attr-defined]
-    return _MAKERS[function](  # type: ignore[no-any-return]
+    build.record_layout = _RECORDERS[function][0]  # type: ignore[attr-defined]  # read by history.fold
+    return _MAKERS[function](
         name, original, call_failed, build, ring, sink.ring_limit, ring.append,
         sink.count_drop, ctx.fail, f"hook {name}",
     )  # fmt: skip
@@ -187,7 +188,7 @@ def set_context(
                 context = args[0] if args else kwargs.get("context")
                 thread = _get_ident()
                 previous = current.get(thread)
-                if previous is None or previous[2] != context:
+                if context is not None and (previous is None or previous[2] != context):
                     event = ContextCurrent(0, time_ns(), context, thread)
                     current[thread] = event
                     publish(event)
@@ -271,7 +272,8 @@ class SlowCalls:
         codes = self.codes
         if not codes:
             return
-        for thread, frame in list(sys._current_frames().items()):
+        for thread, top in list(sys._current_frames().items()):
+            frame: FrameType | None = top
             depth = 0
             while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:
                 frame = frame.f_back

@@ -42,11 +42,11 @@ def run_script(path: str, args: list[str]) -> int:
         return 130
     except BaseException:
         # What the interpreter would print, minus the frames of aclmon and runpy.
-        exc_type, exc, tb = sys.exc_info()
+        error_type, error, tb = sys.exc_info()
         script = os.path.abspath(path)
         first = tb
         while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != script:
             first = first.tb_next
-        traceback.print_exception(exc_type, exc, first or tb)
+        traceback.print_exception(error_type, error, first or tb)
         return 1
     return 0

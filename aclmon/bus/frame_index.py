@@ -235,7 +235,8 @@ class FrameColumn:
         return values if dtype is None else values.astype(dtype)
 
     def tolist(self) -> list[int]:
-        return self[:].tolist()
+        values: list[int] = self[:].tolist()
+        return values
 
     def max(self) -> int:
         """The largest value (for times: the running maximum at the last frame)."""

@@ -54,7 +54,6 @@ from aclmon.bus.viewers import (
 )
 from aclmon.errors import AclmonError
 from aclmon.events import (
-    COMMAND_KINDS,
     Clock,
     Drops,
     Event,
@@ -62,6 +61,7 @@ from aclmon.events import (
     Ping,
     Reply,
     RequestSnapshot,
+    is_command,
 )
 from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameError, encode_frame, encode_frames
 
@@ -464,13 +464,13 @@ class Publisher:
                 return True
             self._drop_connection(conn, "garbage from peer: malformed command frame")
             return False
-        if type(event) not in COMMAND_KINDS:
+        if not is_command(event):
             return self._ignore(conn, f"{conn.name} sent a {type(event).__name__}, not a command")
         if not conn.commands:
             return self._ignore(
                 conn, f"command {type(event).__name__} from receive-only {conn.name} ignored"
             )
-        request_id: int = event.request_id  # type: ignore[union-attr]
+        request_id = event.request_id
         if isinstance(event, Ping):
             self.reply(request_id, 0, "pong")
         elif isinstance(event, RequestSnapshot):
@@ -515,8 +515,8 @@ class Publisher:
             if budget <= 0 or time.monotonic() > deadline:
                 self._pump_left = True
                 break
-            batch = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
-            budget -= len(batch)
+            records = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
+            budget -= len(records)
             receivers = [c for c in self._connections.values() if c.ready]
             observer = self._observer
             if not receivers and observer is None:
@@ -524,7 +524,7 @@ class Publisher:
             if not receivers and observer is not None:
                 # Nobody listening: the observer takes the records as they are.
                 try:
-                    failed = observer.fold(batch, counter)
+                    failed = observer.fold(records, counter)
                 except Exception:
                     log.exception("record fold failed; a batch was lost")
                     failed = 0
@@ -532,7 +532,7 @@ class Publisher:
                     with self._drop_lock:
                         self._queue_dropped += failed
                 continue
-            batch, failed = build_records(batch, counter)
+            batch, failed = build_records(records, counter)
             if failed:
                 with self._drop_lock:
                     self._queue_dropped += failed

@@ -149,7 +149,9 @@ class RecordingWriter:
     to a reader following the file, and :meth:`close` at the end.
     """
 
-    def __init__(self, path: str | Path, source_info: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], source_info: dict[str, Any] | None = None
+    ) -> None:
         self.path = Path(path)
         info = _pack(dict(source_info or {}))
         if len(info) > MAX_SOURCE_INFO:
@@ -251,7 +253,7 @@ class RecordingReader:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         *,
         background: bool = True,
         max_frame: int = DEFAULT_MAX_FRAME,

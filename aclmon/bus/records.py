@@ -44,19 +44,22 @@ class Observer(Protocol):
 
 def build_plain(counter: Iterator[int], record: Record) -> Event:
     """The record ``(build_plain, cls, ts_ns, fields)``: the event ``cls(seq, ts_ns, *fields)``."""
-    return _tuple_new(record[1], (next(counter), record[2], *record[3]))  # type: ignore[no-any-return]
+    event: Event = _tuple_new(record[1], (next(counter), record[2], *record[3]))
+    return event
 
 
 def build_numbered(counter: Iterator[int], record: Record) -> Event:
     """The record ``(build_numbered, event)``: a ready event, given the next number."""
-    event = record[1]
-    return _tuple_new(type(event), (next(counter), *event[1:]))  # type: ignore[no-any-return]
+    ready: Event = record[1]
+    event: Event = _tuple_new(type(ready), (next(counter), *ready[1:]))
+    return event
 
 
 def build_ready(counter: Iterator[int], record: Record) -> Event:
     """The record ``(build_ready, event)``: the event as it was made, its ``seq``
     kept (:meth:`~aclmon.bus.publisher.Publisher.publish`); takes no number."""
-    return record[1]  # type: ignore[no-any-return]
+    event: Event = record[1]
+    return event
 
 
 def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:

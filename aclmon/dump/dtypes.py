@@ -59,7 +59,8 @@ UNPACKED_DTYPES = {pe.DT_UINT1, pe.DT_INT4}
 @cache
 def ml_dtype(name: str) -> np.dtype:
     """``np.dtype(ml_dtypes.<name>)``, importing ml_dtypes the first time one is needed."""
-    return np.dtype(getattr(importlib.import_module("ml_dtypes"), name))
+    dtype: np.dtype = np.dtype(getattr(importlib.import_module("ml_dtypes"), name))
+    return dtype
 
 
 def view_dtype(data_type: int) -> np.dtype | None:

@@ -131,7 +131,8 @@ def _crop(merged: np.ndarray, target: tuple[int, ...] | None, name: str) -> np.n
 def _nc1hwc0_to_nchw(array: np.ndarray) -> np.ndarray:
     _need_ndim(array, 5, "NC1HWC0")
     n, c1, h, w, c0 = array.shape
-    return array.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
+    nchw: np.ndarray = array.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
+    return nchw
 
 
 def _ndc1hwc0_to_ncdhw(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
@@ -150,11 +151,12 @@ def _fractal_z_to_nchw(array: np.ndarray, target: tuple[int, ...] | None) -> np.
     if h * w == 0 or c1hw % (h * w):
         raise FormatError(f"FRACTAL_Z: first axis {c1hw} is not a multiple of H*W = {h * w}")
     c1 = c1hw // (h * w)
-    return (
+    nchw: np.ndarray = (
         array.reshape(c1, h, w, no, ni, c0)
         .transpose(3, 4, 0, 5, 1, 2)
         .reshape(no * ni, c1 * c0, h, w)
     )
+    return nchw
 
 
 def _c1hwncoc0_to_nchw(array: np.ndarray) -> np.ndarray:
@@ -164,7 +166,8 @@ def _c1hwncoc0_to_nchw(array: np.ndarray) -> np.ndarray:
         raise FormatError(f"C1HWNCoC0: Co ({co}) must equal C0 ({c0})")
     # element (n, c, h, w) sits at [c // C0, h, w, n, c % C0, c % C0]: the Co/C0 diagonal.
     diagonal = np.diagonal(array, axis1=4, axis2=5)  # (c1, h, w, n, c0)
-    return diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)
+    nchw: np.ndarray = diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)
+    return nchw
 
 
 def _fractal_nz_to_nd(array: np.ndarray, target: tuple[int, ...] | None) -> np.ndarray:
@@ -247,7 +250,7 @@ def _fill_merged(out: np.ndarray, device: np.ndarray, groups: tuple[int, ...]) -
         else:
             inner = device.shape[axis + 1]
             full, rest = divmod(size, inner)
-            options = []
+            options: list[tuple[slice, tuple[slice, ...], tuple[int, ...]]] = []
             if full:
                 options.append(
                     (slice(0, full * inner), (slice(0, full), slice(None)), (full, inner))

@@ -54,12 +54,14 @@ class _Cursor:
         return chunk
 
     def u32(self, what: str) -> int:
-        return struct.unpack("<I", self.take(4, what))[0]
+        value: int = struct.unpack("<I", self.take(4, what))[0]
+        return value
 
     def peek_tag(self) -> int | None:
         if self.end - self.pos < 8:
             return None
-        return struct.unpack_from("<I", self.buf, self.pos)[0]
+        tag: int = struct.unpack_from("<I", self.buf, self.pos)[0]
+        return tag
 
     def tlnv(self, tag: int, item: int, what: str) -> bytes | None:
         """An optional TL(N)V with ``tag``; returns its value bytes or ``None`` if absent."""

@@ -52,11 +52,13 @@ ATOMIC_STATUS_CODES = {
 
 
 def _u64(data: bytes, offset: int) -> int:
-    return struct.unpack_from("<Q", data, offset)[0]
+    value: int = struct.unpack_from("<Q", data, offset)[0]
+    return value
 
 
 def _u32(data: bytes, offset: int) -> int:
-    return struct.unpack_from("<I", data, offset)[0]
+    value: int = struct.unpack_from("<I", data, offset)[0]
+    return value
 
 
 def is_new_layout(data: bytes) -> bool:

@@ -16,12 +16,13 @@ whole.)
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
 import weakref
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -89,17 +90,17 @@ class _OpenedFile:
         return out
 
 
-def _open(path: str) -> BinaryIO:
+def _open(path: str) -> io.FileIO:
     """``path`` opened for unbuffered reads; without waiting for a writer if it is a FIFO
     (which the caller then refuses: it is not a regular file)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    return open(fd, "rb", buffering=0)
+    return io.FileIO(fd, "rb")
 
 
-def _read_into(handle: BinaryIO, out: np.ndarray, source: str, offset: int, shrank: str) -> None:
+def _read_into(handle: io.FileIO, out: np.ndarray, source: str, offset: int, shrank: str) -> None:
     """Fill ``out`` from ``handle``'s position ``offset``; a :class:`DecodeError` saying
     ``shrank`` at the offset where the file ends first."""
-    view = memoryview(out)
+    view = out.data.cast("B")  # bytes, whatever the dtype (out is a fresh, contiguous array)
     done = 0
     while done < out.nbytes:
         got = handle.readinto(view[done:])
@@ -238,7 +239,7 @@ class DumpFile(DumpFields[Tensor]):
         return self.name.op_type
 
     @property
-    def ffts_info(self) -> dict | None:
+    def ffts_info(self) -> dict[str, Any] | None:
         """The FFTS+ JSON msaccucmp reads from ``attr[0].value`` (``threadMode``,
         ``slice_instance_num``, ``input_tensor_slice`` …); ``None`` if absent or not JSON."""
         if not self.attrs:
@@ -382,7 +383,7 @@ def _read_v2(
         raise DecodeError(
             source, 0, f"header length {header_len} exceeds the {size - 8} bytes after it"
         )
-    header = decode_header(memoryview(data), 8, 8 + header_len, source)
+    header = decode_header(data.data, 8, 8 + header_len, source)
     dump = DumpFile(path, size, FORMAT_V2, header_len)
     _fill_from_header(dump, header)
     layout_payload(dump, header, 8 + header_len, source, size, opened)
@@ -481,7 +482,7 @@ def _read_nano(
 
 def _read_v1(data: np.ndarray, path: str, source: str) -> DumpFile:
     size = int(data.shape[0])
-    header = decode_header(memoryview(data), 0, size, source)
+    header = decode_header(data.data, 0, size, source)
     dump = DumpFile(path, size, FORMAT_V1, size)
     _fill_from_header(dump, header)
     for role in PAYLOAD_ORDER:

@@ -10,6 +10,7 @@ the finite range.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,12 +23,11 @@ CHUNK_ELEMENTS = 1 << 20
 
 
 def _as_float_chunk(chunk: np.ndarray) -> np.ndarray:
-    if chunk.dtype.kind == "c":
-        return np.abs(chunk).astype(np.float64)
-    return chunk.astype(np.float64)
+    floats: np.ndarray = (np.abs(chunk) if chunk.dtype.kind == "c" else chunk).astype(np.float64)
+    return floats
 
 
-def _chunks(flat: np.ndarray, chunk_elements: int):
+def _chunks(flat: np.ndarray, chunk_elements: int) -> Iterator[np.ndarray]:
     for start in range(0, flat.shape[0], chunk_elements):
         yield flat[start : start + chunk_elements]
 

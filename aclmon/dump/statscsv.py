@@ -64,7 +64,7 @@ def read_stats_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise DecodeError(
             source, 0, "not a stats CSV: no column Input/Output (or IO) and Data Type"
         )
-    rows = []
+    rows: list[dict[str, Any]] = []
     offset = len(text.split("\n", 1)[0]) + 1
     try:
         for record in reader:

@@ -21,7 +21,7 @@ from typing import Any
 import msgpack
 
 from aclmon.events import schema
-from aclmon.events.schema import KINDS, Event, Summary, TensorDesc
+from aclmon.events.schema import KINDS, Event, Summary, TensorDesc, kind_of
 
 # ---------------------------------------------------------------- encoding
 _packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
@@ -29,7 +29,8 @@ _packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 def encode(event: Event) -> bytes:
     """One event as a msgpack payload (without framing)."""
-    return _packb((type(event).KIND, *event))  # type: ignore[attr-defined]
+    payload: bytes = _packb((kind_of(type(event)), *event))
+    return payload
 
 
 def unpack_payload(payload: bytes) -> Any:
@@ -105,14 +106,14 @@ class _KindSpec:
         "plain",
     )
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type[Any]) -> None:
         hints = typing.get_type_hints(cls, globalns=vars(schema))
-        annotations = [hints[name] for name in cls._fields]  # type: ignore[attr-defined]
+        annotations = [hints[name] for name in cls._fields]
         self.cls = cls
         self.nfields = len(annotations)
         # Fields added later carry defaults: an array from an older source may end before them.
         defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
-        names: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+        names: tuple[str, ...] = cls._fields
         self.defaults = tuple(defaults[name] for name in names if name in defaults)
         self.nrequired = self.nfields - len(self.defaults)
         self.field_types = tuple(_accepts(a) for a in annotations)
@@ -286,13 +287,16 @@ class EventDecoder:
             return None
         fields = obj[1:]
         # Fast path: every field already of its usual type and nothing nested.
+        event: Event
         if spec.plain and len(fields) == spec.nfields and tuple(map(type, fields)) == spec.exact:
-            return _tuple_new(spec.cls, fields)  # type: ignore[no-any-return]
+            event = _tuple_new(spec.cls, fields)
+            return event
         checked = _check_fields(spec, fields)
         if checked is None:
             self.malformed += 1
             return None
-        return _tuple_new(spec.cls, checked)  # type: ignore[no-any-return]
+        event = _tuple_new(spec.cls, checked)
+        return event
 
     def decode_payload(self, payload: bytes) -> Event | None:
         """Unpack and decode one msgpack payload; garbage counts as malformed."""

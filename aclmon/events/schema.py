@@ -21,9 +21,8 @@ same framing, recording and decoding serve both directions.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
 
 #: bump when a field is added, removed or changes meaning.
 #: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
@@ -42,11 +41,11 @@ DEVICE_SYNC = -1
 SLOW_CALL_NS = 50_000_000
 
 #: wire kind number -> class. Numbers are part of the format: never reuse one.
-KINDS: dict[int, type] = {}
+KINDS: dict[int, type[Any]] = {}
 #: snake_case name of each kind, as used in JSON output and docs.
-KIND_NAMES: dict[type, str] = {}
+KIND_NAMES: dict[type[Any], str] = {}
 #: kinds a viewer may send to an agent.
-COMMAND_KINDS: frozenset[type] = frozenset()
+COMMAND_KINDS: frozenset[type[Any]] = frozenset()
 
 _T = TypeVar("_T", bound=type)
 
@@ -68,8 +67,8 @@ def register(kind: int, name: str, *, command: bool = False) -> Callable[[_T], _
         KIND_NAMES[cls] = name
         if command:
             COMMAND_KINDS = COMMAND_KINDS | {cls}
-        cls.KIND = kind  # type: ignore[attr-defined]
-        cls.KIND_TUPLE = (kind,)  # type: ignore[attr-defined]
+        cls.KIND = kind  # type: ignore[attr-defined]  # the class attribute this decorator adds
+        cls.KIND_TUPLE = (kind,)  # type: ignore[attr-defined]  # likewise
         return cls
 
     return add
@@ -531,8 +530,58 @@ def known(event: Event, name: str) -> Any:
     return value
 
 
-#: every event class, for annotations (derived from the registrations above).
-Event = typing.Union[tuple(KINDS.values())]  # type: ignore[valid-type]  # noqa: UP007
+#: every event class, for annotations: a static union, so a type checker knows each
+#: member (tests/test_events.py checks it names exactly the registered kinds).
+Event: TypeAlias = (
+    Hello
+    | DeviceSample
+    | HostSample
+    | DeviceSet
+    | DeviceReset
+    | ContextCreated
+    | ContextDestroyed
+    | ContextCurrent
+    | StreamCreated
+    | StreamDestroyed
+    | StreamSyncBegin
+    | StreamSynchronized
+    | ModelLoaded
+    | ModelUnloaded
+    | ExecuteBegin
+    | ExecuteEnd
+    | AclException
+    | History
+    | Goodbye
+    | ProfilingState
+    | OpTiming
+    | TxMark
+    | TxRange
+    | DumpFileSeen
+    | LogLine
+    | Drops
+    | CallFailed
+    | SetProfilingConfig
+    | StartProfiling
+    | StopProfiling
+    | RequestSnapshot
+    | Ping
+    | Reply
+)
+
+
+#: every command (viewer -> agent), the registrations with ``command=True``
+#: (tests/test_events.py checks it against COMMAND_KINDS).
+Command: TypeAlias = SetProfilingConfig | StartProfiling | StopProfiling | RequestSnapshot | Ping
+
+
+def is_command(event: Event) -> TypeGuard[Command]:
+    """Whether ``event`` is a command a viewer may send (it then has a ``request_id``)."""
+    return type(event) in COMMAND_KINDS
+
+
+def kind_of(cls: type[Any]) -> int:
+    """The wire kind number of an event class (what :func:`register` declared)."""
+    return int(cls.KIND)
 
 
 def kind_name(event: Event) -> str:

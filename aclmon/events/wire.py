@@ -27,13 +27,18 @@ import itertools
 import operator
 import struct
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from aclmon.errors import DecodeError
 from aclmon.events.codec import EventDecoder
-from aclmon.events.schema import Event
+from aclmon.events.schema import Event, kind_of
+
+if TYPE_CHECKING:  # numpy loads only in the functions that use it (the agent imports this)
+    import numpy as np
+
+    NDArray = np.ndarray[Any, Any]
 
 #: the length prefix
 HEADER = struct.Struct("<I")
@@ -69,7 +74,7 @@ def encode_frames(events: list[Event]) -> tuple[bytes, list[tuple[Event, Excepti
         payloads = []
         for event in events:
             try:
-                payloads.append(_pack((event.KIND, *event)))  # type: ignore[union-attr]
+                payloads.append(_pack((kind_of(type(event)), *event)))
             except Exception as exc:
                 failed.append((event, exc))
     lengths = map(_pack_length, map(len, payloads))
@@ -272,7 +277,7 @@ class StreamDecoder:
         self.max_frame = max_frame
         self.source = source
         self.frames = 0
-        self._buffer = b""  # the incomplete frame after the last read
+        self._buffer: bytes | bytearray = b""  # the incomplete frame after the last read
         self._consumed = 0  # stream offset of _buffer[0], for error messages
         self._failed: FrameError | None = None
         self._batch = BatchDecoder(max_buffer=max(max_frame * 2, 64 * 1024 * 1024))
@@ -355,7 +360,7 @@ def peek(
     return payload[at], payload[at + 1] == 0
 
 
-def _heads(raw: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
+def _heads(raw: NDArray, starts: NDArray, ends: NDArray) -> tuple[NDArray, NDArray]:
     """Vector form of the header rule: (offset of each payload's kind, a mask of
     the payloads that start like an event)."""
     import numpy as np
@@ -372,7 +377,7 @@ def _heads(raw: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
     return at, ok
 
 
-def peek_kinds(raw: Any, starts: Any, ends: Any) -> Any:
+def peek_kinds(raw: NDArray, starts: NDArray, ends: NDArray) -> NDArray:
     """The kind of each payload ``raw[starts[i]:ends[i]]`` (``raw`` a uint8
     array; ``starts``/``ends`` int64 arrays), :data:`NOT_AN_EVENT` where it does
     not start like an event."""
@@ -385,7 +390,7 @@ def peek_kinds(raw: Any, starts: Any, ends: Any) -> Any:
     return np.where(ok, kinds, NOT_AN_EVENT)
 
 
-def peek_timestamps(raw: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
+def peek_timestamps(raw: NDArray, starts: NDArray, ends: NDArray) -> tuple[NDArray, NDArray]:
     """``ts_ns`` of each payload where it sits in the usual place, and a mask
     of the payloads where it does not (decode those to know).
 

@@ -121,7 +121,7 @@ class LocalFeed:
             subscriber = self._subscribers.get(key)
         if subscriber is None or key in self.gone:
             raise AclmonError(f"no running agent pid {key[1]} on {key[0]}")
-        return subscriber.send_command(cls, *fields, timeout=timeout)  # type: ignore[no-any-return]
+        return subscriber.send_command(cls, *fields, timeout=timeout)
 
     def close(self) -> None:
         self._stop.set()

@@ -319,7 +319,7 @@ class NatsFeed:
             start = datetime.now(timezone.utc) - timedelta(seconds=since)
             config = ConsumerConfig(
                 deliver_policy=DeliverPolicy.BY_START_TIME,
-                opt_start_time=start.isoformat().replace("+00:00", "Z"),
+                opt_start_time=start,
             )
         else:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)

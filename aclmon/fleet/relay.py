@@ -330,9 +330,10 @@ class Relay:
                     " credentials may not use the JetStream API runs with --no-setup-streams"
                     " (an operator creates the streams)"
                 ) from exc
+            subject = sj.subject("*", "*", "*", cls)
             config = StreamConfig(
                 name=name,
-                subjects=[sj.subject("*", "*", "*", cls)],
+                subjects=[subject],
                 storage=StorageType.FILE,
                 max_age=limits.max_age_s,
                 max_bytes=limits.max_bytes,
@@ -344,7 +345,7 @@ class Relay:
                 await js.add_stream(config)
             except Exception as exc:  # nats-py raises its API errors with the server's text
                 raise NatsError(f"cannot create stream {name}: {exc}") from exc
-            self._note(f"created stream {name} on {config.subjects[0]}")
+            self._note(f"created stream {name} on {subject}")
 
     async def _reconnected(self) -> None:
         """Back on the server: one restarted without its store has lost the
@@ -707,7 +708,9 @@ class Relay:
                 return
             for link in list(self.links.values()):
                 if link.commands and link.writer is not None:
-                    command = ev.RequestSnapshot(1, time.time_ns(), int.from_bytes(os.urandom(7)))
+                    command = ev.RequestSnapshot(
+                        1, time.time_ns(), int.from_bytes(os.urandom(7), "big")
+                    )
                     with contextlib.suppress(Exception):
                         link.writer.write(encode_frame(ev.encode(command)))
 
@@ -729,16 +732,17 @@ class Relay:
             return _refusal(
                 0, ACL_ERROR_INVALID_PARAM, f"not an agent's command subject: {subject}"
             )
-        offsets, stop = ([], 0)
+        offsets: list[int] = []
+        stop = 0
         with contextlib.suppress(FrameError):
             offsets, stop = split_frames(data, 0, len(data), 64 * 1024, "command request")
         if len(offsets) != 1 or stop != len(data):
             return _refusal(0, ACL_ERROR_INVALID_PARAM, "a command request is exactly one frame")
         payload = data[HEADER_SIZE:]
         command = ev.EventDecoder().decode_payload(payload)
-        if command is None or type(command) not in ev.COMMAND_KINDS:
+        if command is None or not ev.is_command(command):
             return _refusal(0, ACL_ERROR_INVALID_PARAM, "only command kinds are accepted")
-        request_id: int = command.request_id  # type: ignore[union-attr]
+        request_id = command.request_id
         if self.anonymous_server and not self.allow_anonymous_commands:
             # Anyone who can reach such a server could command this user's agents.
             return _refusal(

@@ -42,16 +42,13 @@ STREAMS = {
 
 #: kinds copied to ``summary`` (a few per second per rank).
 SUMMARY_KINDS = frozenset(
-    cls.KIND  # type: ignore[attr-defined]
+    ev.kind_of(cls)
     for cls in (ev.Hello, ev.DeviceSample, ev.HostSample, ev.ProfilingState, ev.Drops)
 )
 #: kinds copied to ``alerts`` (rare, kept longest).
-ALERT_KINDS = frozenset(
-    cls.KIND  # type: ignore[attr-defined]
-    for cls in (ev.AclException, ev.DumpFileSeen, ev.LogLine)
-)
-HELLO_KIND: int = ev.Hello.KIND  # type: ignore[attr-defined]
-REPLY_KIND: int = ev.Reply.KIND  # type: ignore[attr-defined]
+ALERT_KINDS = frozenset(ev.kind_of(cls) for cls in (ev.AclException, ev.DumpFileSeen, ev.LogLine))
+HELLO_KIND = ev.kind_of(ev.Hello)
+REPLY_KIND = ev.kind_of(ev.Reply)
 
 
 def subject(job: str, host: str, pid: int | str, cls: str) -> str:

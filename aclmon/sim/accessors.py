@@ -28,5 +28,5 @@ def named(fn: F, name: str, doc: str, params: Sequence[str] = ()) -> F:
         signature = inspect.signature(fn)
         current = signature.parameters.values()
         renamed = [param.replace(name=new) for param, new in zip(current, params, strict=True)]
-        fn.__signature__ = signature.replace(parameters=renamed)  # type: ignore[attr-defined]
+        fn.__signature__ = signature.replace(parameters=renamed)  # type: ignore[attr-defined]  # what inspect.signature reads
     return fn

@@ -103,4 +103,4 @@ def ptr_to_numpy(ptr: int, shape: tuple[int, ...], np_type: int) -> np.ndarray:
     shape = tuple(shape)
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     raw = (ctypes.c_byte * (count * dtype.itemsize)).from_address(ptr)
-    return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
+    return np.frombuffer(memoryview(raw), dtype=dtype, count=count).reshape(shape)

@@ -185,7 +185,8 @@ class Device:
                     totals[1] += bucket[2]
                     totals[2] += bucket[3]
         window = UTIL_BUCKETS * UTIL_BUCKET_NS
-        return tuple(min(100, round(100 * t / window)) for t in totals)  # type: ignore[return-value]
+        cube, vector, aicpu = (min(100, round(100 * t / window)) for t in totals)
+        return cube, vector, aicpu
 
 
 #: the busy counter (Device.add_busy) a task's time goes to.

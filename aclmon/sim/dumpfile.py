@@ -13,6 +13,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -24,7 +25,7 @@ try:  # protobuf >= 4.22
 except ImportError:  # pragma: no cover - older protobuf
     from google.protobuf.message_factory import MessageFactory
 
-    def _get_message_class(descriptor):  # type: ignore[no-untyped-def]
+    def _get_message_class(descriptor):
         return MessageFactory().GetPrototype(descriptor)
 
 
@@ -181,7 +182,7 @@ def dump_file_name(op_type: str, op_name: str, task_id: int, stream_id: int, ts_
     return f"{sanitize(op_type)}.{sanitize(op_name)}.{task_id}.{stream_id}.{ts_us}"
 
 
-def _fill_entry(entry, tensor: DumpTensor):  # type: ignore[no-untyped-def]  (generated classes)
+def _fill_entry(entry: Any, tensor: DumpTensor) -> Any:  # entry: a generated protobuf message
     entry.data_type = ACL_TO_PROTO_DTYPE.get(tensor.acl_dtype, 0)
     entry.format = proto_format(tensor.acl_format)
     entry.shape.dim.extend(tensor.shape)

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import zlib
+from types import FrameType
 
 from aclmon import acl_constants as C
 from aclmon.sim import slog
@@ -116,7 +117,7 @@ def source_of(api_module: str, function: str) -> tuple[str, int]:
 def failing_call() -> tuple[str, str]:
     """``(api module, function)`` of the outermost ``acl.*`` implementation on the stack."""
     found = ("api_top", "acl")
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         base = os.path.basename(filename)
@@ -124,7 +125,7 @@ def failing_call() -> tuple[str, str]:
             name = frame.f_code.co_name
             if not name.startswith("_") and name != "<lambda>":
                 found = (base[:-3], name)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return found
 
 

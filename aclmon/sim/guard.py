@@ -40,7 +40,7 @@ def needs_init(
         params = list(signature.parameters.values())[1:]
         call = _guarded_call(impl, params, uninitialized)
         functools.update_wrapper(call, impl)
-        call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # what inspect.signature reads
         return call
 
     return decorate

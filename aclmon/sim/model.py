@@ -166,7 +166,7 @@ def _op_cost_ns(op_type: str, inputs: list[TensorSpec], outputs: list[TensorSpec
     # The floor grows with the operator's work (log scale), so the tiny models' ops keep
     # the order of a real network's (a big matmul outlasts a small one) instead of all
     # sitting on one floor.
-    floor = CUBE_TASK_MIN_NS if op_type in CUBE_OPS else VECTOR_TASK_MIN_NS
+    floor: float = CUBE_TASK_MIN_NS if op_type in CUBE_OPS else VECTOR_TASK_MIN_NS
     work = max(compute, moved / HBM_BYTES_PER_NS)
     floor *= 0.6 + 0.15 * math.log2(1.0 + work)
     return int(max(floor, LAUNCH_NS + work))
@@ -571,7 +571,7 @@ def execute(
         if status and stream.overflow_switch and stream.pending_error is None:
             done = _set_event()
             stream.pending_error = (C.ACL_ERROR_RT_AICORE_OVER_FLOW, done, "")
-        wants_dump = dump_step and dump.wants_op(model.name, op.name)  # type: ignore[union-attr]
+        wants_dump = dump is not None and dump_step and dump.wants_op(model.name, op.name)
         if dump is not None and (wants_dump or (status and dump.debug)):
             in_specs = [model.specs[n] for n in op.inputs]
             if overflow_rule is None:

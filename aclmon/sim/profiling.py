@@ -283,6 +283,7 @@ class Profiler:
             busy = [d for d in config.devices if d in self.running]
             if busy:
                 return fail(C.ACL_ERROR_PROF_ALREADY_RUN, f"devices {busy} are already started")
+            assert self.api_path is not None  # _api_config failed without it
             session = Session(self.api_path, config, "acl.prof")
             session.info["set_config"] = {str(k): v for k, v in self.set_configs.items()}
             for device in config.devices:

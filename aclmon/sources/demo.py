@@ -223,7 +223,7 @@ class RankedDemo:
             deadline = time.monotonic() + 30 + self.ranks
             for job in self.jobs:
                 while not job.socket_path.exists():
-                    if job.process.poll() is not None:
+                    if job.process is None or job.process.poll() is not None:
                         raise DemoError(f"a demo rank exited at start:\n{job.log_tail()}")
                     if time.monotonic() > deadline:
                         raise DemoError(f"a demo rank did not start (log: {job.log_path})")

@@ -168,7 +168,7 @@ class DumpDirectorySource(Source):
             events: list[ev.Event] = list(dump_events(self.inputs.dump_files, self._closing.is_set))
             logs, problems = log_events(self.inputs.log_files, first_seq=len(events) + 1)
             self.inputs.problems.extend(problems)
-            self._events = events + logs
+            self._events = [*events, *logs]
         except Cancelled:
             pass
         except Exception as exc:  # shown in the header, never raised on a thread

@@ -229,9 +229,9 @@ def dump_events(
         group = dump_group(file)
         summary["group"] = group.label()
         kind = summary.get("kind") or "unknown"
-        link = linked.get(str(file))
-        if link is not None:
-            op_path, operator = link
+        linked_to = linked.get(str(file))
+        if linked_to is not None:
+            op_path, operator = linked_to
             # The header's op name (the file name has "/" and "." replaced by "_").
             op_summary = summaries.get(op_path) or {}
             if op_summary.get("op_name"):

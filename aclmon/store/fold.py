@@ -354,6 +354,7 @@ class Store:
             if self.state.pending_streams
             else None
         )
+        stream: StreamState | None
         if waiting:
             stream = min(waiting, key=lambda st: distance(st.pending_syncs, start))
         else:

@@ -94,9 +94,11 @@ def sorted_ops(s: StoreState, sort: str = "total", reverse: bool = False) -> lis
     if sort.startswith(METRIC_SORT):
         name = sort.removeprefix(METRIC_SORT)
 
-        def key(o: OpStats) -> Any:
+        def by_metric(o: OpStats) -> Any:
             value = o.metric(name)
             return (value is None, -(value or 0.0))
+
+        key: Callable[[OpStats], Any] = by_metric
     else:
         key = OP_SORTS[sort]
     ops = sorted(s.ops.values(), key=lambda o: (o.op_name, o.device_id, o.model_id))

@@ -27,7 +27,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -53,8 +53,8 @@ READ_BYTES = 8 * 1024 * 1024
 #: a restore costs about as much as folding this many frames (copying the state).
 RESTORE_COST = 2_000
 
-_KIND_EXCEPTION = ev.AclException.KIND  # type: ignore[attr-defined]
-_KIND_DUMP_FILE = ev.DumpFileSeen.KIND  # type: ignore[attr-defined]
+_KIND_EXCEPTION = ev.kind_of(ev.AclException)
+_KIND_DUMP_FILE = ev.kind_of(ev.DumpFileSeen)
 OVERFLOW = "overflow"
 EXCEPTION = "exception"
 
@@ -64,16 +64,27 @@ def _int64(value: int) -> int:
     return max(-(1 << 63), min(int(value), (1 << 63) - 1))
 
 
+class Column(Protocol):
+    """One column of an index (frame offsets, times): a numpy array, or the bus's
+    ``FrameColumn`` (blocks of differences read as one)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, key: Any) -> Any: ...
+
+    def max(self) -> Any: ...
+
+
 class FrameIndex(Protocol):
     """What the engine needs of a recording's index (``RecordingReader`` has it)."""
 
     def __len__(self) -> int: ...
 
     @property
-    def offsets(self) -> np.ndarray: ...
+    def offsets(self) -> Column: ...
 
     @property
-    def timestamps(self) -> np.ndarray: ...
+    def timestamps(self) -> Column: ...
 
     @property
     def indexed(self) -> bool: ...

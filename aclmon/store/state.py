@@ -81,7 +81,7 @@ def clone(record: _R) -> _R:
             value = clone(value)
         state[f.name] = value
     vars(new).update(state)
-    return new  # type: ignore[no-any-return]
+    return new
 
 
 _PLANS: dict[type, tuple[Any, ...]] = {}

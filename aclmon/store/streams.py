@@ -9,7 +9,13 @@ with a Begin pending (``pending_streams``).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from aclmon.store.state import STREAM_DESTROYED, ContextState, StoreState, StreamState
+
+#: a stream's key in the state: (context, handle)
+StreamKey = tuple[int, int]
+_By = TypeVar("_By", int, tuple[int, int])
 
 
 def stream_by_id(state: StoreState, device_id: int, stream_id: int) -> StreamState | None:
@@ -108,20 +114,22 @@ def add_stream(state: StoreState, ctx: ContextState, stream: StreamState) -> Non
 def forget_stream(state: StoreState, key: tuple[int, int]) -> None:
     """Remove a stream and every trace of it from the indexes."""
     stream = state.streams.pop(key)
-    for index, by in (
-        (state.stream_handles, stream.stream),
-        (state.stream_ids, (stream.device_id, stream.stream_id)),
-    ):
-        keys = index.get(by)
-        if keys is not None:
-            keys.pop(key, None)
-            if not keys:
-                del index[by]
+    _unindex(state.stream_handles, stream.stream, key)
+    _unindex(state.stream_ids, (stream.device_id, stream.stream_id), key)
     ctx = state.contexts.get(key[0])
     if ctx is not None:
         ctx.streams.pop(key[1], None)
     state.pending_streams.discard(key)
     state.stream_history.discard(key)
+
+
+def _unindex(index: dict[_By, dict[StreamKey, None]], by: _By, key: StreamKey) -> None:
+    """Take ``key`` out of ``index[by]`` (and the entry, once it is empty)."""
+    keys = index.get(by)
+    if keys is not None:
+        keys.pop(key, None)
+        if not keys:
+            del index[by]
 
 
 def forget_context(state: StoreState, context: int) -> None:

@@ -168,10 +168,10 @@ def _stats_table(stats: dict[str, Any], dim: Style, bad: Style) -> RenderableTyp
         counts_list = list(hist.get("counts", []))
         edges = list(hist.get("edges", []))
         if counts_list:
-            label = Text(_histogram_line([int(c) for c in counts_list]))
+            bars = Text(_histogram_line([int(c) for c in counts_list]))
             if len(edges) >= 2:
-                label.append(f"  [{edges[0]:.4g} … {edges[-1]:.4g}]", style=dim)
-            table.add_row("histogram", label)
+                bars.append(f"  [{edges[0]:.4g} … {edges[-1]:.4g}]", style=dim)
+            table.add_row("histogram", bars)
     stored = stats.get("stored_stats")
     if isinstance(stored, dict):
         table.add_row(
@@ -241,8 +241,8 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
         _key, found, name = op.rpartition("overflowed: ")
         value = Text(name, style=bold)
         value.append(f"\n{ids}", style=dim)
-        narrow = key_values([("overflowed" if found else "operator", value)], dim)
-        parts.extend([Text(""), Fitted(line, narrow)])
+        narrow_op = key_values([("overflowed" if found else "operator", value)], dim)
+        parts.extend([Text(""), Fitted(line, narrow_op)])
     records = summary.get("records")
     for n, item in enumerate(records if isinstance(records, (list, tuple)) else []):
         if not isinstance(item, dict):
@@ -251,15 +251,15 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
         if item.get("error"):
             text.append(f"  {item['error']}\n", style=bad)
         explained = item.get("explained")
-        for line in explained if isinstance(explained, (list, tuple)) else []:
-            text.append(f"  {line}\n", style=dim if str(line).endswith("no overflow") else bad)
+        for said in explained if isinstance(explained, (list, tuple)) else []:
+            text.append(f"  {said}\n", style=dim if str(said).endswith("no overflow") else bad)
         parts.append(text)
     tensors = summary.get("tensors")
     if isinstance(tensors, (list, tuple)) and tensors:
         table = Table(box=None, header_style=dim, pad_edge=False)
         for column in ("ROLE", "#", "DTYPE", "FORMAT", "SHAPE", "SIZE"):
             table.add_column(column, no_wrap=True)
-        narrow: list[tuple[str, RenderableType]] = []
+        narrow_rows: list[tuple[str, RenderableType]] = []
         for t in tensors:
             if isinstance(t, dict):
                 shape = t.get("shape")
@@ -271,7 +271,7 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
                 )  # fmt: skip
                 table.add_row(role, index, *fields)
                 # the shape without spaces stays whole when the line wraps
-                narrow.append(
+                narrow_rows.append(
                     (
                         f"{role} {index}",
                         Text(
@@ -284,6 +284,6 @@ def render_summary(dump: Any, styles: dict[str, Style]) -> RenderableType:
                     )
                 )
         parts.append(Text(""))
-        parts.append(Fitted(table, key_values(narrow, dim)))
+        parts.append(Fitted(table, key_values(narrow_rows, dim)))
     parts.append(Text("\nEnter decodes the file: records, tensors, statistics", style=dim))
     return Group(*parts)

@@ -42,6 +42,7 @@ from aclmon.locations import keymap_path
 from aclmon.sources.fleet import Feed, MemberSource, drain
 from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
+from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
@@ -56,9 +57,8 @@ SORTS = ("rank", "host", "exec/s", "exceptions", "util")
 SHADES = " ░▒▓█"
 #: hosts on their own heat-map line up to this many; past it, a flat grid
 HEAT_HOST_LINES = 16
-BACK = "back"
 #: in one rank's screens: back to the fleet
-BACK_BINDING = Binding("escape", "back", "Fleet", id="fleet.back")
+BACK_BINDING = Binding("escape", "back_to_fleet", "Fleet", id="fleet.back")
 #: (name, width, right-aligned) of each column of a rank's row; width 0: the rest
 WIDE_COLUMNS = (
     ("rank", 5, True), ("host", 16, False), ("pid", 7, True), ("dev", 7, False),
@@ -169,7 +169,7 @@ class FleetCommands(Provider):
                           text=command.name, help=command.shown_help)  # fmt: skip
 
 
-class FleetApp(App[object]):
+class FleetApp(App["SourceKey | None"]):
     """See the module docstring. Exits with the key of the rank to open, or None."""
 
     CSS_PATH = Path(__file__).parent / "screens.tcss"  # the help screen's box
@@ -274,7 +274,7 @@ class FleetApp(App[object]):
         self.colhead.update(self._colhead_text())
 
     def selected_key(self) -> SourceKey | None:
-        cursor = self.vlist.cursor if self.is_mounted else -1
+        cursor = self.vlist.cursor if self.is_running else -1
         if 0 <= cursor < len(self.rows):
             return self.rows[cursor].key
         return None
@@ -466,6 +466,20 @@ class FleetApp(App[object]):
         self.exit(None)
 
 
+class RankApp(AclmonApp):
+    """One rank's screens: the single-agent app over the rank's own store, fed by
+    a :class:`~aclmon.sources.fleet.MemberSource`; Esc goes back to the fleet."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*AclmonApp.BINDINGS, BACK_BINDING]
+
+    #: left with Esc, back to the fleet (not quit)
+    went_back = False
+
+    def action_back_to_fleet(self) -> None:
+        self.went_back = True
+        self.exit(0)
+
+
 def rank_app(
     feed: Feed,
     fleet: FleetStore,
@@ -474,20 +488,8 @@ def rank_app(
     interval: float,
     theme: str | None = None,
     keymap: dict[str, str] | None = None,
-) -> App[Any]:
-    """One rank's screens (the single-agent app over its store); Esc exits with
-    :data:`BACK`, to the fleet."""
-    from aclmon.tui.app import AclmonApp
-
-    class RankApp(AclmonApp):
-        BINDINGS: ClassVar[list[BindingType]] = [
-            *AclmonApp.BINDINGS,
-            BACK_BINDING,
-        ]
-
-        def action_back(self) -> None:
-            self.exit(BACK)  # type: ignore[arg-type]
-
+) -> RankApp:
+    """The screens of the rank ``key`` (see :class:`RankApp`)."""
     return RankApp(
         MemberSource(feed, fleet, key),
         interval=interval,
@@ -512,9 +514,10 @@ def run_fleet_app(feed: Feed, *, interval: float, theme: str | None, keymap: dic
             sort, filter_text = app.sort, app.filter_text
             if chosen is None:
                 return 0
-            cursor = chosen  # type: ignore[assignment]
-            one = rank_app(feed, fleet, chosen, interval=interval, theme=theme, keymap=keymap)  # type: ignore[arg-type]
-            if one.run() != BACK:
+            cursor = chosen
+            one = rank_app(feed, fleet, chosen, interval=interval, theme=theme, keymap=keymap)
+            one.run()
+            if not one.went_back:
                 return 0
     finally:
         feed.close()

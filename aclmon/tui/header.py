@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -23,8 +25,8 @@ class HeaderBar(Static):
     HeaderBar { height: 1; background: $panel; color: $foreground; }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._shown = ""
 
     def show(
@@ -120,8 +122,8 @@ class TabBar(Static):
     current: reactive[str] = reactive("", layout=False)
     """The view shown."""
 
-    def __init__(self, titles: dict[str, str], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, titles: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.titles = dict(titles)
         self.counts: dict[str, str] = {}
         self._spans: list[tuple[int, int, str]] = []

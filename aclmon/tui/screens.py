@@ -61,7 +61,7 @@ class ScrollingModal(ModalScreen[ResultT]):
 
     PREFIX: ClassVar[str] = "modal"
     # below 100 columns the box takes the whole screen (app.tcss: ``-narrow``)
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012 (Textual declares it an instance attribute)
         (0, "-narrow"),
         (100, "-wide"),
     ]

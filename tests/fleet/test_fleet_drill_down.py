@@ -17,7 +17,7 @@ from aclmon import events as ev
 from aclmon.bus.states import CONNECTED
 from aclmon.errors import CommandRefused
 from aclmon.store.fleet import FleetStore, SourceKey
-from aclmon.tui.fleet import BACK, FleetApp, FleetCommands, rank_app
+from aclmon.tui.fleet import FleetApp, FleetCommands, rank_app
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
 from aclmon.tui.vlist import VirtualList
 
@@ -191,7 +191,7 @@ async def test_the_other_ranks_are_folded_while_one_is_open_and_esc_goes_back():
         await wait_for(pilot, lambda: fleet.sources[OTHER].executions() == before + 1)
         await pilot.press("escape")
         await pilot.pause()
-    assert app.return_value == BACK
+    assert app.went_back
 
 
 # ------------------------------------------------------------ the fleet screen

@@ -185,7 +185,7 @@ async def test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_qu
 
 
 async def test_escape_in_one_ranks_screens_clears_a_filter_first_then_goes_back_to_the_fleet():
-    from aclmon.tui.fleet import BACK, rank_app
+    from aclmon.tui.fleet import rank_app
 
     feed = FixedFeed([])
     fleet = FleetStore()
@@ -198,4 +198,4 @@ async def test_escape_in_one_ranks_screens_clears_a_filter_first_then_goes_back_
         assert app.exceptions_view.filter_text == "" and app.is_running
         await pilot.press("escape")
         await pilot.pause()
-    assert app.return_value == BACK
+    assert app.went_back

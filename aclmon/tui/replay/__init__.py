@@ -64,9 +64,11 @@ def build_app(
         warnings.append(
             f"{others} CANN log file(s) of other processes under {inputs.root} left out"
         )
-    others = [p for p in inputs.recordings if p != recording]
-    if others:
-        warnings.append(f"{len(others)} other recording(s) under {inputs.root}; showing the newest")
+    other_recordings = [p for p in inputs.recordings if p != recording]
+    if other_recordings:
+        warnings.append(
+            f"{len(other_recordings)} other recording(s) under {inputs.root}; showing the newest"
+        )
     return ReplayApp(
         RecordingSource(engine, f"replay {recording.name}", index, inputs),
         engine=engine,

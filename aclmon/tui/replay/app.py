@@ -31,6 +31,7 @@ from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.keys import binding_rows
 from aclmon.tui.replay.timeline import SeekTimeScreen, Timeline
+from aclmon.tui.vlist import VirtualList
 
 #: playback speeds, slowest first (x0.25 .. x64)
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -317,9 +318,9 @@ class ReplayApp(AclmonApp):
         self.set_playing(playing)
         if then_show is not None:
             self.action_show_view(then_show)
-            vlist = self.views[then_show].query("VirtualList")
-            if vlist:
-                vlist.first().action_last()  # type: ignore[attr-defined]
+            lists = self.views[then_show].query(VirtualList)
+            if lists:
+                lists.first().action_last()
         self._after_move()
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -33,8 +33,8 @@ class View(Vertical):
     keeps it, so a change of its own state (a reactive) redraws at once with
     :meth:`redraw`. Views never reach into the app: they post messages up."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.store: Store | None = None
         #: the user's keymap (binding id -> keys), so hints name the keys in use.
         self.keymap: dict[str, str] = {}

@@ -7,7 +7,7 @@ import os
 from functools import partial
 from typing import Any, ClassVar
 
-from rich.console import RenderableType
+from rich.console import JustifyMethod, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -283,14 +283,14 @@ class DevicesView(FilteredView):
         fixed = 75 + (14 if show_soc else 0)
         spark_width = max(4, min(24, (width - fixed) // 3))
         table = Table(box=None, expand=True, pad_edge=False, header_style=dim + Style(bold=True))
-        columns = [("DEV", "right", 3), ("SoC", "left", 10), ("HEALTH", "left", 6),
+        columns: list[tuple[str, JustifyMethod, int]] = [("DEV", "right", 3), ("SoC", "left", 10), ("HEALTH", "left", 6),
                    ("AI CORE", "left", spark_width + 5), ("VECTOR", "left", spark_width + 5),
                    ("AI CPU", "left", spark_width + 5), ("HBM used / total", "left", 24),
                    ("TEMP", "right", 4), ("POWER", "right", 5)]  # fmt: skip
         if not show_soc:
             del columns[1]
         for name, justify, min_width in columns:
-            table.add_column(name, justify=justify, no_wrap=True, min_width=min_width)  # type: ignore[arg-type]
+            table.add_column(name, justify=justify, no_wrap=True, min_width=min_width)
         soc = [s.hello.soc_name if s.hello else "?"] if show_soc else []
         if not s.devices:
             table.add_row("", Text("waiting for the first device sample…", style=dim))

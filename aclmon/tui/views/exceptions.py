@@ -27,7 +27,7 @@ class Group(NamedTuple):
 
     first: ev.AclException
     last: ev.AclException
-    count: int
+    size: int  # how many ("count" is a tuple method)
 
 
 #: words of an error's name shortened, in this order, while it does not fit
@@ -150,7 +150,7 @@ class ExceptionsView(ListView):
         message.stop()
         row = self.row_at(message.index)
         if isinstance(row, Group):
-            self.post_message(self.Opened(row.last, row.count))
+            self.post_message(self.Opened(row.last, row.size))
         elif row is not None:
             self.post_message(self.Opened(row))
 
@@ -179,7 +179,7 @@ class ExceptionsView(ListView):
                 key = (e.op_name, e.error_code, e.device_id)
                 found = groups.get(key)
                 groups[key] = (
-                    Group(e, e, 1) if found is None else Group(found.first, e, found.count + 1)
+                    Group(e, e, 1) if found is None else Group(found.first, e, found.size + 1)
                 )
             rows = list(groups.values())
         return self.sorted(rows)
@@ -224,10 +224,10 @@ class ExceptionsView(ListView):
             text.append(f"  ({self.key('exceptions.follow', 'f')} or End to follow)", style=dim)
 
     def _shown_count(self) -> int:
-        return sum(r.count if isinstance(r, Group) else 1 for r in self._rows)
+        return sum(r.size if isinstance(r, Group) else 1 for r in self._rows)
 
     def render_row(self, row: Any, width: int) -> Text:
-        e, count = (row.last, row.count) if isinstance(row, Group) else (row, 1)
+        e, count = (row.last, row.size) if isinstance(row, Group) else (row, 1)
         c = columns_for(width - (7 if self.grouped else 0))
         dim = theme_style(self, "aclmon-dim")
         text = Text(no_wrap=True, overflow="ellipsis")

@@ -3,7 +3,7 @@ Tab switches between hiding the rows that do not match and only marking them."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
@@ -33,10 +33,10 @@ class FilterBar(Input):
         def hides(self) -> bool:
             return self.widget.hides
 
-    def __init__(self, hint: str, *, searchable: bool = True, **kwargs: object) -> None:
+    def __init__(self, hint: str, *, searchable: bool = True, **kwargs: Any) -> None:
         # compact: one row without a border, focused or not (a focused Input's
         # border would cover the typed text in the line's one row)
-        super().__init__(placeholder=f"filter: {hint}", compact=True, **kwargs)  # type: ignore[arg-type]
+        super().__init__(placeholder=f"filter: {hint}", compact=True, **kwargs)
         self.hint = hint
         #: Tab may switch to searching (the owner can mark matches and go to them)
         self.searchable = searchable

@@ -165,7 +165,7 @@ class ListView(FilteredView):
         Binding("r", "reverse_sort", "Reverse sort", show=False, id="sort.reverse"),
     ]
     SEARCHABLE = True
-    REDRAWN_BY = ("sort", "sort_reverse")
+    REDRAWN_BY: ClassVar[tuple[str, ...]] = ("sort", "sort_reverse")
     #: sort name -> key of a row; the first is the store's own (arrival) order
     SORTS: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 

@@ -218,7 +218,7 @@ class LogsView(ListView):
         return sorted({line.module for line in self.store.state.logs if line.module})
 
     def line_at(self, index: int) -> ev.LogLine | None:
-        return self.row_at(index)  # type: ignore[no-any-return]
+        return self.row_at(index)
 
     def source_rows(self) -> tuple[list[Any], int]:
         assert self.store is not None

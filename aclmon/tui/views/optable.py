@@ -9,7 +9,7 @@ important first; nothing wraps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rich.style import Style
 from rich.text import Text
@@ -176,8 +176,8 @@ class OpTable(Vertical):
     reverse: reactive[bool] = reactive(False)
     """Sorted the other way round (smallest / Z first)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.store: Store | None = None
         self.rows: list[OpStats] = []
         self.columns: list[Column] = []

@@ -91,7 +91,7 @@ class ProfilingView(View):
         Binding("up,k", "move(-1)", "Up", show=False, id="profiling.up"),
         Binding("right,l", "move_column(1)", "Right", show=False, id="profiling.right"),
         Binding("left,h", "move_column(-1)", "Left", show=False, id="profiling.left"),
-        Binding("space", "toggle", "Check", id="profiling.check"),
+        Binding("space", "check", "Check", id="profiling.check"),
         Binding("enter", "apply", "Apply", id="profiling.apply"),
         Binding("escape", "discard", "Discard", id="profiling.discard"),
         # m and v are shown beside what they change (the footer must fit 80 columns).
@@ -190,7 +190,7 @@ class ProfilingView(View):
             return True
         if self.readonly:
             return False
-        if action == "toggle":
+        if action == "check":
             # Only in the checklist: a space typed in the operator table (a page key
             # elsewhere) must not check a flag out of sight that a later Enter applies.
             # The screen's focus, not has_focus: that follows a Blur event, which
@@ -223,7 +223,8 @@ class ProfilingView(View):
         table = self.query_one(OpTable)
         table.reverse = not table.reverse
 
-    def action_toggle(self, index: int | None = None) -> None:
+    def action_check(self, index: int | None = None) -> None:
+        """Check or uncheck the flag at ``index`` (else under the cursor)."""
         if index is not None:
             self.cursor = index
         wanted = self.wanted
@@ -321,7 +322,7 @@ class ProfilingView(View):
         if 0 <= y < rows and x >= 0:
             index = (x // self._cell_width()) * rows + y
             if index < len(PROF_FLAGS) and not self.readonly:
-                self.action_toggle(index)
+                self.action_check(index)
 
     # ------------------------------------------------------------ drawing
     def _columns(self) -> int:
