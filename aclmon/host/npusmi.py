@@ -172,6 +172,6 @@ class NpuSmiBackend:
             if values:
                 # The table's own AI Core figure stays: it is as fresh as this refresh.
                 known = {k: v for k, v in values.items() if getattr(device, k) is None}
-                device = replace(device, **known)  # type: ignore[arg-type]
+                device = replace(device, **known)  # type: ignore[arg-type]  # fields by name
             result.append(device)
         return tuple(result)

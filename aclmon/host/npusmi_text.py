@@ -267,7 +267,7 @@ def _device(first: list[str], second: list[str], layout: _Layout) -> DeviceReadi
         name=name,
         health=first[-2] or None,
         bus_id=None if bus in _UNKNOWN else bus,
-        **values,  # type: ignore[arg-type]
+        **values,  # type: ignore[arg-type]  # usage figures by field name, each int or None
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, replace
 
-import psutil  # type: ignore[import-untyped, unused-ignore]
+import psutil
 
 from aclmon.host.model import ProcessReading
 

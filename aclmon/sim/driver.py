@@ -89,7 +89,7 @@ def _parse(data: Any) -> JobRecord | None:
         values = [item.get(key) for key in ("id", "memory", "cube", "vector", "aicpu")]
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
             return None
-        uses.append(DeviceUse(*values))  # type: ignore[arg-type]
+        uses.append(DeviceUse(*values))  # type: ignore[arg-type]  # each checked an int above
     return JobRecord(pid=pid, name=name[:64], devices=tuple(uses))
 
 

@@ -177,7 +177,8 @@ class MachineView:
 
 def _load(uses: list[tuple[int, int, int]]) -> tuple[int, int, int]:
     """Summed (cube, vector, aicpu) percent of the processes on one chip, capped at 100."""
-    return tuple(min(100, sum(use[i] for use in uses)) for i in range(3))  # type: ignore[return-value]
+    cube, vector, aicpu = (min(100, sum(use[i] for use in uses)) for i in range(3))
+    return cube, vector, aicpu
 
 
 def machine_view(config: SimConfig, jobs: list[JobRecord]) -> MachineView:

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.console import RenderableType
 from textual import on, work
@@ -72,6 +72,18 @@ from aclmon.tui.vlist import VirtualList
 MAX_BATCH = 50_000
 COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
+
+
+class ViewOf(Generic[ViewT]):
+    """An app attribute that is its shown view of one class."""
+
+    def __init__(self, cls: type[ViewT]) -> None:
+        self.cls = cls
+
+    def __get__(self, app: AclmonApp, owner: object = None) -> ViewT:
+        return next(v for v in app.views.values() if isinstance(v, self.cls))
+
+
 #: the pair Ctrl+T switches between (the palette offers every theme).
 THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
 HERE = Path(__file__).parent
@@ -169,29 +181,12 @@ class AclmonApp(App[int]):
             yield from self.views.values()
         yield FittingFooter()
 
-    def view_of(self, cls: type[ViewT]) -> ViewT:
-        """The shown view of class ``cls`` (the app answers some views' messages)."""
-        return next(v for v in self.views.values() if isinstance(v, cls))
-
-    @property
-    def devices_view(self) -> DevicesView:
-        return self.view_of(DevicesView)
-
-    @property
-    def exceptions_view(self) -> ExceptionsView:
-        return self.view_of(ExceptionsView)
-
-    @property
-    def profiling_view(self) -> ProfilingView:
-        return self.view_of(ProfilingView)
-
-    @property
-    def dumps_view(self) -> DumpsView:
-        return self.view_of(DumpsView)
-
-    @property
-    def logs_view(self) -> LogsView:
-        return self.view_of(LogsView)
+    # The views whose messages the app answers, by class (the rest only by id).
+    devices_view = ViewOf(DevicesView)
+    exceptions_view = ViewOf(ExceptionsView)
+    profiling_view = ViewOf(ProfilingView)
+    dumps_view = ViewOf(DumpsView)
+    logs_view = ViewOf(LogsView)
 
     def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()

@@ -32,7 +32,6 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.widgets import Static
 
 from aclmon import events as ev
@@ -46,6 +45,7 @@ from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
+from aclmon.tui.palette import CommandsProvider
 from aclmon.tui.screens import HelpScreen, ScrollingModal
 from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views.base import Command
@@ -120,8 +120,10 @@ def _row_name(row: FleetRow) -> str:
     return f"Rank {row.rank}" if row.rank is not None else f"PID {row.pid}"
 
 
-class FleetCommands(Provider):
+class FleetCommands(CommandsProvider):
     """The fleet screen's palette: open a rank, sort, filter, theme, help, quit."""
+
+    DISCOVERED = ("Rank", "PID", "Sort", "Help")
 
     def _commands(self) -> list[Command]:
         app: FleetApp = self.app  # type: ignore[assignment]  # the provider serves only FleetApp
@@ -154,19 +156,6 @@ class FleetCommands(Provider):
         )
         out.append(Command("Quit", app.action_quit_fleet, "leave aclmon (q)"))
         return out
-
-    async def discover(self) -> Hits:
-        for command in self._commands():
-            if command.name.startswith(("Rank", "PID", "Sort", "Help")):
-                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for command in self._commands():
-            score = matcher.match(command.name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(command.name), command.run,
-                          text=command.name, help=command.shown_help)  # fmt: skip
 
 
 class FleetApp(App["SourceKey | None"]):

@@ -9,7 +9,7 @@ do. Every entry of a view shows that view first, then runs.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -17,9 +17,6 @@ from aclmon.tui.views import VIEWS, Command
 
 if TYPE_CHECKING:
     from aclmon.tui.app import AclmonApp
-
-#: the entries offered before anything is typed (by the start of their names)
-DISCOVERED = ("View:", "Profiling: start", "Device", "Help")
 
 
 def _in_view(app: AclmonApp, view: str, command: Command) -> Command:
@@ -32,7 +29,32 @@ def _in_view(app: AclmonApp, view: str, command: Command) -> Command:
     return command._replace(run=run)
 
 
-class AclmonCommands(Provider):
+class CommandsProvider(Provider):
+    """A palette of :class:`Command` entries: those whose names start with one of
+    ``DISCOVERED`` are offered before anything is typed; typing searches them all."""
+
+    DISCOVERED: ClassVar[tuple[str, ...]] = ()
+
+    def _commands(self) -> list[Command]:
+        raise NotImplementedError
+
+    async def discover(self) -> Hits:
+        for command in self._commands():
+            if command.name.startswith(self.DISCOVERED):
+                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in self._commands():
+            score = matcher.match(command.name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command.name), command.run,
+                          text=command.name, help=command.shown_help)  # fmt: skip
+
+
+class AclmonCommands(CommandsProvider):
+    DISCOVERED = ("View:", "Profiling: start", "Device", "Help")
+
     def _commands(self) -> list[Command]:
         app: AclmonApp = self.app  # type: ignore[assignment]  # the provider serves only AclmonApp
         out = [
@@ -58,21 +80,3 @@ class AclmonCommands(Provider):
             Command("Help: show every key", app.action_help, "the help screen: every key, its id")
         )
         return out
-
-    async def discover(self) -> Hits:
-        for command in self._commands():
-            if command.name.startswith(DISCOVERED):
-                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for command in self._commands():
-            score = matcher.match(command.name)
-            if score > 0:
-                yield Hit(
-                    score,
-                    matcher.highlight(command.name),
-                    command.run,
-                    text=command.name,
-                    help=command.shown_help,
-                )
