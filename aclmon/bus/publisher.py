@@ -1,9 +1,9 @@
 """The agent's side of the bus: publish events without ever blocking the job.
 
-``publish(event)`` appends to a bounded queue and returns; when the queue is
-full the event is dropped and counted (``False``). ``emit(cls, *fields)`` and
-the records any thread appends to :attr:`Publisher.ring` are numbered later, on
-the publisher's thread (see :data:`aclmon.bus.records.Record`), so the thread that emits pays for
+``publish(event)``, ``emit(cls, *fields)`` and the records any thread appends
+to :attr:`Publisher.ring` go through that one bounded ring and return at once
+(when it is full the event is dropped and counted, ``False``); events are
+numbered later, on the publisher's thread (see :data:`aclmon.bus.records.Record`), so the thread that emits pays for
 one tuple and one deque append. One daemon thread owns all
 I/O (``selectors``): it accepts viewers, runs the handshake, packs every
 queued event into one buffer of frames, and fans that buffer out to each
@@ -41,8 +41,15 @@ import msgpack
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
 from aclmon.bus.lograte import RateLimitedLog
-from aclmon.bus.records import Observer, Record, build_plain, build_ready, build_records
-from aclmon.bus.transport import Address, Listener, as_address, listen
+from aclmon.bus.records import (
+    DropCount,
+    Observer,
+    Record,
+    build_plain,
+    build_ready,
+    build_records,
+)
+from aclmon.bus.transport import Address, Listener, as_address, default_address, listen
 from aclmon.bus.viewers import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_SUBSCRIBER_BUFFER,
@@ -89,12 +96,8 @@ PUMP_TURN_S = 0.02
 
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
-MAX_HELLO = handshake.MAX_HANDSHAKE_FRAME
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-_tuple_new = tuple.__new__
-_starmap = itertools.starmap
-_repeat = itertools.repeat
 
 
 class Publisher:
@@ -134,11 +137,9 @@ class Publisher:
         #: :meth:`count_drop` instead of appending when it is full
         self.ring: collections.deque[Record] = collections.deque()
         self.ring_limit = queue_size
-        self._queue_dropped = 0
-        self._queue_reported = 0
-        self._queue_reported_at = 0.0
-        self._subscriber_dropped = 0
-        self._drop_lock = threading.Lock()
+        #: events lost in the ring (full) or unbuildable; and lost for slow subscribers
+        self._queue_drops = DropCount()
+        self._subscriber_drops = DropCount()
         self._wake_pending = False
         self._ring_busy = False
         #: the last pump left records for the next turn
@@ -172,11 +173,11 @@ class Publisher:
     @property
     def dropped(self) -> int:
         """Events lost so far: queue overflows plus per-subscriber drops."""
-        return self._queue_dropped + self._subscriber_dropped
+        return self._queue_drops.total + self._subscriber_drops.total
 
     @property
     def queue_dropped(self) -> int:
-        return self._queue_dropped
+        return self._queue_drops.total
 
     @property
     def subscriber_count(self) -> int:
@@ -187,8 +188,6 @@ class Publisher:
         if self._thread is not None:
             raise AclmonError("publisher already started")
         if self._requested is None:
-            from aclmon.bus.transport import default_address
-
             self._requested = default_address()
         address = self._requested
         if address.scheme == "tcp" and not address.is_loopback and not self._token:
@@ -233,8 +232,7 @@ class Publisher:
 
     def count_drop(self) -> None:
         """One event lost because the ring was full (called by the ring's writers)."""
-        with self._drop_lock:
-            self._queue_dropped += 1
+        self._queue_drops.add()
 
     def reply(
         self, request_id: int, code: int, message: str = "", data: dict[str, Any] | None = None
@@ -372,7 +370,7 @@ class Publisher:
         # connection that may not send commands has nothing to send: small reads
         # keep what a flood costs the job small until it is dropped.
         if not conn.ready:
-            size = HEADER.size + MAX_HELLO - len(conn.hello)
+            size = HEADER.size + handshake.MAX_HANDSHAKE_FRAME - len(conn.hello)
         else:
             size = _READ_SIZE if conn.commands else _RECEIVE_ONLY_READ_SIZE
         try:
@@ -387,24 +385,10 @@ class Publisher:
             return
         try:
             if not conn.ready:
-                hello = conn.hello
-                hello += data
-                if len(hello) < HEADER.size:
+                whole = conn.take_hello(data, handshake.MAX_HANDSHAKE_FRAME)
+                if whole is None:
                     return
-                (length,) = HEADER.unpack_from(hello)
-                if length > MAX_HELLO:
-                    self._drop_connection(
-                        conn,
-                        f"garbage from peer: a handshake frame of {length} bytes"
-                        f" (the limit is {MAX_HELLO})",
-                        kind="garbage",
-                    )
-                    return
-                end = HEADER.size + length
-                if len(hello) < end:
-                    return
-                payload, rest = bytes(hello[HEADER.size : end]), bytes(hello[end:])
-                conn.hello = bytearray()
+                payload, rest = whole
                 if not self._admit(conn, payload):
                     return
                 # Bytes after the hello belong to the command stream.
@@ -419,7 +403,6 @@ class Publisher:
                 return
 
     def _admit(self, conn: Connection, payload: bytes) -> bool:
-        hello = None
         try:
             hello = msgpack.unpackb(payload, raw=False, strict_map_key=True)
         except Exception:  # garbage: judged below as "not an aclmon bus client"
@@ -449,7 +432,7 @@ class Publisher:
             log.exception("snapshot callback failed; subscriber %s starts without it", conn.name)
             return
         # Snapshot state stands outside the sequence: number 0.
-        data, failed = encode_frames([_tuple_new(type(e), (0, *e[1:])) for e in events])
+        data, failed = encode_frames([e._replace(seq=0) for e in events])
         for event, exc in failed:
             log.warning("unencodable snapshot event %r skipped: %s", type(event).__name__, exc)
         self._send(conn, data)
@@ -488,11 +471,9 @@ class Publisher:
 
     def _ignore(self, conn: Connection, what: str) -> bool:
         """Count a frame ignored from ``conn``; drop it past MAX_IGNORED_COMMANDS."""
-        conn.ignored += 1
-        if conn.ignored > MAX_IGNORED_COMMANDS:
-            self._drop_connection(
-                conn, f"{MAX_IGNORED_COMMANDS} ignored commands: {what}", kind="ignored"
-            )
+        if conn.ignore():
+            self._drop_connection(conn, f"{MAX_IGNORED_COMMANDS} ignored commands: {what}",
+                                  kind="ignored")  # fmt: skip
             return False
         self._warn("ignored", "%s", what)
         return True
@@ -515,8 +496,9 @@ class Publisher:
             if budget <= 0 or time.monotonic() > deadline:
                 self._pump_left = True
                 break
-            records = list(_starmap(ring.popleft, _repeat((), min(len(ring), BATCH_EVENTS))))
-            budget -= len(records)
+            taken = min(len(ring), BATCH_EVENTS)
+            records = list(itertools.starmap(ring.popleft, itertools.repeat((), taken)))
+            budget -= taken
             receivers = [c for c in self._connections.values() if c.ready]
             observer = self._observer
             if not receivers and observer is None:
@@ -528,14 +510,10 @@ class Publisher:
                 except Exception:
                     log.exception("record fold failed; a batch was lost")
                     failed = 0
-                if failed:
-                    with self._drop_lock:
-                        self._queue_dropped += failed
+                self._queue_drops.add(failed)
                 continue
             batch, failed = build_records(records, counter)
-            if failed:
-                with self._drop_lock:
-                    self._queue_dropped += failed
+            self._queue_drops.add(failed)
             if not batch:
                 continue
             if observer is not None:
@@ -554,9 +532,8 @@ class Publisher:
                 # kernel takes what it can, the rest waits), so its buffer holds
                 # at most subscriber_buffer plus one batch.
                 if conn.out and len(conn.out) + len(data) > conn.out_limit:
-                    conn.dropped += count
-                    with self._drop_lock:
-                        self._subscriber_dropped += count
+                    conn.drops.add(count)
+                    self._subscriber_drops.add(count)
                     continue
                 self._send(conn, data)
 
@@ -565,38 +542,27 @@ class Publisher:
         data, failed = encode_frames(batch)
         for event, exc in failed:
             log.warning("unencodable %s dropped: %s", type(event).__name__, exc)
-        if failed:
-            with self._drop_lock:
-                self._queue_dropped += len(failed)
+        self._queue_drops.add(len(failed))
         return data
 
     def _send(self, conn: Connection, data: bytes) -> None:
         if not data:
             return
-        if conn.out:
-            conn.out += data
-            return
         try:
-            sent = conn.sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
+            waiting = conn.write(data)
         except OSError as exc:
             self._drop_connection(conn, f"write failed: {exc}", quiet=True)
             return
-        if sent < len(data):
-            conn.out += memoryview(data)[sent:]
+        if waiting:
             self._want_write(conn, True)
 
     def _flush(self, conn: Connection) -> None:
         try:
-            sent = conn.sock.send(conn.out)
-        except (BlockingIOError, InterruptedError):
-            return
+            waiting = conn.flush()
         except OSError as exc:
             self._drop_connection(conn, f"write failed: {exc}", quiet=True)
             return
-        del conn.out[:sent]
-        if not conn.out:
+        if not waiting:
             self._want_write(conn, False)
 
     def _want_write(self, conn: Connection, on: bool) -> None:
@@ -612,30 +578,16 @@ class Publisher:
         for conn in list(self._connections.values()):
             if not conn.ready and now - conn.opened > HANDSHAKE_TIMEOUT_S:
                 self._drop_connection(conn, "no handshake in time", kind="timeout")
-            elif (
-                conn.dropped != conn.reported_drops
-                and now - conn.reported_at >= DROPS_REPORT_INTERVAL_S
-            ):
-                conn.reported_drops = conn.dropped
-                conn.reported_at = now
-                self._warn(
-                    "slow", "subscriber %s too slow: %d events dropped", conn.name, conn.dropped
-                )
-                self.emit(
-                    Drops,
-                    conn.dropped,
-                    f"publisher -> {conn.name}",
-                    "subscriber too slow: its buffer was full",
-                )
+            elif conn.drops.due(now, DROPS_REPORT_INTERVAL_S):
+                lost = conn.drops.total
+                self._warn("slow", "subscriber %s too slow: %d events dropped", conn.name, lost)
+                self.emit(Drops, lost, f"publisher -> {conn.name}",
+                          "subscriber too slow: its buffer was full")  # fmt: skip
         self._warnings.flush()
-        if (
-            self._queue_dropped != self._queue_reported
-            and now - self._queue_reported_at >= DROPS_REPORT_INTERVAL_S
-            and self._has_receivers()  # told when someone can hear it
-        ):
-            self._queue_reported = self._queue_dropped
-            self._queue_reported_at = now
-            self.emit(Drops, self._queue_dropped, "publisher queue", "queue full")
+        drops = self._queue_drops
+        # told when someone can hear it
+        if self._has_receivers() and drops.due(now, DROPS_REPORT_INTERVAL_S):
+            self.emit(Drops, drops.total, "publisher queue", "queue full")
 
     def _drop_connection(
         self, conn: Connection, why: str, quiet: bool = False, kind: str = "dropped"
@@ -650,11 +602,7 @@ class Publisher:
             assert self._selector is not None
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(conn.sock)
-            # A refused client should see the welcome saying why: best effort.
-            if conn.out:
-                with contextlib.suppress(OSError):
-                    conn.sock.send(conn.out)
-            conn.sock.close()
+            conn.close()
         self._connections.pop(fd, None)
         # Entries are keyed by fd at accept time; find by identity if the fd is gone.
         for key, other in list(self._connections.items()):
@@ -663,13 +611,13 @@ class Publisher:
 
     def _final_flush(self) -> None:
         deadline = time.monotonic() + getattr(self, "_flush_timeout", 1.0)
-        pending = [c for c in self._connections.values() if c.out]
-        while pending and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            pending = [c for c in self._connections.values() if c.out and c.sock.fileno() != -1]
             for conn in pending:
                 self._flush(conn)
-            pending = [c for c in pending if c.out and c.sock.fileno() != -1]
-            if pending:
-                time.sleep(0.005)
+            if not pending:
+                return
+            time.sleep(0.005)
 
     def _shutdown(self) -> None:
         self._closing = True

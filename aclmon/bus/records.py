@@ -10,6 +10,7 @@ the same way without a socket.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, Protocol
@@ -40,6 +41,30 @@ class Observer(Protocol):
         :meth:`observe` on their events: leave the observer and ``counter`` as those
         would. Returns how many records failed to build."""
         ...
+
+
+class DropCount:
+    """Events lost before they were sent: counted from any thread, and told (as a
+    Drops event) at most once per interval while the count moves."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._told = 0
+        self._told_at = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, count: int = 1) -> None:
+        if count:
+            with self._lock:
+                self.total += count
+
+    def due(self, now: float, interval: float) -> bool:
+        """Whether the count moved since it was last told, at least ``interval`` s
+        ago; if so it counts as told now."""
+        if self.total == self._told or now - self._told_at < interval:
+            return False
+        self._told, self._told_at = self.total, now
+        return True
 
 
 def build_plain(counter: Iterator[int], record: Record) -> Event:

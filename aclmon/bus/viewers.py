@@ -11,12 +11,14 @@ unauthenticated connection misbehaved is refused for a while.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Iterable
 
 from aclmon.bus import handshake
-from aclmon.events.wire import DEFAULT_MAX_FRAME, FrameDecoder
+from aclmon.bus.records import DropCount
+from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameDecoder, FrameError
 
 HANDSHAKE_TIMEOUT_S = 5.0
 #: authenticated viewers served at once; more are closed at accept so a runaway
@@ -51,7 +53,7 @@ class Connection:
         "authenticated",
         "command_frames",
         "commands",
-        "dropped",
+        "drops",
         "hello",
         "ignored",
         "name",
@@ -61,8 +63,6 @@ class Connection:
         "out_limit",
         "peer",
         "ready",
-        "reported_at",
-        "reported_drops",
         "sock",
         "want_write",
     )
@@ -82,10 +82,66 @@ class Connection:
         self.out = bytearray()
         self.out_limit = 0
         self.want_write = False
-        self.dropped = 0
+        #: batches this viewer lost for being too slow
+        self.drops = DropCount()
         self.ignored = 0
-        self.reported_drops = 0
-        self.reported_at = 0.0
+
+    def take_hello(self, data: bytes, max_hello: int) -> tuple[bytes, bytes] | None:
+        """Add ``data`` to the handshake frame so far: ``(its payload, the bytes
+        after it)`` once it is whole, else None. Raises :class:`FrameError` for a
+        frame longer than ``max_hello`` (never buffered past it)."""
+        hello = self.hello
+        hello += data
+        if len(hello) < HEADER.size:
+            return None
+        (length,) = HEADER.unpack_from(hello)
+        if length > max_hello:
+            raise FrameError(
+                self.name, 0, f"a handshake frame of {length} bytes (the limit is {max_hello})"
+            )
+        end = HEADER.size + length
+        if len(hello) < end:
+            return None
+        self.hello = bytearray()
+        return bytes(hello[HEADER.size : end]), bytes(hello[end:])
+
+    def write(self, data: bytes) -> bool:
+        """Send what the socket takes now and keep the rest in ``out`` (after
+        anything already waiting there); True when bytes are left waiting.
+        Raises ``OSError`` when the connection is broken."""
+        if self.out:
+            self.out += data
+            return True
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent < len(data):
+            self.out += memoryview(data)[sent:]
+            return True
+        return False
+
+    def ignore(self) -> bool:
+        """Count one frame ignored from this viewer; True once past MAX_IGNORED_COMMANDS."""
+        self.ignored += 1
+        return self.ignored > MAX_IGNORED_COMMANDS
+
+    def close(self) -> None:
+        """Close the socket after one try to send what waits (a refused client
+        should see the welcome that says why)."""
+        if self.out:
+            with contextlib.suppress(OSError):
+                self.sock.send(self.out)
+        self.sock.close()
+
+    def flush(self) -> bool:
+        """Send what waits in ``out``; True while some still waits. Raises ``OSError``."""
+        try:
+            sent = self.sock.send(self.out)
+        except (BlockingIOError, InterruptedError):
+            return True
+        del self.out[:sent]
+        return bool(self.out)
 
 
 def peer_of(sock: socket.socket, name: str) -> str:
