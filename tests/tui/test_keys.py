@@ -30,7 +30,7 @@ async def test_c_groups_identical_exceptions_with_a_count_and_enter_opens_the_ne
         assert view.vlist.row_count == 3
         assert "3 group(s)" in static_text(app, "#exceptions-status")
         assert "COUNT" in static_text(app, "#exceptions-header")
-        conv = next(i for i in range(3) if view.row_at(i).count == 6)
+        conv = next(i for i in range(3) if view.row_at(i).size == 6)
         assert view.row_at(conv).first.task_id == 1000 and view.row_at(conv).last.task_id == 1005
         # the COUNT column takes its room from the others: every row still fits
         width = view.vlist.scrollable_content_region.width
