@@ -74,7 +74,7 @@ def arm(acl: Any, settings: WorkerSettings) -> None:
                 _start(acl, settings)
         return acl.init(*args, **kwargs)
 
-    init.__wrapped__ = original  # type: ignore[attr-defined]
+    init.__wrapped__ = original  # type: ignore[attr-defined]  # how the hook is undone
     acl.init = init
 
 
@@ -117,7 +117,7 @@ def watch_spawned_children(settings: WorkerSettings) -> None:
     import multiprocessing.spawn as spawn
 
     with _spawn_patch_lock:
-        current = spawn.get_preparation_data  # type: ignore[attr-defined]
+        current = spawn.get_preparation_data
         base = getattr(current, "__aclmon_base__", current)
 
         def get_preparation_data(name: str) -> dict[str, Any]:
@@ -126,8 +126,8 @@ def watch_spawned_children(settings: WorkerSettings) -> None:
                 data = {PREPARATION_KEY: _Armed(settings), **data}
             return data
 
-        get_preparation_data.__aclmon_base__ = base  # type: ignore[attr-defined]
-        spawn.get_preparation_data = get_preparation_data  # type: ignore[attr-defined]
+        get_preparation_data.__aclmon_base__ = base  # type: ignore[attr-defined]  # patched once
+        spawn.get_preparation_data = get_preparation_data
 
 
 def stop_watching_spawned_children() -> None:
@@ -137,4 +137,4 @@ def stop_watching_spawned_children() -> None:
     with _spawn_patch_lock:
         base = getattr(spawn.get_preparation_data, "__aclmon_base__", None)
         if base is not None:
-            spawn.get_preparation_data = base  # type: ignore[attr-defined]
+            spawn.get_preparation_data = base  # type: ignore[attr-defined]  # the saved original

@@ -57,6 +57,7 @@ from aclmon.bus.viewers import (
     MAX_IGNORED_COMMANDS,
     Admission,
     Connection,
+    flush_until,
     peer_of,
 )
 from aclmon.errors import AclmonError
@@ -258,13 +259,7 @@ class Publisher:
         them open. Nothing is unlinked or shut down: they are still the parent's."""
         self._closing = True
         self._thread = None
-        copies: list[Any] = [conn.sock for conn in self._connections.values()]
-        copies += [self._wake_r, self._wake_w, self._selector]
-        for item in copies:
-            if item is not None:
-                with contextlib.suppress(OSError):
-                    item.close()
-        self._connections.clear()
+        self._close_copies()
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.release()
@@ -415,10 +410,7 @@ class Publisher:
         if not verdict.ok:
             self._drop_connection(conn, f"handshake refused: {verdict.why}", kind="refused")
             return False
-        conn.ready = True
-        conn.commands = verdict.commands
-        conn.authenticated = verdict.authenticated
-        conn.out_limit = self._admission.out_limit(verdict.authenticated)
+        conn.admit(verdict, self._admission.out_limit(verdict.authenticated))
         log.debug("subscriber %s connected (commands: %s)", conn.name, conn.commands)
         self._send_snapshot(conn)
         return True
@@ -478,9 +470,6 @@ class Publisher:
         self._warn("ignored", "%s", what)
         return True
 
-    def _has_receivers(self) -> bool:
-        return any(c.ready for c in self._connections.values())
-
     def _pump(self) -> None:
         """Build the ring's records into events, pack them into buffers of frames and
         hand them to everyone."""
@@ -501,16 +490,14 @@ class Publisher:
             budget -= taken
             receivers = [c for c in self._connections.values() if c.ready]
             observer = self._observer
-            if not receivers and observer is None:
-                continue  # nobody listening: nothing to number or pack
-            if not receivers and observer is not None:
-                # Nobody listening: the observer takes the records as they are.
-                try:
-                    failed = observer.fold(records, counter)
-                except Exception:
-                    log.exception("record fold failed; a batch was lost")
-                    failed = 0
-                self._queue_drops.add(failed)
+            if not receivers:
+                # Nobody listening: nothing to pack. An observer takes the records as they
+                # are; without one there is nothing even to number.
+                if observer is not None:
+                    try:
+                        self._queue_drops.add(observer.fold(records, counter))
+                    except Exception:
+                        log.exception("record fold failed; a batch was lost")
                 continue
             batch, failed = build_records(records, counter)
             self._queue_drops.add(failed)
@@ -586,7 +573,7 @@ class Publisher:
         self._warnings.flush()
         drops = self._queue_drops
         # told when someone can hear it
-        if self._has_receivers() and drops.due(now, DROPS_REPORT_INTERVAL_S):
+        if self.subscriber_count and drops.due(now, DROPS_REPORT_INTERVAL_S):
             self.emit(Drops, drops.total, "publisher queue", "queue full")
 
     def _drop_connection(
@@ -611,25 +598,20 @@ class Publisher:
 
     def _final_flush(self) -> None:
         deadline = time.monotonic() + getattr(self, "_flush_timeout", 1.0)
-        while time.monotonic() < deadline:
-            pending = [c for c in self._connections.values() if c.out and c.sock.fileno() != -1]
-            for conn in pending:
-                self._flush(conn)
-            if not pending:
-                return
-            time.sleep(0.005)
+        flush_until(self._connections.values(), deadline)
 
     def _shutdown(self) -> None:
         self._closing = True
         self._warnings.flush(force=True)
-        for conn in list(self._connections.values()):
-            with contextlib.suppress(OSError):
-                conn.sock.close()
-        self._connections.clear()
-        if self._selector is not None:
-            self._selector.close()
+        self._close_copies()
         if self._listener is not None:
             self._listener.close()
-        for sock in (self._wake_r, self._wake_w):
-            if sock is not None:
-                sock.close()
+
+    def _close_copies(self) -> None:
+        """Close the viewers' sockets, the selector and the wake pair (not the listener)."""
+        copies: list[Any] = [conn.sock for conn in self._connections.values()]
+        for item in [*copies, self._wake_r, self._wake_w, self._selector]:
+            if item is not None:
+                with contextlib.suppress(OSError):
+                    item.close()
+        self._connections.clear()

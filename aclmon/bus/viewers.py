@@ -86,6 +86,13 @@ class Connection:
         self.drops = DropCount()
         self.ignored = 0
 
+    def admit(self, verdict: handshake.Verdict, out_limit: int) -> None:
+        """The handshake passed: what the viewer may do, and hold, from now on."""
+        self.ready = True
+        self.commands = verdict.commands
+        self.authenticated = verdict.authenticated
+        self.out_limit = out_limit
+
     def take_hello(self, data: bytes, max_hello: int) -> tuple[bytes, bytes] | None:
         """Add ``data`` to the handshake frame so far: ``(its payload, the bytes
         after it)`` once it is whole, else None. Raises :class:`FrameError` for a
@@ -142,6 +149,21 @@ class Connection:
             return True
         del self.out[:sent]
         return bool(self.out)
+
+
+def flush_until(connections: Iterable[Connection], deadline: float) -> None:
+    """Closing: try until ``deadline`` (monotonic) to send what waits for each
+    viewer; a broken one is left behind, what is not sent by then is lost."""
+    pending = [c for c in connections if c.out]
+    while pending and time.monotonic() < deadline:
+        still = []
+        for conn in pending:
+            with contextlib.suppress(OSError):
+                if conn.flush():
+                    still.append(conn)
+        pending = still
+        if pending:
+            time.sleep(0.005)
 
 
 def peer_of(sock: socket.socket, name: str) -> str:

@@ -103,7 +103,7 @@ def registry(rt: Runtime) -> OpRegistry:
     found = rt.extras.get("single_ops")
     if found is None:
         found = rt.extras["single_ops"] = OpRegistry()
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _hashable(value: Any) -> Any:

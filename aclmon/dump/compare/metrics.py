@@ -251,14 +251,16 @@ def _cosine_from(nx: float, ny: float, dot: Callable[[], float], files: _Files) 
 
 def _relative(x: Float32, y: Float32) -> Float32:
     """``|x/y - 1|`` where ``|y| > eps``, 0 elsewhere."""
-    return np.where(np.abs(y) > DOUBLE_EPS, np.abs(x / y - 1), np.float32(0))
+    relative: Float32 = np.where(np.abs(y) > DOUBLE_EPS, np.abs(x / y - 1), np.float32(0))
+    return relative
 
 
 def _normalized(values: Float32) -> Float32:
     top, bottom = values.max(), values.min()  # an empty tensor raises, as in msaccucmp
     span = top - bottom
     scaled = (values - bottom) / span if span != 0 else values
-    return np.maximum(scaled, SINGLE_EPS)
+    floored: Float32 = np.maximum(scaled, SINGLE_EPS)
+    return floored
 
 
 def _kl_text(result: float, files: _Files) -> tuple[str, str]:
