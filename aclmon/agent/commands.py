@@ -119,9 +119,9 @@ def run_command(args: argparse.Namespace) -> int:
     status = run_script(args.script, list(args.args))
     if capture is not None:
         capture.stop()
-    agent = aclmon.agent.current()
-    if agent is not None:
-        agent.set_exit_status(status)  # told to viewers in the agent's Goodbye
+    running = aclmon.agent.current()
+    if running is not None:
+        running.set_exit_status(status)  # told to viewers in the agent's Goodbye
     return status
 
 

@@ -106,9 +106,9 @@ def ensure_relay(
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            pid = running_relay(directory)
-            if pid is not None:
-                return pid, True
+            started = running_relay(directory)
+            if started is not None:
+                return started, True
             if process.poll() is not None:
                 tail = ""
                 with contextlib.suppress(OSError):

@@ -96,7 +96,6 @@ _ROUTES: dict[int, str] = {
 #: ``Drops.where`` of what the relay lost: events frames, and copies of them
 RELAY_DROPS = "relay -> nats"
 RELAY_COPY_DROPS = "relay -> nats (copies)"
-_COMMAND_KIND_NUMBERS = frozenset(cls.KIND for cls in ev.COMMAND_KINDS)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
