@@ -10,8 +10,8 @@ here. See docs/host.md.
 
 from __future__ import annotations
 
+from aclmon.events.host import DeviceReading, HostSnapshot, ProcessReading, SourceName
 from aclmon.host.dcmi import DcmiBackend, DcmiUnavailable, find_dcmi_library
-from aclmon.host.model import DeviceReading, HostSnapshot, ProcessReading, SourceName
 from aclmon.host.npusmi import NpuSmiBackend, find_npu_smi
 from aclmon.host.npusmi_text import NpuSmiFormatError, parse_chip_values, parse_info
 from aclmon.host.source import (

@@ -25,7 +25,7 @@ from typing import Any
 
 from aclmon import dcmi_abi as abi
 from aclmon.errors import AclmonError
-from aclmon.host.model import DeviceReading, HostSnapshot, ProcessReading, SourceName
+from aclmon.events.host import DeviceReading, HostSnapshot, ProcessReading, SourceName
 from aclmon.host.npusmi_text import MAX_WARNINGS
 from aclmon.host.processes import complete
 

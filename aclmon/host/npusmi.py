@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Literal
 
-from aclmon.host.model import DeviceReading, HostSnapshot, ProcessReading, SourceName
+from aclmon.events.host import DeviceReading, HostSnapshot, ProcessReading, SourceName
 from aclmon.host.npusmi_text import (
     MAX_WARNINGS,
     MappedChip,

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from aclmon.errors import AclmonError
-from aclmon.host.model import DeviceReading, ProcessReading
+from aclmon.events.host import DeviceReading, ProcessReading
 
 _BANNER = re.compile(r"^\|\s*npu-smi\s+(\S+)\s+Version:\s*(\S+)")
 #: "0    / 0", "37397/ 65536", "NA / NA": one value pair, whatever the spacing.

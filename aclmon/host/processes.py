@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from aclmon.host.model import ProcessReading
+from aclmon.events.host import ProcessReading
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from aclmon.errors import AclmonError
+from aclmon.events.host import HostSnapshot, SourceName
 from aclmon.host.dcmi import DcmiBackend, DcmiUnavailable, find_dcmi_library
-from aclmon.host.model import HostSnapshot, SourceName
 from aclmon.host.npusmi import DEFAULT_TIMEOUT, Details, NpuSmiBackend, find_npu_smi
 
 Preference = Literal["auto", "dcmi", "npu-smi"]

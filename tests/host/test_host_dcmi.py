@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from aclmon import dcmi_abi as abi
+from aclmon.events.host import HostSnapshot
 from aclmon.host.dcmi import DcmiBackend, DcmiUnavailable, find_dcmi_library
-from aclmon.host.model import HostSnapshot
 from aclmon.host.source import open_backend
 from aclmon.sim.config import SimConfig
 from aclmon.sim.dcmi import FakeDcmi, trampoline_source

@@ -14,7 +14,7 @@ from hostcaptures import all_captures, capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclmon.host.model import DeviceReading, ProcessReading
+from aclmon.events.host import DeviceReading, ProcessReading
 from aclmon.host.npusmi_text import (
     NpuSmiFormatError,
     parse_chip_values,

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from aclmon.host.model import DeviceReading, HostSnapshot, SourceName
-from aclmon.host.model import HostSnapshot as Snapshot
+from aclmon.events.host import DeviceReading, HostSnapshot, SourceName
+from aclmon.events.host import HostSnapshot as Snapshot
 from aclmon.host.source import Backend, HostSource, HostUnavailable, collect_once
 
 

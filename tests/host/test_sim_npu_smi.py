@@ -13,7 +13,7 @@ from hostcaptures import capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclmon.host.model import DeviceReading
+from aclmon.events.host import DeviceReading
 from aclmon.host.npusmi_text import parse_chip_values, parse_info, parse_mapping
 from aclmon.sim.config import SimConfig
 from aclmon.sim.driver import DeviceUse, JobRecord

@@ -2,12 +2,19 @@
 
 A :class:`HostSnapshot` is one refresh of the whole host through one back end. A
 field the back end could not read is ``None`` (``null`` in JSON): unknown is never
-shown as 0. Snapshots are plain values, so a store can fold them, an event can
-carry ``to_plain()`` and a recording can bring them back with ``from_plain()``.
+shown as 0. Snapshots are plain values: the ``HostNpuSample`` event carries
+``to_plain()``, and the store and a replay bring it back with ``from_plain()``,
+which treats its input as hostile (it comes off the wire or out of a file).
+
+The model lives with the events, not in :mod:`aclmon.host`, because it is the
+payload of an event: the store folds it and must not import the host source.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -15,11 +22,22 @@ from typing import Any, Literal
 #: the simulator's own DCMI (``aclmon top --sim``, the demo).
 SourceName = Literal["dcmi", "npu-smi", "sim"]
 
+SOURCE_NAMES: tuple[str, ...] = typing.get_args(SourceName)
+
 #: ``ok``: every call answered; ``partial``: some values could not be read (see
 #: ``message``); ``timeout``: the tool did not answer in time; ``failed``: it answered
 #: with an error or output that could not be read; ``unavailable``: no DCMI library and
 #: no npu-smi on this host.
 SnapshotState = Literal["ok", "partial", "timeout", "failed", "unavailable"]
+SNAPSHOT_STATES: tuple[str, ...] = typing.get_args(SnapshotState)
+
+#: the most chips and processes one snapshot may hold (a real host: 32 chips, a few
+#: hundred processes); a snapshot past these is refused, not cut
+MAX_CHIPS = 1024
+MAX_PROCESSES = 16_384
+#: warnings per snapshot, fault codes per chip
+MAX_WARNINGS = 64
+MAX_FAULT_CODES = 64
 
 
 @dataclass(frozen=True)
@@ -116,25 +134,41 @@ class HostSnapshot:
         return plain
 
     @classmethod
-    def from_plain(cls, data: dict[str, Any]) -> HostSnapshot:
-        """The inverse of :meth:`to_plain` (a recording or event carrying a snapshot)."""
-        devices = tuple(_reading(DeviceReading, item) for item in data.get("devices", ()))
+    def from_plain(cls, data: Any) -> HostSnapshot:
+        """The inverse of :meth:`to_plain`. ``data`` may come from anyone (an event,
+        a file): every field is checked against its type, and a wrong one raises
+        ``ValueError`` naming it. Keys this version does not know are ignored."""
+        if not isinstance(data, dict):
+            raise ValueError("a host snapshot is an object")
+        source = data.get("source")
+        if source is not None and source not in SOURCE_NAMES:
+            raise ValueError(f"source {source!r} is not one of {', '.join(SOURCE_NAMES)}")
+        state = data.get("state")
+        if state not in SNAPSHOT_STATES:
+            raise ValueError(f"state {state!r} is not one of {', '.join(SNAPSHOT_STATES)}")
+        devices = _items(data.get("devices", ()), "devices", MAX_CHIPS)
         raw_processes = data.get("processes")
         processes = (
             None
             if raw_processes is None
-            else tuple(_reading(ProcessReading, item) for item in raw_processes)
+            else tuple(
+                _reading(ProcessReading, item)
+                for item in _items(raw_processes, "processes", MAX_PROCESSES)
+            )
         )
+        warnings = _items(data.get("warnings", ()), "warnings", MAX_WARNINGS)
+        if not all(isinstance(w, str) for w in warnings):
+            raise ValueError("warnings: not all text")
         return cls(
-            source=data["source"],
-            state=data["state"],
-            message=data.get("message"),
-            devices=devices,
+            source=source,
+            state=state,
+            message=_value("message", data.get("message"), str | None),
+            devices=tuple(_reading(DeviceReading, item) for item in devices),
             processes=processes,
-            version=data.get("version"),
-            taken_ns=int(data.get("taken_ns", 0)),
-            refresh_ms=float(data.get("refresh_ms", 0.0)),
-            warnings=tuple(data.get("warnings", ())),
+            version=_value("version", data.get("version"), str | None),
+            taken_ns=_value("taken_ns", data.get("taken_ns", 0), int),
+            refresh_ms=_value("refresh_ms", data.get("refresh_ms", 0.0), float),
+            warnings=tuple(warnings),
         )
 
     def device(self, npu_id: int, chip_id: int) -> DeviceReading | None:
@@ -148,9 +182,51 @@ class HostSnapshot:
         return tuple(p for p in self.processes or () if p.pid == pid)
 
 
-def _reading(cls: type[Any], item: dict[str, Any]) -> Any:
-    known = {f.name for f in fields(cls)}
-    values = {k: v for k, v in item.items() if k in known}
-    if values.get("fault_codes") is not None:
-        values["fault_codes"] = tuple(values["fault_codes"])
+def _items(value: Any, what: str, limit: int) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{what}: not a list")
+    if len(value) > limit:
+        raise ValueError(f"{what}: {len(value)} items, more than {limit}")
+    return tuple(value)
+
+
+def _value(name: str, value: Any, annotation: Any) -> Any:
+    """``value`` if it is of the annotated type (an int for a float; a list of ints
+    for a tuple of them, as a tuple), else ``ValueError``."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in _UNIONS else ()
+    if options:
+        if value is None and type(None) in options:
+            return None
+        annotation = next(a for a in options if a is not type(None))
+    if annotation is float and type(value) in (int, float) and math.isfinite(value):
+        return float(value)
+    if annotation in (int, str) and type(value) is annotation:
+        return value
+    if (
+        typing.get_origin(annotation) is tuple
+        and isinstance(value, (list, tuple))
+        and len(value) <= MAX_FAULT_CODES
+        and all(type(v) is int for v in value)
+    ):
+        return tuple(value)
+    wanted = getattr(annotation, "__name__", str(annotation))
+    raise ValueError(f"{name}: {type(value).__name__} {str(value)[:40]!r} where {wanted} belongs")
+
+
+_UNIONS = (typing.Union, type(int | None))
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _reading(cls: type[Any], item: Any) -> Any:
+    if not isinstance(item, dict):
+        raise ValueError(f"{cls.__name__}: not an object")
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        if f.name in item:
+            values[f.name] = _value(f"{cls.__name__}.{f.name}", item[f.name], hints[f.name])
+        elif f.default is dataclasses.MISSING:
+            raise ValueError(f"{cls.__name__}: no {f.name}")
     return cls(**values)
