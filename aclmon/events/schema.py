@@ -29,7 +29,8 @@ from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
 #: 3: Hello gained job, rank, rank_size, local_rank, device_id, rank_env.
 #: 4: AclException gained model_name and execution; History and Goodbye.
 #: 5: OpTiming gained device_id and metrics.
-SCHEMA_VERSION = 5
+#: 6: HostNpuSample (every NPU and process of the host, from the host source).
+SCHEMA_VERSION = 6
 
 Summary = dict[str, Any]
 
@@ -137,6 +138,24 @@ class HostSample(NamedTuple):
     cpu_percent: float
     rss: int  # bytes
     threads: int
+
+
+@register(28, "host_npu_sample")
+class HostNpuSample(NamedTuple):
+    """One refresh of every NPU and NPU process on a host, by whoever runs the host
+    source (``aclmon top``, a viewer's Host view, ``aclmon record --host``), never
+    by the agent. Not to be confused with :class:`HostSample`, the job's own process.
+
+    ``snapshot`` is ``aclmon.events.host.HostSnapshot.to_plain()`` (the
+    ``aclmon top --once --json`` object); ``agent_pids`` are the processes in it
+    that run aclmon's agent (the registry of the user who ran the host source).
+    """
+
+    seq: int
+    ts_ns: int
+    host: str  # the machine's name (socket.gethostname())
+    snapshot: Summary
+    agent_pids: tuple[int, ...]
 
 
 @register(4, "device_set")
@@ -536,6 +555,7 @@ Event: TypeAlias = (
     Hello
     | DeviceSample
     | HostSample
+    | HostNpuSample
     | DeviceSet
     | DeviceReset
     | ContextCreated

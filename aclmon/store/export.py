@@ -17,6 +17,7 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
         "target": ev.to_json(s.hello) if s.hello else None,
         "newest_ts_ns": s.newest_ts_ns,
         "host": ev.to_json(s.host) if s.host else None,
+        "host_npus": _host_npus_json(s),
         "devices": [
             {
                 "device_id": d.device_id,
@@ -123,3 +124,20 @@ def _stream_json(stream: StreamState) -> dict[str, Any]:
     out["last_error"] = error_name(stream.last_error) if stream.last_error else None
     out["last_error_message"] = stream.last_error_message or None
     return out
+
+
+def _host_npus_json(s: StoreState) -> dict[str, Any] | None:
+    """The machine's NPUs as its host source last read them (None: no HostNpuSample)."""
+    npus = s.host_npus
+    if not npus.samples and not npus.refused:
+        return None
+    latest = npus.latest
+    return {
+        "host": npus.host,
+        "state": latest.state if latest else None,
+        "message": latest.message if latest else npus.refused_reason or None,
+        "snapshot": npus.snapshot.to_plain() if npus.snapshot else None,
+        "agent_pids": sorted(npus.agent_pids),
+        "samples": npus.samples,
+        "refused": npus.refused,
+    }

@@ -19,6 +19,7 @@ from aclmon.events import DEVICE_SYNC
 from aclmon.store.attribution import attribute_exception, note_launch, synchronous_end
 from aclmon.store.export import state_to_json
 from aclmon.store.history import fold_history
+from aclmon.store.host import fold_host_npu_sample
 from aclmon.store.ops import fold_op_timing, fold_tx, sorted_ops, top_ops
 from aclmon.store.pairing import (
     PENDING_LIMIT,
@@ -73,6 +74,7 @@ class Store:
             ev.Hello: self._hello,
             ev.DeviceSample: self._device_sample,
             ev.HostSample: self._host_sample,
+            ev.HostNpuSample: self._host_npu_sample,
             ev.DeviceSet: self._device_set,
             ev.DeviceReset: self._device_reset,
             ev.ContextCreated: self._context_created,
@@ -225,6 +227,7 @@ class Store:
                 last_seq=s.last_seq,
                 newest_ts_ns=s.newest_ts_ns,
                 counters=s.counters,
+                host_npus=s.host_npus,  # the machine's NPUs did not change with the job
             )
             self.state = fresh
         self.state.hello = e
@@ -240,6 +243,9 @@ class Store:
     def _host_sample(self, e: ev.HostSample) -> None:
         self.state.host = e
         self.state.host_cpu_history.append(e.cpu_percent)
+
+    def _host_npu_sample(self, e: ev.HostNpuSample) -> None:
+        fold_host_npu_sample(self.state.host_npus, e)
 
     def _device_set(self, e: ev.DeviceSet) -> None:
         d = self._device(e.device_id)

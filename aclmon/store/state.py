@@ -24,9 +24,12 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from aclmon import events as ev
+from aclmon.events.host import HostSnapshot
 
 #: points kept per sparkline (one per DeviceSample of that device).
 HISTORY_LEN = 120
+#: points kept per chip of the host (one per HostNpuSample: 5 minutes at 1 s)
+HOST_HISTORY_LEN = 300
 EXCEPTION_LIMIT = 10_000
 DUMP_LIMIT = 2_000
 LOG_LIMIT = 1_000
@@ -137,6 +140,41 @@ class DeviceState:
     synchronizing: bool = False  # a synchronize_device Begin is pending
     pending_syncs: list[int] = field(default_factory=list)  # Begin start times
     recent_sync_ends: list[int] = field(default_factory=list)  # End start times
+
+
+def _host_history() -> deque[Any]:
+    return deque(maxlen=HOST_HISTORY_LEN)
+
+
+@dataclass
+class ChipHistory:
+    """One chip's readings over the last HostNpuSamples, oldest first (None: not known)."""
+
+    aicore_pct: deque[int | None] = field(default_factory=_host_history)
+    power_w: deque[float | None] = field(default_factory=_host_history)
+    temp_c: deque[int | None] = field(default_factory=_host_history)
+    hbm_used_mb: deque[int | None] = field(default_factory=_host_history)
+
+
+@dataclass
+class HostNpus:
+    """The host's NPUs and their processes, from HostNpuSample events (store/host.py)."""
+
+    #: the machine the samples are of
+    host: str = ""
+    #: the newest reading that had chips in it (a failed refresh keeps it on screen)
+    snapshot: HostSnapshot | None = None
+    #: the newest reading, whatever its state (its state and message say how the
+    #: back end is doing now)
+    latest: HostSnapshot | None = None
+    #: processes of the newest reading that run aclmon's agent
+    agent_pids: frozenset[int] = frozenset()
+    samples: int = 0
+    #: samples whose snapshot did not pass the checks, and the last one's reason
+    refused: int = 0
+    refused_reason: str = ""
+    #: (npu_id, chip_id) -> its history, for the chips of the newest reading
+    chips: dict[tuple[int, int], ChipHistory] = field(default_factory=dict, metadata=RECORDS)
 
 
 @dataclass
@@ -320,6 +358,8 @@ class StoreState:
     newest_ts_ns: int = 0
     host: ev.HostSample | None = None
     host_cpu_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    # the machine's NPUs (the host source's HostNpuSample), not the job's process
+    host_npus: HostNpus = field(default_factory=HostNpus)
     devices: dict[int, DeviceState] = field(default_factory=dict, metadata=RECORDS)
     contexts: dict[int, ContextState] = field(default_factory=dict, metadata=RECORDS)
     # (context, handle) -> stream, in creation order
