@@ -11,8 +11,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aclmon.events import Event
 
 
 def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +120,9 @@ def _json_default(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------- record
-def run_record(args: argparse.Namespace) -> int:
+def run_record(args: argparse.Namespace, also: Callable[[], Sequence[Event]] | None = None) -> int:
+    """Record the target's events until stopped; ``also`` gives events of the
+    recorder's own to write beside them (``--host``: this machine's NPUs)."""
     import socket
     import time
 
@@ -145,6 +150,8 @@ def run_record(args: argparse.Namespace) -> int:
         try:
             while not stop:
                 events = subscriber.poll(50_000, 0.2)
+                if also is not None:
+                    events = [*also(), *events]
                 if args.count:
                     events = events[: args.count - written]
                 if events:

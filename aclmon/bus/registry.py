@@ -125,6 +125,11 @@ def list_agents(directory: Path | None = None) -> list[AgentInfo]:
     return agents
 
 
+def agent_pids(directory: Path | None = None) -> list[int]:
+    """The pids of the running agents (the host source marks their processes)."""
+    return [agent.pid for agent in list_agents(directory)]
+
+
 def resolve_target(text: str | None, directory: Path | None = None) -> str:
     """The address to connect to for a target as typed by the user.
 

@@ -188,6 +188,12 @@ def configure_record(parser: argparse.ArgumentParser) -> None:
 
     configure_bus_record(parser)
     parser.add_argument(
+        "--host",
+        action="store_true",
+        help="also record this machine's NPUs and their processes once a second (DCMI or"
+        " npu-smi, as aclmon top reads them), for the Host view of the replay",
+    )
+    parser.add_argument(
         "--since",
         metavar="DURATION",
         help="nats:// only: start this far back in JetStream (30s, 10m, all); default: live",
@@ -209,8 +215,29 @@ def record_command(args: argparse.Namespace) -> int:
             from aclmon.errors import AclmonError
 
             raise AclmonError("--since goes with a nats:// target")
+        if args.host:
+            return record_with_host(args)
         return int(run_record(args))
+    if args.host:
+        from aclmon.errors import AclmonError
+
+        raise AclmonError("--host records this machine: not with a nats:// target")
     return record_nats(args)
+
+
+def record_with_host(args: argparse.Namespace) -> int:
+    """A local agent's events and this machine's NPUs (``HostNpuSample``) in one file."""
+    from aclmon.bus.commands import run_record
+    from aclmon.bus.registry import agent_pids
+    from aclmon.host import open_backend
+    from aclmon.host.feed import HostFeed
+
+    feed = HostFeed(lambda: open_backend("auto", details="rotate"), agent_pids=agent_pids)
+    feed.start()
+    try:
+        return int(run_record(args, also=feed.reader().take))
+    finally:
+        feed.close()
 
 
 def record_nats(args: argparse.Namespace) -> int:

@@ -14,11 +14,14 @@ import itertools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED, ENDED
 from aclmon.errors import CommandRefused
+
+if TYPE_CHECKING:
+    from aclmon.host.source import HostStatus
 
 
 class Source(ABC):
@@ -76,6 +79,80 @@ class Source(ABC):
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Stop background work and release sockets or files."""
+
+    def host_status(self) -> HostStatus | None:
+        """How the host source behind the Host view is doing now (a stalled or failing
+        back end), or None when this source reads no host of its own (a replay
+        shows the state its samples recorded)."""
+        return None
+
+
+class WrappedSource(Source):
+    """Another source with something added: every method goes to ``inner``
+    unless the subclass says otherwise."""
+
+    def __init__(self, inner: Source) -> None:
+        self.inner = inner
+        self.description = inner.description
+        self.title = inner.title
+        self.readonly = inner.readonly
+        self.recording = inner.recording
+
+    def start(self) -> None:
+        self.inner.start()
+
+    @property
+    def state(self) -> str:
+        return self.inner.state
+
+    @property
+    def state_reason(self) -> str:
+        return self.inner.state_reason
+
+    def poll(self, max_events: int) -> list[ev.Event]:
+        return self.inner.poll(max_events)
+
+    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
+        return self.inner.send_command(cls, *fields, timeout=timeout)
+
+    def decoder_counts(self) -> tuple[int, int]:
+        return self.inner.decoder_counts()
+
+    def resolve_path(self, path: str) -> str:
+        return self.inner.resolve_path(path)
+
+    def stop_reconnecting(self) -> None:
+        self.inner.stop_reconnecting()
+
+    def finish_reading(self, timeout: float) -> None:
+        self.inner.finish_reading(timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def host_status(self) -> HostStatus | None:
+        return self.inner.host_status()
+
+
+class KeptOpen(WrappedSource):
+    """A source that outlives the screens that read it: started by the first,
+    never closed by one (a job's screens left for another job's and shown again
+    keep their connection and what arrived meanwhile); :meth:`release` closes it."""
+
+    def __init__(self, inner: Source) -> None:
+        super().__init__(inner)
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self.inner.start()
+
+    def close(self) -> None:
+        """Left open: the next screen reads on."""
+
+    def release(self) -> None:
+        self.inner.close()
 
 
 class ListSource(Source):

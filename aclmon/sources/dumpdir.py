@@ -10,12 +10,11 @@ from __future__ import annotations
 import heapq
 import os
 import threading
-from typing import Any
 
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED, ENDED
 from aclmon.errors import AclmonError
-from aclmon.sources.base import Source
+from aclmon.sources.base import Source, WrappedSource
 from aclmon.sources.replay_inputs import Cancelled, ReplayInputs, dump_events, log_events
 
 
@@ -90,48 +89,22 @@ class DumpDirectoryScan:
             self.done.set()
 
 
-class WithDumpDirectory(Source):
+class WithDumpDirectory(WrappedSource):
     """Another source plus the dump files already in a directory."""
 
     def __init__(self, inner: Source, directory: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.scan = DumpDirectoryScan(directory)
-        self.description = inner.description
-        self.readonly = inner.readonly
-        self.recording = inner.recording
 
     def start(self) -> None:
         self.scan.start()
         self.inner.start()
-
-    @property
-    def state(self) -> str:
-        return self.inner.state
-
-    @property
-    def state_reason(self) -> str:
-        return self.inner.state_reason
 
     def poll(self, max_events: int) -> list[ev.Event]:
         found = self.scan.poll(max_events)
         return (
             found + self.inner.poll(max_events - len(found)) if len(found) < max_events else found
         )
-
-    def send_command(self, cls: type, *fields: Any, timeout: float = 3.0) -> ev.Reply:
-        return self.inner.send_command(cls, *fields, timeout=timeout)
-
-    def decoder_counts(self) -> tuple[int, int]:
-        return self.inner.decoder_counts()
-
-    def resolve_path(self, path: str) -> str:
-        return self.inner.resolve_path(path)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def stop_reconnecting(self) -> None:
-        self.inner.stop_reconnecting()
 
     def finish_reading(self, timeout: float) -> None:
         self.scan.done.wait(timeout)
