@@ -58,6 +58,7 @@ from aclmon.tui.views import (
     DevicesView,
     DumpsView,
     ExceptionsView,
+    HostView,
     LogsView,
     ProfilingView,
     View,
@@ -117,6 +118,7 @@ class AclmonApp(App[int]):
         max_batch: int = MAX_BATCH,
         group_dumps: bool = False,
         export_dir: str = "aclmon-export",
+        open_jobs: bool = False,
     ) -> None:
         super().__init__()
         if interval <= 0:
@@ -142,6 +144,10 @@ class AclmonApp(App[int]):
         self._commands = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aclmon-commands")
         self.theme_problems: list[str] = []
         self._started = False
+        #: Enter on another job's process in the Host view exits with its pid here,
+        #: for the caller to open that job's screens (``open_jobs``: it can)
+        self.open_jobs = open_jobs
+        self.open_pid: int | None = None
 
     # ---------------------------------------------------------------- frame
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -187,6 +193,7 @@ class AclmonApp(App[int]):
     profiling_view = ViewOf(ProfilingView)
     dumps_view = ViewOf(DumpsView)
     logs_view = ViewOf(LogsView)
+    host_view = ViewOf(HostView)
 
     def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()
@@ -222,7 +229,8 @@ class AclmonApp(App[int]):
         for view in self.views.values():
             view.keymap = dict(self.user_keymap)
             view.app_keys = app_keys
-        self.profiling_view.readonly = self.source.readonly
+        self.profiling_view.readonly = self.host_view.readonly = self.source.readonly
+        self.host_view.status_of = self.source.host_status
         self.dumps_view.grouped = self._group_dumps
         self.tabs.current = self.current_view
         self.source.start()
@@ -429,6 +437,17 @@ class AclmonApp(App[int]):
                 "no exception or failed call within 1 s of this line (and its task/stream/code)",
                 timeout=3,
             )
+
+    @on(HostView.AttachRequested)
+    def _attach_requested(self, message: HostView.AttachRequested) -> None:
+        hello = self.store.state.hello
+        if hello is not None and message.pid == hello.pid:
+            self.action_show_view(VIEW_IDS[0])  # this job: its screens are here
+        elif self.open_jobs:
+            self.open_pid = message.pid
+            self.exit(0)
+        else:
+            self.host_view.note = f"pid {message.pid}: open its screens with aclmon attach"
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:

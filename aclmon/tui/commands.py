@@ -128,20 +128,28 @@ def _replay_command(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ helpers
 def _run_app(
-    source: Any, args: argparse.Namespace, abandon: Callable[[], None] | None = None
+    source: Any,
+    args: argparse.Namespace,
+    abandon: Callable[[], None] | None = None,
+    *,
+    sim_host: bool = False,
+    token: str | None = None,
 ) -> int:
-    from aclmon.tui.app import AclmonApp
+    """The job's screens, its Host view reading this machine (``sim_host``: the
+    simulated one), from which other jobs' screens open (with ``token``)."""
+    from aclmon.tui.host_commands import host_feed, host_opener
     from aclmon.tui.lifetime import run_app
+    from aclmon.tui.top import run_job_screens
 
     check_theme(args.theme)
-    app = AclmonApp(source, interval=args.interval, theme=args.theme, keymap=keymap_of(args))
-    try:
-        # SIGTERM/SIGHUP/SIGINT leave like a quit key, so the terminal is restored
-        # and the caller's cleanup (stopping the demo job) runs; `abandon` is that
-        # cleanup for when an orderly exit cannot finish (a dead terminal).
-        return run_app(app, abandon=abandon)
-    finally:
-        source.close()
+    feed = host_feed(host_opener("auto", sim=sim_host, timeout=5.0, details="rotate"))
+    # SIGTERM/SIGHUP/SIGINT leave like a quit key, so the terminal is restored
+    # and the caller's cleanup (stopping the demo job) runs; `abandon` is that
+    # cleanup for when an orderly exit cannot finish (a dead terminal).
+    return run_job_screens(
+        source, feed, run=lambda app: run_app(app, abandon=abandon), readonly=args.readonly,
+        token=token, interval=args.interval, theme=args.theme, keymap=keymap_of(args),
+    )  # fmt: skip
 
 
 def _pick_agent() -> str:
@@ -292,7 +300,7 @@ def attach_command(args: argparse.Namespace) -> int:
         return print_once(
             lambda: once_snapshot(source, args.wait), source.close, args.json, print_store_text
         )
-    return _run_app(source, args)
+    return _run_app(source, args, token=token)
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -314,7 +322,7 @@ def demo_command(args: argparse.Namespace) -> int:
         source = LiveSource(str(job.socket_path), readonly=args.readonly, description="aclmon demo")
         source.recording = bool(args.record)
         # On the hard path the process exits within ABANDON_BOUND_S: kill sooner.
-        return _run_app(source, args, abandon=lambda: job.stop(grace=1.0))
+        return _run_app(source, args, abandon=lambda: job.stop(grace=1.0), sim_host=True)
 
 
 def fleet_attach(args: argparse.Namespace, targets: list[str]) -> int:

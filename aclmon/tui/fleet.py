@@ -47,7 +47,7 @@ from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import CommandsProvider
 from aclmon.tui.screens import HelpScreen, ScrollingModal
-from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, use_themes
 from aclmon.tui.views.base import Command
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
@@ -222,12 +222,7 @@ class FleetApp(App["SourceKey | None"]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
-        themes, _problems = load_themes()
-        for theme in themes.values():
-            self.register_theme(theme)
-        if self._wanted_theme not in self.available_themes:
-            self._wanted_theme = "textual-dark"
-        self.theme = self._wanted_theme
+        use_themes(self, self._wanted_theme)
         if self.user_keymap:
             self.set_keymap(self.user_keymap)
         self.vlist.set_follow(False)

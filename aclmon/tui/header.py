@@ -136,20 +136,40 @@ class TabBar(Static):
     def watch_current(self) -> None:
         self._draw()
 
+    def _labels(self, form: int) -> list[str]:
+        """Each tab's text, in the ``form``-th shortest way: whole titles; their first
+        word; then counts without brackets; then titles of three letters."""
+        labels = []
+        for n, (view, title) in enumerate(self.titles.items(), start=1):
+            count = self.counts.get(view, "")
+            if form >= 1:
+                title = title.split(" ")[0]
+            if form >= 2:
+                count = count.replace("(", "").replace(")", "")
+            if form >= 3:
+                title = title[:3]
+            labels.append(f" {n} {title}{count} ")
+        return labels
+
     def _draw(self) -> None:
         active = theme_style(self, "footer-key-foreground", bold=True, reverse=True)
         dim = theme_style(self, "aclmon-dim")
         text = Text(no_wrap=True, overflow="ellipsis")
         spans = []
-        narrow = (self.size.width or 160) < 100
-        for n, (view, title) in enumerate(self.titles.items(), start=1):
-            if narrow:
-                title = title.split(" ")[0]
-            label = f" {n} {title}{self.counts.get(view, '')} "
+        room = (self.size.width or 160) - 2
+        form = 0 if room >= 98 else 1
+        # the first form that fits (a tab's own spaces keep tabs apart once the gaps go)
+        while (
+            form < 3
+            and sum(map(len, self._labels(form))) + (len(self.titles) if form < 2 else 0) > room
+        ):
+            form += 1
+        for view, label in zip(self.titles, self._labels(form), strict=True):
             start = len(text)
             text.append(label, style=active if view == self.current else dim)
             spans.append((start, len(text), view))
-            text.append(" ")
+            if form < 2:
+                text.append(" ")
         self._spans = spans
         self.update(text)
 

@@ -1,10 +1,12 @@
 """``aclmon top``: every NPU and every process on this host, without an agent.
 
-``--once`` reads the host once (DCMI if the driver's library is here, else
-npu-smi; ``--sim`` reads the simulated host) and prints it, as text or with
-``--json`` as ``{"source", "state", "devices": [...], "processes": [...]}`` with
-``null`` for every value the back end could not read. Imported to build
-``aclmon --help``: the host and sim packages load inside the handler.
+Without ``--once`` it is a screen (:mod:`aclmon.tui.top`), refreshed from the
+host source on its own thread. ``--once`` reads the host once (DCMI if the
+driver's library is here, else npu-smi; ``--sim`` reads the simulated host) and
+prints it, as text or with ``--json`` as ``{"source", "state", "devices": [...],
+"processes": [...]}`` with ``null`` for every value the back end could not read.
+Imported to build ``aclmon --help``: the host and sim packages load inside the
+handler. :func:`host_opener` is also how ``attach`` and ``demo`` read the host.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import Any
 
 from aclmon.errors import AclmonError
+from aclmon.tui.options import add_view_options, check_interval, check_theme, keymap_of
 
 #: ``--once`` waits this long at most for the whole reading (a hung driver cannot hold it).
 ONCE_TIMEOUT = 30.0
@@ -42,18 +45,29 @@ def configure_top(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=5.0,
         metavar="SECONDS",
-        help="how long one npu-smi run may take before it is killed (default 5 s)",
+        help="how long one npu-smi run may take before it is killed, and how long a"
+        " reading may take before the screen says it stalled (default 5 s)",
     )
+    parser.add_argument(
+        "--every",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="read the host every SECONDS (default 1; npu-smi is slow: 2 or more there)",
+    )
+    add_view_options(parser)
     parser.set_defaults(handler=top_command)
 
 
-def _opener(args: argparse.Namespace) -> Any:
+def host_opener(backend: str, *, sim: bool, timeout: float, details: str) -> Any:
+    """How to open the host's back end (called on the host source's thread):
+    ``sim`` reads the simulated host, through its DCMI or its npu-smi."""
     from aclmon.host import DcmiBackend, NpuSmiBackend, open_backend
 
-    if args.sim:
-        if args.backend == "npu-smi":
+    if sim:
+        if backend == "npu-smi":
             command = [sys.executable, "-m", "aclmon.sim.npu_smi"]
-            return lambda: NpuSmiBackend(command, timeout=args.timeout, details="all")
+            return lambda: NpuSmiBackend(command, timeout=timeout, details=details)  # type: ignore[arg-type]
 
         def simulated() -> Any:
             from aclmon.sim.dcmi import FakeDcmi
@@ -61,22 +75,49 @@ def _opener(args: argparse.Namespace) -> Any:
             return DcmiBackend(FakeDcmi(), source="sim", version="simulated DCMI")
 
         return simulated
-    return lambda: open_backend(args.backend, timeout=args.timeout, details="all")
+    return lambda: open_backend(backend, timeout=timeout, details=details)  # type: ignore[arg-type]
+
+
+def host_feed(opener: Any, *, every: float = 1.0, stall_after: float = 5.0) -> Any:
+    """A host feed for a screen: the agents of this user's registry marked."""
+    from aclmon.bus.registry import agent_pids
+    from aclmon.host.feed import HostFeed
+
+    return HostFeed(opener, interval=every, stall_after=stall_after, agent_pids=agent_pids)
 
 
 def top_command(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise AclmonError("--json goes with --once")
+    if args.every <= 0:
+        raise AclmonError(f"--every must be positive, not {args.every}")
     if not args.once:
-        raise AclmonError("the full-screen view is not part of this version: use --once")
+        return top_screen(args)
     from aclmon.host import collect_once
 
-    snapshot = collect_once(_opener(args), ONCE_TIMEOUT)
+    opener = host_opener(args.backend, sim=args.sim, timeout=args.timeout, details="all")
+    snapshot = collect_once(opener, ONCE_TIMEOUT)
     if args.json:
         print(json.dumps(snapshot.to_plain(), indent=2))
     else:
         print_text(snapshot)
     return 0 if snapshot.state in ("ok", "partial") else 1
+
+
+def top_screen(args: argparse.Namespace) -> int:
+    """The full screen until the user quits (``q``)."""
+    from aclmon.tui.lifetime import run_app
+    from aclmon.tui.top import run_top
+
+    check_interval(args)
+    check_theme(args.theme)
+    keymap = keymap_of(args)
+    opener = host_opener(args.backend, sim=args.sim, timeout=args.timeout, details="rotate")
+    feed = host_feed(opener, every=args.every, stall_after=args.timeout)
+    return run_top(
+        feed, readonly=args.readonly, theme=args.theme, keymap=keymap,
+        interval=args.interval, run=run_app,
+    )  # fmt: skip
 
 
 def _shown(value: Any, unit: str = "") -> str:

@@ -41,11 +41,12 @@ def add_screen_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_view_options(parser: argparse.ArgumentParser) -> None:
-    """The screen options plus ``--readonly``: every command that watches an agent."""
+    """The screen options plus ``--readonly``: every command that watches an agent or the host."""
     parser.add_argument(
         "--readonly",
         action="store_true",
-        help="never send commands to the agent (profiling keys are disabled)",
+        help="never send commands to an agent nor signals to a process"
+        " (profiling keys, T and K are disabled)",
     )
     add_screen_options(parser)
 

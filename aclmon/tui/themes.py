@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from textual.app import App
 from textual.theme import Theme
 
 from aclmon.errors import AclmonError
@@ -101,3 +102,13 @@ def load_themes(dirs: list[Path] | None = None) -> tuple[dict[str, Theme], list[
                 continue
             themes[theme.name] = theme
     return themes, problems
+
+
+def use_themes(app: App[Any], wanted: str) -> None:
+    """Register aclmon's themes in ``app`` and show ``wanted`` (Textual's own dark
+    theme when it is not there: an unusual install). For the screens that report
+    no skipped theme file (``aclmon top``, the fleet)."""
+    themes, _problems = load_themes()
+    for theme in themes.values():
+        app.register_theme(theme)
+    app.theme = wanted if wanted in app.available_themes else "textual-dark"

@@ -155,3 +155,41 @@ def test_the_text_form_and_the_errors(
     assert (unavailable["source"], unavailable["state"]) == (None, "unavailable")
     assert main(["top", "--json"]) == 1
     assert "--json goes with --once" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_screen_in_a_terminal_shows_the_sim_job_and_quits_on_q(host: Any) -> None:
+    """``aclmon top --sim`` as a user runs it: a real terminal (a pty), the real
+    command; the sim job's process is on screen, q leaves with status 0."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import termios
+
+    host.configure("Ascend910B3", 4)
+    pid = host.start([1, 2])
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aclmon", "top", "--sim"],
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        env=dict(os.environ, TERM="xterm-256color"),
+    )  # fmt: skip
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while str(pid).encode() not in seen and time.monotonic() < deadline:
+            ready, _w, _x = select.select([master], [], [], 0.5)
+            if ready:
+                seen += os.read(master, 65536)
+        assert b"4 chips" in seen and str(pid).encode() in seen
+        os.write(master, b"q")
+        assert child.wait(30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(master)

@@ -16,6 +16,9 @@ from aclmon.tui.keys import key_display
 from aclmon.tui.replay.app import ReplayApp
 from aclmon.tui.replay.timeline import SeekTimeScreen
 from aclmon.tui.screens import TargetPicker
+from aclmon.tui.top import BACK_BINDING as JOB_BACK_BINDING
+from aclmon.tui.top import TopApp
+from aclmon.tui.views.host import SignalConfirm
 
 USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 START = "<!-- key table: written by tests/tui/make_key_table.py, checked by test_key_table.py -->"
@@ -55,13 +58,17 @@ def keys_typed(keys: str) -> str:
 
 
 def binding_sections(app: AclmonApp) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """(where, [(keys, description, id)]): the app's help sections, then replay, fleet, picker."""
+    """(where, [(keys, description, id)]): the app's help sections, then replay, fleet,
+    picker, the Host view's question before a signal, ``aclmon top``."""
     extra = [
         ("Replay timeline", ReplayApp.BINDINGS),
         ("Replay: go to time", SeekTimeScreen.BINDINGS),
         ("Fleet screen", FleetApp.BINDINGS),
         ("Fleet: one rank's screens", [BACK_BINDING]),
         ("Agent picker", TargetPicker.BINDINGS),
+        ("Host view: before a signal", SignalConfirm.BINDINGS),
+        ("aclmon top", TopApp.BINDINGS),
+        ("A job opened from a Host view", [JOB_BACK_BINDING]),
     ]
     return [
         *app.help_sections(),

@@ -75,3 +75,31 @@ def test_replay(snap_compare, tmp_path, theme, size):
         await pilot.pause()
 
     assert snap_compare(app, run_before=to_the_end, terminal_size=SIZES[size])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("theme", THEMES)
+def test_host_view(snap_compare, theme, size):
+    """Eight chips over a minute and a half (sparklines), five process rows, two
+    jobs with the agent, a chip without a power reading, one in Warning with ECC."""
+    from host_scenario import host_app
+
+    async def on_a_process(pilot):
+        await pilot.press("6", "down", "down")
+        await pilot.pause()
+
+    app = host_app(theme=theme)
+    assert snap_compare(app, run_before=on_a_process, terminal_size=SIZES[size])
+
+
+def test_top(snap_compare):
+    """``aclmon top``: the Host view alone, at 80 columns."""
+    from host_scenario import FixedHost, host_events
+
+    from aclmon.host.source import HostStatus
+    from aclmon.store import Store
+    from aclmon.tui.top import TopApp
+
+    host = FixedHost(host_events(), HostStatus("ok", None, 0.0))
+    app = TopApp(host, Store(), interval=30.0, theme="aclmon-light")  # type: ignore[arg-type]
+    assert snap_compare(app, terminal_size=(80, 24))

@@ -17,6 +17,7 @@ from aclmon.tui.views.base import Command, View
 from aclmon.tui.views.devices import DevicesView
 from aclmon.tui.views.dumps import DumpsView
 from aclmon.tui.views.exceptions import ExceptionsView
+from aclmon.tui.views.host import HostView
 from aclmon.tui.views.logs import LogsView
 from aclmon.tui.views.profiling import ProfilingView
 
@@ -47,6 +48,7 @@ VIEWS: tuple[ViewEntry, ...] = (
     ViewEntry("profiling", "Profiling", ProfilingView),
     ViewEntry("dumps", "Dumps / overflow", DumpsView),
     ViewEntry("logs", "Logs", LogsView),
+    ViewEntry("npus", "Host", HostView),
 )
 VIEW_IDS: tuple[str, ...] = tuple(entry.id for entry in VIEWS)
 
@@ -57,6 +59,7 @@ __all__ = [
     "DevicesView",
     "DumpsView",
     "ExceptionsView",
+    "HostView",
     "LogsView",
     "ProfilingView",
     "View",

@@ -204,7 +204,8 @@ class ListView(FilteredView):
             return
         text = Text(no_wrap=True, overflow="ellipsis")
         self.describe(text, self.store.state, theme_style(self, "aclmon-dim"))
-        self.query_one(f"#{self.id}-status", Static).update(text)
+        # one line of fixed height: a repaint, never a layout of the screen
+        self.query_one(f"#{self.id}-status", Static).update(text, layout=False)
 
     def narrow(self, rows: list[Any]) -> list[Any]:
         """The view's own toggles (levels, overflow only…) applied to the records."""
@@ -378,7 +379,7 @@ class ListView(FilteredView):
             if column.sort:
                 spans.append((start, len(text), column.sort))
         self._head_spans = spans
-        self.query_one(f"#{self.id}-header", Static).update(text)
+        self.query_one(f"#{self.id}-header", Static).update(text, layout=False)
 
     def on_click(self, event: events.Click) -> None:
         header = self.query_one(f"#{self.id}-header", Static)
