@@ -44,6 +44,7 @@ def fold_host_npu_sample(npus: HostNpus, e: ev.HostNpuSample) -> None:
         history.aicore_pct.append(device.aicore_pct)
         history.power_w.append(device.power_w)
         history.temp_c.append(device.temp_c)
-        history.hbm_used_mb.append(device.hbm_used_mb)
+        no_hbm = device.hbm_total_mb is None
+        history.memory_used_mb.append(device.memory_used_mb if no_hbm else device.hbm_used_mb)
     for key in [key for key in chips if key not in present]:
         del chips[key]

@@ -153,7 +153,8 @@ class ChipHistory:
     aicore_pct: deque[int | None] = field(default_factory=_host_history)
     power_w: deque[float | None] = field(default_factory=_host_history)
     temp_c: deque[int | None] = field(default_factory=_host_history)
-    hbm_used_mb: deque[int | None] = field(default_factory=_host_history)
+    #: HBM in use, or the DDR on chips without HBM (310P, 310B)
+    memory_used_mb: deque[int | None] = field(default_factory=_host_history)
 
 
 @dataclass

@@ -41,7 +41,7 @@ def test_samples_fold_into_the_newest_reading_and_bounded_histories():
     assert npus.agent_pids == {4242}
     chip0, chip1 = npus.chips[(0, 0)], npus.chips[(1, 0)]
     assert len(chip0.aicore_pct) == HOST_HISTORY_LEN
-    assert chip0.hbm_used_mb[-1] == 1000 + HOST_HISTORY_LEN + 19
+    assert chip0.memory_used_mb[-1] == 1000 + HOST_HISTORY_LEN + 19
     assert set(chip1.power_w) == {None}  # unknown stays unknown, never 0
     assert store.state.counters.gaps == 0  # seq 0: outside the agent's sequence
 
@@ -140,3 +140,10 @@ def test_any_value_is_either_a_snapshot_or_refused_with_a_reason(data):
     else:
         assert isinstance(npus.latest, HostSnapshot)
         assert HostSnapshot.from_plain(npus.latest.to_plain()) == npus.latest
+
+
+def test_a_chip_without_hbm_keeps_the_history_of_its_ddr():
+    ddr = DeviceReading(1, 0, name="310P3", memory_used_mb=5000, memory_total_mb=44280)
+    store = Store()
+    store.apply(sample(HostSnapshot("npu-smi", "ok", devices=(ddr,), processes=None)))
+    assert list(store.state.host_npus.chips[(1, 0)].memory_used_mb) == [5000]
