@@ -21,6 +21,8 @@ from aclmon.tui.options import add_view_options, check_interval, check_theme, ke
 
 #: ``--once`` waits this long at most for the whole reading (a hung driver cannot hold it).
 ONCE_TIMEOUT = 30.0
+#: how often ``aclmon top`` reads the host by default (seconds)
+TOP_EVERY = 2.0
 
 
 def configure_top(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +53,10 @@ def configure_top(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--every",
         type=float,
-        default=1.0,
+        default=TOP_EVERY,
         metavar="SECONDS",
-        help="read the host every SECONDS (default 1; npu-smi is slow: 2 or more there)",
+        help=f"read the host every SECONDS (default {TOP_EVERY:g}, as nvitop; 1 for livelier"
+        " sparklines at twice the cost)",
     )
     add_view_options(parser)
     parser.set_defaults(handler=top_command)

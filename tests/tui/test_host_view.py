@@ -210,7 +210,9 @@ async def test_top_shows_the_host_and_enter_on_an_agents_process_asks_for_its_jo
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         text = screen_text(app)
-        assert "aclmon top" in text and "8 chips" in text and "infer.py --batch 64  (python)" in text
+        assert (
+            "aclmon top" in text and "8 chips" in text and "infer.py --batch 64  (python)" in text
+        )
         await pilot.press("down", "down", "enter")
         await pilot.pause()
     assert app.open_pid == OTHER_AGENT_PID
@@ -305,7 +307,11 @@ async def test_a_replay_shows_the_recorded_host_and_never_signals(tmp_path):
         app.tick()
         await show_host(pilot, OTHER_AGENT_PID)
         text = screen_text(app)
-        assert "8 chips" in text and "infer.py --batch 64  (python)" in text and "read 10:01:29 UTC" in text
+        assert (
+            "8 chips" in text
+            and "infer.py --batch 64  (python)" in text
+            and "read 10:01:29 UTC" in text
+        )
         await pilot.press("T")
         await pilot.pause()
         assert not isinstance(app.screen, SignalConfirm)

@@ -128,6 +128,7 @@ class SignalConfirm(ModalScreen[bool]):
         background: $surface; border: round $error; padding: 0 1;
     }
     #signal-box Static { margin: 0 0 1 0; }
+    #signal-box Static:last-child { margin: 0; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Send", id="host.confirm"),
@@ -197,6 +198,7 @@ class HostView(ListView):
         self.status_of: Callable[[], HostStatus | None] = lambda: None
         self._note_shown = ""
         self._device_lines = 0
+        self._rows_drawn: object = None
 
     # ------------------------------------------------------------ composition
     def compose(self) -> ComposeResult:
@@ -291,8 +293,7 @@ class HostView(ListView):
                 if snapshot.processes is None
                 else "no process holds an NPU"
             )
-            header = self.query_one(f"#{self.id}-header", Static)
-            header.update(Text(f" {why}", style=roles(self).dim), layout=False)
+            self.show_line(f"#{self.id}-header", Text(f" {why}", style=roles(self).dim))
 
     def selected_row(self) -> ProcessRow | None:
         row = self.row_at(self.vlist.cursor)
@@ -303,8 +304,12 @@ class HostView(ListView):
         if self.store is None or not self.is_mounted:
             return
         chosen = self.selected_row()
-        # Rows are re-read at every sample: the list's cache holds last refresh's.
-        self.vlist.clear_cache()
+        npus = self.npus
+        drawn = (npus.snapshot.processes, npus.agent_pids) if npus and npus.snapshot else None
+        if drawn != self._rows_drawn:
+            # other readings of the processes: the list's cached rows are last refresh's
+            self._rows_drawn = drawn
+            self.vlist.clear_cache()
         super().redraw()
         if chosen is not None:
             self._keep_cursor_on(chosen.reading)
@@ -333,7 +338,7 @@ class HostView(ListView):
         width = self.query_one("#host-devices", Static).size.width or self.width - 1
         c = device_columns(width)
         r = roles(self)
-        self.query_one("#host-devhead", Static).update(_device_head(c), layout=False)
+        self.show_line("#host-devhead", _device_head(c))
         snapshot = npus.snapshot
         if snapshot is None or not snapshot.devices:
             self._show_devices(Text("no chips", style=r.dim))
@@ -507,8 +512,8 @@ def _device_line(
     line.append(" " + history_line(h.aicore_pct, c.aicore_spark, 100.0), spark)
     line.append(gap + _cell(memory_text(d), c.memory, True))
     if c.memory_spark:
-        total = d.hbm_total_mb
-        line.append(" " + history_line(h.hbm_used_mb, c.memory_spark, total), spark)
+        total = d.memory_total_mb if d.hbm_total_mb is None else d.hbm_total_mb
+        line.append(" " + history_line(h.memory_used_mb, c.memory_spark, total), spark)
     if c.ecc:
         ecc = f"{shown(d.ecc_single_bit)}/{shown(d.ecc_double_bit)}"
         ecc = UNKNOWN if ecc == f"{UNKNOWN}/{UNKNOWN}" else ecc

@@ -179,6 +179,8 @@ class ListView(FilteredView):
         self._rows: list[Any] = []
         self._offset = 0
         self._head_spans: list[tuple[int, int, str]] = []
+        #: what each one-line Static shows now (selector -> text)
+        self._shown_lines: dict[str, tuple[Text, Any]] = {}
 
     # ------------------------------------------------------------ what a view says
     def source_rows(self) -> tuple[list[Any], int]:
@@ -204,8 +206,15 @@ class ListView(FilteredView):
             return
         text = Text(no_wrap=True, overflow="ellipsis")
         self.describe(text, self.store.state, theme_style(self, "aclmon-dim"))
-        # one line of fixed height: a repaint, never a layout of the screen
-        self.query_one(f"#{self.id}-status", Static).update(text, layout=False)
+        self.show_line(f"#{self.id}-status", text)
+
+    def show_line(self, selector: str, text: Text) -> None:
+        """Put ``text`` in a one-line Static: a repaint when it changed, never a
+        layout of the screen (its height is fixed)."""
+        shown = (text, text.style)  # Text's == leaves its own style out
+        if self._shown_lines.get(selector) != shown:
+            self._shown_lines[selector] = shown
+            self.query_one(selector, Static).update(text, layout=False)
 
     def narrow(self, rows: list[Any]) -> list[Any]:
         """The view's own toggles (levels, overflow only…) applied to the records."""
@@ -379,7 +388,7 @@ class ListView(FilteredView):
             if column.sort:
                 spans.append((start, len(text), column.sort))
         self._head_spans = spans
-        self.query_one(f"#{self.id}-header", Static).update(text, layout=False)
+        self.show_line(f"#{self.id}-header", text)
 
     def on_click(self, event: events.Click) -> None:
         header = self.query_one(f"#{self.id}-header", Static)
