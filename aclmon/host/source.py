@@ -142,6 +142,11 @@ class HostSource:
         """Bumped at every new snapshot (a screen redraws when it moved)."""
         return self._version
 
+    @property
+    def refreshing(self) -> bool:
+        """A refresh (or the opening of the back end) is running now."""
+        return self._busy_since is not None
+
     def latest(self) -> HostSnapshot | None:
         """The newest snapshot with data (a failed refresh keeps the previous one)."""
         with self._lock:
