@@ -169,6 +169,8 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
         fields = (rng.getrandbits(63),)
     elif cls is ev.Reply:
         fields = (rng.getrandbits(63), 0, "ok", {"flags": 0x7D})
+    elif cls is ev.HostNpuSample:
+        fields = ("node-a", _host_snapshot(rng), (4242,))
     else:
         raise AssertionError(f"no sample for {cls.__name__}: add one to bench/bench_events.py")
     if len(fields) != len(cls._fields) - 2:
@@ -176,6 +178,27 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
         missing = cls._fields[2 + len(fields) :]
         raise AssertionError(f"the sample for {cls.__name__} does not set {', '.join(missing)}")
     return cls(seq, ts, *fields)
+
+
+def _host_snapshot(rng: random.Random) -> dict[str, Any]:
+    """One reading of an eight-chip Atlas A2 host with a job on four chips (the plain
+    dict a HostNpuSample carries; sequences as tuples, as a subscriber decodes them)."""
+    from aclmon.events.host import DeviceReading, HostSnapshot, ProcessReading
+
+    devices = tuple(
+        DeviceReading(n, 0, n, n, "910B3", "OK", 90.0 + rng.random() * 200, 40 + n,
+                      rng.randrange(101), 0, rng.randrange(50), 3, None, 12, 30_000 + n,
+                      65_536, None, None, 0, 0, f"0000:{0xC1 + n:02X}:00.0", 1_800, 1_800,
+                      0, 0, ())
+        for n in range(8)
+    )  # fmt: skip
+    processes = tuple(
+        ProcessReading(n, 0, 4242, "python", 26_000, None, "ai", "python train.py")
+        for n in range(4)
+    )
+    snapshot = HostSnapshot("dcmi", "ok", None, devices, processes, "/usr/local/dcmi/libdcmi.so",
+                            1_760_000_000 * 10**9, 1.9)  # fmt: skip
+    return ev.unpack_payload(ev.encode(ev.HostNpuSample(0, 0, "", snapshot.to_plain(), ())))[4]  # type: ignore[no-any-return]
 
 
 def realistic_events() -> list[Any]:
