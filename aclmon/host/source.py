@@ -25,6 +25,8 @@ from aclmon.host.dcmi import DcmiBackend, DcmiUnavailable, find_dcmi_library
 from aclmon.host.npusmi import DEFAULT_TIMEOUT, Details, NpuSmiBackend, find_npu_smi
 
 Preference = Literal["auto", "dcmi", "npu-smi"]
+#: how long a source without a back end waits before looking for one again
+UNAVAILABLE_RETRY_S = 60.0
 
 
 class Backend(Protocol):
@@ -174,7 +176,9 @@ class HostSource:
                         backend = self._open()
                     except Exception as exc:  # no back end: say why, try again later
                         self._publish(unavailable_snapshot(_error_text(exc)))
-                        self._wait(max(self.interval, 5.0))
+                        # rarely: looking costs (the linker cache, a compiler run) and a
+                        # host without NPUs seldom grows some; refresh_soon() asks now
+                        self._wait(max(self.interval, UNAVAILABLE_RETRY_S))
                         continue
                 try:
                     snapshot = backend.refresh()
