@@ -52,7 +52,12 @@ def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
 
 def test_snapshots_arrive_and_a_failed_refresh_keeps_the_last_good_one() -> None:
     backend = Scripted()
-    backend.answers = [lambda: snapshot(devices=2), lambda: snapshot("timeout", devices=0)]
+
+    def held() -> HostSnapshot:  # the third refresh waits for the test: no race
+        backend.release.wait()
+        return snapshot()
+
+    backend.answers = [lambda: snapshot(devices=2), lambda: snapshot("timeout", devices=0), held]
     source = HostSource(lambda: backend, interval=0.01)
     assert source.latest() is None and source.status().state == "starting"
     source.start()
@@ -60,6 +65,8 @@ def test_snapshots_arrive_and_a_failed_refresh_keeps_the_last_good_one() -> None
         wait_until(lambda: source.version >= 2)
         latest = source.latest()
         assert latest is not None and len(latest.devices) == 2  # what is still on screen
+        assert source.status().state == "timeout"
+        backend.release.set()
         wait_until(lambda: source.status().state == "ok")  # the next refresh came back
     finally:
         source.close()
