@@ -86,6 +86,7 @@ class TopApp(App[int]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         use_themes(self, self._wanted_theme)
         if self.user_keymap:
             self.set_keymap(self.user_keymap)
@@ -112,6 +113,13 @@ class TopApp(App[int]):
         if self.store.version != self._painted:
             self._painted = self.store.version
             self.view.update_from(self.store)
+
+    def _theme_changed(self, theme: object) -> None:
+        # The view colours its text from theme variables, which arrive after the
+        # first paint (as in AclmonApp): paint again in the theme's colours.
+        self._painted = -1
+        self.view.vlist.clear_cache()
+        self.tick()
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         keymap = self.user_keymap
