@@ -199,6 +199,18 @@ async def test_unknown_values_show_as_a_dash_never_zero():
         assert " – " in row and "0.0W" not in row  # chip 6 reports no power
 
 
+async def test_the_chips_rows_fit_again_after_the_terminal_narrows():
+    app = host_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await show_host(pilot)
+        await pilot.resize_terminal(80, 24)
+        scroll = app.query_one("#host-devices-scroll")
+        # rows still laid out for 160 columns would leave a horizontal scroll bar
+        await wait_for(pilot, lambda: scroll.virtual_size.width <= scroll.size.width, 30.0)
+        assert not scroll.show_horizontal_scrollbar
+        assert "  0 910B3" in screen_text(app) and "ECC" not in screen_text(app)
+
+
 # ---------------------------------------------------------------- aclmon top
 def top_app(**kwargs) -> TopApp:
     host = FixedHost(host_events(), HostStatus("ok", None, 0.0))

@@ -197,7 +197,8 @@ class HostView(ListView):
         #: how the live host source is doing, or None when the readings are not live
         self.status_of: Callable[[], HostStatus | None] = lambda: None
         self._note_shown = ""
-        self._device_lines = 0
+        #: (lines, width) of the chips' rows as last laid out
+        self._devices_shape = (0, 0)
         self._rows_drawn: object = None
 
     # ------------------------------------------------------------ composition
@@ -213,6 +214,10 @@ class HostView(ListView):
         self.vlist.set_follow(False)  # a table that is re-read, not a tail
         # The state line follows the host source even while no sample comes (stalled).
         self.set_interval(1.0, self._follow_status)
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        self.draw_devices()  # the chips' rows for the new width, laid out again
 
     def _follow_status(self) -> None:
         if self.display and self.store is not None and self.status_of() is not None:
@@ -341,7 +346,7 @@ class HostView(ListView):
         self.show_line("#host-devhead", _device_head(c))
         snapshot = npus.snapshot
         if snapshot is None or not snapshot.devices:
-            self._show_devices(Text("no chips", style=r.dim))
+            self._show_devices(Text("no chips", style=r.dim), width)
             return
         dual = _dual(snapshot)
         spark = theme_style(self, "aclmon-spark")
@@ -355,13 +360,15 @@ class HostView(ListView):
                 lines.append("\n")
             history = npus.chips.get(device.key) or ChipHistory()
             lines.append_text(_device_line(device, history, c, r, spark, power_scale, dual))
-        self._show_devices(lines)
+        self._show_devices(lines, width)
 
-    def _show_devices(self, lines: Text) -> None:
-        """The chips' rows: a repaint each reading, a layout only when their count changes."""
-        count = len(lines.plain.split("\n"))
-        self.query_one("#host-devices", Static).update(lines, layout=count != self._device_lines)
-        self._device_lines = count
+    def _show_devices(self, lines: Text, width: int) -> None:
+        """The chips' rows: a repaint each reading, a layout only when their count or
+        the width they are drawn for changes (after a resize, rows drawn for the
+        old width would keep the old size: a scroll bar under them)."""
+        shape = (len(lines.plain.split("\n")), width)
+        self.query_one("#host-devices", Static).update(lines, layout=shape != self._devices_shape)
+        self._devices_shape = shape
 
     def describe(self, text: Text, state: Any, dim: Style) -> None:
         r = roles(self)
