@@ -14,10 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from aclmon.errors import AclmonError
 from aclmon.tui.options import add_view_options, check_interval, check_theme, keymap_of
+
+if TYPE_CHECKING:
+    from aclmon.host.feed import HostFeed
+    from aclmon.host.npusmi import Details
+    from aclmon.host.source import Backend, Preference
 
 #: ``--once`` waits this long at most for the whole reading (a hung driver cannot hold it).
 ONCE_TIMEOUT = 30.0
@@ -62,7 +68,9 @@ def configure_top(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=top_command)
 
 
-def host_opener(backend: str, *, sim: bool, timeout: float, details: str) -> Any:
+def host_opener(
+    backend: Preference, *, sim: bool, timeout: float, details: Details
+) -> Callable[[], Backend]:
     """How to open the host's back end (called on the host source's thread):
     ``sim`` reads the simulated host, through its DCMI or its npu-smi."""
     from aclmon.host import DcmiBackend, NpuSmiBackend, open_backend
@@ -70,18 +78,20 @@ def host_opener(backend: str, *, sim: bool, timeout: float, details: str) -> Any
     if sim:
         if backend == "npu-smi":
             command = [sys.executable, "-m", "aclmon.sim.npu_smi"]
-            return lambda: NpuSmiBackend(command, timeout=timeout, details=details)  # type: ignore[arg-type]
+            return lambda: NpuSmiBackend(command, timeout=timeout, details=details)
 
-        def simulated() -> Any:
+        def simulated() -> Backend:
             from aclmon.sim.dcmi import FakeDcmi
 
             return DcmiBackend(FakeDcmi(), source="sim", version="simulated DCMI")
 
         return simulated
-    return lambda: open_backend(backend, timeout=timeout, details=details)  # type: ignore[arg-type]
+    return lambda: open_backend(backend, timeout=timeout, details=details)
 
 
-def host_feed(opener: Any, *, every: float = 1.0, stall_after: float = 5.0) -> Any:
+def host_feed(
+    opener: Callable[[], Backend], *, every: float = 1.0, stall_after: float = 5.0
+) -> HostFeed:
     """A host feed for a screen: the agents of this user's registry marked."""
     from aclmon.bus.registry import agent_pids
     from aclmon.host.feed import HostFeed
