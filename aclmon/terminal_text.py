@@ -30,6 +30,19 @@ def escape_controls(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+#: :data:`_UNSAFE` and tab, newline and carriage return: within one line of a
+#: screen they move the cursor as well
+_UNSAFE_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_line_controls(text: str) -> str:
+    """``text`` for one line of a screen: :func:`escape_controls`, and tab,
+    newline and carriage return shown escaped too."""
+    if _UNSAFE_IN_LINE.search(text) is None:
+        return text
+    return _UNSAFE_IN_LINE.sub(_escape, text)
+
+
 class EscapingStream:
     """A text stream that escapes control characters in what is written to it
     (everything else is the wrapped stream's)."""

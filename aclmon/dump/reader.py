@@ -292,6 +292,8 @@ def read_dump(
     """
     path = os.fspath(path)
     source = os.path.basename(path) or path
+    if "\0" in path:  # a name from a peer or a damaged recording: no file has it
+        raise DecodeError(source, 0, "cannot read: the name holds a NUL byte")
     try:
         with _open(path) as handle:
             info = os.fstat(handle.fileno())

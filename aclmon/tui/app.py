@@ -40,6 +40,7 @@ from aclmon.store import Store
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
+from aclmon.tui.inert import InertApp
 from aclmon.tui.keys import binding_rows, quit_bindings, view_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import AclmonCommands
@@ -90,7 +91,7 @@ THEME_PAIR = (DEFAULT_DARK, DEFAULT_LIGHT)
 HERE = Path(__file__).parent
 
 
-class AclmonApp(App[int]):
+class AclmonApp(InertApp[int]):
     # Absolute: Textual resolves a relative path beside the subclass (replay/).
     # screens.tcss styles the modal screens, which the fleet screen shows too.
     CSS_PATH: ClassVar[list[str | PurePath]] = [HERE / "app.tcss", HERE / "screens.tcss"]

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.widgets import Static
@@ -51,10 +51,12 @@ from aclmon.tui import fmt
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.host_commands import host_feed, host_opener
+from aclmon.tui.inert import InertApp, inert_line
 from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import CommandsProvider
 from aclmon.tui.screens import HelpScreen, ScrollingModal
+from aclmon.tui.style import middle
 from aclmon.tui.themes import DEFAULT_DARK, VARIABLE_DEFAULTS, use_themes
 from aclmon.tui.views.base import Command
 from aclmon.tui.views.filterbar import FilterBar
@@ -166,13 +168,13 @@ class FleetCommands(CommandsProvider):
         return out
 
 
-class FleetApp(App["SourceKey | None"]):
+class FleetApp(InertApp["SourceKey | None"]):
     """See the module docstring. Exits with the key of the rank to open, or None."""
 
     CSS_PATH = Path(__file__).parent / "screens.tcss"  # the help screen's box
     COMMANDS: ClassVar[set[Any]] = {FleetCommands}
     CSS = """
-    #fleet-header { height: 1; background: $panel; }
+    #fleet-header { height: 1; background: $panel; text-wrap: nowrap; }
     #heat { height: auto; max-height: 18; padding: 0 1; }
     #colhead { height: 1; background: $panel; }
     #rows { height: 1fr; }
@@ -289,10 +291,10 @@ class FleetApp(App["SourceKey | None"]):
         exceptions = sum(r.exceptions for r in rows)
         text = Text(" aclmon fleet ", style=Style(bold=True))
         if self._wide():  # narrow screens keep the counts, not the address
-            text.append(f" {self.feed.description} ")
+            text.append(f" {middle(self.feed.description, 60)} ")
         state = self.feed.state
         if state != CONNECTED:
-            reason = self.feed.state_reason
+            reason = middle(self.feed.state_reason, 80)
             text.append(f" {state}{': ' + reason if reason else ''} ", style=self._style("error"))
         exited = len(rows) - live
         text.append(
@@ -306,9 +308,9 @@ class FleetApp(App["SourceKey | None"]):
             entry = self.fleet.sources[(host, pid)]
             rank = entry.rank
             who = f"rank {rank}" if rank is not None else f"pid {pid}"
+            op = middle(exc.op_type or exc.op_name, 40)
             text.append(
-                f" first: {who}@{host} {exc.op_type or exc.op_name} {fmt.utc_time(exc.ts_ns)} ",
-                style=bad,
+                f" first: {who}@{middle(host, 24)} {op} {fmt.utc_time(exc.ts_ns)} ", style=bad
             )
         if self.filter_text:
             text.append(f" filter: {self.filter_text} ", style=Style(reverse=True))
@@ -342,11 +344,11 @@ class FleetApp(App["SourceKey | None"]):
         width = max(self.size.width - 2, 20)
         text = Text()
         if len(hosts) <= HEAT_HOST_LINES:
-            label = min(max(len(h) for h in hosts), 24)
+            label = min(max(len(inert_line(h)) for h in hosts), 24)
             per_line = max((width - label - 2) // 3, 1)
             for index, (host, members) in enumerate(hosts.items()):
                 for start in range(0, len(members), per_line):
-                    name = host[:label] if start == 0 else ""
+                    name = middle(host, label) if start == 0 else ""
                     text.append(f"{name:<{label}}  ", style=self._style("foreground-muted"))
                     for row in members[start : start + per_line]:
                         text.append_text(self._cell(row))
@@ -383,7 +385,7 @@ class FleetApp(App["SourceKey | None"]):
         util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
         cells = {
             "rank": "-" if r.rank is None else str(r.rank),
-            "host": r.host,
+            "host": middle(r.host, 16),
             "pid": str(r.pid),
             "dev": ",".join(map(str, r.devices)) or "-",
             "util": util,
@@ -392,8 +394,8 @@ class FleetApp(App["SourceKey | None"]):
             "fail": str(r.failures),
             "exc": str(r.exceptions),
             "ovf": str(r.overflows),
-            "last error": r.last_error,
-            "state": r.state if r.health == "OK" else f"{r.state} {r.health}",
+            "last error": middle(r.last_error, 20),
+            "state": r.state if r.health == "OK" else f"{r.state} {inert_line(r.health)}",
         }
         if self._wide():
             cells["AI Core"] = f"{util} {fmt.sparkline(r.cube_history, 16)}"

@@ -22,7 +22,7 @@ class HeaderBar(Static):
     """Who is watched, the connection, the event rate and what was lost."""
 
     DEFAULT_CSS = """
-    HeaderBar { height: 1; background: $panel; color: $foreground; }
+    HeaderBar { height: 1; background: $panel; color: $foreground; text-wrap: nowrap; }
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -42,16 +42,17 @@ class HeaderBar(Static):
         compact = width < 130
         text = Text(" aclmon ", style=Style(bold=True), no_wrap=True, overflow="ellipsis")
         if source.title:
-            text.append(f" {source.title} ", style=Style(bold=True, reverse=True))
+            text.append(f" {middle(source.title, 40)} ", style=Style(bold=True, reverse=True))
         if s.hello is not None:
             h = s.hello
-            text.append(f" {h.host}:{h.pid} ", style=Style(bold=True))
+            text.append(f" {middle(h.host, 40)}:{h.pid} ", style=Style(bold=True))
+            runtime, soc = middle(h.runtime, 10), middle(h.soc_name, 24)
             if compact:
-                text.append(h.runtime, style=dim)
+                text.append(runtime, style=dim)
             else:
                 # soc and count are not known until the job's acl.init
-                board = f"{h.soc_name} ×{h.device_count}" if h.device_count > 0 else h.soc_name
-                text.append(f"{h.runtime} · {board}" if board else h.runtime, style=dim)
+                board = f"{soc} ×{h.device_count}" if h.device_count > 0 else soc
+                text.append(f"{runtime} · {board}" if board else runtime, style=dim)
         else:
             text.append(f" {middle(source.description, 40)}", style=dim)
         state = source.state

@@ -12,7 +12,10 @@ from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.markup import escape
 
+from aclmon.tui.inert import inert_line, literal_highlight
 from aclmon.tui.views import VIEWS, Command
 
 if TYPE_CHECKING:
@@ -41,15 +44,25 @@ class CommandsProvider(Provider):
     async def discover(self) -> Hits:
         for command in self._commands():
             if command.name.startswith(self.DISCOVERED):
-                yield DiscoveryHit(command.name, command.run, help=command.shown_help)
+                yield DiscoveryHit(
+                    Content(inert_line(command.name)),
+                    command.run,
+                    text=command.name,
+                    help=escape(inert_line(command.shown_help)),
+                )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for command in self._commands():
             score = matcher.match(command.name)
             if score > 0:
-                yield Hit(score, matcher.highlight(command.name), command.run,
-                          text=command.name, help=command.shown_help)  # fmt: skip
+                yield Hit(
+                    score,
+                    literal_highlight(matcher, command.name),
+                    command.run,
+                    text=command.name,
+                    help=escape(inert_line(command.shown_help)),
+                )
 
 
 class AclmonCommands(CommandsProvider):

@@ -10,7 +10,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -21,6 +21,7 @@ from aclmon import events as ev
 from aclmon.acl_constants import error_name, error_text
 from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
+from aclmon.tui.inert import InertApp, inert_line
 from aclmon.tui.style import Fitted, key_values, middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
@@ -354,7 +355,9 @@ class TargetPicker(ModalScreen[Any]):
             yield Static(
                 Text("Several agents are running: pick one", style="bold"), classes="title"
             )
-            yield OptionList(*(self.describe(a) for a in self.agents), id="picker-list")
+            yield OptionList(
+                *(Text(inert_line(self.describe(a))) for a in self.agents), id="picker-list"
+            )
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         self.dismiss(self.agents[message.option_index])
@@ -369,7 +372,7 @@ def describe_agent(agent: Any) -> str:
     return f"pid {agent.pid:<7} {agent.host}  {command[:40]:<40}  {agent.address}"
 
 
-class PickerApp(App[Any]):
+class PickerApp(InertApp[Any]):
     """``aclmon attach`` with several agents running: returns the one picked (or None)."""
 
     CSS_PATH = "screens.tcss"

@@ -12,6 +12,8 @@ from rich.table import Table
 from textual.color import Color
 from textual.dom import DOMNode
 
+from aclmon.tui.inert import inert_line
+
 
 def theme_style(node: DOMNode, variable: str, **extra: Any) -> Style:
     """A Rich style coloured by one of the current theme's variables."""
@@ -50,8 +52,10 @@ def roles(node: DOMNode) -> Roles:
 
 
 def middle(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters by an ellipsis in the middle, so both
-    the start and the end (a file's name, a path's last part) stay readable."""
+    """``text`` (from outside: made inert first) cut to ``width`` characters by an
+    ellipsis in the middle, so both the start and the end (a file's name, a
+    path's last part) stay readable."""
+    text = inert_line(text)
     if width <= 0:
         return ""
     if len(text) <= width:

@@ -22,6 +22,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from aclmon.tui.inert import inert_text
 from aclmon.tui.messages import AboutWidget
 
 #: (absolute row number, width) -> the row's text.
@@ -201,6 +202,10 @@ class VirtualList(ScrollView, can_focus=True):
         strip = self._cache.get(key)
         if strip is None:
             text = self._renderer(index, width)
+            if len(text) > 2 * width:  # more than fits in any case: not measured
+                text = text[: 2 * width + 1]
+            # text from outside in a row is drawn, never obeyed (tui.inert)
+            text = inert_text(text)
             if text.cell_len > width:  # a row that does not fit says so
                 text.truncate(width, overflow="ellipsis")
             text.stylize_before(style)
