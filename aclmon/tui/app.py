@@ -48,6 +48,7 @@ from aclmon.tui.screens import (
     CallFailureDetail,
     ExceptionDetail,
     HelpScreen,
+    LogLineDetail,
     ScrollingModal,
     related_dumps,
 )
@@ -433,11 +434,8 @@ class AclmonApp(InertApp[int]):
         elif failure is not None:
             near = lines_near(list(s.logs), failure.event, self._job_pid())
             self.push_screen(CallFailureDetail(failure, s.newest_ts_ns, near))
-        else:
-            self.notify(
-                "no exception or failed call within 1 s of this line (and its task/stream/code)",
-                timeout=3,
-            )
+        else:  # the line itself, whole (a row shows the start of its first line)
+            self.push_screen(LogLineDetail(line))
 
     @on(HostView.AttachRequested)
     def _attach_requested(self, message: HostView.AttachRequested) -> None:

@@ -1,4 +1,5 @@
-"""Modal screens: an exception's detail, a failed call's, the help screen, the target picker."""
+"""Modal screens: an exception's detail, a failed call's, a log line's, the help
+screen, the target picker."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from aclmon import events as ev
 from aclmon.acl_constants import error_name, error_text
 from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
-from aclmon.tui.inert import InertApp, inert_line
+from aclmon.tui.inert import LINE_LIMIT, InertApp, inert, inert_line
+from aclmon.tui.pager import TextPager
 from aclmon.tui.style import Fitted, key_values, middle, theme_style
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
@@ -244,9 +246,8 @@ def _log_lines_text(logs: list[ev.LogLine], dim: Style, bad: Style) -> Text:
     for line in logs[-20:]:
         when = line.logged_ns or line.ts_ns
         log.append(f"{fmt.utc_time(when)} {line.level.upper():<7} {line.module:<10} ", style=dim)
-        log.append(
-            line.text.split("\n", 1)[0] + "\n", style=bad if line.level == "error" else Style()
-        )
+        first = line.text[: LINE_LIMIT + 1].partition("\n")[0]
+        log.append(inert_line(first) + "\n", style=bad if line.level == "error" else Style())
     return log
 
 
@@ -297,6 +298,48 @@ class CallFailureDetail(ScrollingModal[None]):
         body.append_text(_log_lines_text(self.logs, dim, bad))
         body.append("\nEsc closes", style=dim)
         self.query_one("#failure-body", Static).update(body)
+
+
+class LogLineDetail(ScrollingModal[None]):
+    """One log line whole: where it comes from, and all of its text (a 1 MB
+    line too: drawn a screenful at a time)."""
+
+    DEFAULT_CSS = "LogLineDetail { align: center middle; }"
+    PREFIX = "detail"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+    ]
+
+    def __init__(self, line: ev.LogLine) -> None:
+        super().__init__()
+        self.line = line
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="detail-box"):
+            yield Static(id="detail-title", classes="title")
+            with VerticalScroll(id="detail-scroll"):
+                yield Static(id="detail-body")
+                yield TextPager(self.line.text, id="detail-text")
+                yield Static(id="detail-end")
+
+    def on_mount(self) -> None:
+        line = self.line
+        dim = theme_style(self, "aclmon-dim")
+        when = line.logged_ns or line.ts_ns
+        self.query_one("#detail-title", Static).update(
+            Text(f"{line.level.upper()} log line at {fmt.utc_time(when)} UTC", style="bold")
+        )
+        fields = [
+            ("module", line.module or "aclmon"),
+            ("pid", str(line.pid or "–")),
+            ("process", line.process),
+            ("location", line.location),
+            ("log file", line.log_file),
+            ("length", f"{len(line.text):,} characters, {line.text.count(chr(10)) + 1} line(s)"),
+        ]
+        rows = [(key, Text(inert(value))) for key, value in fields if value]
+        self.query_one("#detail-body", Static).update(Group(key_values(rows, dim), Text("")))
+        self.query_one("#detail-end", Static).update(Text("\nEsc closes", style=dim))
 
 
 class HelpScreen(ScrollingModal[None]):

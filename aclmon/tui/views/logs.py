@@ -23,6 +23,7 @@ from aclmon import events as ev
 from aclmon.store import Store
 from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
+from aclmon.tui.inert import LINE_LIMIT, inert_line
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import Command
 from aclmon.tui.views.listview import Column, ListView, follow_binding, sort_key_of
@@ -332,12 +333,16 @@ class LogsView(ListView):
         text.append(f"{line.level.upper()[:7]:<7}  ", style=styles.get(line.level, Style()))
         text.append(f"{middle(line.module or 'aclmon', 10):<10}  ", style=dim)
         text.append(f"{line.pid or '':>7}  ", style=dim)
-        first, _, rest = line.text.partition("\n")
+        # a row shows at most LINE_LIMIT characters of a line however long it is
+        # (the detail, Enter, shows all of it)
+        first = line.text[: LINE_LIMIT + 1].partition("\n")[0]
         text.append(
-            first, style=styles.get(line.level, Style()) if line.level == "error" else Style()
+            inert_line(first, LINE_LIMIT),
+            style=styles.get(line.level, Style()) if line.level == "error" else Style(),
         )
-        if rest:
-            text.append(f"  (+{rest.count(chr(10)) + 1} lines)", style=dim)
+        more = line.text.count("\n")
+        if more:
+            text.append(f"  (+{more} lines)", style=dim)
         if line.location:
-            text.append(f"  {line.location}", style=dim)
+            text.append(f"  {middle(line.location, 40)}", style=dim)
         return text
