@@ -57,10 +57,11 @@ class Feed(Protocol):
     def close(self) -> None: ...
 
 
-def drain(feed: Feed, fleet: FleetStore, max_events: int = MAX_BATCH) -> None:
+def drain(feed: Feed, fleet: FleetStore, max_events: int = MAX_BATCH) -> int:
     """Fold what the feed has into the fleet; mark the sources that went away;
-    note the relays' heartbeats (liveness, clock offsets)."""
-    fleet.take_from(feed, max_events)
+    note the relays' heartbeats (liveness, clock offsets). Returns how many
+    events were folded."""
+    return fleet.take_from(feed, max_events)
 
 
 def member_title(fleet: FleetStore, key: SourceKey) -> str:

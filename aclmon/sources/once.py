@@ -41,7 +41,7 @@ class Reader(Protocol):
 
 def collect(
     reader: Reader,
-    fold: Callable[[], None],
+    fold: Callable[[], object],
     wait: float,
     *,
     connect_timeout: float,

@@ -219,11 +219,14 @@ class FleetStore:
         self.relay_heard[host] = time.monotonic() if now is None else now
         self.offsets.note(host, sent_ns, received_ns)
 
-    def take_from(self, feed: Any, max_events: int = 200_000) -> None:
+    def take_from(self, feed: Any, max_events: int = 200_000) -> int:
         """Fold what a feed has (``poll``), mark the sources it saw go (``gone``),
-        and note its relays' heartbeats (``take_heartbeats``, NATS feeds only)."""
+        and note its relays' heartbeats (``take_heartbeats``, NATS feeds only);
+        returns how many events were folded."""
+        taken = 0
         for key, events in feed.poll(max_events):
             self.apply(key, events)
+            taken += len(events)
         for key in list(feed.gone):
             if key in self.sources and self.sources[key].state != EXITED:
                 self.mark(key, EXITED)
@@ -231,6 +234,7 @@ class FleetStore:
         if take_heartbeats is not None:
             for host, sent_ns, received_ns, at in take_heartbeats():
                 self.heard_relay(host, sent_ns, received_ns, at)
+        return taken
 
     def state_of(self, entry: FleetSource, now: float | None = None) -> str:
         """``exited``, ``stale`` (nothing heard for a while, or its relay is

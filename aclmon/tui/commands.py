@@ -355,7 +355,8 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
             from aclmon.fleet.local import LocalFeed
 
             feed: Any = LocalFeed(demo.pids(), readonly=args.readonly)
-            return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+            return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap,
+                                 abandon=demo.stop)  # fmt: skip
         from aclmon.fleet.nats_source import NatsFeed
         from aclmon.fleet.server import LocalNatsServer
         from aclmon.fleet.subjects import Scope
@@ -380,7 +381,8 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
             try:
                 feed = NatsFeed(server.url, Scope(demo.job), server.credentials, since_s=0.0,
                                 readonly=args.readonly)  # fmt: skip
-                return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap)
+                return run_fleet_app(feed, interval=args.interval, theme=args.theme,
+                                     keymap=keymap, abandon=demo.stop)  # fmt: skip
             finally:
                 relay.terminate()
                 try:

@@ -1,13 +1,17 @@
 """The fleet screen: every rank of a job at a glance, drill down into one.
 
-A timer drains the fleet feed (local agents or NATS) into a
-:class:`~aclmon.store.fleet.FleetStore` and repaints when it changed:
+A timer folds the fleet feed (local agents or NATS) into a
+:class:`~aclmon.store.fleet.FleetStore`, a chunk of events at a time (a long
+catch-up goes on between keys, so quitting never waits for it), and repaints
+when what it shows changed (events, a source gone stale, the connection):
 
-- the header: sources (live / exited), executions per second, exceptions,
+- the header: the connection and why it is down, sources (live / stale /
+  exited), executions per second, exceptions,
   and the earliest exception of the job (usually the root cause when ranks
   fail one after another);
 - a heat map, one cell per rank, hosts on rows (a flat grid past 16 hosts):
-  the AI Core utilization as shade, ``!`` on a rank with exceptions, ``·``
+  the AI Core utilization as shade, ``!`` on a rank with exceptions, ``~``
+  on a stale one (nothing heard from it or its relay for a while), ``·``
   for an exited one. 128 ranks fit a 160x48 terminal with room for the list;
 - one row per rank: host, rank, pid, devices, utilization sparkline, HBM,
   executions per second and in total, failures, exceptions, overflows, the
@@ -46,13 +50,14 @@ from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.sources.fleet import Feed, MemberSource, drain
 from aclmon.sources.host import WithHost
-from aclmon.store.fleet import EXITED, FleetRow, FleetStore, SourceKey
+from aclmon.store.fleet import EXITED, LIVE, STALE, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.host_commands import host_feed, host_opener
-from aclmon.tui.inert import InertApp, inert_line
+from aclmon.tui.inert import InertApp, inert, inert_line
 from aclmon.tui.keys import binding_rows, quit_bindings
+from aclmon.tui.lifetime import run_app_result
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import CommandsProvider
 from aclmon.tui.screens import HelpScreen, ScrollingModal
@@ -67,6 +72,11 @@ SORTS = ("rank", "host", "exec/s", "exceptions", "util")
 SHADES = " ░▒▓█"
 #: hosts on their own heat-map line up to this many; past it, a flat grid
 HEAT_HOST_LINES = 16
+#: events folded in one step: what a key typed during a long catch-up waits for
+#: at most (a few tens of milliseconds)
+FOLD_CHUNK = 5_000
+#: between two chunks of a catch-up: the event loop's turn (keys, the screen)
+CATCH_UP_PAUSE_S = 0.001
 #: in one rank's screens: back to the fleet
 BACK_BINDING = Binding("escape", "back_to_fleet", "Fleet", id="fleet.back")
 #: (name, width, right-aligned) of each column of a rank's row; width 0: the rest
@@ -210,7 +220,8 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.filter_text = filter_text
         self.rows: list[FleetRow] = []
         self._cursor_key = cursor_key
-        self._painted = -1
+        self._painted: tuple[Any, ...] = ()
+        self._catching_up = False
         self._first: SourceKey | None = None
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -241,15 +252,41 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.vlist.focus()
 
     # ------------------------------------------------------------ data
+    @property
+    def _live(self) -> bool:
+        """Running and not leaving (a quit key, a signal: ``exit()`` was called)."""
+        return self.is_running and not getattr(self, "_exit", False)
+
     def tick(self) -> None:
-        if not self.is_running:
+        """The timer: fold what came, repaint when something shown changed."""
+        if not self._live:
             return
-        drain(self.feed, self.fleet)
-        if self.fleet.version != self._painted:
+        if not self._catching_up:
+            self._fold()
+        if self._shown() != self._painted:
             self.repaint()
 
+    def _fold(self) -> None:
+        """Fold one chunk (:data:`FOLD_CHUNK` events) of what the feed has. A
+        full chunk means more is waiting (a ``--since all`` catch-up): the next
+        one goes on a timer of its own at once, after the event loop's turn
+        (a message would never let the loop read the keyboard), so a quit key
+        waits for one chunk at most, never for the whole backlog."""
+        self._catching_up = False
+        if not self._live:
+            return
+        if drain(self.feed, self.fleet, FOLD_CHUNK) >= FOLD_CHUNK:
+            self._catching_up = True
+            self.set_timer(CATCH_UP_PAUSE_S, self._fold, name="fleet catch-up")
+
+    def _shown(self) -> tuple[Any, ...]:
+        """What the screen depends on beyond the folded events: each source's
+        liveness (a silent one turns stale with no event) and the connection."""
+        states = tuple(self.fleet.state_of(entry) for entry in self.fleet.accepted())
+        return (self.fleet.version, states, self.feed.state, self.feed.state_reason)
+
     def repaint(self) -> None:
-        self._painted = self.fleet.version
+        self._painted = self._shown()
         earliest = self.fleet.earliest_exception()
         self._first = earliest[0] if earliest else None
         key = self.selected_key() or self._cursor_key
@@ -286,7 +323,9 @@ class FleetApp(InertApp["SourceKey | None"]):
 
     def _header_text(self, earliest: tuple[SourceKey, ev.AclException] | None) -> Text:
         rows = self.fleet.rows()
-        live = sum(1 for r in rows if r.state != EXITED)
+        live = sum(1 for r in rows if r.state == LIVE)
+        stale = sum(1 for r in rows if r.state == STALE)
+        exited = sum(1 for r in rows if r.state == EXITED)
         rate = sum(r.executions_per_s for r in rows)
         exceptions = sum(r.exceptions for r in rows)
         text = Text(" aclmon fleet ", style=Style(bold=True))
@@ -296,10 +335,10 @@ class FleetApp(InertApp["SourceKey | None"]):
         if state != CONNECTED:
             reason = middle(self.feed.state_reason, 80)
             text.append(f" {state}{': ' + reason if reason else ''} ", style=self._style("error"))
-        exited = len(rows) - live
-        text.append(
-            f" {len(rows)} ranks ({live} live" + (f", {exited} exited) " if exited else ") ")
-        )
+        text.append(f" {len(rows)} ranks ({live} live")
+        if stale:
+            text.append(f", {stale} stale", style=self._style("warning", bold=True))
+        text.append(f", {exited} exited) " if exited else ") ")
         text.append(f" {fmt.count(rate)} exec/s ")
         bad = self._style("error", bold=True)
         text.append(f" {exceptions} exceptions ", style=bad if exceptions else Style())
@@ -320,6 +359,8 @@ class FleetApp(InertApp["SourceKey | None"]):
     def _cell(self, row: FleetRow) -> Text:
         if row.state == EXITED:
             return Text("··", style=self._style("foreground-muted"))
+        if row.state == STALE:
+            return Text("~~", style=self._style("warning"))
         if row.exceptions:
             style = self._style("error", bold=True, reverse=row.key == self._first)
             return Text("!!", style=style)
@@ -337,6 +378,12 @@ class FleetApp(InertApp["SourceKey | None"]):
             key=lambda r: (r.host, r.rank if r.rank is not None else 1 << 30, r.pid),
         )
         if not rows:
+            if self.feed.state != CONNECTED and self.feed.state_reason:
+                # nothing to show but why: in full (the header has room for its start)
+                return Text(
+                    f"{self.feed.state}: {inert(self.feed.state_reason)}",
+                    style=self._style("error"),
+                )
             return Text("waiting for ranks…", style=self._style("foreground-muted"))
         hosts: dict[str, list[FleetRow]] = {}
         for row in rows:
@@ -365,7 +412,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         text.append("util ", style=self._style("foreground-muted"))
         for shade, what in zip(SHADES[1:], ("<25%", "<50%", "<75%", "busy"), strict=True):
             text.append(shade * 2 + f" {what}  ", style=self._style("foreground-muted"))
-        text.append("!! exceptions  ·· exited", style=self._style("foreground-muted"))
+        text.append("!! exceptions  ~~ stale  ·· exited", style=self._style("foreground-muted"))
         return text
 
     def _wide(self) -> bool:
@@ -406,6 +453,8 @@ class FleetApp(InertApp["SourceKey | None"]):
             style = self._style("error", bold=r.key == self._first)
         elif r.state == EXITED:
             style = self._style("foreground-muted")
+        elif r.state == STALE:
+            style = self._style("warning")
         text = Text(line[:width], style=style)
         if r.key == self._first:
             text = Text("◆", style=self._style("error", bold=True)) + text[1:]
@@ -548,8 +597,18 @@ def rank_app(
     return app
 
 
-def run_fleet_app(feed: Feed, *, interval: float, theme: str | None, keymap: dict[str, str]) -> int:
-    """The fleet screen until the user quits; Enter and Esc move between it and one rank."""
+def run_fleet_app(
+    feed: Feed,
+    *,
+    interval: float,
+    theme: str | None,
+    keymap: dict[str, str],
+    abandon: Callable[[], None] | None = None,
+) -> int:
+    """The fleet screen until the user quits; Enter and Esc move between it and
+    one rank. Each screen runs as every viewer does (:mod:`aclmon.tui.lifetime`):
+    a signal or a dead terminal leaves like the quit key, the terminal put back;
+    ``abandon`` stops what the caller started when that cannot finish."""
     fleet = FleetStore()
     feed.start()
     if feed.state == AUTH_FAILED:
@@ -560,14 +619,18 @@ def run_fleet_app(feed: Feed, *, interval: float, theme: str | None, keymap: dic
         while True:
             app = FleetApp(feed, fleet, interval=interval, theme=theme, keymap=keymap,
                            sort=sort, filter_text=filter_text, cursor_key=cursor)  # fmt: skip
-            chosen = app.run()
+            chosen, status = run_app_result(app, abandon=abandon)
             sort, filter_text = app.sort, app.filter_text
+            if status is not None:
+                return status
             if chosen is None:
                 return 0
             cursor = chosen
             one = rank_app(feed, fleet, chosen, interval=interval, theme=theme, keymap=keymap,
                            hosts=hosts)  # fmt: skip
-            one.run()
+            _, status = run_app_result(one, abandon=abandon)
+            if status is not None:
+                return status
             if not one.went_back:
                 return 0
     finally:

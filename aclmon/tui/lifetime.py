@@ -146,6 +146,16 @@ def run_app(app: Any, *, abandon: Callable[[], None] | None = None) -> int:
     would never run: it must stop whatever the viewer started (it runs on
     another thread, bounded by ``ABANDON_BOUND_S``).
     """
+    result, status = run_app_result(app, abandon=abandon)
+    return status if status is not None else int(result or 0)
+
+
+def run_app_result(
+    app: Any, *, abandon: Callable[[], None] | None = None
+) -> tuple[Any, int | None]:
+    """:func:`run_app` for an app that returns a value (the fleet screen: the
+    rank to open): ``(its result, None)``, or ``(None, exit status)`` when the
+    viewer must end (a signal, a dead terminal, a crash)."""
     lifetime = _Lifetime(app, abandon)
     previous = {sig: signal.signal(sig, lifetime.on_signal) for sig in _SIGNALS}
     watcher = threading.Thread(
@@ -159,10 +169,10 @@ def run_app(app: Any, *, abandon: Callable[[], None] | None = None) -> int:
         for sig, handler in previous.items():
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(sig, handler)
-    if result is None and lifetime.leaving.is_set():
-        result = lifetime.exit_code
-    if not result:
+    if lifetime.leaving.is_set():
+        return None, lifetime.exit_code
+    if result is None and getattr(app, "return_code", None):
         # A crash (an exception in the app) ends run() with no result: its
         # return code says so, and the command must not exit 0.
-        result = getattr(app, "return_code", None)
-    return int(result or 0)
+        return None, int(app.return_code)
+    return result, None
