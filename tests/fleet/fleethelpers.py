@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,11 @@ from typing import Any
 from aclmon import events as ev
 from aclmon.bus import registry
 from aclmon.bus.publisher import Publisher
+from aclmon.fleet.connect import Credentials
 from aclmon.fleet.relay import Relay
+
+#: the ways a viewer fails to connect, for :func:`unreachable`
+UNREACHABLE = ("no server", "wrong token", "bad certificate")
 
 
 class RelayThread:
@@ -89,3 +94,25 @@ def answering_agent(runtime_dir: Path, seen: list[ev.Event], message: str = "ok"
 
     publisher = start_publisher(runtime_dir, on_command=on_command)
     return publisher
+
+
+def unreachable(case: str, url: str, tmp_path: Path) -> tuple[str, Credentials, str]:
+    """(URL, credentials, words of the reason) that fail to connect to the
+    server at ``url`` as ``case`` (one of :data:`UNREACHABLE`) says."""
+    if case == "no server":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return (
+                f"nats://127.0.0.1:{probe.getsockname()[1]}",
+                Credentials(),
+                "connect call failed",
+            )
+    if case == "wrong token":
+        return url, Credentials(token="wrong"), "authorization"
+    cert = tmp_path / "not-the-ca.pem"
+    cert.write_text("not a certificate")
+    return (
+        url.replace("nats://", "tls://"),
+        Credentials(tls_ca=str(cert)),
+        "cannot use the tls files",
+    )

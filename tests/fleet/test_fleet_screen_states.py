@@ -9,7 +9,6 @@ import io
 import os
 import select
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -20,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleethelpers import UNREACHABLE, unreachable
 from rich.console import Console
 from test_fleet_store_and_screen import FixedFeed, rank_events
 from textual import events
 
 from aclmon import events as ev
 from aclmon.fleet import subjects as sj
-from aclmon.fleet.connect import Credentials
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.store.fleet import RELAY_SILENT_AFTER_S, STALE_AFTER_S, FleetStore
 from aclmon.tui.fleet import FOLD_CHUNK, FleetApp
@@ -83,20 +82,9 @@ async def test_ranks_behind_a_silent_relay_turn_stale() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["no server", "wrong token", "bad certificate"])
+@pytest.mark.parametrize("case", UNREACHABLE)
 async def test_the_fleet_screen_says_why_it_cannot_connect(case, nats, tmp_path: Path) -> None:
-    if case == "no server":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            url, credentials = f"nats://127.0.0.1:{probe.getsockname()[1]}", Credentials()
-        expected = "connect call failed"
-    elif case == "wrong token":
-        url, credentials, expected = nats.url, Credentials(token="wrong"), "authorization"
-    else:
-        cert = tmp_path / "not-the-ca.pem"
-        cert.write_text("not a certificate")
-        url, credentials = nats.url.replace("nats://", "tls://"), Credentials(tls_ca=str(cert))
-        expected = "cannot use the tls files"
+    url, credentials, expected = unreachable(case, nats.url, tmp_path)
     feed = NatsFeed(url, sj.Scope("unit"), credentials)
     app = FleetApp(feed, FleetStore(), interval=0.05)
     feed.start()

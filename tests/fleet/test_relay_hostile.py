@@ -14,14 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
-from fleethelpers import RelayThread, answering_agent, start_publisher, wait_until
+from fleethelpers import (
+    UNREACHABLE,
+    RelayThread,
+    answering_agent,
+    start_publisher,
+    unreachable,
+    wait_until,
+)
 
 from aclmon import events as ev
 from aclmon.bus import registry
 from aclmon.errors import AclmonError
 from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
-from aclmon.fleet.connect import Credentials
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import RELAY_COPY_DROPS, RELAY_DROPS, Relay
 from aclmon.fleet.server import LocalNatsServer
@@ -309,20 +315,9 @@ def test_a_server_restarted_without_its_store_gets_its_streams_back(start_nats, 
             second.stop()
 
 
-@pytest.mark.parametrize("case", ["no server", "wrong token", "bad certificate"])
+@pytest.mark.parametrize("case", UNREACHABLE)
 def test_a_viewer_that_cannot_connect_says_why(case, nats, tmp_path):
-    if case == "no server":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            url, credentials = f"nats://127.0.0.1:{probe.getsockname()[1]}", Credentials()
-        expected = "connect call failed"
-    elif case == "wrong token":
-        url, credentials, expected = nats.url, Credentials(token="wrong"), "authorization"
-    else:
-        cert = tmp_path / "not-the-ca.pem"
-        cert.write_text(Path(__file__).with_name("conftest.py").read_text())
-        url, credentials = nats.url.replace("nats://", "tls://"), Credentials(tls_ca=str(cert))
-        expected = "cannot use the tls files"
+    url, credentials, expected = unreachable(case, nats.url, tmp_path)
     feed = NatsFeed(url, sj.Scope("unit"), credentials)
     feed.start()
     try:
