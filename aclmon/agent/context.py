@@ -13,7 +13,9 @@ itself. It holds:
 * the runtime state (``state``), the configuration (``config``), the logger;
 * the failure counter (``fail``): the agent's own errors are counted per place,
   logged once, and never reach the job;
-* the unwrapped ``acl`` functions the agent calls itself (``original``);
+* the unwrapped ``acl`` functions the agent calls itself (``original``), and
+  the threads' runtime error state kept as the job left it (``errors``, see
+  :mod:`aclmon.agent.errorstate`);
 * the control thread's task queue (``submit``).
 """
 
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.errorstate import ThreadErrors
 from aclmon.agent.history import DEFAULT_RECENT
 from aclmon.agent.state import RuntimeState
 from aclmon.bus.records import Record, build_numbered, build_plain, build_records
@@ -142,6 +145,8 @@ class AgentContext:
         self.failures: dict[str, int] = {}
         #: "rt.set_device" -> the unwrapped function (filled when the hooks install)
         self.originals: dict[str, Callable[..., Any]] = {}
+        #: what the agent took of each thread's error state, given back to the job
+        self.errors = ThreadErrors(acl)
         self.tasks: queue.Queue[Callable[[], None]] = queue.Queue(TASK_QUEUE_SIZE)
         self.pid = os.getpid()
 

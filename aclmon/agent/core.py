@@ -179,16 +179,18 @@ class Agent:
         # write an ERROR into the job's own log and replace its recent error message:
         # ask only when the caller says acl is initialised; else the Hello sent after
         # the job's acl.init has the count.
-        self._send_hello(
-            ask_runtime=bool(self.config.acl_json or self.config.take_exception_callback)
-        )
+        with ctx.errors.kept():  # the job's thread: its error state stays the job's
+            self._send_hello(
+                ask_runtime=bool(self.config.acl_json or self.config.take_exception_callback)
+            )
         self.profiling.publish_state()  # idle until someone starts it: viewers see that too
         self.hooks.install()
         # The callback is registered at the job's next acl.init (a fresh session cannot
         # hold a job callback yet). Registering now could replace one the job set before
         # the agent started, and pyACL cannot tell us: only when the caller says so.
         if self.config.take_exception_callback:
-            self._register_exception_callback()
+            with ctx.errors.kept():
+                self._register_exception_callback()
         if self.config.acl_json:
             self._read_acl_json(self.config.acl_json)
             if not self.config.take_exception_callback:
@@ -239,7 +241,7 @@ class Agent:
         self._closed = True
         try:
             if self.hooks is not None:
-                self.hooks.uninstall()
+                self.hooks.uninstall(keep_error_readers=True)
             atexit.unregister(self.close)
             if self.publisher is not None:
                 self.publisher.release_in_forked_child()
@@ -260,16 +262,21 @@ class Agent:
         if self._control is not None and self._control is not threading.current_thread():
             self._control.join(timeout=2.0)
         self._final_polls()
+        # On the thread that stops the agent (the job's, or the one exiting): its error
+        # state stays the job's.
+        kept = self.context.errors.kept if self.context is not None else contextlib.nullcontext
         if self.profiling is not None:
             try:
-                self.profiling.close()
+                with kept():
+                    self.profiling.close()
             except Exception as exc:
                 self.fail("profiling shutdown", exc)
         if restore:
             workers.stop_watching_spawned_children()
             if self.exceptions is not None:
                 try:
-                    self.exceptions.unregister()
+                    with kept():
+                        self.exceptions.unregister()
                 except Exception as exc:
                     self.fail("exception callback shutdown", exc)
             if self.hooks is not None:

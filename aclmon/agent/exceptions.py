@@ -86,7 +86,10 @@ class ExceptionCapture:
     def callback(self, info: int) -> None:
         """Called by the runtime. Never raises."""
         try:
-            self._capture(info)
+            # The runtime's thread, where the job's callback runs next: what the job reads
+            # of its error state there is not changed by the agent's reading.
+            with self.ctx.errors.kept():
+                self._capture(info)
         except BaseException as exc:  # the runtime thread must never see an exception
             with contextlib.suppress(BaseException):
                 self.ctx.fail("exception callback", exc)

@@ -10,7 +10,10 @@ which says why).
 When a hooked call fails (a non-zero ACL code), the wrapper asks the runtime
 why on the same thread (``acl.get_recent_err_msg``, which is per thread) and
 sends that with a :class:`~aclmon.events.CallFailed` event; a call that
-succeeds never pays for it.
+succeeds never pays for it. That read clears the runtime's message, so the
+job's own ``get_recent_err_msg`` is wrapped to hand it the same text; the
+observers that call ``acl`` themselves on the job's thread run inside
+``ctx.errors.kept()`` (:mod:`aclmon.agent.errorstate`).
 
 Wrappers are installed by replacing attributes of ``acl``, ``acl.rt``,
 ``acl.mdl`` and ``acl.prof``. A job that bound a function to a local name
@@ -86,10 +89,7 @@ class Hooks:
         self.single_ops = SingleOps(ctx)
         #: the hot wrappers' calls still waiting (searched by the control thread)
         self.slow_calls = hot.SlowCalls(ctx)
-        self._installed: list[tuple[Any, str, Any, Any]] = []
-        self._get_recent_err_msg: Callable[[], Any] | None = getattr(
-            self.acl, "get_recent_err_msg", None
-        )
+        self._installed: list[tuple[str, Any, str, Any, Any]] = []
 
     @property
     def originals(self) -> dict[str, Callable[..., Any]]:
@@ -114,36 +114,49 @@ class Hooks:
             setattr(module, name, wrapper)
             self.ctx.originals[qualified] = original
             self.slow_calls.watch(qualified, wrapper)
-            self._installed.append((module, name, original, wrapper))
+            self._installed.append((qualified, module, name, original, wrapper))
 
-    def uninstall(self) -> None:
-        """Put the originals back (only where our wrapper is still the attribute)."""
-        for module, name, original, wrapper in reversed(self._installed):
-            if getattr(module, name, None) is wrapper:
+    def uninstall(self, *, keep_error_readers: bool = False) -> None:
+        """Put the originals back (only where our wrapper is still the attribute).
+
+        ``keep_error_readers``: leave the readers of the threads' error state in place
+        (a forked child runs unobserved, but a message the agent took before the fork
+        is still the child's to read)."""
+        readers = self.ctx.errors.wrappers() if keep_error_readers else {}
+        kept = []
+        for entry in reversed(self._installed):
+            qualified, module, name, original, wrapper = entry
+            if qualified in readers:
+                kept.append(entry)
+            elif getattr(module, name, None) is wrapper:
                 setattr(module, name, original)
-        self._installed.clear()
+        self._installed[:] = kept[::-1]
 
     def _table(self) -> dict[str, Callable[[str, Callable[..., Any]], Wrapper]]:
         """qualified name -> ``make(name, original) -> wrapper``."""
         profiling = self.profiling
         plain = self._observed
+        # Observers that call acl themselves on the job's thread leave its error state
+        # as the job left it.
+        kept = self.ctx.errors.keeping
         destroy_stream = self._after_release(StreamDestroyed, "stream", self._forget_stream)
         job_unsubscribe = plain(
             lambda a, k, r: profiling.job_unsubscribe(ret_of(r), arg(a, k, 0, "model_id"))
         )
         table: dict[str, Callable[[str, Callable[..., Any]], Wrapper]] = {
-            "init": plain(self._after_init),
-            "finalize": plain(self._after_finalize, self._before_finalize),
-            "rt.set_device": plain(self._after_set_device),
+            **self.ctx.errors.wrappers(),
+            "init": plain(kept(self._after_init)),
+            "finalize": plain(self._after_finalize, kept(self._before_finalize)),
+            "rt.set_device": plain(kept(self._after_set_device)),
             "rt.reset_device": plain(functools.partial(self._after_reset_device, force=False)),
             "rt.reset_device_force": plain(functools.partial(self._after_reset_device, force=True)),
-            "rt.create_context": plain(self._after_create_context),
+            "rt.create_context": plain(kept(self._after_create_context)),
             "rt.destroy_context": plain(
                 self._after_release(ContextDestroyed, "context", self._forget_streams)
             ),
             "rt.set_context": self._hot(hot.set_context),
-            "rt.create_stream": plain(self._after_create_stream),
-            "rt.create_stream_with_config": plain(self._after_create_stream_with_config),
+            "rt.create_stream": plain(kept(self._after_create_stream)),
+            "rt.create_stream_with_config": plain(kept(self._after_create_stream_with_config)),
             "rt.destroy_stream": plain(destroy_stream),
             "rt.destroy_stream_force": plain(destroy_stream),
             "rt.synchronize_stream": self._hot(hot.synchronize),
@@ -151,21 +164,21 @@ class Hooks:
             "rt.synchronize_device": self._hot(hot.synchronize),
             "rt.synchronize_device_with_timeout": self._hot(hot.synchronize),
             "rt.set_exception_info_callback": self._set_exception_info_callback,
-            "mdl.load_from_file": plain(functools.partial(self._after_load, from_file=True)),
+            "mdl.load_from_file": plain(kept(functools.partial(self._after_load, from_file=True))),
             "mdl.load_from_file_with_mem": plain(
-                functools.partial(self._after_load, from_file=True)
+                kept(functools.partial(self._after_load, from_file=True))
             ),
-            "mdl.load_from_mem": plain(functools.partial(self._after_load, from_file=False)),
+            "mdl.load_from_mem": plain(kept(functools.partial(self._after_load, from_file=False))),
             "mdl.load_from_mem_with_mem": plain(
-                functools.partial(self._after_load, from_file=False)
+                kept(functools.partial(self._after_load, from_file=False))
             ),
             "mdl.unload": plain(
                 self._after_release(ModelUnloaded, "model_id", self._forget_model),
-                self._before_unload,
+                kept(self._before_unload),
             ),
             "mdl.execute": self._hot(hot.execute),
             "mdl.execute_async": self._hot(hot.execute),
-            "prof.init": plain(self._after_prof_init, self._before_prof_init),
+            "prof.init": plain(self._after_prof_init, kept(self._before_prof_init)),
             "prof.finalize": plain(
                 lambda a, k, r: profiling.job_finalize(ret_of(r)),
             ),
@@ -178,7 +191,7 @@ class Hooks:
             ),
             "prof.model_subscribe": plain(
                 lambda a, k, r: profiling.job_subscribe(ret_of(r), arg(a, k, 0, "model_id")),
-                lambda a, k: profiling.step_aside("the job subscribes a model itself"),
+                kept(lambda a, k: profiling.step_aside("the job subscribes a model itself")),
             ),
             "prof.model_unsubscribe": job_unsubscribe,
             "prof.model_un_subscribe": job_unsubscribe,  # the same call, pyACL's other name
@@ -212,12 +225,10 @@ class Hooks:
         if ret == ACL_SUCCESS:
             return
         message = ""
-        get_message = self._get_recent_err_msg
-        if get_message is not None:
-            try:
-                message = str(get_message() or "").strip()
-            except Exception as exc:
-                self.ctx.fail("acl.get_recent_err_msg", exc)
+        try:
+            message = self.ctx.errors.take_message().strip()
+        except Exception as exc:
+            self.ctx.fail("acl.get_recent_err_msg", exc)
         stream = -1
         if name.startswith("rt.synchronize_stream") or name.startswith("rt.destroy_stream"):
             stream = arg(args, kwargs, 0, "stream")
@@ -397,6 +408,7 @@ class Hooks:
     def _set_exception_info_callback(self, name: str, original: Callable[..., Any]) -> Wrapper:
         capture = self.capture
         fail = self.ctx.fail
+        kept = self.ctx.errors.kept
 
         # Not from the builder: it may answer without calling the original at all.
         def set_exception_info_callback(*args: Any, **kwargs: Any) -> Any:
@@ -417,7 +429,8 @@ class Hooks:
                 if ret_of(result) == ACL_SUCCESS:
                     capture.job_callback = arg(args, kwargs, 0, "fn")
                     if capture.registered:
-                        capture.reregister()  # the original call replaced ours: put it back
+                        with kept():  # the original call replaced ours: put it back
+                            capture.reregister()
             except Exception as exc:
                 fail("hook rt.set_exception_info_callback", exc)
             return result

@@ -62,7 +62,7 @@ def observed(
     before: Before | None = None,
 ) -> Wrapper:
     """The wrapper of an ordinary call: ``before``, the call, ``after``; a failed
-    call is also reported with the runtime's message (``call_failed``; None for a
+    call is first reported with the runtime's message (``call_failed``; None for a
     call that returns no ACL code). Each observer is fenced."""
     where = f"hook {name}"
 
@@ -74,10 +74,15 @@ def observed(
                 fail(where, exc)
         result = original(*args, **kwargs)
         try:
-            if after is not None:
-                after(args, kwargs, result)
+            # First, while the runtime's message is still about this call (``after``
+            # may call acl itself).
             if call_failed is not None and ret_of(result) not in (ACL_SUCCESS, -1):
                 call_failed(name, args, kwargs, result)
+        except Exception as exc:
+            fail(where, exc)
+        try:
+            if after is not None:
+                after(args, kwargs, result)
         except Exception as exc:
             fail(where, exc)
         return result
