@@ -44,6 +44,7 @@ from aclmon.events import (
     OVERFLOW_DUMP,
     STATS_DUMP,
     DumpFileSeen,
+    optypes,
 )
 
 if TYPE_CHECKING:
@@ -59,8 +60,6 @@ MAX_DEPTH = 12
 MTIME_SLACK_S = 2.0
 
 _OPDEBUG = re.compile(r"opdebug\.node_opdebug\.", re.IGNORECASE)
-#: {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}[...] (op_name has no dots: they become _)
-_OP_DUMP_NAME = re.compile(r"^([^.]+)\.([^.]+)\.\d+\.(?:\d+\.)?\d+(?:\.\d+)*$")
 
 
 #: acl.json "profiler" on/off switches -> the ACL_PROF_* data type they collect
@@ -173,17 +172,6 @@ def classify_name(name: str) -> str:
     return OP_DUMP
 
 
-def op_from_dump_name(name: str) -> tuple[str, str] | None:
-    """(op_type, sanitized op_name) from an operator dump file name, or None
-    (also for overflow records and exception dumps, whose names hold no op type)."""
-    if _OPDEBUG.search(name) or name.startswith(EXCEPTION_DUMP_PREFIX):
-        return None
-    match = _OP_DUMP_NAME.match(name)
-    if match is None:
-        return None
-    return match.group(1), match.group(2)
-
-
 class DumpWatcher:
     """Polls one dump directory tree and publishes each new, complete file."""
 
@@ -238,9 +226,12 @@ class DumpWatcher:
     def _announce(self, path: str, size: int) -> None:
         name = os.path.basename(path)
         kind, summary = describe_dump(path, name)
-        # only operator dumps name the op type (an exception dump may be named after
-        # its kernel, recognised by its directory: the kind says so)
-        op = op_from_dump_name(name) if kind == OP_DUMP else None
+        # operator dumps name the op type, exception dumps only when named after it
+        op = (
+            optypes.from_dump_name(name, exception_dump=kind == EXCEPTION_DUMP)
+            if kind in (OP_DUMP, EXCEPTION_DUMP)
+            else None
+        )
         if op is not None:
             self.ctx.state.learn_op_type(op[1], op[0])
         self.announced += 1

@@ -20,10 +20,19 @@ that raised it:
 * otherwise the execution last launched on the exception's stream
   (``execute_async``, whose End precedes the failure it later causes).
 
-Counting rules (docs/agent.md): a failed execute is a failure of its model; on
-a stream, ``errors`` counts failed synchronizes and executes, exceptions are
-counted apart, so one exception and the failed synchronize it causes are not
-two errors.
+Counting rules (docs/agent.md): a model execution failed when its execute
+failed, when an exception was attributed to it, or when the synchronize of the
+stream it was last launched on failed; each failed execution counts once,
+wherever its failure surfaced. On a stream, ``errors`` counts failed
+synchronizes and executes, exceptions are counted apart, so one exception and
+the failed synchronize it causes are not two errors. Each device adds up the
+errors of its streams (destroyed ones too, which the snapshot no longer lists),
+its exceptions and its streams that ever failed.
+
+The snapshot's :class:`History` also says which events it counts
+(``through_seq``: every event numbered up to it), so a viewer that gets the
+snapshot and the events by different ways (NATS: the last snapshot from a
+store, the events from a replay) never counts one twice.
 """
 
 from __future__ import annotations
@@ -59,19 +68,34 @@ MAX_TRACKED = 4096
 MAX_PENDING = 1024
 #: record builders whose layout the history remembers (they are made when hooks install)
 MAX_BUILDERS = 256
+#: failed executions remembered per model, so a failure seen twice (an exception,
+#: then the failed synchronize it causes) counts once
+FAILED_RUNS_KEPT = 64
+#: unloaded models whose figures the snapshot still carries (newest kept)
+UNLOADED_KEPT = 64
 
 
 class _Model:
-    __slots__ = ("executions", "failures", "name")
+    __slots__ = ("executions", "failed_runs", "failures", "loaded", "name")
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, loaded: ModelLoaded) -> None:
+        self.loaded = loaded  # the event that loaded it (re-sent for an unloaded model)
+        self.name = loaded.name
         self.executions = 0
         self.failures = 0
+        self.failed_runs: deque[int] = deque(maxlen=FAILED_RUNS_KEPT)
+
+    def failed(self, execution: int) -> None:
+        """Execution number ``execution`` failed (counted once, wherever it surfaced)."""
+        if execution > 0 and execution not in self.failed_runs:
+            self.failed_runs.append(execution)
+            self.failures += 1
 
 
 class _Stream:
-    __slots__ = ("device_id", "errors", "last_error", "last_launch", "stream_id", "syncs")
+    __slots__ = (
+        "device_id", "errors", "last_error", "last_launch", "stream_id", "syncs", "unsynced",
+    )  # fmt: skip
 
     def __init__(self, device_id: int, stream_id: int) -> None:
         self.device_id = device_id
@@ -81,6 +105,8 @@ class _Stream:
         self.last_error = 0
         #: (model_id, execution number) of the newest execute_async on this stream
         self.last_launch: tuple[int, int] | None = None
+        #: the same until a synchronize of the stream succeeds: a failing one is its failure
+        self.unsynced: tuple[int, int] | None = None
 
 
 class HistoryKeeper:
@@ -92,9 +118,16 @@ class HistoryKeeper:
             raise ValueError("the number of recent exceptions kept must not be negative")
         self.since_ns = time.time_ns()
         self.models: dict[int, _Model] = {}
+        #: models the job unloaded, with their figures: a viewer that joins after (or
+        #: after the job ended) still counts their executions and failures
+        self.unloaded: dict[int, tuple[_Model, ModelUnloaded]] = {}
         self.streams: dict[int, _Stream] = {}  # stream handle -> figures
         #: (device_id, stream_id) -> exceptions reported on it
         self.stream_exceptions: dict[tuple[int, int], int] = {}
+        #: device_id -> [errors, exceptions, streams with errors] (see the module docstring)
+        self.devices: dict[int, list[int]] = {}
+        #: the number of the last event counted (the snapshot's ``through_seq``)
+        self.last_seq = 0
         self.exceptions: deque[AclException] = deque(maxlen=recent)
         self.dumps: deque[DumpFileSeen] = deque(maxlen=recent)
         #: failed calls with the runtime's message: what a late viewer needs to say
@@ -142,6 +175,10 @@ class HistoryKeeper:
                 replaced = handler(event)
                 if replaced is not None:
                     batch[index] = replaced
+        for event in reversed(batch):  # numbered in order; snapshot-like ones carry 0
+            if event.seq:
+                self.last_seq = max(self.last_seq, event.seq)
+                break
         return batch
 
     def fold(self, records: list[Record], counter: Iterator[int]) -> int:
@@ -174,6 +211,7 @@ class HistoryKeeper:
                 stream = streams_get(record[3])
                 if stream is not None:
                     stream.syncs += 1
+                    stream.unsynced = None  # a successful synchronize settles the launch
                 continue
             model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
             if model is not None:
@@ -181,11 +219,14 @@ class HistoryKeeper:
                 if record[4]:
                     stream = streams_get(record[4])
                     if stream is not None:
-                        stream.last_launch = (record[3], model.executions)
+                        stream.last_launch = stream.unsynced = (record[3], model.executions)
         if other:
             failed += self._build_and_observe(other, counter, counted)
         elif counted:
             skip_numbers(counter, counted)
+            # The counter gives every number in turn, and only here: these follow
+            # the last one taken.
+            self.last_seq += counted
         return failed
 
     def _learn(self, builder: Any) -> int:
@@ -203,19 +244,25 @@ class HistoryKeeper:
         records counted before them; how many failed to build."""
         if skip:
             skip_numbers(counter, skip)
+            self.last_seq += skip
         events, failed = build_records(records, counter)
         self.observe(events)
         return failed
 
     def snapshot_events(self) -> list[Any]:
-        """Recent exceptions, failed calls, log lines and dump files (seq 0), then the totals."""
-        events: list[Any] = [e._replace(seq=0) for e in self.exceptions]
+        """Models unloaded (their load and unload), recent exceptions, failed calls, log
+        lines and dump files (seq 0), then the totals."""
+        events: list[Any] = []
+        for model, unloaded in self.unloaded.values():
+            events.append(model.loaded._replace(seq=0))
+            events.append(unloaded._replace(seq=0))
+        events.extend(e._replace(seq=0) for e in self.exceptions)
         events.extend(c._replace(seq=0) for c in self.call_failures)
         events.extend(line._replace(seq=0) for line in self.logs)
         events.extend(d._replace(seq=0) for d in self.dumps)
         models = [
             value
-            for model_id, m in self.models.items()
+            for model_id, m in (*self.unloaded_models(), *self.models.items())
             for value in (model_id, m.executions, m.failures)
         ]
         streams = [
@@ -228,6 +275,9 @@ class HistoryKeeper:
             for (device, stream_id), count in self.stream_exceptions.items()
             for value in (device, stream_id, count)
         ]
+        devices = [
+            value for device, figures in self.devices.items() for value in (device, *figures)
+        ]
         events.append(
             History(
                 0,
@@ -239,18 +289,54 @@ class HistoryKeeper:
                 self.exceptions_total,
                 self.dumps_total,
                 self.call_failures_total,
+                tuple(devices),
+                self.last_seq,
             )
         )
         return events
 
+    def unloaded_models(self) -> list[tuple[int, _Model]]:
+        return [(model_id, model) for model_id, (model, _) in self.unloaded.items()]
+
+    def _device(self, device_id: int) -> list[int] | None:
+        figures = self.devices.get(device_id)
+        if figures is None and len(self.devices) < MAX_TRACKED:
+            figures = self.devices[device_id] = [0, 0, 0]
+        return figures
+
+    def _stream_failed(self, stream: _Stream, code: int) -> None:
+        device = self._device(stream.device_id)
+        if device is not None:
+            device[0] += 1
+            if not stream.errors:
+                device[2] += 1
+        stream.errors += 1
+        stream.last_error = code
+
+    def _synchronized_launch(self, stream: _Stream, ret: int) -> None:
+        """A synchronize of ``stream`` returned ``ret``: if it failed, so did the
+        execution launched since its last successful one; either way that one is
+        settled (the store's rule too: aclmon/store/attribution.py)."""
+        launch, stream.unsynced = stream.unsynced, None
+        if launch is not None and ret != 0:
+            model = self.models.get(launch[0])
+            if model is not None:
+                model.failed(launch[1])
+
     # ------------------------------------------------------------ handlers
     def _model_loaded(self, e: ModelLoaded) -> None:
         if e.model_id in self.models or len(self.models) < MAX_TRACKED:
-            self.models[e.model_id] = _Model(e.name)
+            self.models[e.model_id] = _Model(e)
+            self.unloaded.pop(e.model_id, None)  # the id is the new model's now
 
     def _model_unloaded(self, e: ModelUnloaded) -> None:
         if e.ret == 0:
-            self.models.pop(e.model_id, None)
+            model = self.models.pop(e.model_id, None)
+            if model is not None:
+                self.unloaded.pop(e.model_id, None)
+                self.unloaded[e.model_id] = (model, e)
+                while len(self.unloaded) > UNLOADED_KEPT:
+                    del self.unloaded[next(iter(self.unloaded))]
 
     def _stream_created(self, e: StreamCreated) -> None:
         if e.stream in self.streams or len(self.streams) < MAX_TRACKED:
@@ -271,15 +357,14 @@ class HistoryKeeper:
         if model is not None:
             model.executions += 1
             if e.ret != 0:
-                model.failures += 1
+                model.failed(model.executions)
         if e.stream:
             stream = self.streams.get(e.stream)
             if stream is not None:
                 if e.ret != 0:
-                    stream.errors += 1
-                    stream.last_error = e.ret
+                    self._stream_failed(stream, e.ret)
                 elif model is not None:
-                    stream.last_launch = (e.model_id, model.executions)
+                    stream.last_launch = stream.unsynced = (e.model_id, model.executions)
 
     def _synchronized(self, e: StreamSynchronized) -> None:
         stream = self.streams.get(e.stream)
@@ -287,35 +372,47 @@ class HistoryKeeper:
             return  # a device-level synchronize, or a stream we do not know
         stream.syncs += 1
         if e.ret != 0:
-            stream.errors += 1
-            stream.last_error = e.ret
+            self._stream_failed(stream, e.ret)
+        self._synchronized_launch(stream, e.ret)
 
     def _exception(self, e: AclException) -> AclException:
         self.exceptions_total += 1
         key = (e.device_id, e.stream_id)
         if key in self.stream_exceptions or len(self.stream_exceptions) < MAX_TRACKED:
             self.stream_exceptions[key] = self.stream_exceptions.get(key, 0) + 1
-        completed = e
-        if not e.model_name:
-            completed = self._attribute(e)
+        device = self._device(e.device_id)
+        if device is not None:
+            device[1] += 1
+        stream = next(
+            (st for st in self.streams.values() if (st.device_id, st.stream_id) == key), None
+        )
+        completed, model = self._attribute(e, stream)
+        if model is not None:
+            model.failed(completed.execution)
+            if stream is not None:
+                stream.unsynced = None  # the failed synchronize to come is this same failure
         self.exceptions.append(completed)
         return completed
 
-    def _attribute(self, e: AclException) -> AclException:
+    def _attribute(
+        self, e: AclException, stream: _Stream | None
+    ) -> tuple[AclException, _Model | None]:
+        """``e`` (reported on ``stream``) with the model execution that raised it, and
+        that model (None: unknown)."""
+        if e.model_name:  # named by whoever sent it
+            named = [m for m in self.models.values() if m.name == e.model_name]
+            return e, named[0] if len(named) == 1 else None
         running = self._running.pop((e.ts_ns, e.task_id), None)
         if running is not None:
             model = self.models.get(running)
             if model is not None:
-                return e._replace(model_name=model.name, execution=model.executions + 1)
-        for stream in self.streams.values():
-            if (stream.device_id, stream.stream_id) == (e.device_id, e.stream_id):
-                if stream.last_launch is not None:
-                    model_id, number = stream.last_launch
-                    model = self.models.get(model_id)
-                    if model is not None:
-                        return e._replace(model_name=model.name, execution=number)
-                break
-        return e
+                return e._replace(model_name=model.name, execution=model.executions + 1), model
+        if stream is not None and stream.last_launch is not None:
+            model_id, number = stream.last_launch
+            model = self.models.get(model_id)
+            if model is not None:
+                return e._replace(model_name=model.name, execution=number), model
+        return e, None
 
     def _call_failed(self, e: CallFailed) -> None:
         self.call_failures_total += 1

@@ -63,15 +63,21 @@ def _read(path: str, limit: int) -> bytes:
 
 def from_file(path: str, model_id: int) -> Described:
     """``(name, op count, op types)`` of the model loaded from ``path``."""
+    found: Described | None = None
     try:
         head = _read(path, OM_HEADER_SIZE)
         raw = _read(path, MAX_DESCRIPTION_BYTES) if head.lstrip()[:1] == b"{" else head
         found = _from_bytes(raw)
-        sidecar = path + ".json"
-        if (found is None or found[1] == 0) and os.path.isfile(sidecar):
-            found = _from_bytes(_read(sidecar, MAX_DESCRIPTION_BYTES)) or found
-    except OSError:
-        found = None
+    except OSError:  # a sidecar-only model: the simulator loads the description alone
+        pass
+    sidecar = path + ".json"
+    if found is None or found[1] == 0:
+        # The description names the model everywhere and lists its operators' types.
+        try:
+            if os.path.isfile(sidecar):
+                found = _from_bytes(_read(sidecar, MAX_DESCRIPTION_BYTES)) or found
+        except OSError:
+            pass
     return found or (os.path.basename(path) or f"model-{model_id}", 0, {})
 
 

@@ -47,7 +47,7 @@ from aclmon.dump.plog import (
     log_root,
     logs_go_to_stdout,
 )
-from aclmon.events import Drops, LogLine
+from aclmon.events import Drops, LogLine, optypes
 
 if TYPE_CHECKING:
     from aclmon.agent.context import AgentContext
@@ -245,6 +245,11 @@ class PlogTail:
     def _publish(self, entry: PlogEntry, path: Path) -> int:
         if not at_least(entry.level, THRESHOLD):
             return 0
+        # GE names the type of an operator that raised an AI Core exception here:
+        # the next exception of that operator carries it (viewers fill in this one).
+        named = optypes.from_log_text(entry.text)
+        if named is not None:
+            self.ctx.state.learn_op_type(*named)
         now = time.monotonic()
         self._tokens = min(BURST, self._tokens + (now - self._refilled) * RATE)
         self._refilled = now

@@ -21,6 +21,7 @@ from aclmon.events import (
     ModelLoaded,
     ProfilingState,
     StreamCreated,
+    optypes,
 )
 
 
@@ -45,8 +46,9 @@ class RuntimeState:
         #: model id -> its ModelLoaded event
         self.models: dict[int, ModelLoaded] = {}
         self.profiling: ProfilingState | None = None
-        #: sanitized op name -> op types seen for it (subscription records, dump file names)
-        self.op_types: dict[str, set[str]] = {}
+        #: sanitized op name -> its op type, "" if several were seen (descriptions,
+        #: subscription records, dump file names, the plog's AIC_INFO lines)
+        self.op_types: dict[str, str] = {}
 
     # ------------------------------------------------------------ devices
     def device_set(self, event: DeviceSet) -> None:
@@ -115,25 +117,13 @@ class RuntimeState:
         return created.stream_id if created is not None else -1
 
     # ------------------------------------------------------------ op types
-    def learn_op_type(self, op_name: str, op_type: str, limit: int = 65536) -> None:
-        """Remember that ``op_name`` is an ``op_type`` (bounded: stops learning at ``limit``)."""
-        if not op_name or not op_type:
-            return
-        key = sanitize_op_name(op_name)
-        types = self.op_types.get(key)
-        if types is None:
-            if len(self.op_types) >= limit:
-                return
-            self.op_types[key] = {op_type}
-        elif len(types) < 4:
-            types.add(op_type)
+    def learn_op_type(self, op_name: str, op_type: str) -> None:
+        """Remember that ``op_name`` is an ``op_type`` (see :mod:`aclmon.events.optypes`)."""
+        optypes.learn(self.op_types, op_name, op_type)
 
     def op_type_of(self, op_name: str) -> str:
         """The op type of ``op_name`` when exactly one has been seen, else ""."""
-        types = self.op_types.get(sanitize_op_name(op_name))
-        if types is not None and len(types) == 1:
-            return next(iter(types))
-        return ""
+        return optypes.type_of(self.op_types, op_name)
 
     # ------------------------------------------------------------ snapshot
     def snapshot(self) -> list[Any]:
@@ -149,8 +139,3 @@ class RuntimeState:
         if self.profiling is not None:
             events.append(self.profiling)
         return [e._replace(seq=0) for e in list(events)]
-
-
-def sanitize_op_name(name: str) -> str:
-    """An op name as the runtime writes it into dump file names (space . / \\ become _)."""
-    return name.replace(" ", "_").replace(".", "_").replace("/", "_").replace("\\", "_")

@@ -8,6 +8,8 @@
 - :mod:`aclmon.events.clock`: ``Clock`` (sequence numbers and timestamps) and
   the ``Hello`` of this process.
 - :mod:`aclmon.events.json`: ``to_json``.
+- :mod:`aclmon.events.optypes`: where the runtime names an operator's type, and
+  the table of the types learned (the agent and the store share it).
 
 Every public name is re-exported here: ``from aclmon.events import StreamCreated``.
 The codec's names load on first use: reading the schema (the dump decoder's

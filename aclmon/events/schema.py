@@ -318,6 +318,14 @@ class History(NamedTuple):
     dumps_total: int
     # Added after the first schema-4 agents (an array that ends before it decodes with 0):
     call_failures_total: int = 0  # failed hooked calls since start
+    # Added later still (an array that ends before them decodes with these):
+    #: flat (device_id, errors, exceptions, streams with errors) quads: failed
+    #: synchronizes and executes on the device's streams (destroyed ones too),
+    #: exceptions on it, streams that ever failed one
+    devices: tuple[int, ...] = ()
+    #: the sequence number of the last event these figures count (0: not known): an
+    #: event numbered up to it is in them already, one after it is not
+    through_seq: int = 0
 
 
 @register(27, "goodbye")

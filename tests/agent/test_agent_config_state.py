@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 from aclmon.agent.dumps import (
     MAX_ACL_JSON_BYTES,
     classify_name,
-    op_from_dump_name,
     read_acl_json,
 )
-from aclmon.agent.state import RuntimeState, sanitize_op_name
+from aclmon.agent.state import RuntimeState
 from aclmon.events import (
     ContextCreated,
     DeviceSet,
     ModelLoaded,
     StreamCreated,
+    optypes,
 )
+from aclmon.events.optypes import sanitize_op_name
 
 
 def test_acl_json_dump_and_profiler(tmp_path):
@@ -134,10 +135,25 @@ def test_dump_names():
     assert classify_name("OpDebug.Node_Opdebug.12.3.1700000000000") == "overflow"
     assert classify_name("Conv2D.conv1.5.2.1700000000000.csv") == "stats"
     assert classify_name("Conv2D.conv1.5.2.1700000000000") == "op-dump"
-    assert op_from_dump_name("Conv2D.layer1_conv1.5.2.1700000000000") == ("Conv2D", "layer1_conv1")
-    assert op_from_dump_name("Add.add_1.7.1700000000000") == ("Add", "add_1")
-    assert op_from_dump_name("Opdebug.Node_OpDebug.12.3.1700000000000") is None
-    assert op_from_dump_name("mapping.csv") is None
+    from_dump_name = optypes.from_dump_name
+    assert from_dump_name("Conv2D.layer1_conv1.5.2.1700000000000") == ("Conv2D", "layer1_conv1")
+    assert from_dump_name("Add.add_1.7.1700000000000") == ("Add", "add_1")
+    assert from_dump_name("Opdebug.Node_OpDebug.12.3.1700000000000") is None
+    assert from_dump_name("mapping.csv") is None
+    # exception dumps: named after the operator (older GE) yes; exception_info or a kernel, no
+    assert from_dump_name("MatMul.dense2_mm.4.21.1700000000000", exception_dump=True) == (
+        "MatMul", "dense2_mm",
+    )  # fmt: skip
+    assert from_dump_name("exception_info.dense2_mm.4.1700000000000", exception_dump=True) is None
+    assert (
+        from_dump_name("te_matmul_1a2b.dense2_mm.4.21.1700000000000", exception_dump=True) is None
+    )
+
+
+def test_op_types_from_the_cann_logs_aic_info_line():
+    text = "[AIC_INFO] node_name:dense2/matmul, node_type:MatMul, stream_id:21, task_id:4"
+    assert optypes.from_log_text(text) == ("dense2/matmul", "MatMul")
+    assert optypes.from_log_text("Aicore kernel execute failed, device_id=1") is None
 
 
 def test_op_type_learning_is_reliable_only_when_unique():
@@ -149,9 +165,10 @@ def test_op_type_learning_is_reliable_only_when_unique():
     state.learn_op_type("layer1_conv_1", "MatMul")
     assert state.op_type_of("layer1/conv.1") == ""  # ambiguous: say nothing
     assert state.op_type_of("other") == ""
+    table: dict[str, str] = {}
     for i in range(10):
-        state.learn_op_type(f"op{i}", "Add", limit=5)
-    assert len(state.op_types) == 5
+        optypes.learn(table, f"op{i}", "Add", limit=5)
+    assert len(table) == 5
 
 
 def test_snapshot_resends_live_state_with_seq_zero():

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclmon.agent import dumps
-from aclmon.agent.dumps import DumpWatcher, describe_dump, op_from_dump_name
+from aclmon.agent.dumps import DumpWatcher, describe_dump
 from aclmon.agent.state import RuntimeState
 from aclmon.events import DumpFileSeen
+from aclmon.events.optypes import from_dump_name
 
 
 class FakeAgent:
@@ -102,6 +103,6 @@ def test_summary_is_plain_msgpack_data(tmp_path, monkeypatch):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_dump_names_never_raise(name):
-    parsed = op_from_dump_name(name)
+    parsed = from_dump_name(name) or from_dump_name(name, exception_dump=True)
     assert parsed is None or (parsed[0] and parsed[1] and "." not in parsed[0] + parsed[1])
     assert dumps.classify_name(name) in ("op-dump", "exception-dump", "overflow", "stats")

@@ -160,7 +160,12 @@ def test_history_keeps_the_last_n_and_counts_apart(tmp_path):
     assert all(e.seq == 0 for e in snapshot)
     assert [e.task_id for e in snapshot[:2]] == [12, 13] and snapshot[1].model_name == ""
     history = snapshot[-1]
-    assert history.models == (5, 3, 1) and history.exceptions_total == 3
+    # Two executions failed: launch 1 (its exception, then its synchronize: once)
+    # and execution 3 (its exception, then the execute's own code: once).
+    assert history.models == (5, 3, 2) and history.exceptions_total == 3
+    # device 0: one error (the synchronize), three exceptions, one stream that failed
+    assert history.devices == (0, 1, 3, 1)
+    assert history.through_seq == 32  # the last event counted
     assert history.dumps_total == 3 and history.call_failures_total == 3
     # one exception and the failed synchronize it caused: one error on the stream
     assert history.streams == (0xB0, 1, 1, ACL_ERROR_RT_AICORE_EXCEPTION)
