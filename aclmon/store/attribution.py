@@ -14,11 +14,20 @@ store completes the exception from those, as the agent does:
   (``execute_async``, whose End precedes the failure it later causes).
 
 An exception neither names keeps ``model_name`` empty; viewers say "–".
+
+A model execution failed when its execute failed, when an exception is
+attributed to it, or when the first synchronize of its stream after it was
+launched failed (an ``execute_async`` whose error surfaces there) and no
+exception had already named a failed execution of that stream since its last
+successful synchronize (then the failed synchronize is that same failure); each
+failed execution counts once in ``ModelState.failures``, wherever it surfaced
+(:func:`note_failed_run`).
 """
 
 from __future__ import annotations
 
 from aclmon import events as ev
+from aclmon.events import optypes
 from aclmon.store.state import ModelState, StoreState, StreamState
 
 #: exceptions waiting for the End of the synchronous execute that raised them
@@ -46,7 +55,7 @@ def attribute_exception(
 def note_launch(stream: StreamState, model: ModelState) -> None:
     """An ``execute_async`` of ``model`` on ``stream`` ended (was queued): the
     failures the stream reports next are this execution's."""
-    stream.last_launch = (model.model_id, model.executions)
+    stream.last_launch = stream.unsynced_launch = (model.model_id, model.executions)
 
 
 def synchronous_end(s: StoreState, model: ModelState, e: ev.ExecuteEnd) -> None:
@@ -58,9 +67,32 @@ def synchronous_end(s: StoreState, model: ModelState, e: ev.ExecuteEnd) -> None:
         if exc.device_id == model.device_id and start <= exc.ts_ns <= e.ts_ns:
             named = exc._replace(model_name=model.name, execution=model.executions)
             _replace_in_ring(s, exc, named)
+            note_failed_run(model, model.executions)
         else:  # another device's, or another thread's execute may hold it
             waiting.append(exc)
     s.awaiting_execution = waiting
+
+
+def learned_op_type(s: StoreState, op_name: str, op_type: str) -> None:
+    """``op_name`` is an ``op_type`` (a timing, a dump's name, the CANN log said so):
+    the exceptions of that operator that name no type take it, the newest first."""
+    if not optypes.learn(s.op_types, op_name, op_type):
+        return
+    key = optypes.sanitize_op_name(op_name)
+    ring = s.exceptions
+    for index in range(len(ring) - 1, max(-1, len(ring) - 1 - SEARCH_LIMIT), -1):
+        e = ring[index]
+        if not e.op_type and e.op_name and optypes.sanitize_op_name(e.op_name) == key:
+            ring[index] = e._replace(op_type=op_type)
+
+
+def typed(s: StoreState, e: ev.AclException) -> ev.AclException:
+    """``e`` with its op type: its own, else the one learned for its operator."""
+    if e.op_type:
+        learned_op_type(s, e.op_name, e.op_type)
+        return e
+    known = optypes.type_of(s.op_types, e.op_name)
+    return e._replace(op_type=known) if known else e
 
 
 def _replace_in_ring(s: StoreState, old: ev.AclException, new: ev.AclException) -> None:
@@ -69,3 +101,35 @@ def _replace_in_ring(s: StoreState, old: ev.AclException, new: ev.AclException) 
         if ring[index] is old:
             ring[index] = new
             return
+
+
+def note_failed_run(model: ModelState, execution: int) -> None:
+    """Execution ``execution`` of ``model`` failed; counted once however often it is
+    reported (an exception, then the failed synchronize it causes)."""
+    if execution > 0 and execution not in model.failed_runs:
+        model.failed_runs.append(execution)
+        model.failures += 1
+
+
+def synchronized(s: StoreState, stream: StreamState, ret: int) -> None:
+    """A synchronize of ``stream`` returned ``ret``: if it failed, so did the execution
+    launched on it since its last successful one; either way that one is settled."""
+    launch, stream.unsynced_launch = stream.unsynced_launch, None
+    model = s.models.get(launch[0]) if launch is not None and ret != 0 else None
+    if launch is not None and model is not None:
+        note_failed_run(model, launch[1])
+
+
+def failed_exception_run(s: StoreState, e: ev.AclException) -> bool:
+    """``e`` names the execution that raised it: that execution failed. False when
+    it names none (or a model the store cannot tell)."""
+    if not e.model_name or e.execution <= 0:
+        return False
+    named = [
+        m for m in s.models.values() if m.name == e.model_name and m.device_id in (e.device_id, -1)
+    ]
+    candidates = [m for m in named if m.loaded] or named
+    if len(candidates) != 1:
+        return False
+    note_failed_run(candidates[0], e.execution)
+    return True

@@ -29,6 +29,10 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
                 "last_device_sync_ret": d.last_sync_ret,
                 "device_sync_errors": d.sync_errors,
                 "device_synchronizing": d.synchronizing,
+                # what failed on it, destroyed streams included (the HEALTH column)
+                "errors": d.errors,
+                "exceptions": d.exceptions,
+                "failed_streams": d.failed_streams,
                 "contexts": [
                     {
                         "context": ctx.context,

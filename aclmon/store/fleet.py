@@ -351,6 +351,11 @@ class FleetStore:
                     "executions": entry.executions(),
                     "failures": entry.failures(),
                     "exceptions_total": s.exceptions_total,
+                    # (ts_ns, device, stream id, task id) of the newest, oldest first
+                    "exceptions": [
+                        [e.ts_ns, e.device_id, e.stream_id, e.task_id]
+                        for e in list(s.exceptions)[-20:]
+                    ],
                     "events": s.counters.events,
                     "gaps": s.counters.gaps,
                     "dropped": s.counters.agent_dropped,

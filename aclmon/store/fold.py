@@ -12,11 +12,21 @@ many the job has made.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aclmon import events as ev
-from aclmon.events import DEVICE_SYNC
-from aclmon.store.attribution import attribute_exception, note_launch, synchronous_end
+from aclmon.events import DEVICE_SYNC, optypes
+from aclmon.store.attribution import (
+    attribute_exception,
+    failed_exception_run,
+    learned_op_type,
+    note_failed_run,
+    note_launch,
+    synchronized,
+    synchronous_end,
+    typed,
+)
 from aclmon.store.export import state_to_json
 from aclmon.store.history import fold_history
 from aclmon.store.host import fold_host_npu_sample
@@ -55,6 +65,13 @@ from aclmon.store.streams import (
     refresh_stream,
     resolve_stream,
     stream_by_id,
+)
+
+#: kinds a snapshot does not restate: folded even when a snapshot's History counts
+#: events numbered after them (samples and timings are series, log lines are
+#: deduplicated by their text, a drop count is a running total)
+NOT_IN_SNAPSHOTS = frozenset(
+    {ev.DeviceSample, ev.HostSample, ev.OpTiming, ev.TxMark, ev.TxRange, ev.LogLine, ev.Drops}
 )
 
 
@@ -190,6 +207,11 @@ class Store:
         seq = event.seq
         # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
         if seq:
+            if seq <= s.covered_seq:
+                if type(event) is ev.Hello:  # a new agent numbers from 1 again
+                    s.covered_seq = 0
+                elif type(event) not in NOT_IN_SNAPSHOTS:
+                    return  # a snapshot we folded counts it already: never both
             last = s.last_seq
             # A Hello starts (or restarts) a source; a smaller seq means the source
             # restarted its clock (a new agent): neither is a gap.
@@ -208,6 +230,16 @@ class Store:
         gone = self.state.stream_history.add(stream.key)
         if gone is not None:
             forget_stream(self.state, gone)
+
+    def _stream_failed(self, stream: StreamState, code: int) -> None:
+        """A synchronize or execute on ``stream`` failed: count it there and on its
+        device (where it stays when the stream goes)."""
+        device = self._device(stream.device_id)
+        device.stream_errors += 1
+        if not stream.errors:
+            device.failed_streams += 1
+        stream.errors += 1
+        stream.last_error = code
 
     def _device(self, device_id: int) -> DeviceState:
         devices = self.state.devices
@@ -248,10 +280,16 @@ class Store:
         fold_host_npu_sample(self.state.host_npus, e)
 
     def _device_set(self, e: ev.DeviceSet) -> None:
+        if e.ret != 0:
+            # A failed set_device (set_device(99)) is a failed call, not a device: it
+            # shows with the failed calls and in the Logs; a device we know notes it.
+            known = self.state.devices.get(e.device_id)
+            if known is not None:
+                known.set_ret = e.ret
+            return
         d = self._device(e.device_id)
         d.set_ret = e.ret
-        if e.ret == 0:
-            d.reset = False
+        d.reset = False
 
     def _device_reset(self, e: ev.DeviceReset) -> None:
         if e.ret == 0:
@@ -368,8 +406,8 @@ class Store:
         if stream is None:
             return
         if _count_sync(stream, e):
-            stream.errors += 1
-            stream.last_error = e.ret
+            self._stream_failed(stream, e.ret)
+        synchronized(self.state, stream, e.ret)
         if stream.pending_syncs:
             take_back(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
             refresh_stream(self.state, stream)
@@ -398,8 +436,12 @@ class Store:
     def _model_loaded(self, e: ev.ModelLoaded) -> None:
         self._device(e.device_id)
         old = self.state.models.get(e.model_id)
-        if e.seq == 0 and old is not None and old.loaded and old.name == e.name:
-            return  # snapshot of a model we know: keep its run counts
+        if e.seq == 0 and old is not None and old.name == e.name:
+            # Snapshot of a model we know: keep its run counts. (An unloaded one comes
+            # back with its unload right after it, from the agent's history.)
+            old.loaded = True
+            self.state.model_history.discard(e.model_id)
+            return
         self.state.model_history.discard(e.model_id)
         self.state.models[e.model_id] = ModelState(e.model_id, e.device_id, e.name, e.op_count)
 
@@ -448,7 +490,7 @@ class Store:
             model.executions += 1
             model.last_duration_ns = e.duration_ns
             if e.ret != 0:
-                model.failures += 1
+                note_failed_run(model, model.executions)
             if model.pending:
                 mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
                 found = closest([model.pending[i][1] for i in mine], start, e.ts_ns)
@@ -477,11 +519,10 @@ class Store:
             stream = self.resolve_stream(e.stream, device_id=device_id)
         if stream is None:
             return
-        if model is not None:
-            note_launch(stream, model)
         if e.ret != 0:
-            stream.errors += 1
-            stream.last_error = e.ret
+            self._stream_failed(stream, e.ret)
+        elif model is not None:
+            note_launch(stream, model)
         pending = stream.pending_executes
         if not pending:
             return
@@ -500,12 +541,18 @@ class Store:
             if any(_exception_key(x) == key for x in s.exceptions):
                 return
         stream = self.stream_by_id(e.device_id, e.stream_id)
+        e = typed(s, e)
         if e.seq != 0:
             e = attribute_exception(s, e, stream)
         s.exceptions_total += 1
         s.exceptions_dropped += ring_add(s.exceptions, e, s.exception_limit)
         if e.seq == 0:
             return
+        if failed_exception_run(s, e) and stream is not None:
+            stream.unsynced_launch = None  # the failed synchronize to come is this failure
+        device = s.devices.get(e.device_id)
+        if device is not None:
+            device.exceptions += 1
         if stream is not None:
             stream.exceptions += 1
             stream.last_error = e.error_code
@@ -520,6 +567,8 @@ class Store:
         self.state.profiling = e
 
     def _op_timing(self, e: ev.OpTiming) -> None:
+        if e.op_type:
+            learned_op_type(self.state, e.op_name, e.op_type)
         fold_op_timing(self.state, e)
 
     def _tx(self, e: ev.TxMark | ev.TxRange) -> None:
@@ -529,6 +578,12 @@ class Store:
         s = self.state
         if e.seq == 0 and any(d.path == e.path and d.ts_ns == e.ts_ns for d in s.dumps):
             return  # from the agent's history, already seen
+        if e.kind in ("op-dump", "exception-dump"):
+            named = optypes.from_dump_name(
+                os.path.basename(e.path), exception_dump=e.kind == "exception-dump"
+            )
+            if named is not None:
+                learned_op_type(s, named[1], named[0])
         s.dumps_total += 1
         s.dumps_dropped += ring_add(s.dumps, e, s.dump_limit)
 
@@ -542,6 +597,9 @@ class Store:
         if key in s.log_entries:
             return
         s.log_entries[key] = None
+        named = optypes.from_log_text(e.text)  # GE's [AIC_INFO] line of an exception
+        if named is not None:
+            learned_op_type(s, *named)
         if len(s.log_entries) > 4 * s.log_limit:
             del s.log_entries[next(iter(s.log_entries))]
         # Bounded by count and by text: the newest line always stays, whole.

@@ -33,6 +33,18 @@ def fold_history(store: Store, e: ev.History) -> None:
         stream = store.stream_by_id(device_id, stream_id)
         if stream is not None:
             stream.exceptions = max(stream.exceptions, count)
+    for device_id, errors, exceptions, failed_streams in _groups(e.devices, 4):
+        device = s.devices.get(device_id)
+        if device is not None:
+            device.stream_errors = max(device.stream_errors, errors)
+            device.exceptions = max(device.exceptions, exceptions)
+            device.failed_streams = max(device.failed_streams, failed_streams)
+    if e.through_seq:
+        # Events numbered up to it are in these figures: the next one folded is the
+        # one after it (no gap), and a copy of one of them arriving later (a replay
+        # after a stored snapshot) is not folded again.
+        s.covered_seq = max(s.covered_seq, e.through_seq)
+        s.last_seq = max(s.last_seq, e.through_seq)
     s.exceptions_total = max(s.exceptions_total, e.exceptions_total)
     s.exceptions_dropped = max(s.exceptions_dropped, s.exceptions_total - len(s.exceptions))
     s.dumps_total = max(s.dumps_total, e.dumps_total)

@@ -45,6 +45,8 @@ TX_LIMIT = 64
 REPLY_LIMIT = 64
 #: destroyed streams, destroyed contexts and unloaded models kept (each).
 DESTROYED_LIMIT = 256
+#: failed executions remembered per model (a failure seen twice counts once)
+FAILED_RUNS_KEPT = 64
 #: threads whose current context we remember (bounded against a hostile stream).
 THREAD_LIMIT = 4096
 
@@ -140,6 +142,16 @@ class DeviceState:
     synchronizing: bool = False  # a synchronize_device Begin is pending
     pending_syncs: list[int] = field(default_factory=list)  # Begin start times
     recent_sync_ends: list[int] = field(default_factory=list)  # End start times
+    # What failed on the device, kept when its streams go (the job destroys a stream
+    # that failed, as recovery code does, and must not look clean after):
+    stream_errors: int = 0  # failed synchronizes and executes on its streams
+    exceptions: int = 0  # AI Core exceptions reported on it
+    failed_streams: int = 0  # streams that failed at least one call
+
+    @property
+    def errors(self) -> int:
+        """Every failed call about this device: its streams' and synchronize_device's."""
+        return self.stream_errors + self.sync_errors
 
 
 def _host_history() -> deque[Any]:
@@ -207,6 +219,9 @@ class StreamState:
     pending_executes: list[tuple[int, int]] = field(default_factory=list)  # (model, start)
     # (model_id, execution number) of the newest execute_async End on it (store/attribution)
     last_launch: tuple[int, int] | None = None
+    # the same while no synchronize of the stream has succeeded since: a failing one
+    # is that execution's failure
+    unsynced_launch: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -246,7 +261,9 @@ class ModelState:
     loaded: bool = True
     running: int = 0  # pending ExecuteBegins (calls seen running for 50 ms, not ended)
     executions: int = 0  # counted from ExecuteEnd alone
+    # executions that failed, wherever the failure surfaced (store/attribution)
     failures: int = 0
+    failed_runs: deque[int] = field(default_factory=lambda: deque(maxlen=FAILED_RUNS_KEPT))
     last_duration_ns: int | None = None
     pending: list[tuple[int, int]] = field(default_factory=list)  # (stream, start) of Begins
     recent_ends: list[tuple[int, int]] = field(default_factory=list)  # (stream, start) of Ends
@@ -356,6 +373,9 @@ class StoreState:
     op_limit: int = OP_LIMIT
     hello: ev.Hello | None = None
     last_seq: int = 0
+    # the newest History's through_seq: an event numbered up to it is counted in
+    # that snapshot already, so it is not folded again (Store._apply)
+    covered_seq: int = 0
     newest_ts_ns: int = 0
     host: ev.HostSample | None = None
     host_cpu_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
@@ -395,6 +415,10 @@ class StoreState:
     profiling: ev.ProfilingState | None = None
     replies: dict[int, ev.Reply] = field(default_factory=dict)  # request_id -> reply
     last_reply: ev.Reply | None = None
+    # sanitized op name -> its op type ("" when several were seen), learned from the
+    # live timings, dump file names and the CANN log (aclmon.events.optypes): an
+    # exception whose event names no type shows the one learned, before or after it
+    op_types: dict[str, str] = field(default_factory=dict)
     ops: dict[OpKey, OpStats] = field(default_factory=dict, metadata=RECORDS)
     op_timings_total: int = 0
     op_timings_untracked: int = 0  # timings of ops beyond op_limit distinct operators
