@@ -25,6 +25,7 @@ from aclmon.store.state import (
     STREAM_DESTROYED,
     STREAM_IDLE,
     STREAM_SYNCHRONIZING,
+    DeviceState,
     StoreState,
 )
 from aclmon.tui import fmt
@@ -113,6 +114,7 @@ class DevicesView(FilteredView):
             yield Static(id="device-table", classes="panel")
             yield Static(id="host-line", classes="panel")
             yield Static(id="models", classes="panel")
+            yield Static(id="failed-calls", classes="panel")
             yield Static(id="device-logs", classes="panel")
             yield Vertical(id="trees")
         yield self.filter_bar()
@@ -214,6 +216,10 @@ class DevicesView(FilteredView):
         self.query_one("#device-table", Static).update(self._device_table(s))
         self.query_one("#host-line", Static).update(self._host_line(s))
         self.query_one("#models", Static).update(self._models(s))
+        failed = self.query_one("#failed-calls", Static)
+        failed.display = bool(s.call_failures_total)
+        if s.call_failures_total:
+            failed.update(self._failed_calls(s))
         logs = self.query_one("#device-logs", Static)
         logs.display = bool(s.logs)
         if s.logs:
@@ -280,18 +286,27 @@ class DevicesView(FilteredView):
         # sparklines take what is left (4..24 samples).
         width = self.width
         show_soc = width >= 140
-        fixed = 75 + (14 if show_soc else 0)
+        soc_name = s.hello.soc_name if s.hello else "?"
+        # HEALTH is as wide as its longest cell (a device that had errors says so)
+        health_width = max(
+            [6, *(len(d.sample.health) + len(self._failures(d)) for d in s.devices.values()
+                  if d.sample)]
+        )  # fmt: skip
+        soc_width = max(10, len(soc_name))
+        fixed = 75 + (soc_width + 4 if show_soc else 0) + health_width - 6
         spark_width = max(4, min(24, (width - fixed) // 3))
         table = Table(box=None, expand=True, pad_edge=False, header_style=dim + Style(bold=True))
-        columns: list[tuple[str, JustifyMethod, int]] = [("DEV", "right", 3), ("SoC", "left", 10), ("HEALTH", "left", 6),
-                   ("AI CORE", "left", spark_width + 5), ("VECTOR", "left", spark_width + 5),
-                   ("AI CPU", "left", spark_width + 5), ("HBM used / total", "left", 24),
-                   ("TEMP", "right", 4), ("POWER", "right", 5)]  # fmt: skip
+        columns: list[tuple[str, JustifyMethod, int]] = [
+            ("DEV", "right", 3), ("SoC", "left", soc_width), ("HEALTH", "left", health_width),
+            ("AI CORE", "left", spark_width + 5), ("VECTOR", "left", spark_width + 5),
+            ("AI CPU", "left", spark_width + 5), ("HBM used / total", "left", 24),
+            ("TEMP", "right", 4), ("POWER", "right", 5),
+        ]  # fmt: skip
         if not show_soc:
             del columns[1]
         for name, justify, min_width in columns:
             table.add_column(name, justify=justify, no_wrap=True, min_width=min_width)
-        soc = [s.hello.soc_name if s.hello else "?"] if show_soc else []
+        soc = [soc_name] if show_soc else []
         if not s.devices:
             table.add_row("", Text("waiting for the first device sample…", style=dim))
         for device_id in sorted(s.devices):
@@ -299,9 +314,10 @@ class DevicesView(FilteredView):
             sample = d.sample
             if sample is None:
                 state = "reset" if d.reset else ("set" if d.set_ret == 0 else "no sample yet")
-                table.add_row(str(device_id), *soc, Text(state, style=dim))
+                table.add_row(str(device_id), *soc, Text(state, style=dim) + self._failures(d))
                 continue
             health = Text(sample.health, style=good if sample.health == "OK" else bad)
+            health.append_text(self._failures(d))
 
             def util(history: Any, latest: int) -> Text:
                 if latest < 0:
@@ -328,6 +344,40 @@ class DevicesView(FilteredView):
                 "–" if sample.power_w is None else f"{sample.power_w:.0f} W",
             )
         return table
+
+    def _failures(self, d: DeviceState) -> Text:
+        """What failed on the device so far (destroyed streams too): a job that fails
+        never looks clean, whatever the hardware's health says."""
+        if not d.errors and not d.exceptions:
+            return Text()
+        count, what = (d.errors, "error") if d.errors else (d.exceptions, "exception")
+        if (self.size.width or 160) < 120:  # narrow: the column keeps its room
+            said = f" {count} {what[:3]}"
+        else:
+            said = f" · {count} {what}{'s' if count != 1 else ''}"
+        return Text(said, style=theme_style(self, "aclmon-bad", bold=True))
+
+    def _failed_calls(self, s: StoreState) -> RenderableType:
+        """The job's failed calls since start, by call, and what the runtime said
+        about the newest (a failed set_device shows here, not as a device)."""
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad")
+        text = Text("FAILED CALLS  ", style=dim + Style(bold=True))
+        text.append(f"{s.call_failures_total}", style=bad)
+        recent = [f.event for f in s.call_failures]
+        by_call: dict[str, int] = {}
+        for e in reversed(recent):
+            by_call[e.api] = by_call.get(e.api, 0) + 1
+        if by_call:
+            shown = ", ".join(f"{api} ×{n}" for api, n in by_call.items())
+            text.append(f"  ({shown}" + (" lately" if len(recent) < s.call_failures_total
+                                         else "") + ")", style=dim)  # fmt: skip
+            newest = recent[-1]
+            text.append(f"  last: acl.{newest.api} {error_name(newest.ret)}", style=bad)
+            said = fmt.runtime_headline(newest.message) if newest.message else ""
+            if said:
+                text.append(f": {said}", style=dim)
+        return text
 
     def _host_line(self, s: StoreState) -> RenderableType:
         """pid, host and the job's command (its script first, cut in the middle to
@@ -472,12 +522,25 @@ class DevicesView(FilteredView):
                     line.append(f"  {m.failures} failed", style=bad)
                 if self._shown(line):
                     branch.add(line)
-        if hidden:
-            tree.add(
-                Text(
-                    f"{hidden} destroyed context(s)/stream(s) hidden"
-                    f" ({self.key('devices.destroyed', 'd')} shows)",
-                    style=dim,
+        # Streams that failed and are gone (recovery code destroys them): said here
+        # whether they are hidden, or unknown (joined later, or past the history).
+        failing_now = sum(
+            1
+            for st in s.streams.values()
+            if st.device_id == device_id and st.errors and st.state != STREAM_DESTROYED
+        )
+        failed_gone = max(0, device.failed_streams - failing_now)
+        if hidden or failed_gone:
+            note = Text(style=dim)
+            if hidden:
+                note.append(f"{hidden} destroyed context(s)/stream(s) hidden")
+            if failed_gone:
+                note.append(", " if hidden else "")
+                note.append(
+                    f"{failed_gone} destroyed stream{'s' if failed_gone != 1 else ''} had errors",
+                    style=bad,
                 )
-            )
+            if hidden:
+                note.append(f" ({self.key('devices.destroyed', 'd')} shows)")
+            tree.add(note)
         return tree
