@@ -289,6 +289,12 @@ class Agent:
             except Exception:
                 pass
         if self.publisher is not None:
+            # Every viewer gets the final snapshot (its History counts everything), so
+            # the state a relay keeps for a job that exited is its last.
+            try:
+                self.publisher.send_snapshots(timeout=0.5)
+            except Exception as exc:
+                self.fail("final snapshot", exc)
             # The last event: a viewer shows "job exited", not a lost connection.
             status, reason = self.exit_status or (0, "agent stopped")
             # Through the ring, after everything the job's threads sent before it.

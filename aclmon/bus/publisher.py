@@ -155,6 +155,9 @@ class Publisher:
         self._policy: handshake.Policy | None = None
         self._warnings = RateLimitedLog(log)
         self._warn = self._warnings.warning
+        #: set by :meth:`send_snapshots`: the thread sends the snapshot to every viewer
+        #: once what is queued before went out, then sets the event it carries
+        self._snapshots_due: threading.Event | None = None
 
     # ------------------------------------------------------------ public API
     @property
@@ -241,6 +244,31 @@ class Publisher:
         """Answer a command (every viewer sees it; the sender matches the id)."""
         return self.emit(Reply, request_id, code, message, data or {})
 
+    def send_snapshots(self, timeout: float = 0.5) -> bool:
+        """Send every viewer the snapshot now, after everything published before
+        (the agent does this as it closes, so that the last state a relay keeps is
+        the job's final one). Waits at most ``timeout`` s; False if it was not sent."""
+        thread = self._thread
+        if thread is None or self._closing or self._snapshot is None:
+            return False
+        done = threading.Event()
+        self._snapshots_due = done
+        if thread is threading.current_thread():
+            self._send_due_snapshots()
+        else:
+            self._wake()
+        return done.wait(timeout)
+
+    def _send_due_snapshots(self) -> None:
+        done, self._snapshots_due = self._snapshots_due, None
+        if done is None:
+            return
+        self._pump()  # what was published before goes first
+        for conn in list(self._connections.values()):
+            if conn.ready:
+                self._send_snapshot(conn)
+        done.set()
+
     def close(self, flush_timeout: float = 1.0) -> None:
         """Stop, after trying for ``flush_timeout`` s to send what is queued."""
         if self._closing:
@@ -319,6 +347,8 @@ class Publisher:
             if accept_due:
                 self._accept()
             self._pump()
+            if self._snapshots_due is not None:
+                self._send_due_snapshots()
             self._housekeeping()
         self._drain_wake()
         self._pump()

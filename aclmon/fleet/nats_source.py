@@ -83,6 +83,8 @@ class NatsFeed:
         self.since_s = since_s
         self.summary_only = summary_only
         self.readonly = readonly
+        #: the server refused a publish on a ``cmd`` subject (these credentials may not)
+        self.commands_denied = False
         self.description = f"{url}/{scope.describe()}"
         self.state = CONNECTING
         self.state_reason = ""
@@ -175,6 +177,39 @@ class NatsFeed:
             raise CommandRefused(f"the reply on {subject} is not one framed Reply")
         return reply
 
+    def request_snapshots(self, keys: list[SourceKey], timeout: float = 5.0) -> set[SourceKey]:
+        """Ask each agent in ``keys``, through its host's relay, for its snapshot now (it
+        follows on the agent's ``events`` subject, where the feed gets it in order).
+        Sent also by a read-only feed: it changes nothing in the job. Returns the
+        sources that said it was sent (not: no relay, a relay or agent that takes no
+        commands, credentials that may not publish there)."""
+        loop = self._loop
+        if loop is None or self.state != CONNECTED or self.commands_denied or not keys:
+            return set()
+
+        async def ask(key: SourceKey) -> bool:
+            command = ev.RequestSnapshot(1, time.time_ns(), secrets.randbits(63))
+            subject = sj.subject(self.scope.job, key[0], key[1], sj.CMD)
+            try:
+                data = await self._request(subject, encode_frame(ev.encode(command)), timeout)
+            except Exception:
+                return False
+            payloads: list[bytes] = []
+            with contextlib.suppress(FrameError):
+                payloads = FrameDecoder(64 * 1024, subject).feed(data or b"")
+            reply = ev.EventDecoder().decode_payload(payloads[0]) if len(payloads) == 1 else None
+            return isinstance(reply, ev.Reply) and reply.code == 0
+
+        async def ask_all() -> list[bool]:
+            return list(await asyncio.gather(*(ask(key) for key in keys)))
+
+        future = asyncio.run_coroutine_threadsafe(ask_all(), loop)
+        try:
+            answers = future.result(timeout + 2.0)
+        except Exception:
+            return set()
+        return {key for key, sent in zip(keys, answers, strict=True) if sent}
+
     def close(self) -> None:
         self._closing = True  # callbacks still queued return at once
         loop, stop = self._loop, self._stop
@@ -202,7 +237,7 @@ class NatsFeed:
     async def _error(self, exc: Exception) -> None:
         text = str(exc)
         if "permissions violation" in text.lower() and sj.CMD in text:
-            self.readonly = True
+            self.readonly = self.commands_denied = True
         elif "authorization" in text.lower():
             self.state_reason = text
 
@@ -405,7 +440,8 @@ class NatsFeed:
             self.gone.add(key)
             with self._lock:
                 self._ready.append((key, []))  # the viewer learns of the source even so
-            return
+            if not msg.data:  # a relay that kept no snapshot (or an older relay)
+                return
         # A snapshot on its own decoder: the source's event decoder keeps its counts.
         decoder = StreamDecoder(source=msg.subject)
         try:

@@ -609,11 +609,15 @@ class Relay:
                 future.set_result(frame)
 
     async def _gone(self, link: AgentLink) -> None:
-        """Tell viewers the agent exited: an empty ``state`` message with a header."""
+        """Tell viewers the agent exited: a ``state`` message with a header, holding the
+        agent's last snapshot (its final one: the stream keeps one message a subject,
+        and a viewer that comes later must still find what the job did)."""
         if link.job is None:
             return
         try:
-            await self.nc.publish(link.subject(sj.STATE), b"", headers={sj.GONE_HEADER: "1"})
+            await self.nc.publish(
+                link.subject(sj.STATE), b"".join(link.state_frames), headers={sj.GONE_HEADER: "1"}
+            )
         except Exception:
             self.publish_errors += 1
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from aclmon import events as ev
 from aclmon.bus.states import ENDED
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
-from aclmon.sources.once import collect
+from aclmon.sources.once import connect, fold_for
 from aclmon.store.fleet import EXITED, FleetStore, SourceKey
 
 #: events folded per tick at most (the rest wait in the feed's bounded buffer)
@@ -57,11 +58,16 @@ class Feed(Protocol):
     def close(self) -> None: ...
 
 
-def drain(feed: Feed, fleet: FleetStore, max_events: int = MAX_BATCH) -> int:
-    """Fold what the feed has into the fleet; mark the sources that went away;
-    note the relays' heartbeats (liveness, clock offsets). Returns how many
-    events were folded."""
-    return fleet.take_from(feed, max_events)
+def drain(
+    feed: Feed,
+    fleet: FleetStore,
+    max_events: int = MAX_BATCH,
+    apply: Callable[[SourceKey, list[ev.Event]], None] | None = None,
+) -> int:
+    """Fold what the feed has into the fleet (through ``apply`` when given); mark
+    the sources that went away; note the relays' heartbeats (liveness, clock
+    offsets). Returns how many events were folded."""
+    return fleet.take_from(feed, max_events, apply)
 
 
 def member_title(fleet: FleetStore, key: SourceKey) -> str:
@@ -150,17 +156,29 @@ def make_feed(args: argparse.Namespace, targets: list[str]) -> Feed:
     return LocalFeed(pids, token=read_secret(args, TOKEN), readonly=args.readonly or args.once)
 
 
+#: how long ``--once`` waits for the fresh snapshots it asked the agents for
+FRESH_SNAPSHOT_TIMEOUT_S = 5.0
+
+
 def fleet_once(feed: Feed, wait: float, *, connect_timeout: float = 10.0) -> dict[str, Any]:
-    """Connect, take in history (if any) and ``wait`` seconds of live events,
-    return the fleet as JSON values."""
+    """Connect, take in history (if any), ask every live agent for its snapshot
+    now (NATS: through its relay), take ``wait`` seconds of live events, and
+    return the fleet as JSON values: for each source what a direct ``attach PID
+    --once --json`` says at the same moment."""
     fleet = FleetStore()
-    collect(
-        feed,
-        lambda: drain(feed, fleet),
-        wait,
-        connect_timeout=connect_timeout,
-        ready=feed.caught_up.is_set,
-    )
+    merge = FreshSnapshots(fleet)
+
+    def fold() -> None:
+        drain(feed, fleet, apply=merge.apply)
+
+    connect(feed, fold, connect_timeout=connect_timeout, ready=feed.caught_up.is_set)
+    fold()
+    request = getattr(feed, "request_snapshots", None)  # a local feed's are fresh already
+    if request is not None:
+        live = [key for key in fleet.sources if key not in feed.gone]
+        merge.hold(request(live))
+    fold_for(fold, wait, pending=merge.waiting, at_most=FRESH_SNAPSHOT_TIMEOUT_S)
+    merge.release()
     for key in list(feed.gone):  # gone before it sent anything: still one of the job's ranks
         fleet.mark(key, EXITED)
     data = fleet.to_json()
@@ -169,3 +187,41 @@ def fleet_once(feed: Feed, wait: float, *, connect_timeout: float = 10.0) -> dic
     data["malformed"] = malformed
     data["unknown"] = unknown
     return data
+
+
+class FreshSnapshots:
+    """Holds a source's events back from the moment its fresh snapshot is asked for
+    until that snapshot (its ``History``) arrives, then folds the snapshot first:
+    the events it already counts are skipped by their numbers
+    (``History.through_seq``), the later ones counted. So the snapshot and the
+    live events merge by sequence number, never both, and the exceptions keep the
+    agent's order."""
+
+    def __init__(self, fleet: FleetStore) -> None:
+        self.fleet = fleet
+        #: source -> its events since the request, while its snapshot has not come
+        self.held: dict[SourceKey, list[ev.Event]] = {}
+
+    def hold(self, keys: set[SourceKey]) -> None:
+        for key in keys:
+            self.held.setdefault(key, [])
+
+    def waiting(self) -> bool:
+        return bool(self.held)
+
+    def apply(self, key: SourceKey, events: list[ev.Event]) -> None:
+        held = self.held.get(key)
+        if held is None:
+            self.fleet.apply(key, events)
+            return
+        held.extend(events)
+        if any(type(e) is ev.History for e in events):
+            del self.held[key]
+            snapshot = [e for e in held if not e.seq]
+            self.fleet.apply(key, snapshot + [e for e in held if e.seq])
+
+    def release(self) -> None:
+        """Fold what is held for snapshots that never came (as it arrived)."""
+        for key, held in self.held.items():
+            self.fleet.apply(key, held)
+        self.held.clear()

@@ -2,9 +2,11 @@
 
 One loop for every one-shot reader (``attach --once`` of one agent, the
 fleet's ``--once``): :func:`collect` starts the reader, waits until it is
-ready (connected; a fleet feed: its history read), folds what arrives for
-``wait`` seconds, and folds once more at the end. :func:`print_once` closes
-the reader and prints the answer as JSON or text.
+ready (connected; a fleet feed: its history read: :func:`connect`), folds what
+arrives for ``wait`` seconds, and folds once more at the end
+(:func:`fold_for`; the fleet asks for fresh snapshots between the two and
+folds on until they came). :func:`print_once` closes the reader and prints
+the answer as JSON or text.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ def collect(
     """Start ``reader``, wait (folding) until ``ready()`` (default: connected),
     then ``fold()`` for ``wait`` seconds and once more. Raises an
     :class:`AclmonError` naming the reader and its state when it never connects."""
+    connect(reader, fold, connect_timeout=connect_timeout, ready=ready)
+    fold_for(fold, wait)
+
+
+def connect(
+    reader: Reader,
+    fold: Callable[[], None],
+    *,
+    connect_timeout: float,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """The first half of :func:`collect`: start ``reader`` and fold until ``ready()``."""
     is_ready = ready or (lambda: reader.state == CONNECTED)
     reader.start()
     deadline = time.monotonic() + connect_timeout
@@ -68,8 +82,24 @@ def collect(
             f"could not connect to {reader.description} ({reader.state}"
             + (f": {reason})" if reason else ")")
         )
-    end = time.monotonic() + wait
-    while time.monotonic() < end:
+
+
+def fold_for(
+    fold: Callable[[], None],
+    wait: float,
+    *,
+    pending: Callable[[], bool] | None = None,
+    at_most: float = 0.0,
+) -> None:
+    """The second half of :func:`collect`: ``fold()`` for ``wait`` seconds, then on
+    while ``pending()`` (answers asked for that have not come yet), at most
+    ``at_most`` seconds from now, and once more."""
+    now = time.monotonic()
+    end, longest = now + wait, now + at_most
+    while True:
+        now = time.monotonic()
+        if now >= end and (pending is None or not pending() or now >= longest):
+            break
         fold()
         time.sleep(POLL_S)
     fold()

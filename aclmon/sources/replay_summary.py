@@ -140,8 +140,18 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
             # operator each overflow points at (it may come before or after it).
             op_dumps: dict[tuple[str, int, int | None], ev.DumpFileSeen] = {}
             targets: list[tuple[str, int, int | None] | None] = []
+            # Snapshot copies (seq 0: what an agent re-sends a viewer, as it closes too)
+            # of an exception or a dump file already in the recording are not counted.
+            seen: set[tuple[Any, ...]] = set()
+            restated = 0
             for event in iter_recording_events(engine):
                 decoded += 1
+                if type(event) in (ev.AclException, ev.DumpFileSeen):
+                    key = (type(event), event.ts_ns, event[2], event[3])
+                    if not event.seq and key in seen:
+                        restated += 1
+                        continue
+                    seen.add(key)
                 counts[ev.KIND_NAMES[type(event)]] += 1
                 ts = event.ts_ns
                 if ts:  # seq-0 snapshot events may carry real times; 0 means none
@@ -181,6 +191,7 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
             else {"offset": cut.offset, "reason": cut.reason, "damaged": cut.damaged},
             "time_span": _span(first, last),
             "counts": dict(sorted(counts.items())),
+            "restated": restated,
             "exceptions_total": exceptions_total,
             "exceptions": exceptions,
             "overflows_total": overflows_total,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,13 +220,20 @@ class FleetStore:
         self.relay_heard[host] = time.monotonic() if now is None else now
         self.offsets.note(host, sent_ns, received_ns)
 
-    def take_from(self, feed: Any, max_events: int = 200_000) -> int:
-        """Fold what a feed has (``poll``), mark the sources it saw go (``gone``),
-        and note its relays' heartbeats (``take_heartbeats``, NATS feeds only);
-        returns how many events were folded."""
+    def take_from(
+        self,
+        feed: Any,
+        max_events: int = 200_000,
+        apply: Callable[[SourceKey, list[ev.Event]], None] | None = None,
+    ) -> int:
+        """Fold what a feed has (``poll``; through ``apply`` when given: ``--once``
+        holds a source's events until its fresh snapshot), mark the sources it saw
+        go (``gone``), and note its relays' heartbeats (``take_heartbeats``, NATS
+        feeds only); returns how many events were folded."""
+        fold = apply if apply is not None else self.apply
         taken = 0
         for key, events in feed.poll(max_events):
-            self.apply(key, events)
+            fold(key, events)
             taken += len(events)
         for key in list(feed.gone):
             if key in self.sources and self.sources[key].state != EXITED:
