@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from aclmon.children import dies_with_me
 from aclmon.errors import AclmonError
 from aclmon.fleet.connect import Credentials
 
@@ -64,7 +65,11 @@ class LocalNatsServer:
         extra_args: list[str] | None = None,
         directory: str | None = None,
         anonymous: bool = False,
+        scratch: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``directory``: where the server keeps its files (kept); None: a new
+        directory, removed at :meth:`stop`, made in ``scratch`` (default: the
+        system's temporary directory)."""
         found = binary or find_nats_server()
         if found is None:
             raise NatsServerError(
@@ -74,7 +79,10 @@ class LocalNatsServer:
         self.binary = found
         self.extra_args = list(extra_args or [])
         self._own_directory = directory is None
-        self.directory = directory or tempfile.mkdtemp(prefix="aclmon-nats-")
+        self.directory = directory or tempfile.mkdtemp(
+            prefix="aclmon-nats-" if scratch is None else f"demo-{os.getpid()}-nats-",
+            dir=scratch,
+        )
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         own_config = "-c" in self.extra_args or "--config" in self.extra_args
@@ -105,9 +113,12 @@ class LocalNatsServer:
             self.binary, "-a", "127.0.0.1", "-p", "-1", "-js", "-sd", store,
             "--ports_file_dir", ports, "-l", log_path, *self._auth_config(), *self.extra_args,
         ]  # fmt: skip
+        # It ends with us however we end (SIGTERM on our death; it takes SIGHUP as
+        # "reload"), and a terminal's signals are not its business.
         self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=dies_with_me(),
+        )  # fmt: skip
         deadline = time.monotonic() + timeout
         pattern = os.path.join(ports, f"*_{self.process.pid}.ports")
         while time.monotonic() < deadline:

@@ -21,24 +21,12 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from aclmon.children import dies_with_me
 from aclmon.errors import AclmonError
 
 WORKLOAD_MODULE = "aclmon.sim.demo_workload"
 START_TIMEOUT = 20.0
 STOP_GRACE = 3.0
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, get SIGTERM when the viewer dies,
-    even if it is killed outright and cannot clean up."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: the viewer's own cleanup still applies
-        pass
 
 
 class DemoError(AclmonError):
@@ -83,7 +71,7 @@ class DemoJob:
             argv += ["--record", self.record]
         return [*argv, workload_path(), "--dump-path", str(self.dump_path), *self.extra_args]
 
-    def _remove_stale_files(self) -> None:
+    def remove_stale_files(self) -> None:
         """Logs, profiling output and dumps of earlier demos whose viewer has
         gone (its pid is in the name), so demos do not pile up."""
         for path in self.log_path.parent.glob("demo-*"):
@@ -102,7 +90,7 @@ class DemoJob:
                 pass
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        self._remove_stale_files()
+        self.remove_stale_files()
         command = self.command()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
@@ -111,7 +99,7 @@ class DemoJob:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=dies_with_me(),
             )
         deadline = time.monotonic() + timeout
         while not self.socket_path.exists():
@@ -203,6 +191,8 @@ class RankedDemo:
                 job.profiling_path = job.profiling_path.with_name(
                     f"{job.profiling_path.name}-r{rank}"
                 )
+                if not rank:  # what earlier demos left (killed ones too)
+                    job.remove_stale_files()
                 env = dict(
                     os.environ,
                     ACLMON_JOB=self.job,
@@ -217,17 +207,25 @@ class RankedDemo:
                     job.process = subprocess.Popen(
                         job.command(), stdin=subprocess.DEVNULL, stdout=log,
                         stderr=subprocess.STDOUT, start_new_session=True, env=env,
-                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                        preexec_fn=dies_with_me(),
                     )  # fmt: skip
                 self.jobs.append(job)
+            # Ready when registered: the fleet finds its ranks in the registry, which an
+            # agent writes after its socket listens (waiting for the socket alone lost
+            # that race about one demo in three at --ranks 8).
+            from aclmon.bus import registry
+
             deadline = time.monotonic() + 30 + self.ranks
-            for job in self.jobs:
-                while not job.socket_path.exists():
-                    if job.process is None or job.process.poll() is not None:
+            waiting = {job.process.pid: job for job in self.jobs if job.process is not None}
+            while waiting:
+                for pid in {info.pid for info in registry.list_agents()} & set(waiting):
+                    del waiting[pid]
+                for job in waiting.values():
+                    if job.process is not None and job.process.poll() is not None:
                         raise DemoError(f"a demo rank exited at start:\n{job.log_tail()}")
                     if time.monotonic() > deadline:
                         raise DemoError(f"a demo rank did not start (log: {job.log_path})")
-                    time.sleep(0.05)
+                time.sleep(0.05)
         except BaseException:
             self.stop()
             raise

@@ -357,17 +357,17 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
             feed: Any = LocalFeed(demo.pids(), readonly=args.readonly)
             return run_fleet_app(feed, interval=args.interval, theme=args.theme, keymap=keymap,
                                  abandon=demo.stop)  # fmt: skip
+        from aclmon.children import dies_with_me
         from aclmon.fleet.nats_source import NatsFeed
         from aclmon.fleet.server import LocalNatsServer
         from aclmon.fleet.subjects import Scope
+        from aclmon.locations import runtime_dir
 
-        with LocalNatsServer() as server:
-            from aclmon.locations import runtime_dir
-
+        # Its files beside the demo's own: a later demo removes them if this one was
+        # killed before it could.
+        with LocalNatsServer(scratch=runtime_dir()) as server:
             log_path = runtime_dir() / f"demo-{os.getpid()}-relay.log"
             with open(log_path, "wb") as log:
-                from aclmon.sources.demo import _die_with_parent
-
                 relay = subprocess.Popen(
                     # No --job: each agent's Hello names its job, so other agents
                     # of this user on the host stay out of the demo's subjects.
@@ -375,8 +375,7 @@ def demo_ranks_command(args: argparse.Namespace) -> int:
                     # The server's token, never on a command line.
                     env=dict(os.environ, ACLMON_NATS_TOKEN=server.token or ""),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    start_new_session=True, preexec_fn=dies_with_me(),
                 )  # fmt: skip
             try:
                 feed = NatsFeed(server.url, Scope(demo.job), server.credentials, since_s=0.0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -116,3 +117,14 @@ def unreachable(case: str, url: str, tmp_path: Path) -> tuple[str, Credentials, 
         Credentials(tls_ca=str(cert)),
         "cannot use the tls files",
     )
+
+
+def end_jobs(jobs: list[tuple[subprocess.Popen[Any], Any]]) -> None:
+    """Wait for each (process, its open log) to end (killed after 20 s), close the log."""
+    for proc, log in jobs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from fleethelpers import wait_until
+from fleethelpers import end_jobs, wait_until
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_ACL_API, ACL_PROF_TASK_TIME
 from aclmon.bus import registry
+from aclmon.children import dies_with_me
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
-from aclmon.sources.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 
@@ -59,19 +59,13 @@ def three_jobs(tmp_path: Path, runtime_dir: Path):
                        SIM_JOB, str(model), str(acl_json), "--until", str(stop),
                        "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
             proc = subprocess.Popen(command, env=job_env, cwd=tmp_path, stdout=log, stderr=log,
-                                    preexec_fn=_die_with_parent)  # fmt: skip
+                                    preexec_fn=dies_with_me())  # fmt: skip
             jobs.append((proc, log))
         wait_until(lambda: len(registry.list_agents()) == 3, 30, "three agents registered")
         yield env, stop, [proc for proc, _ in jobs]
     finally:
         stop.touch()
-        for proc, log in jobs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
+        end_jobs(jobs)
 
 
 def start_relay(nats_url: str, env: dict[str, str], tmp_path: Path, *extra: str):
@@ -79,7 +73,7 @@ def start_relay(nats_url: str, env: dict[str, str], tmp_path: Path, *extra: str)
     proc = subprocess.Popen(
         [sys.executable, "-m", "aclmon", "relay", "--nats", nats_url, "--job", "train",
          "--flush-ms", "10", *extra],
-        env=env, stdout=log, stderr=log, preexec_fn=_die_with_parent,
+        env=env, stdout=log, stderr=log, preexec_fn=dies_with_me(),
     )  # fmt: skip
     return proc, log
 
@@ -222,7 +216,7 @@ def test_run_with_relay_starts_one_relay_for_the_host(nats, runtime_dir, tmp_pat
                        "--job", "relayed", SIM_JOB, str(MODEL), "/dev/null", "--until", str(stop),
                        "--max-seconds", "60", "--pause", "0.01"]  # fmt: skip
             proc = subprocess.Popen(command, env=env, stdout=log, stderr=log,
-                                    preexec_fn=_die_with_parent)  # fmt: skip
+                                    preexec_fn=dies_with_me())  # fmt: skip
             jobs.append((proc, log))
         wait_until(lambda: len(registry.list_agents()) == 2, 30, "two agents")
         relay_pid = running_relay(runtime_dir)
@@ -236,13 +230,7 @@ def test_run_with_relay_starts_one_relay_for_the_host(nats, runtime_dir, tmp_pat
         assert len(json.loads(done.stdout)["sources"]) == 2
     finally:
         stop.touch()
-        for proc, log in jobs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
+        end_jobs(jobs)
         if relay_pid and relay_pid > 0:
             os.kill(relay_pid, signal.SIGTERM)
             wait_until(lambda: running_relay(runtime_dir) is None, 20, "the relay stopped")

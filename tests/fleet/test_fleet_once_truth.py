@@ -6,17 +6,16 @@ exception once, the executions and the failures where they surfaced."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
-from fleethelpers import wait_until
+from fleethelpers import end_jobs, wait_until
 from test_fleet_end_to_end import MODEL, SIM_JOB, aclmon, env_for, start_relay, stop_relay
 
 from aclmon.bus import registry
-from aclmon.sources.demo import _die_with_parent
+from aclmon.children import dies_with_me
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +72,7 @@ def test_once_over_nats_equals_each_ranks_direct_once(nats, runtime_dir, tmp_pat
                        SIM_JOB, str(MODEL), str(acl_json), "--iterations", str(ITERATIONS),
                        "--idle-until", str(idle), "--max-seconds", "90", "--pause", "0.05"]  # fmt: skip
             proc = subprocess.Popen(command, env=job_env, cwd=tmp_path, stdout=log, stderr=log,
-                                    preexec_fn=_die_with_parent)  # fmt: skip
+                                    preexec_fn=dies_with_me())  # fmt: skip
             jobs.append((proc, log, tmp_path / f"job{rank}.log"))
         wait_until(lambda: len(registry.list_agents()) == RANKS, 30, "three agents registered")
         wait_until(lambda: relay_log.read_text().count("following pid") == RANKS, 30, "relay")
@@ -104,12 +103,5 @@ def test_once_over_nats_equals_each_ranks_direct_once(nats, runtime_dir, tmp_pat
         assert over_nats(nats_url, env, "--since", "all") == truth
     finally:
         idle.touch()
-        for proc, log, _ in jobs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
+        end_jobs([(proc, log) for proc, log, _ in jobs])
         stop_relay(relay)
-    assert os.path.exists(tmp_path / "relay.log")

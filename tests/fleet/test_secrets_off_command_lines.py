@@ -28,10 +28,10 @@ from fleethelpers import RelayThread, answering_agent, wait_until
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
 from aclmon.bus import registry
+from aclmon.children import dies_with_me
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.relay import Relay
-from aclmon.sources.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ def test_every_documented_command_keeps_its_token_off_its_command_line(nats, run
         log = open(tmp_path / f"{len(processes)}.log", "wb")  # noqa: SIM115 (closed by the OS)
         proc = subprocess.Popen([sys.executable, "-m", "aclmon", *args], env=environ,
                                 stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent)  # fmt: skip
+                                preexec_fn=dies_with_me())  # fmt: skip
         processes.append((what, proc))
         return proc
 
