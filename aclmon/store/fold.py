@@ -206,12 +206,14 @@ class Store:
         counters.per_kind[name] = counters.per_kind.get(name, 0) + 1
         seq = event.seq
         # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
-        if seq:
-            if seq <= s.covered_seq:
-                if type(event) is ev.Hello:  # a new agent numbers from 1 again
-                    s.covered_seq = 0
-                elif type(event) not in NOT_IN_SNAPSHOTS:
-                    return  # a snapshot we folded counts it already: never both
+        if seq and seq <= s.covered_seq and type(event) is not ev.Hello:
+            # A snapshot we folded counts it already: never both. Kinds no snapshot
+            # restates still fold; the sequence is past them either way.
+            if type(event) not in NOT_IN_SNAPSHOTS:
+                return
+        elif seq:
+            if seq <= s.covered_seq:  # a Hello: a new agent numbers from 1 again
+                s.covered_seq = 0
             last = s.last_seq
             # A Hello starts (or restarts) a source; a smaller seq means the source
             # restarted its clock (a new agent): neither is a gap.

@@ -100,3 +100,27 @@ def test_a_failed_set_device_is_a_failed_call_not_a_device():
     data = store.to_json()
     assert [d["device_id"] for d in data["devices"]] == [0, 1]
     assert data["call_failures"]["total"] == 1
+
+
+def test_a_stored_snapshot_then_a_replay_from_the_start_counts_each_event_once():
+    """NATS --since all: the last snapshot stored (History through seq 40), then every
+    event again from seq 1: what the snapshot counts is skipped, samples fold, no gap."""
+    events, job_failures = _job_loop(6, {1, 4}, with_exceptions=True)
+    live = [*_setup(), *events]
+    direct = Store()
+    direct.apply_many(live)
+    last = live[-1].seq
+    snapshot = [
+        ev.ModelLoaded(0, T0, 1, 0, "resnet", 10),
+        *[e._replace(seq=0) for e in live if type(e) is ev.AclException],
+        ev.History(0, T0, T0, (1, 6, job_failures), (), (0, 3, 2), 2, 0, 0, (0, 2, 2, 2), last),
+    ]
+    store = Store()
+    store.apply_many(snapshot)
+    sample = ev.DeviceSample(3, T0, 0, 50, 10, 5, 1 << 30, 2 << 30, "OK", None, None)
+    store.apply_many([*live[:3], sample, *live[3:]])  # the replay, a sample among them
+    s = store.state
+    assert (s.models[1].executions, s.models[1].failures) == (6, job_failures)
+    assert s.exceptions_total == 2 == len(s.exceptions)
+    assert s.counters.gaps == 0 and s.last_seq == last
+    assert s.devices[0].sample == sample  # not restated by snapshots: folded
