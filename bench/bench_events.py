@@ -158,6 +158,8 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             4,
             1_024,
             12,
+            (0, 7, 4, 2),
+            rng.randrange(1, 10**7),
         )
     elif cls is ev.Goodbye:
         fields = (0, True, "exit")

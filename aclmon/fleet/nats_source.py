@@ -428,7 +428,10 @@ class NatsFeed:
             self._deliver(msg.subject, msg.data)
 
     async def _on_state_live(self, msg: Any) -> None:
-        if msg.headers and sj.GONE_HEADER in msg.headers:
+        # The events subject carries every snapshot in order; without it (summary
+        # only) the state subject is where a fresh one (asked for, or the relay's
+        # periodic one) comes.
+        if self.summary_only or (msg.headers and sj.GONE_HEADER in msg.headers):
             self._on_state(msg)
 
     def _on_state(self, msg: Any) -> None:

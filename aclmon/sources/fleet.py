@@ -156,8 +156,9 @@ def make_feed(args: argparse.Namespace, targets: list[str]) -> Feed:
     return LocalFeed(pids, token=read_secret(args, TOKEN), readonly=args.readonly or args.once)
 
 
-#: how long ``--once`` waits for the fresh snapshots it asked the agents for
-FRESH_SNAPSHOT_TIMEOUT_S = 5.0
+#: how long ``--once`` waits for the fresh snapshots it asked the agents for (a relay
+#: that is not there answers at once: "no responders")
+FRESH_SNAPSHOT_TIMEOUT_S = 10.0
 
 
 def fleet_once(feed: Feed, wait: float, *, connect_timeout: float = 10.0) -> dict[str, Any]:
@@ -166,17 +167,18 @@ def fleet_once(feed: Feed, wait: float, *, connect_timeout: float = 10.0) -> dic
     return the fleet as JSON values: for each source what a direct ``attach PID
     --once --json`` says at the same moment."""
     fleet = FleetStore()
-    merge = FreshSnapshots(fleet)
+    # A local feed's sources are fresh already (each subscriber got its snapshot).
+    request = getattr(feed, "request_snapshots", None)
+    merge = FreshSnapshots(fleet, hold=request is not None)
 
     def fold() -> None:
         drain(feed, fleet, apply=merge.apply)
 
     connect(feed, fold, connect_timeout=connect_timeout, ready=feed.caught_up.is_set)
     fold()
-    request = getattr(feed, "request_snapshots", None)  # a local feed's are fresh already
     if request is not None:
-        live = [key for key in fleet.sources if key not in feed.gone]
-        merge.hold(request(live))
+        live = [key for key in merge.sources() if key not in feed.gone]
+        merge.asked(request(live, timeout=FRESH_SNAPSHOT_TIMEOUT_S))
     fold_for(fold, wait, pending=merge.waiting, at_most=FRESH_SNAPSHOT_TIMEOUT_S)
     merge.release()
     for key in list(feed.gone):  # gone before it sent anything: still one of the job's ranks
@@ -190,38 +192,54 @@ def fleet_once(feed: Feed, wait: float, *, connect_timeout: float = 10.0) -> dic
 
 
 class FreshSnapshots:
-    """Holds a source's events back from the moment its fresh snapshot is asked for
-    until that snapshot (its ``History``) arrives, then folds the snapshot first:
-    the events it already counts are skipped by their numbers
-    (``History.through_seq``), the later ones counted. So the snapshot and the
-    live events merge by sequence number, never both, and the exceptions keep the
-    agent's order."""
+    """Folds each source's stored snapshot, its fresh one and its events so that they
+    meet by sequence number, never both: a source's events are held from the start
+    until the snapshot asked for arrives (the first ``History`` after the request,
+    in stream order: it counts every event before it), then its snapshots fold
+    first, in order, and its events after them (those a snapshot counts are skipped
+    by their numbers, ``History.through_seq``). Sources not asked (exited, or no
+    relay answered) fold as their events came."""
 
-    def __init__(self, fleet: FleetStore) -> None:
+    def __init__(self, fleet: FleetStore, *, hold: bool) -> None:
         self.fleet = fleet
-        #: source -> its events since the request, while its snapshot has not come
+        self.hold = hold
+        #: source -> its events so far, while held
         self.held: dict[SourceKey, list[ev.Event]] = {}
+        #: asked source -> where in its held events the request was sent (None: not yet)
+        self.marks: dict[SourceKey, int] | None = None
 
-    def hold(self, keys: set[SourceKey]) -> None:
-        for key in keys:
-            self.held.setdefault(key, [])
+    def sources(self) -> list[SourceKey]:
+        return [*self.held, *(k for k in self.fleet.sources if k not in self.held)]
 
     def waiting(self) -> bool:
         return bool(self.held)
 
     def apply(self, key: SourceKey, events: list[ev.Event]) -> None:
-        held = self.held.get(key)
-        if held is None:
-            self.fleet.apply(key, events)
+        if not self.hold or (self.marks is not None and key not in self.held):
+            self.fleet.apply(key, events)  # released, not asked, or new since the request
             return
+        held = self.held.setdefault(key, [])
         held.extend(events)
-        if any(type(e) is ev.History for e in events):
-            del self.held[key]
-            snapshot = [e for e in held if not e.seq]
-            self.fleet.apply(key, snapshot + [e for e in held if e.seq])
+        mark = self.marks.get(key) if self.marks is not None else None
+        if mark is not None and any(type(e) is ev.History for e in held[mark:]):
+            self._fold(key)
+
+    def asked(self, keys: set[SourceKey]) -> None:
+        """The request went to ``keys`` (those that answered): the others fold now."""
+        self.marks = {key: len(events) for key, events in self.held.items() if key in keys}
+        for key in [k for k in self.held if k not in keys]:
+            self._fold(key, in_order=True)
 
     def release(self) -> None:
-        """Fold what is held for snapshots that never came (as it arrived)."""
-        for key, held in self.held.items():
+        """Fold what is still held (a snapshot that never came), as it came."""
+        for key in list(self.held):
+            self._fold(key, in_order=True)
+
+    def _fold(self, key: SourceKey, *, in_order: bool = False) -> None:
+        held = self.held.pop(key)
+        if self.marks is not None:
+            self.marks.pop(key, None)
+        if in_order:
             self.fleet.apply(key, held)
-        self.held.clear()
+        else:
+            self.fleet.apply(key, [e for e in held if not e.seq] + [e for e in held if e.seq])

@@ -28,7 +28,7 @@ def _figures(exceptions: list, executions: int, failures: int) -> dict:
 
 
 def direct(pid: int, env: dict[str, str]) -> dict:
-    done = aclmon("attach", str(pid), "--once", "--json", "--wait", "0.3", env=env)
+    done = aclmon("attach", str(pid), "--once", "--json", "--wait", "1", env=env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     keys = [[e["ts_ns"], e["device_id"], e["stream_id"], e["task_id"]]
@@ -49,6 +49,7 @@ def over_nats(nats_url: str, env: dict[str, str], *extra: str) -> dict[int, dict
     out = {}
     for s in sources:
         assert s["exceptions_total"] == len(s["exceptions"])
+        assert s["gaps"] == 0, s  # the snapshot and the events met by their numbers
         out[s["pid"]] = _figures(s["exceptions"], s["executions"], s["failures"])
     return out
 
@@ -81,7 +82,7 @@ def test_once_over_nats_equals_each_ranks_direct_once(nats, runtime_dir, tmp_pat
         def counted() -> dict[int, tuple[int, int]]:
             found = {}
             for proc, _, path in jobs:
-                match = re.search(r"iterations (\d+) failures (\d+)", path.read_text())
+                match = re.search(r"iterations (\d+) failures (\d+)\n", path.read_text())
                 if match:
                     found[proc.pid] = (int(match.group(1)), int(match.group(2)))
             return found
@@ -89,7 +90,8 @@ def test_once_over_nats_equals_each_ranks_direct_once(nats, runtime_dir, tmp_pat
         own = wait_until(lambda: len(counted()) == RANKS and counted(), 90, "jobs done")
         truth = {proc.pid: direct(proc.pid, env) for proc, _, _ in jobs}
         for pid, (iterations, failures) in own.items():
-            assert (truth[pid]["executions"], truth[pid]["failures"]) == (iterations, failures)
+            said = (truth[pid]["executions"], truth[pid]["failures"])
+            assert said == (iterations, failures), (pid, own, truth)
             assert failures > 0 and len(truth[pid]["exceptions"]) == failures
 
         assert over_nats(nats_url, env) == truth  # live: fresh snapshots through the relay
