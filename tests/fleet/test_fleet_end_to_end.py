@@ -79,15 +79,10 @@ def start_relay(nats_url: str, env: dict[str, str], tmp_path: Path, *extra: str)
 
 
 def stop_relay(relay) -> None:
-    proc, log = relay
+    proc, _ = relay
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    log.close()
+    end_jobs([relay])
 
 
 def fleet_json(nats_url: str, env: dict[str, str], *extra: str) -> dict:
