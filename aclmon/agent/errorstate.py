@@ -24,7 +24,10 @@ touches that state in two ways, and the job must notice neither:
 
 The wrappers of ``get_recent_err_msg``, ``get_last_error`` and
 ``peek_at_last_error`` (:meth:`ThreadErrors.wrappers`) only give back what the
-agent took; they publish nothing. One limit: the state kept is the thread
+agent took; they publish nothing. A forked child keeps them (its thread may
+have a message the agent took before the fork); the agent a worker starts
+there (:mod:`aclmon.agent.workers`) finds them installed, leaves them in place
+and keeps its state in theirs, so one reader answers for both. One limit: the state kept is the thread
 level's (pyACL's default, ``err_msg_mode`` 0); the agent's own threads fail
 calls too (a sample of a device being reset), which the process level
 (``err_msg_mode`` 1, ``get_last_error(1)``) would show.
@@ -48,9 +51,18 @@ class ThreadErrors:
 
     def __init__(self, acl: Any) -> None:
         rt = getattr(acl, "rt", None)
-        self._get_message: Callable[[], Any] | None = getattr(acl, "get_recent_err_msg", None)
+        reader = getattr(acl, "get_recent_err_msg", None)
+        self._get_message: Callable[[], Any] | None = reader
         self._peek: Callable[[int], Any] | None = getattr(rt, "peek_at_last_error", None)
         self._local = threading.local()
+        installed = getattr(reader, "__aclmon_errors__", None)
+        if isinstance(installed, ThreadErrors):
+            # A forked worker's agent: the readers of the agent before the fork stay
+            # installed (they hold what it took for this thread) and the new agent's
+            # hooks leave them be, so it keeps the threads' state in theirs.
+            self._get_message = installed._get_message
+            self._peek = installed._peek
+            self._local = installed._local
 
     # ------------------------------------------------------------ the agent's side
     def take_message(self) -> str:
@@ -123,6 +135,7 @@ class ThreadErrors:
             # A message in the runtime now is newer than the one the agent took.
             return text if text else kept
 
+        get_recent_err_msg.__aclmon_errors__ = self  # type: ignore[attr-defined]
         return get_recent_err_msg
 
     def _code_reader(self, original: Callable[..., Any], *, clears: bool) -> Wrapper:

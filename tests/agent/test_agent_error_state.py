@@ -100,3 +100,29 @@ def test_a_job_failure_after_the_agents_own_one_is_read_as_it_is(sim_acl, model_
     finally:
         hooks.uninstall()
     assert seen == (ret, ret)
+
+
+def test_a_forked_workers_agent_keeps_its_state_in_the_readers_left_from_the_fork(sim_acl):
+    """At fork the parent's hooks go but its readers stay; the agent the worker starts
+    at acl.init finds them installed (its own hooks skip them) and must use them."""
+    parent_ctx, parent = hooked(sim_acl)
+    worker = None
+    try:
+        assert sim_acl.init() == 0
+        assert sim_acl.rt.set_device(98) == ACL_ERROR_RT_INVALID_DEVICEID  # not read yet
+        parent.uninstall(keep_error_readers=True)  # what the at-fork handler does
+        worker_ctx, worker = hooked(sim_acl)
+        left = sim_acl.get_recent_err_msg()
+        assert sim_acl.rt.set_device(99) == ACL_ERROR_RT_INVALID_DEVICEID
+        message = sim_acl.get_recent_err_msg()
+        again = sim_acl.get_recent_err_msg()
+    finally:
+        if worker is not None:
+            worker.uninstall()
+        parent.uninstall()
+        sim_acl.finalize()
+    assert "no device 98" in left
+    assert "no device 99" in message.splitlines()[0] and again == ""
+    failed = [e for e in worker_ctx.sink.take() if type(e) is CallFailed]
+    assert [e.message for e in failed] == [message.strip()]
+    assert [e.api for e in parent_ctx.sink.take() if type(e) is CallFailed] == ["rt.set_device"]

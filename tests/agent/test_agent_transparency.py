@@ -3,13 +3,14 @@ print byte for byte the same, write the same CANN log and end with the same
 status under ``aclmon run --sim`` as on the bare simulator.
 
 The scripts cover failed calls and their messages (read once, per thread,
-after other calls, in threads and a forked child), the exception callback
+after other calls, in threads, a forked child and a forked multiprocessing
+worker that gets an agent of its own), the exception callback
 (reading the error state inside it, raising, replaced, cleared), host
 callbacks, profiling by the API, by model subscription and by acl.json, dumps
 and overflow dumps, the process the job sees, and every way a job ends (its own
-status, an uncaught exception, a signal). They run one after another in one
-process per side (tests/agent/transparency/run_batch.py), the last one ending
-it by SIGTERM.
+status, an uncaught exception, a signal: the ``t9*`` scripts, which run last).
+They run one after another in one process per side
+(tests/agent/transparency/run_batch.py), the last one ending it by SIGTERM.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def test_scripts_see_the_same_with_and_without_the_agent(tmp_path):
     out = bare.stdout.decode()
     for name in SCRIPTS[:-1]:  # each ran to its own end; the last one ends the process
         assert f"== {name} status " in out, (name, out[-2000:], bare.stderr.decode()[-2000:])
-    assert "== t16_crash.py status 'RuntimeError: giving up after 107001'" in out
+    assert "== t91_crash.py status 'RuntimeError: giving up after 107001'" in out
     assert bare.returncode == -signal.SIGTERM
     assert watched.stderr.decode().startswith("aclmon agent: listening on ")
     assert watched.stdout.decode() == out
