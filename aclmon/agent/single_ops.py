@@ -114,7 +114,17 @@ class SingleOps:
         )  # fmt: skip
 
     def _device(self) -> int:
-        device, ret = self.ctx.original("rt.get_device")()
+        """The launching thread's device: its current context's, as the agent saw it
+        made current (no call), else asked on the job's thread, inside the fence that
+        leaves its error state the job's."""
+        ctx = self.ctx
+        current = ctx.state.current.get(threading.get_ident())
+        if current is not None:
+            device = ctx.state.device_of_context(current.context)
+            if device >= 0:
+                return device
+        with ctx.errors.kept():
+            device, ret = ctx.original("rt.get_device")()
         return int(device) if ret == ACL_SUCCESS else -1
 
     # ------------------------------------------------------------ handles

@@ -4,7 +4,8 @@ status under ``aclmon run --sim`` as on the bare simulator.
 
 The scripts cover failed calls and their messages (read once, per thread,
 after other calls, in threads, a forked child and a forked multiprocessing
-worker that gets an agent of its own), the exception callback
+worker that gets an agent of its own), single-operator launches (acl.op),
+the exception callback
 (reading the error state inside it, raising, replaced, cleared), host
 callbacks, profiling by the API, by model subscription and by acl.json, dumps
 and overflow dumps, the process the job sees, and every way a job ends (its own
