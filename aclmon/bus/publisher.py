@@ -254,16 +254,16 @@ class Publisher:
         done = threading.Event()
         self._snapshots_due = done
         if thread is threading.current_thread():
-            self._send_due_snapshots()
-        else:
-            self._wake()
+            return False  # the loop sends it after this turn: it cannot be waited for here
+        self._wake()
         return done.wait(timeout)
 
     def _send_due_snapshots(self) -> None:
+        """Called once the ring's records published before the request went out (a
+        pump turn that left none): the snapshot counts them."""
         done, self._snapshots_due = self._snapshots_due, None
         if done is None:
             return
-        self._pump()  # what was published before goes first
         for conn in list(self._connections.values()):
             if conn.ready:
                 self._send_snapshot(conn)
@@ -347,7 +347,9 @@ class Publisher:
             if accept_due:
                 self._accept()
             self._pump()
-            if self._snapshots_due is not None:
+            # Once a turn took all that was published before (a bounded turn may
+            # leave some for the next, after the sockets had theirs).
+            if self._snapshots_due is not None and not self._pump_left:
                 self._send_due_snapshots()
             self._housekeeping()
         self._drain_wake()

@@ -397,3 +397,23 @@ def test_connections_beyond_the_cap_are_closed(sock_path: str) -> None:
         assert wait_until(lambda: len(publisher._connections) == 0)
         with Subscriber(publisher.address) as sub:
             assert sub.wait_connected(10)
+
+
+def test_send_snapshots_goes_after_everything_published_before(sock_path: str) -> None:
+    """The agent's last snapshot (before its Goodbye) counts every event: it is sent
+    only once the ring's records went out, even when one bounded pump turn cannot
+    take them all."""
+    sent = 60_000
+    state = [ev.Clock(start=99).make(ev.DeviceSet, 0, 0)]
+    with (
+        Publisher(sock_path, snapshot=lambda: state) as publisher,
+        Subscriber(publisher.address) as sub,
+    ):
+        assert sub.wait_connected(10)
+        assert collect(sub, 1) == [state[0]._replace(seq=0)]
+        for i in range(sent):
+            publisher.emit(ev.LogLine, *_log(i))
+        assert publisher.send_snapshots(timeout=30)
+        got = collect(sub, sent + 1)
+    assert publisher.dropped == 0
+    assert [e.seq for e in got] == [*range(1, sent + 1), 0]
