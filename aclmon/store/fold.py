@@ -206,13 +206,14 @@ class Store:
         counters.per_kind[name] = counters.per_kind.get(name, 0) + 1
         seq = event.seq
         # seq 0 = snapshot state re-sent to a new subscriber, outside the sequence.
-        if seq and seq <= s.covered_seq and type(event) is not ev.Hello:
-            # A snapshot we folded counts it already: never both. Kinds no snapshot
-            # restates still fold; the sequence is past them either way.
+        if seq and seq <= s.covered_seq and not self._new_agent(event):
+            # A snapshot we folded counts it already: never both (the agent's own
+            # Hello again after acl.init too). Kinds no snapshot restates still fold;
+            # the sequence is past them either way.
             if type(event) not in NOT_IN_SNAPSHOTS:
                 return
         elif seq:
-            if seq <= s.covered_seq:  # a Hello: a new agent numbers from 1 again
+            if seq <= s.covered_seq:  # a new agent numbers from 1 again
                 s.covered_seq = 0
             last = s.last_seq
             # A Hello starts (or restarts) a source; a smaller seq means the source
@@ -225,6 +226,18 @@ class Store:
         handler = self._handlers.get(type(event))
         if handler is not None:
             handler(event)
+
+    def _new_agent(self, event: ev.Event) -> bool:
+        """``event`` is the Hello of another agent than the one folded so far: one
+        that numbers from 1 again (restarted), or another process. The Hello an agent
+        sends again after ``acl.init`` is neither (a replay holds it after the
+        snapshot that counts it)."""
+        if type(event) is not ev.Hello:
+            return False
+        hello = self.state.hello
+        return event.seq == 1 or (
+            hello is not None and (event.pid, event.host) != (hello.pid, hello.host)
+        )
 
     def _destroyed(self, stream: StreamState) -> None:
         """Mark ``stream`` destroyed; it stays only while in the bounded history."""

@@ -124,3 +124,34 @@ def test_a_stored_snapshot_then_a_replay_from_the_start_counts_each_event_once()
     assert s.exceptions_total == 2 == len(s.exceptions)
     assert s.counters.gaps == 0 and s.last_seq == last
     assert s.devices[0].sample == sample  # not restated by snapshots: folded
+
+
+def test_the_agents_hello_again_after_acl_init_in_a_replay_is_covered_too():
+    """A relay that follows the agent before the job's acl.init puts the Hello the
+    agent sends again then into the stream: a replay after the stored snapshot must
+    not take it for a new agent (which would fold every later event again)."""
+    events, job_failures = _job_loop(6, {1, 4}, with_exceptions=True)
+    hello = ev.Hello(1, T0, *ev.hello_fields("sim", "Ascend910B1", 1))
+    live = [
+        hello,
+        *(e._replace(seq=e.seq + 1) for e in _setup()),
+        hello._replace(seq=7, ts_ns=T0 + MS),  # after acl.init, with the device count
+        *(e._replace(seq=e.seq + 2) for e in events),
+    ]
+    last = live[-1].seq
+    snapshot = [
+        hello._replace(seq=0),
+        ev.ModelLoaded(0, T0, 1, 0, "resnet", 10),
+        *[e._replace(seq=0) for e in live if type(e) is ev.AclException],
+        ev.History(0, T0, T0, (1, 6, job_failures), (), (0, 3, 2), 2, 0, 0, (0, 2, 2, 2), last),
+    ]
+    store = Store()
+    store.apply_many(snapshot)
+    store.apply_many(live[1:])  # the replay: the relay followed after the first Hello
+    s = store.state
+    assert (s.models[1].executions, s.models[1].failures) == (6, job_failures)
+    assert s.exceptions_total == 2 == len(s.exceptions)
+    assert s.counters.gaps == 0 and s.last_seq == last
+    # Another agent (restarted in the process: its Hello is numbered 1) starts afresh.
+    store.apply_many([hello._replace(ts_ns=T0 + 100 * MS), ev.DeviceSet(2, T0 + 101 * MS, 0, 0)])
+    assert s.covered_seq == 0 and s.last_seq == 2
