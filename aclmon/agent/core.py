@@ -167,6 +167,7 @@ class Agent:
         self.hooks = Hooks(ctx, self.profiling, self.exceptions, self.on_acl_init)
         self.exceptions.running_model = self.hooks.slow_calls.synchronous_execute_in_flight
         self.exceptions.note_running = self.history.note_running_model
+        self.exceptions.launch_unrecorded = self.hooks.slow_calls.launch_unrecorded
         self.sampler = Sampler(ctx, binder)
         if self.config.plog:
             self.plog = PlogTail(ctx)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,10 @@ OP_NAME_LEN = 4096
 #: agent loop or allocate without limit inside the runtime's thread.
 MAX_TENSORS = 256
 MAX_DIMS = 64
+#: how long the capture waits for the record of an execute_async still returning on
+#: the job's thread (the job's own callback runs after it), and how often it looks
+LAUNCH_RECORD_WAIT_S = 0.2
+LAUNCH_RECORD_POLL_S = 0.0005
 
 
 def _id(value: Any) -> int:
@@ -65,6 +70,8 @@ class ExceptionCapture:
         self.running_model: Callable[[int], int | None] | None = None
         #: tells the history which model an exception (ts_ns, task_id) came from
         self.note_running: Callable[[int, int, int], None] | None = None
+        #: (device, stream_id) -> an execute_async there is still in its wrapper (the hooks)
+        self.launch_unrecorded: Callable[[int, int], bool] | None = None
 
     # ------------------------------------------------------------ registration
     def register(self) -> int:
@@ -143,9 +150,23 @@ class ExceptionCapture:
         )
         if running is not None and self.note_running is not None:
             self.note_running(event.ts_ns, task_id, running)
+        self._after_launch_records(device, stream_id)
         self.ctx.publish(event)
         if error_code == ACL_ERROR_RT_SYS_DMA and not op_name:
             self.ctx.log_line("warning", copy_fault_text(device, stream_id, task_id))
+
+    def _after_launch_records(self, device: int, stream_id: int) -> None:
+        """The runtime may report an exception while the execute_async that raised it
+        is still on its way back on the job's thread (the simulator raises it during
+        the call): wait, briefly, until that launch's record is in the ring, so that
+        the history numbers the exception as that launch's (otherwise the previous
+        launch on the stream would be counted failed as well)."""
+        pending = self.launch_unrecorded
+        if pending is None:
+            return
+        deadline = time.monotonic() + LAUNCH_RECORD_WAIT_S
+        while pending(device, stream_id) and time.monotonic() < deadline:
+            time.sleep(LAUNCH_RECORD_POLL_S)
 
     def _op_details(
         self, device: int, stream_id: int, task_id: int

@@ -18,7 +18,8 @@ that raised it:
   number is the model's executions ended so far plus one, exact because every
   earlier execution ended (and was queued) before this one began;
 * otherwise the execution last launched on the exception's stream
-  (``execute_async``, whose End precedes the failure it later causes).
+  (``execute_async``, whose End precedes the failure it later causes: the
+  capture waits for the End of a launch still returning when it fires).
 
 Counting rules (docs/agent.md): a model execution failed when its execute
 failed, when an exception was attributed to it, or when the synchronize of the

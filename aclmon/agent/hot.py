@@ -266,9 +266,10 @@ class SlowCalls:
         if what is not None:
             self.codes[wrapper.__code__] = what
 
-    def waiting(self) -> Iterator[tuple[int, dict[str, Any], str]]:
+    def waiting(self, *, returning: bool = False) -> Iterator[tuple[int, dict[str, Any], str]]:
         """(thread, the wrapper frame's locals, what) of each hot call that has not
-        returned yet."""
+        returned yet; with ``returning``, also those back from the runtime whose
+        wrapper has not returned (their record may not be in the ring yet)."""
         codes = self.codes
         if not codes:
             return
@@ -281,7 +282,7 @@ class SlowCalls:
             if frame is None or depth >= MAX_STACK_DEPTH:
                 continue
             local = frame.f_locals
-            if type(local.get("start")) is not int or "end" in local:
+            if type(local.get("start")) is not int or ("end" in local and not returning):
                 continue
             # One code object serves several calls: the closure's ``name`` says which.
             yield thread, local, SLOW_CALLS.get(local.get("name", ""), codes[frame.f_code])
@@ -320,6 +321,26 @@ class SlowCalls:
             ctx.publish(event._replace(ts_ns=now_wall - (now_perf - start)))
             self._announced[thread] = start
         self._announced = {t: s for t, s in self._announced.items() if seen.get(t) == s}
+
+    def launch_unrecorded(self, device_id: int, stream_id: int) -> bool:
+        """An ``execute_async`` on stream ``stream_id`` of ``device_id`` (or a stream the
+        agent does not know, of a model on that device) is inside its wrapper on
+        another thread: its record may not be in the ring yet."""
+        state = self.ctx.state
+        me = _get_ident()
+        for thread, local, what in self.waiting(returning=True):
+            if what != "execute_async" or thread == me:
+                continue
+            args, kwargs = local.get("args", ()), local.get("kwargs", {})
+            created = state.streams.get(arg(args, kwargs, 3, "stream"))
+            if created is not None:
+                if (created.device_id, created.stream_id) == (device_id, stream_id):
+                    return True
+                continue
+            model = state.models.get(arg(args, kwargs, 0, "model_id"))
+            if model is None or model.device_id in (device_id, -1):
+                return True
+        return False
 
     def synchronous_execute_in_flight(self, device: int) -> int | None:
         """The model of the one synchronous ``mdl.execute`` running on ``device`` now;

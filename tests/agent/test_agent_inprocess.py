@@ -750,3 +750,33 @@ def test_an_agent_started_before_acl_init_asks_the_runtime_nothing_it_cannot_ans
     SimJob(sim_acl, model_path)
     hello = events.wait_kind(Hello, lambda e: e.device_count == 8)
     assert hello.soc_name == "Ascend910B2"
+
+
+def test_an_exception_reported_before_execute_async_returns_is_that_launchs(
+    agent_factory, sim_acl, model_path, monkeypatch
+):
+    """The runtime's thread can report an AI Core exception while the job's thread is
+    still inside execute_async (the simulator raises it during the call): the
+    exception is that launch's and it fails once, with its synchronize. The race is
+    forced: the execute_async wrapper takes 20 ms to read the clock around the call."""
+    import time
+
+    from aclmon.agent import hot
+
+    clock = hot._MAKERS["execute_async"].__globals__
+    real_clock = clock["_perf_ns"]
+
+    def slow_clock() -> int:
+        time.sleep(0.02)
+        return real_clock()
+
+    monkeypatch.setitem(clock, "_perf_ns", slow_clock)
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "mm1", "every": 2}])
+    agent, events = agent_factory()
+    job = SimJob(sim_acl, model_path)
+    failed = [run for run in range(1, 7) if job.run() == ACL_ERROR_RT_AICORE_EXCEPTION]
+    assert failed == [2, 4, 6]
+    events.wait_for(lambda evs: len([e for e in evs if type(e) is AclException]) == 3)
+    assert [e.execution for e in events.of(AclException)] == failed
+    history = [e for e in agent.snapshot() if type(e) is History][-1]
+    assert history.models == (job.model_id, 6, 3)
