@@ -146,12 +146,12 @@ def recording_summary(path: os.PathLike[str] | str) -> dict[str, Any]:
             restated = 0
             for event in iter_recording_events(engine):
                 decoded += 1
-                if type(event) in (ev.AclException, ev.DumpFileSeen):
-                    key = (type(event), event.ts_ns, event[2], event[3])
-                    if not event.seq and key in seen:
+                if isinstance(event, (ev.AclException, ev.DumpFileSeen)):
+                    same = (type(event), event.ts_ns, event[2], event[3])
+                    if not event.seq and same in seen:
                         restated += 1
                         continue
-                    seen.add(key)
+                    seen.add(same)
                 counts[ev.KIND_NAMES[type(event)]] += 1
                 ts = event.ts_ns
                 if ts:  # seq-0 snapshot events may carry real times; 0 means none
