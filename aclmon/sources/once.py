@@ -58,7 +58,7 @@ def collect(
 
 def connect(
     reader: Reader,
-    fold: Callable[[], None],
+    fold: Callable[[], object],
     *,
     connect_timeout: float,
     ready: Callable[[], bool] | None = None,
@@ -85,7 +85,7 @@ def connect(
 
 
 def fold_for(
-    fold: Callable[[], None],
+    fold: Callable[[], object],
     wait: float,
     *,
     pending: Callable[[], bool] | None = None,
