@@ -573,7 +573,7 @@ def free(rt: Runtime, dev_ptr: int) -> int:
     allocation = rt.allocations.get(dev_ptr)
     if allocation is None:
         return fail(C.ACL_ERROR_RT_PARAM_INVALID, f"{dev_ptr:#x} is not an allocation")
-    rt.release(allocation)
+    rt.release(allocation, by_job=True)
     return C.ACL_SUCCESS
 
 

@@ -5,8 +5,10 @@ A rule is a JSON object (see docs/sim.md):
 ``{"kind": "aicore_exception", "op": "conv1", "model": "resnet_tiny", "every_s": 15}``
 
 * ``kind``: ``aicore_exception`` (the operator raises an AI Core exception,
-  507015 by default, see ``error_code``) or ``overflow`` (the operator's inputs
-  are scaled so that its float16 result really overflows to inf).
+  507015 by default, see ``error_code``), ``overflow`` (the operator's inputs
+  are scaled so that its float16 result really overflows to inf), or one of the
+  device faults of :mod:`aclmon.sim.device_faults`: ``aicore_oob``,
+  ``use_after_free``, ``nan_input``, ``vector_error``, ``aicpu_error``.
 * what: ``op`` (operator name) and/or ``op_type``; optional ``model`` (model
   name) and ``device``.
 * when: ``nth`` (the n-th matching execution, 1-based), ``every`` (every n-th),
@@ -19,6 +21,11 @@ A rule is a JSON object (see docs/sim.md):
   operators after it read them, so the error propagates downstream as a precision
   problem does; ``error`` defaults to 0.05. A run with the rule and one without
   make a golden pair for ``aclmon compare``.
+* device fault options: ``input`` (which input a bad address or NaN is in;
+  default the first the job handed the model), ``overrun`` (``aicore_oob``: bytes
+  read past the allocation, default 256), ``errcode`` (``vector_error``: the
+  extend line's error words, a list; ``aicpu_error``: the AI CPU's code) and
+  ``message`` (the error sentence).
 """
 
 from __future__ import annotations
@@ -33,7 +40,22 @@ from typing import Any
 KIND_AICORE_EXCEPTION = "aicore_exception"
 KIND_OVERFLOW = "overflow"
 KIND_PERTURB = "perturb"
-KINDS = (KIND_AICORE_EXCEPTION, KIND_OVERFLOW, KIND_PERTURB)
+KIND_AICORE_OOB = "aicore_oob"
+KIND_USE_AFTER_FREE = "use_after_free"
+KIND_NAN_INPUT = "nan_input"
+KIND_VECTOR_ERROR = "vector_error"
+KIND_AICPU_ERROR = "aicpu_error"
+#: kinds that fail the operator's task with a device fault of their own
+DEVICE_FAULT_KINDS = (
+    KIND_AICORE_OOB,
+    KIND_USE_AFTER_FREE,
+    KIND_NAN_INPUT,
+    KIND_VECTOR_ERROR,
+    KIND_AICPU_ERROR,
+)
+KINDS = (KIND_AICORE_EXCEPTION, KIND_OVERFLOW, KIND_PERTURB, *DEVICE_FAULT_KINDS)
+#: a device fault rule's default ``overrun`` (bytes read past the allocation)
+DEFAULT_OVERRUN = 256
 
 _FIELDS = {
     "kind",
@@ -50,6 +72,10 @@ _FIELDS = {
     "record",
     "error_code",
     "error",
+    "input",
+    "overrun",
+    "errcode",
+    "message",
 }
 
 
@@ -71,8 +97,13 @@ class FaultRule:
     times: int | None = None
     scale: float = 65504.0
     record: str = "old"
-    error_code: int = 507015
+    #: 0: the kind's own (aicore_exception: 507015)
+    error_code: int = 0
     error: float = 0.05
+    input: int | None = None
+    overrun: int = DEFAULT_OVERRUN
+    errcode: tuple[int, ...] = ()
+    message: str = ""
 
     def matches(self, model_name: str, op_name: str, op_type: str) -> bool:
         if self.model is not None and self.model != model_name:
@@ -119,6 +150,18 @@ def parse_fault_rule(rule: Any, source: str) -> FaultRule:
     if scale is not None and scale <= 0:
         raise FaultRuleError(f"{source}: scale must be positive")
     error = _number(rule, "error", source, integer=False)
+    errcode = rule.get("errcode", [])
+    if isinstance(errcode, int) and not isinstance(errcode, bool):
+        errcode = [errcode]
+    if (
+        not isinstance(errcode, list)
+        or len(errcode) > 3
+        or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 64
+                   for v in errcode)
+    ):  # fmt: skip
+        raise FaultRuleError(f"{source}: errcode must be up to 3 integers (error words)")
+    if not isinstance(rule.get("message", ""), str):
+        raise FaultRuleError(f"{source}: message must be a string")
     return FaultRule(
         kind=kind,
         op=rule.get("op"),
@@ -132,9 +175,22 @@ def parse_fault_rule(rule: Any, source: str) -> FaultRule:
         times=_number(rule, "times", source, integer=True),
         scale=scale if scale is not None else 65504.0,
         record=record,
-        error_code=_number(rule, "error_code", source, integer=True) or 507015,
+        error_code=_number(rule, "error_code", source, integer=True) or 0,
         error=error if error is not None else 0.05,
+        input=_number(rule, "input", source, integer=True),
+        overrun=_overrun(rule, source),
+        errcode=tuple(errcode),
+        message=rule.get("message", ""),
     )
+
+
+def _overrun(rule: dict[str, Any], source: str) -> int:
+    value = _number(rule, "overrun", source, integer=True)
+    if value is None:
+        return DEFAULT_OVERRUN
+    if value < 1:
+        raise FaultRuleError(f"{source}: overrun must be at least 1 byte")
+    return int(value)
 
 
 def parse_fault_rules(data: Any, source: str) -> tuple[FaultRule, ...]:

@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 from aclmon import acl_constants as C
-from aclmon.sim import aipp, gears, layouts, model_dumps, slog
-from aclmon.sim.acljson import EXCEPTION_SCENES
+from aclmon.sim import aipp, device_faults, gears, layouts, model_dumps, slog
 from aclmon.sim.devices import UNIT_CUBE, UNIT_VECTOR, Allocation, Device, Stream, now_ns
 from aclmon.sim.errmsg import fail
 from aclmon.sim.faults import (
@@ -515,14 +514,24 @@ def execute(
         args = [values[n] for n in op.inputs]
         raise_code = 0
         overflow_rule = perturb_rule = None
+        fault = None
         for state in op.faults:
             if state.should_fire(device_id):
-                if state.rule.kind == KIND_AICORE_EXCEPTION:
-                    raise_code = state.rule.error_code
-                elif state.rule.kind == KIND_OVERFLOW:
+                kind = state.rule.kind
+                if kind == KIND_AICORE_EXCEPTION:
+                    raise_code = state.rule.error_code or C.ACL_ERROR_RT_AICORE_EXCEPTION
+                elif kind == KIND_OVERFLOW:
                     overflow_rule = state.rule
-                elif state.rule.kind == KIND_PERTURB:
+                elif kind == KIND_PERTURB:
                     perturb_rule = state.rule
+                elif fault is None:
+                    fault = device_faults.plan(rt, state.rule, model, op, stream, addresses, args)
+        task_addresses = addresses
+        if fault is not None:
+            raise_code = fault.code
+            args = fault.args
+            task_addresses = fault.addresses
+            tasks[(device_id, stream.stream_id, task_id)] = TaskRecord(model, op, task_addresses)
         if overflow_rule is not None:
             args = _scale_for_overflow(args, overflow_rule.scale)
         start = max(now_ns(), stream.busy_until)
@@ -530,19 +539,33 @@ def execute(
         stream.busy_until = start + int(duration * time_scale)
         device.add_busy(start, duration, op.unit)
         if raise_code:
-            if dump is not None and dump.scene in EXCEPTION_SCENES:
-                model_dumps.write_exception_dump(rt, model, op, stream, task_id, args, addresses)
+            dumped = None
+            if model_dumps.exception_dump_wanted(rt):
+                dumped = model_dumps.write_exception_dump(
+                    rt, model, op, stream, task_id, args, task_addresses
+                )
             kernel_base = 0x12C0_4000_0000 + device_id * (1 << 44)
+            core_id = op.index % rt.config.ai_core_count
+            pc_start = kernel_base + op.index * 0x1000
+            para_base = addresses.get(op.outputs[0].name, 0)
+            detail = ""
+            if fault is not None:
+                detail = device_faults.log_fault(
+                    fault, model, op, stream, task_id, core_id, pc_start, para_base
+                )
             rt.raise_exception(
                 stream,
                 task_id,
                 raise_code,
                 op_name=op.name,
                 op_type=op.op_type,
-                core_id=op.index % rt.config.ai_core_count,
-                pc_start=kernel_base + op.index * 0x1000,
-                para_base=addresses.get(op.outputs[0].name, 0),
+                core_id=core_id,
+                pc_start=pc_start,
+                para_base=para_base,
+                detail=detail,
             )
+            if dumped is not None:
+                device_faults.log_dump_written(dumped)
             failed = True
             break
         results = _run_kernel(op, args)

@@ -6,7 +6,6 @@ consumed and produced; the file layouts are described in docs/sim.md.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from aclmon.sim import dumpfile, layouts
+from aclmon.sim.acljson import EXCEPTION_SCENES
 from aclmon.sim.devices import Stream, now_ns
 from aclmon.sim.faults import KIND_OVERFLOW
 from aclmon.sim.kernels import CUBE_OPS
@@ -35,6 +35,15 @@ def exception_dump_dir(rt: Runtime, device_id: int) -> Path:
     return Path(base) / "extra-info" / "data-dump" / str(device_id)
 
 
+def exception_dump_wanted(rt: Runtime) -> bool:
+    """An exception dump scene is configured (acl.json, ASCEND_DUMP_SCENE), or
+    NPU_COLLECT_PATH is set, which turns exception dumps on by itself."""
+    dump = rt.acl_json.dump
+    return (dump is not None and dump.scene in EXCEPTION_SCENES) or bool(
+        os.environ.get("NPU_COLLECT_PATH")
+    )
+
+
 def write_exception_dump(
     rt: Runtime,
     model: Model,
@@ -43,8 +52,9 @@ def write_exception_dump(
     task_id: int,
     args: list[np.ndarray],
     addresses: dict[str, int],
-) -> None:
-    """The failing operator's inputs and (never written) outputs, as an exception dump."""
+) -> Path | None:
+    """The failing operator's inputs and (never written) outputs, as an exception
+    dump; returns its path (None: it could not be written)."""
     in_specs = [model.specs[n] for n in op.inputs]
     tensors_in = [
         dumpfile.DumpTensor(
@@ -73,12 +83,15 @@ def write_exception_dump(
     ts_us = now_ns() // 1000
     # Exception dump names carry no stream id: {op_type}.{op_name}.{task_id}.{timestamp}.
     name = f"exception_info.{dumpfile.sanitize(op.name)}.{task_id}.{ts_us}"
+    path = exception_dump_dir(rt, stream.device.device_id) / name
     # Like the runtime: a dump that cannot be written does not change the error.
-    with contextlib.suppress(OSError):
+    try:
         dumpfile.write_atomically(
-            exception_dump_dir(rt, stream.device.device_id) / name,
-            dumpfile.encode_dump(op.name, ts_us, tensors_in, tensors_out),
+            path, dumpfile.encode_dump(op.name, ts_us, tensors_in, tensors_out)
         )
+    except OSError:
+        return None
+    return path
 
 
 def _dump_dir(rt: Runtime, model: Model, device_id: int, step: int, in_model: bool) -> Path:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import bisect
+import collections
 import queue
 import random
 import sys
@@ -59,6 +60,7 @@ TASK_RET_CODES = {
     C.ACL_ERROR_RT_AICORE_EXCEPTION: (0x26, "aicore exception"),
     C.ACL_ERROR_RT_VECTOR_CORE_EXCEPTION: (0x31, "vector core exception"),
     C.ACL_ERROR_RT_SYS_DMA: (C.ACL_ERROR_RT_SYS_DMA, "memory copy failed"),
+    C.ACL_ERROR_RT_AICPU_EXCEPTION: (0x2A, "aicpu exception"),
 }
 
 #: where devices hand out memory: device ``i`` from ``BASE + (i << SHIFT)`` on
@@ -87,6 +89,9 @@ class Runtime:
         self._alloc_starts: list[int] = []
         #: per device, how far past its first address it hands out memory (is_device_address)
         self._device_extents = [2 * device.total_bytes for device in self.devices]
+        #: the device buffers the job freed lately (acl.rt.free), newest last: what a
+        #: stale pointer points at (the use_after_free fault)
+        self.freed_by_job: collections.deque[Allocation] = collections.deque(maxlen=64)
         self.host_allocations: dict[int, np.ndarray] = {}
         self.exception_infos: dict[int, ExceptionInfo] = {}
         self.exception_callback: Callable[[int], Any] | None = None
@@ -277,7 +282,10 @@ class Runtime:
             bisect.insort(self._alloc_starts, address)
         return allocation
 
-    def release(self, allocation: Allocation) -> None:
+    def release(self, allocation: Allocation, *, by_job: bool = False) -> None:
+        """Give ``allocation`` back; ``by_job``: the job freed it (acl.rt.free)."""
+        if by_job:
+            self.freed_by_job.append(allocation)
         with self.lock:
             self.allocations.pop(allocation.address, None)
             index = bisect.bisect_left(self._alloc_starts, allocation.address)
@@ -323,6 +331,13 @@ class Runtime:
             and (offset & _ADDRESS_MASK) < self._device_extents[index]
         )
 
+    def last_freed(self, device_id: int) -> Allocation | None:
+        """The device buffer the job freed most recently on ``device_id``."""
+        for allocation in reversed(self.freed_by_job):
+            if allocation.device_id == device_id:
+                return allocation
+        return None
+
     def read_device(self, address: int, count: int) -> np.ndarray | None:
         found = self.find_allocation(address, count)
         if found is None:
@@ -361,8 +376,8 @@ class Runtime:
         """Report a failed task: log it, queue the callback and arm the stream's error;
         returns what is set once the callback has run.
 
-        ``detail``: the device's text, already logged (a copy fault); else the AI Core
-        exception's lines are logged here. ``arm``: the stream's next synchronize
+        ``detail``: the device's text, already logged (a copy fault, a device fault of
+        its own kind); else the AI Core exception's lines are logged here. ``arm``: the stream's next synchronize
         returns the error (not for a synchronous call that returns it itself)."""
         if not detail:
             detail = log_task_exception(
