@@ -56,6 +56,12 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
         help="recent exceptions and dump files kept for viewers that connect late (default 256)",
     )
     parser.add_argument(
+        "--launch-stacks",
+        action="store_true",
+        help="keep the whole stack of each asynchronous launch, not only the calling line"
+        " (an exception then shows how the failing work was launched)",
+    )
+    parser.add_argument(
         "--capture-output",
         action="store_true",
         help="also forward the script's stdout and stderr to viewers as log lines (it then"
@@ -103,6 +109,7 @@ def run_command(args: argparse.Namespace) -> int:
         sample_interval=args.interval,
         profiling_output=args.profiling_output,
         history=args.history,
+        launch_stacks=args.launch_stacks,
     )
     if args.relay:
         from aclmon.fleet.hostrelay import wait_for_relay

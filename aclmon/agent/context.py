@@ -118,6 +118,8 @@ class AgentConfig:
     #: a worker process's index (multiprocessing's), the Hello's rank when the
     #: launcher gave none; -1: not a worker
     worker: int = -1
+    #: keep the whole stack of each launch, not only the caller's line (launch sites)
+    launch_stacks: bool = False
 
 
 class AgentContext:

@@ -47,6 +47,7 @@ from aclmon.agent.plog import PlogTail
 from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
 from aclmon.agent.sampler import Sampler
 from aclmon.agent.state import RuntimeState
+from aclmon.agent.triage import TriageJoiner
 from aclmon.events import (
     Goodbye,
     Hello,
@@ -99,6 +100,7 @@ class Agent:
         self.sampler: Sampler | None = None
         self.dump_watcher: DumpWatcher | None = None
         self.plog: PlogTail | None = None
+        self.triage: TriageJoiner | None = None
         self.publisher: Any = None
         self.recorder: Any = None
         self._stopping = threading.Event()
@@ -168,9 +170,13 @@ class Agent:
         self.exceptions.running_model = self.hooks.slow_calls.synchronous_execute_in_flight
         self.exceptions.note_running = self.history.note_running_model
         self.exceptions.launch_unrecorded = self.hooks.slow_calls.launch_unrecorded
+        self.triage = TriageJoiner(ctx, self.hooks.memory.table)
+        self.exceptions.launches = self.hooks.launches
+        self.exceptions.on_captured = self.triage.exception_captured
         self.sampler = Sampler(ctx, binder)
         if self.config.plog:
             self.plog = PlogTail(ctx)
+            self.plog.on_entry = self.triage.plog_entry
         self.started = time.time()
         if self.config.record:
             from aclmon.agent.recorder import Recorder
@@ -308,7 +314,8 @@ class Agent:
             atexit.unregister(self.close)
 
     def _final_polls(self) -> None:
-        """The last look at the dump directory and the plog, with a deadline: a
+        """The last look at the dump directory and the plog, and the triage of what
+        is still pending, with a deadline: a
         file system that hangs (a FIFO, a dead NFS server) must not keep the job
         from exiting. They run on a thread of their own, abandoned past it."""
 
@@ -327,8 +334,13 @@ class Agent:
                     self.plog.poll()
                 except Exception as exc:
                     self.fail("plog tail", exc)
+            if self.triage is not None:
+                try:
+                    self.triage.poll(final=True)  # the job is ending: triage with what there is
+                except Exception as exc:
+                    self.fail("triage", exc)
 
-        if self.dump_watcher is None and self.plog is None:
+        if self.dump_watcher is None and self.plog is None and self.triage is None:
             return
         worker = threading.Thread(target=polls, name="aclmon-final-poll", daemon=True)
         worker.start()
@@ -416,6 +428,8 @@ class Agent:
                     self._guarded("dump watcher", watcher.poll)
                 if self.plog is not None:
                     self._guarded("plog tail", self.plog.poll)
+                if self.triage is not None:
+                    self._guarded("triage", self.triage.poll)
                 if self.profiling is not None:
                     self._guarded("profiling files", self.profiling.poll_files)
                 timers["dumps"] = now + DUMP_POLL_INTERVAL_S
@@ -508,6 +522,8 @@ class Agent:
                 config.profiler_output, config.profiler_flags, config.profiler_metrics
             )
         if config.dump_path:
+            if self.triage is not None:
+                self.triage.dump_roots.append(config.dump_path)
             self.dump_watcher = DumpWatcher(ctx, config.dump_path)
             ctx.log_line("info", f"watching dump directory {config.dump_path}")
 

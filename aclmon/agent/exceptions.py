@@ -22,6 +22,7 @@ from aclmon.events import AclException, TensorDesc
 
 if TYPE_CHECKING:
     from aclmon.agent.context import AgentContext
+    from aclmon.agent.launches import LaunchSites
 
 #: create_and_get_op_desc's op_name_len: the largest pyACL accepts, so a long
 #: scoped op name is never cut short.
@@ -72,6 +73,10 @@ class ExceptionCapture:
         self.note_running: Callable[[int, int, int], None] | None = None
         #: (device, stream_id) -> an execute_async there is still in its wrapper (the hooks)
         self.launch_unrecorded: Callable[[int, int], bool] | None = None
+        #: where the job launched each stream's work (names the failing launch)
+        self.launches: LaunchSites | None = None
+        #: told of each exception once published (the live triage)
+        self.on_captured: Callable[[AclException], None] | None = None
 
     # ------------------------------------------------------------ registration
     def register(self) -> int:
@@ -132,6 +137,7 @@ class ExceptionCapture:
         if device >= 0 and stream_id >= 0 and task_id >= 0:
             op_name, inputs, outputs = self._op_details(device, stream_id, task_id)
         op_type = self.ctx.state.op_type_of(op_name) if op_name else ""
+        launch_site, launch = self._launch_of(device, stream_id)
         # The model raising it, when a synchronous execute is running: the history
         # (publisher thread) numbers the execution, in order with the others' Ends.
         running = self.running_model(device) if self.running_model is not None else None
@@ -147,6 +153,10 @@ class ExceptionCapture:
             op_type,
             inputs,
             outputs,
+            "",
+            0,
+            launch_site,
+            launch,
         )
         if running is not None and self.note_running is not None:
             self.note_running(event.ts_ns, task_id, running)
@@ -154,6 +164,23 @@ class ExceptionCapture:
         self.ctx.publish(event)
         if error_code == ACL_ERROR_RT_SYS_DMA and not op_name:
             self.ctx.log_line("warning", copy_fault_text(device, stream_id, task_id))
+        if self.on_captured is not None:
+            self.on_captured(event)
+
+    def _launch_of(self, device: int, stream_id: int) -> tuple[str, dict[str, Any]]:
+        """The launch whose task failed (:meth:`LaunchSites.failing_launch`) on the
+        stream with this exception-info id."""
+        launches = self.launches
+        if launches is None or not launches.rings:
+            return "", {}
+        handles = [
+            created.stream
+            for created in list(self.ctx.state.streams.values())
+            if created.device_id == device and created.stream_id == stream_id
+        ]
+        if not handles and len(launches.rings) == 1:
+            handles = list(launches.rings)  # one stream launched on: no doubt which
+        return launches.failing_launch(handles, time.perf_counter_ns())
 
     def _after_launch_records(self, device: int, stream_id: int) -> None:
         """The runtime may report an exception while the execute_async that raised it

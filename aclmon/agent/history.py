@@ -59,6 +59,7 @@ from aclmon.events import (
     StreamCreated,
     StreamDestroyed,
     StreamSynchronized,
+    Triage,
 )
 
 #: exceptions and dump announcements kept for late viewers, by default
@@ -137,6 +138,8 @@ class HistoryKeeper:
         #: log lines (the job's plog warnings and errors, the agent's own): the
         #: lines near an exception, for a viewer that was not there
         self.logs: deque[LogLine] = deque(maxlen=recent)
+        #: why each recent exception happened (the live triage), re-sent after them
+        self.triages: deque[Triage] = deque(maxlen=recent)
         self.exceptions_total = 0
         self.dumps_total = 0
         self.call_failures_total = 0
@@ -149,6 +152,7 @@ class HistoryKeeper:
             DumpFileSeen: self._dump,
             CallFailed: self._call_failed,
             LogLine: self.logs.append,
+            Triage: self.triages.append,
             ModelLoaded: self._model_loaded,
             ModelUnloaded: self._model_unloaded,
             StreamCreated: self._stream_created,
@@ -251,13 +255,14 @@ class HistoryKeeper:
         return failed
 
     def snapshot_events(self) -> list[Any]:
-        """Models unloaded (their load and unload), recent exceptions, failed calls, log
-        lines and dump files (seq 0), then the totals."""
+        """Models unloaded (their load and unload), recent exceptions and their triage,
+        failed calls, log lines and dump files (seq 0), then the totals."""
         events: list[Any] = []
         for model, unloaded in self.unloaded.values():
             events.append(model.loaded._replace(seq=0))
             events.append(unloaded._replace(seq=0))
         events.extend(e._replace(seq=0) for e in self.exceptions)
+        events.extend(t._replace(seq=0) for t in self.triages)
         events.extend(c._replace(seq=0) for c in self.call_failures)
         events.extend(line._replace(seq=0) for line in self.logs)
         events.extend(d._replace(seq=0) for d in self.dumps)

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent import hot
 from aclmon.agent import models as loaded_models
+from aclmon.agent.launches import LaunchSites
+from aclmon.agent.memory import MemoryHooks
 from aclmon.agent.msproftx import TxHooks
 from aclmon.agent.single_ops import SingleOps
 from aclmon.agent.wrappers import (
@@ -87,6 +89,9 @@ class Hooks:
         self.on_init = on_init
         self.tx = TxHooks(ctx)
         self.single_ops = SingleOps(ctx)
+        #: the job's allocations and frees, and where it launched each stream's work
+        self.memory = MemoryHooks(ctx)
+        self.launches = LaunchSites(stacks=ctx.config.launch_stacks)
         #: the hot wrappers' calls still waiting (searched by the control thread)
         self.slow_calls = hot.SlowCalls(ctx)
         self._installed: list[tuple[str, Any, str, Any, Any]] = []
@@ -177,7 +182,7 @@ class Hooks:
                 kept(self._before_unload),
             ),
             "mdl.execute": self._hot(hot.execute),
-            "mdl.execute_async": self._hot(hot.execute),
+            "mdl.execute_async": self._hot(functools.partial(hot.execute, launches=self.launches)),
             "prof.init": plain(self._after_prof_init, kept(self._before_prof_init)),
             "prof.finalize": plain(
                 lambda a, k, r: profiling.job_finalize(ret_of(r)),
@@ -199,7 +204,11 @@ class Hooks:
         for qualified, after in self.tx.observers().items():
             table[qualified] = plain(after)
         table.update(self.single_ops.wrappers(self.call_failed))
-        return table
+        for qualified, after in self.memory.observers().items():
+            table[qualified] = plain(after)
+        # Last: the launch-site hooks wrap every other hook of a launch call (acl.op's
+        # too), so the frame they read is the job's.
+        return self.launches.compose(table, self.ctx.fail)
 
     def _observed(
         self, after: After | None, before: Before | None = None
@@ -310,6 +319,7 @@ class Hooks:
 
     def _forget_stream(self, stream: int) -> None:
         self.ctx.state.stream_destroyed(stream)
+        self.launches.forget(stream)
 
     def _forget_model(self, model_id: int) -> None:
         self.ctx.state.models.pop(model_id, None)
@@ -454,6 +464,7 @@ class Hooks:
             )
         for op_name, op_type in op_types.items():  # the simulator's description names them
             self.ctx.state.learn_op_type(op_name, op_type)
+        self.memory.model_loaded(int(model_id), args, kwargs, from_file=from_file)
         device = self._current_device()
         # op_count 0 = unknown (a real .om: pyACL's model description lists no operators).
         event = self.ctx.make(ModelLoaded, int(model_id), device, name, op_count)

@@ -33,6 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
+from aclmon.agent.launches import LaunchSites, stack_of
 from aclmon.agent.wrappers import CallFailed, Wrapper, arg, ret_of
 from aclmon.events import (
     DEVICE_SYNC,
@@ -82,13 +83,13 @@ ARGS_RECORD = 0
 #: names ``start``, ``end``, ``name``, ``args`` and ``kwargs`` are what
 #: :class:`SlowCalls` reads.
 _RECORDING_WRAPPER = """
-def make(name, original, call_failed, build, ring, limit, append, drop, fail, where):
+def make(name, original, call_failed, build, ring, limit, append, drop, fail, where, launches):
     perf_ns = _perf_ns
     size = len
-
+{setup}
     def {function}(*args, **kwargs):
         start = perf_ns()
-        result = original(*args, **kwargs)
+{prelude}        result = original(*args, **kwargs)
         end = perf_ns()
         try:
             if result:  # an int ACL code: non-zero only when the call failed
@@ -104,6 +105,27 @@ def make(name, original, call_failed, build, ring, limit, append, drop, fail, wh
     return {function}
 """
 
+#: What a launch wrapper (``execute_async``) does first: note where the job launched
+#: it in the stream's ring (:mod:`aclmon.agent.launches`); ``{stack}`` is the stack
+#: of the launch with launch_stacks, else nothing.
+_LAUNCH_SETUP = """
+    getframe = _getframe
+    stack_of = _stack_of
+    rings_get = launches.rings.get
+    new_ring = launches.new_ring
+"""
+_LAUNCH_PRELUDE = """\
+        try:
+            frame = getframe(1)
+            stream = args[3] if len(args) > 3 else kwargs.get("stream", 0)
+            sites = rings_get(stream)
+            if sites is None:
+                sites = new_ring(stream)
+            sites.append((start, name, frame.f_code, frame.f_lineno{stack}))
+        except Exception as exc:
+            fail(where, exc)
+"""
+
 #: the recording wrappers by function name: (their record's layout, what it carries)
 _RECORDERS = {
     "synchronize_stream": (SYNC_STREAM_RECORD, 'args[0] if args else kwargs.get("stream", 0)'),
@@ -117,11 +139,22 @@ _RECORDERS = {
 }
 
 
-def _compile(function: str, fields: str) -> Callable[..., Wrapper]:
-    """The factory of the recording wrapper ``function`` (see ``_RECORDING_WRAPPER``)."""
-    namespace: dict[str, Any] = {"__name__": __name__, "_perf_ns": _perf_ns}
-    source = _RECORDING_WRAPPER.format(function=function, fields=fields)
-    filename = f"<{__name__} {function}>"
+def _compile(function: str, fields: str, launch: str = "") -> Callable[..., Wrapper]:
+    """The factory of the recording wrapper ``function`` (see ``_RECORDING_WRAPPER``);
+    ``launch``: "sites" or "stacks" to note the launch site first."""
+    namespace: dict[str, Any] = {
+        "__name__": __name__, "_perf_ns": _perf_ns, "_getframe": sys._getframe,
+        "_stack_of": stack_of,
+    }  # fmt: skip
+    prelude = (
+        _LAUNCH_PRELUDE.format(stack=", stack_of(frame)" if launch == "stacks" else "")
+        if launch
+        else ""
+    )
+    source = _RECORDING_WRAPPER.format(
+        function=function, fields=fields, setup=_LAUNCH_SETUP if launch else "", prelude=prelude
+    )
+    filename = f"<{__name__} {function}{' ' + launch if launch else ''}>"
     # A traceback through the wrapper (the job's own call raising) shows its lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
@@ -129,21 +162,29 @@ def _compile(function: str, fields: str) -> Callable[..., Wrapper]:
 
 
 _MAKERS = {function: _compile(function, fields) for function, (_, fields) in _RECORDERS.items()}
+#: execute_async noting its launch site, without and with the stack
+_LAUNCH_MAKERS = {
+    launch: _compile("execute_async", _RECORDERS["execute_async"][1], launch)
+    for launch in ("sites", "stacks")
+}
 
 
 def _recording(
     ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed,
-    function: str, build: Callable[..., Any],
+    function: str, build: Callable[..., Any], launches: LaunchSites | None = None,
 ) -> Wrapper:  # fmt: skip
     """The recording wrapper ``function`` of the call ``name``: it appends its record,
     which ``build`` turns into the event, to the sink's ring (or counts a drop when
-    the ring is full)."""
+    the ring is full); with ``launches``, it first notes its launch site there."""
     sink = ctx.sink
     ring = sink.ring
     build.record_layout = _RECORDERS[function][0]  # type: ignore[attr-defined]  # read by history.fold
-    return _MAKERS[function](
+    maker = _MAKERS[function]
+    if launches is not None:
+        maker = _LAUNCH_MAKERS["stacks" if launches.stacks else "sites"]
+    return maker(  # type: ignore[no-any-return]
         name, original, call_failed, build, ring, sink.ring_limit, ring.append,
-        sink.count_drop, ctx.fail, f"hook {name}",
+        sink.count_drop, ctx.fail, f"hook {name}", launches,
     )  # fmt: skip
 
 
@@ -164,11 +205,18 @@ def synchronize(
 
 
 def execute(
-    ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed
+    ctx: AgentContext,
+    name: str,
+    original: Callable[..., Any],
+    call_failed: CallFailed,
+    launches: LaunchSites | None = None,
 ) -> Wrapper:
-    """mdl.execute / execute_async: once per model step; a flat record."""
+    """mdl.execute / execute_async: once per model step; a flat record. An
+    ``execute_async`` also notes its launch site in ``launches``."""
     function = "execute_async" if name.endswith("_async") else "execute"
-    return _recording(ctx, name, original, call_failed, function, _execute_builder(ctx.wall_offset))
+    build = _execute_builder(ctx.wall_offset)
+    sites = launches if function == "execute_async" else None
+    return _recording(ctx, name, original, call_failed, function, build, sites)
 
 
 def set_context(

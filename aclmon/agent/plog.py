@@ -35,7 +35,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -99,6 +99,8 @@ class PlogTail:
         self.files: dict[Path, _Followed] = {}
         self.published = 0
         self.dropped = 0
+        #: told of every entry read, whatever its level (the live triage)
+        self.on_entry: Callable[[PlogEntry], None] | None = None
         self._reported_drops = 0
         #: bytes of log skipped after bursts (counted, reported as Drops)
         self.skipped_bytes = 0
@@ -227,6 +229,9 @@ class PlogTail:
             last = followed.parser.flush()
             if last is not None:
                 entries = [last]
+        if self.on_entry is not None:
+            for entry in entries:
+                self.on_entry(entry)
         return sum(self._publish(entry, followed.path) for entry in entries)
 
     def _skip_to_newest(self, followed: _Followed, handle: BinaryIO, size: int) -> None:

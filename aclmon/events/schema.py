@@ -29,7 +29,8 @@ from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
 #: 3: Hello gained job, rank, rank_size, local_rank, device_id, rank_env.
 #: 4: AclException gained model_name and execution; History and Goodbye.
 #: 5: OpTiming gained device_id and metrics.
-#: 6: HostNpuSample (every NPU and process of the host, from the host source).
+#: 6: HostNpuSample (every NPU and process of the host, from the host source);
+#:    AclException gained launch_site and launch; Triage and ClockOffset.
 SCHEMA_VERSION = 6
 
 Summary = dict[str, Any]
@@ -294,6 +295,40 @@ class AclException(NamedTuple):
     # Added in schema version 3 (older arrays decode with these defaults):
     model_name: str = ""  # the model whose execution raised it ("" when not known)
     execution: int = 0  # which execution of that model, counted from 1 (0: not known)
+    # Schema 6: where the job launched the work whose task failed, "path/file.py:LINE
+    # function" ("" when not known), and what else is known of the launch: "api",
+    # "recent" (the launches on that stream around it, oldest first, each {"api",
+    # "site", "ago_ns"}, "index" the failing one's), "stack" (with --launch-stacks).
+    launch_site: str = ""
+    launch: Summary = {}  # noqa: RUF012 (never mutated)
+
+
+@register(29, "triage")
+class Triage(NamedTuple):
+    """Why an exception happened, found after it (aclmon.dump.triage, docs/triage.md):
+    the exception it explains is the AclException with this ``exception_ts_ns``,
+    device, stream id and task id."""
+
+    seq: int
+    ts_ns: int
+    device_id: int
+    stream_id: int
+    task_id: int
+    exception_ts_ns: int
+    triage: Summary  # verdict, cause, error_bits, address_findings, nan_inf_inputs, repro, ...
+
+
+@register(30, "clock_offset")
+class ClockOffset(NamedTuple):
+    """A relay's measure of its host's clock against the NATS server's (docs/fleet.md):
+    add ``offset_ns`` to a time of this host to get the server's time; the error is
+    at most ``uncertainty_ns`` (half the round trip of the best probe)."""
+
+    seq: int
+    ts_ns: int
+    host: str
+    offset_ns: int
+    uncertainty_ns: int
 
 
 @register(26, "history")

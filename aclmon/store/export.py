@@ -7,7 +7,7 @@ from typing import Any
 from aclmon import events as ev
 from aclmon.acl_constants import error_name
 from aclmon.store.ops import top_ops
-from aclmon.store.state import StoreState, StreamState, runtime_message
+from aclmon.store.state import StoreState, StreamState, runtime_message, triage_of
 
 
 def state_to_json(s: StoreState) -> dict[str, Any]:
@@ -70,7 +70,11 @@ def state_to_json(s: StoreState) -> dict[str, Any]:
             "total": s.exceptions_total,
             "dropped": s.exceptions_dropped,
             "recent": [
-                {**ev.to_json(e), "runtime_message": runtime_message(s, e)}
+                {
+                    **ev.to_json(e),
+                    "runtime_message": runtime_message(s, e),
+                    "triage": triage_of(s, e),
+                }
                 for e in list(s.exceptions)[-20:]
             ],
         },

@@ -53,6 +53,7 @@ from aclmon.store.state import (
     OpStats,
     StoreState,
     StreamState,
+    exception_key,
     new_state,
     ring_add,
     runtime_message,
@@ -117,6 +118,8 @@ class Store:
             ev.Reply: self._reply,
             ev.History: self._history,
             ev.Goodbye: self._goodbye,
+            ev.Triage: self._triage,
+            ev.ClockOffset: self._clock_offset,
         }
 
     # ------------------------------------------------------------ public
@@ -552,8 +555,8 @@ class Store:
         if e.seq == 0:
             # From the agent's history (a late or reconnecting viewer): the History
             # event after it carries the totals and the per-stream counts.
-            key = _exception_key(e)
-            if any(_exception_key(x) == key for x in s.exceptions):
+            key = exception_key(e)
+            if any(exception_key(x) == key for x in s.exceptions):
                 return
         stream = self.stream_by_id(e.device_id, e.stream_id)
         e = typed(s, e)
@@ -571,6 +574,15 @@ class Store:
         if stream is not None:
             stream.exceptions += 1
             stream.last_error = e.error_code
+
+    def _triage(self, e: ev.Triage) -> None:
+        triages = self.state.triages
+        triages[(e.exception_ts_ns, e.device_id, e.stream_id, e.task_id)] = e
+        while len(triages) > self.state.exception_limit:
+            del triages[next(iter(triages))]
+
+    def _clock_offset(self, e: ev.ClockOffset) -> None:
+        self.state.clock_offset = e
 
     def _history(self, e: ev.History) -> None:
         fold_history(self, e)
@@ -663,10 +675,6 @@ class Store:
         while len(replies) > REPLY_LIMIT:
             del replies[next(iter(replies))]
         self.state.last_reply = e
-
-
-def _exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
-    return (e.ts_ns, e.device_id, e.stream_id, e.task_id)
 
 
 def _count_sync(target: StreamState | DeviceState, e: ev.StreamSynchronized) -> bool:

@@ -363,6 +363,17 @@ def runtime_message(s: StoreState, exception: ev.AclException) -> str:
     return message
 
 
+def exception_key(e: ev.AclException) -> tuple[int, int, int, int]:
+    """What names one exception across sources and resends (its Triage carries it too)."""
+    return (e.ts_ns, e.device_id, e.stream_id, e.task_id)
+
+
+def triage_of(s: StoreState, exception: ev.AclException) -> dict[str, Any] | None:
+    """The triage of ``exception`` (docs/triage.md), once the agent has sent it."""
+    found = s.triages.get(exception_key(exception))
+    return dict(found.triage) if found is not None else None
+
+
 @dataclass
 class StoreState:
     """The whole folded state. Copy it with :meth:`copy` (cheap: events are shared)."""
@@ -410,6 +421,11 @@ class StoreState:
     exceptions_dropped: int = 0
     # exceptions naming no model, until a synchronous execute's End does (store/attribution)
     awaiting_execution: list[ev.AclException] = field(default_factory=list)
+    # why recent exceptions happened (the agent's Triage), by exception_key; at most
+    # exception_limit, oldest first
+    triages: dict[tuple[int, int, int, int], ev.Triage] = field(default_factory=dict)
+    # the source's host clock against the NATS server's, as its relay measured it
+    clock_offset: ev.ClockOffset | None = None
     history_since_ns: int | None = None  # the agent's history (totals) starts here
     goodbye: ev.Goodbye | None = None  # the job ended and said so
     profiling: ev.ProfilingState | None = None

@@ -342,6 +342,10 @@ _event_strategy = st.one_of(
         st.just("Add"),
         st.just(()),
         st.just(()),
+        model_name=st.just(""),
+        execution=st.just(0),
+        launch_site=st.just(""),
+        launch=st.just({}),
     ),
     st.builds(
         ev.OpTiming,
