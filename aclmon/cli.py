@@ -31,6 +31,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("decode", "aclmon.dump.commands", "print what dump and overflow files contain"),
     ("convert", "aclmon.dump.commands", "convert dump files to .npy/.bin like msaccucmp"),
     ("compare", "aclmon.dump.compare.command", "compare dumps with a golden run like msaccucmp"),
+    (
+        "triage",
+        "aclmon.dump.commands",
+        "why AI Core errors happened, from a collected log directory",
+    ),
 )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,12 @@ OFFENDING = (OUT_OF_RANGE, FREED)
 
 DEFAULT_MAX_LIVE = 65_536
 DEFAULT_MAX_FREED = 4_096
+
+
+def clock_time(ns: int) -> str:
+    """``HH:MM:SS.mmm`` of an epoch time in ns, local time (what a log line shows)."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%H:%M:%S", time.localtime(seconds)) + f".{rest // 1_000_000:03d}"
 
 
 @dataclass(frozen=True)
@@ -97,8 +104,8 @@ class AddressFinding:
             )
         if self.status == FREED and block is not None:
             return (
-                f"{where}: in freed memory (0x{block.address:x}+{block.size}, freed by"
-                f" {self.freed_by})"
+                f"{where}: in freed memory (0x{block.address:x}+{block.size}, freed at"
+                f" {clock_time(self.freed_ns)} by {self.freed_by})"
             )
         return f"{where}: unknown (no allocation the job made holds it)"
 
@@ -117,7 +124,7 @@ class AddressFinding:
                 {
                     "address": f"0x{block.address:x}",
                     "size": block.size,
-                    "device_id": block.device_id,
+                    "device_id": block.device_id if block.device_id >= 0 else None,
                     "api": block.api,
                     "site": block.site,
                     "allocated_ns": block.allocated_ns,

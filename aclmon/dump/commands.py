@@ -1,4 +1,4 @@
-"""``aclmon decode`` and ``aclmon convert``.
+"""``aclmon decode``, ``aclmon convert`` and ``aclmon triage``.
 
 Imported to build ``aclmon --help``: nothing heavy (numpy) at module level.
 """
@@ -72,6 +72,47 @@ def configure_convert(parser: argparse.ArgumentParser) -> None:
         "-j", "--jobs", type=int, default=0, help="parallel workers (default: one per core)"
     )
     parser.set_defaults(handler=run_convert)
+
+
+# ------------------------------------------------------------------ triage
+def configure_triage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "directory", metavar="DIR", help="a collected directory: CANN logs and exception dumps"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='print {"errors": [...]}, one entry per error'
+    )
+    parser.add_argument(
+        "-out", "--out", dest="out", metavar="DIR",
+        help="write an info.txt per error (and its single-operator re-run) under DIR"
+        " (default: the directory itself)",
+    )  # fmt: skip
+    parser.set_defaults(handler=run_triage)
+
+
+def run_triage(args: argparse.Namespace) -> int:
+    from aclmon.dump.triage_dir import triage_directory, write_reports
+
+    cases = triage_directory(args.directory)
+    reports = write_reports(cases, args.out or args.directory) if cases else None
+    if args.json:
+        print(json.dumps({"errors": [case.to_dict() for case in cases]}, indent=2))
+        return 0
+    if not cases:
+        print(f"{args.directory}: no AI Core, vector core or AI CPU error in its logs")
+        return 0
+    for case in cases:
+        t = case.triage
+        where = f"device {case.error.device_id}, stream {case.error.stream_id}, task {case.error.task_id}"
+        print(f"error {case.number}: {t.op_type or t.kernel or '?'} {t.op_name} ({where})")
+        print(f"  verdict: {t.verdict}")
+        for line in t.error_bits:
+            print(f"  {line}")
+        if t.repro:
+            print(f"  re-run: python {t.repro}")
+    count = len(cases)
+    print(f"{count} error{'s' if count != 1 else ''}; reports in {reports}")
+    return 0
 
 
 # ------------------------------------------------------------------ decode

@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aclmon.acl_constants import error_name, error_text
-from aclmon.dump.allocations import FREED, OUT_OF_RANGE, AddressFinding, AllocationTable
+from aclmon.dump.allocations import (
+    FREED,
+    OUT_OF_RANGE,
+    AddressFinding,
+    AllocationTable,
+    clock_time,
+)
 from aclmon.dump.device_errors import DeviceError
 from aclmon.dump.error_bits import (
     ARITHMETIC,
@@ -275,8 +281,9 @@ def _verdict(
     freed = next((f for f in findings if f.status == FREED), None)
     if freed is not None:
         return USE_AFTER_FREE, (
-            f"use after free: {op} read {_tensor_words(freed)} at {freed.address:#x},"
-            f" in memory freed by {freed.freed_by} before the kernel ran"
+            f"use after free: {op} read {_tensor_words(freed)} at {freed.address:#x}, in"
+            f" memory freed at {clock_time(freed.freed_ns)} by {freed.freed_by} before the"
+            " kernel ran"
         )
     outside = next((f for f in findings if f.status == OUT_OF_RANGE), None)
     if outside is not None:
@@ -362,13 +369,15 @@ def triage(
     dump_path: str = "",
     notes: list[str] | None = None,
     findings: list[AddressFinding] | None = None,
+    facts_source: str = "exception callback",
 ) -> Triage:
     """Join the evidence of one failed task (see the module docstring). ``findings``:
     the address findings taken already (at the exception, by the agent), instead
-    of asking ``table`` now."""
+    of asking ``table`` now. ``facts_source``: where ``facts`` came from ("" when
+    read from the device lines themselves)."""
     sources = []
-    if facts is not None:
-        sources.append("exception callback")
+    if facts is not None and facts_source:
+        sources.append(facts_source)
     if error is not None:
         sources.append("device error lines")
     if dump is not None:

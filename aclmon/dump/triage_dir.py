@@ -136,7 +136,7 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
             notes.append("offline: no allocation table, so no address findings")
             result = triage(
                 _facts(error), error, dump, None,
-                dump_path=str(dump_path) if dump_path else "", notes=notes,
+                dump_path=str(dump_path) if dump_path else "", notes=notes, facts_source="",
             )  # fmt: skip
             cases.append(Case(len(cases) + 1, error, result.dump_file, result, [str(log_file)]))
     return cases
