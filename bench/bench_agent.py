@@ -34,6 +34,11 @@ Figures:
   the publisher has taken and finished every record the loop left in its ring
   (waiting without CPU), so all the work the agent does for those calls is in it,
   and none of it spills into the next arm.
+* ``launch_site_ns``: what noting a launch's site costs the launch (the caller's
+  code object and line into the stream's ring, :mod:`aclmon.agent.launches`): the
+  agent's launch wrapper around the same loop, less a wrapper that only passes the
+  call through, in the same rounds. ``launch_site_over_floor`` =
+  ``launch_site_ns / hook_floor_ns`` (target <= 1.5).
 * ``hook_viewer_ns``: ``hook_ns`` with a viewer (another process) connected and
   reading everything: the publisher then builds, observes, packs and sends every
   event. ``hook_viewer_over_floor``: over the floor arm of those same rounds.
@@ -351,6 +356,20 @@ def main() -> int:
         def count_drop(self) -> None:
             pass
 
+    def passthrough_wrapper(original):
+        """A launch wrapper that notes nothing: what the launch site is measured against."""
+
+        def synchronize_stream(*args, **kwargs):
+            return original(*args, **kwargs)
+
+        return synchronize_stream
+
+    sites = hooks.launches
+
+    def site_wrapper(original):
+        """The agent's launch wrapper, noting each call's site in the stream's ring."""
+        return sites.wrapper("rt.synchronize_stream", original, agent.fail, 0, "stream")
+
     context = agent.context
     real_sink = context.sink
     ring = agent.publisher.ring
@@ -370,6 +389,10 @@ def main() -> int:
         try:
             if name == "floor":
                 acl.rt.synchronize_stream = floor_wrapper(original)
+            elif name == "site":
+                acl.rt.synchronize_stream = site_wrapper(original)
+            elif name == "passthrough":
+                acl.rt.synchronize_stream = passthrough_wrapper(original)
             elif name in ("hooked", "deque", "context_hooked"):
                 if name == "deque":
                     context.sink = DequeSink()
@@ -389,10 +412,13 @@ def main() -> int:
 
     # ---- hooks: every arm in every round, in a new order each round
     job.sync_loop(2000)  # warm up both the sim and the wrappers
-    arms = ("bare", "hooked", "floor", "deque", "context_bare", "context_hooked")
+    arms = (
+        "bare", "hooked", "floor", "deque", "context_bare", "context_hooked", "site",
+        "passthrough",
+    )  # fmt: skip
     order = random.Random(1)
     per_round: dict[str, list[tuple[float, float]]] = {
-        "hook": [], "floor": [], "own": [], "quiet": []
+        "hook": [], "floor": [], "own": [], "quiet": [], "site": []
     }  # fmt: skip
     for _ in range(args.rounds):
         names = list(arms)
@@ -403,6 +429,7 @@ def main() -> int:
             ("floor", "floor", "bare"),
             ("own", "deque", "bare"),
             ("quiet", "context_hooked", "context_bare"),
+            ("site", "site", "passthrough"),
         ):
             (wall1, cpu1), (wall0, cpu0) = got[name], got[base]
             per_round[key].append(((cpu1 - cpu0) / n, (wall1 - wall0) / n))
@@ -416,6 +443,7 @@ def main() -> int:
     quiet_ns, quiet_wall_ns = medians("quiet")
     own_ns, own_wall_ns = medians("own")
     floor_ns, floor_wall_ns = medians("floor")
+    site_ns, site_wall_ns = medians("site")
     round_ratios = [
         h[0] / f[0] for h, f in zip(per_round["hook"], per_round["floor"], strict=True) if f[0] > 0
     ]
@@ -429,6 +457,11 @@ def main() -> int:
         f"synchronize_stream, bare floor wrapper: +{floor_ns:5.0f} ns CPU,"
         f" +{floor_wall_ns:5.0f} ns wall; the hook costs {hook_ns / floor_ns:.2f}x the floor"
         f" (per round: quartiles {', '.join(f'{q:.2f}' for q in hook_ratio_spread)})"
+    )
+
+    print(
+        f"launch site: +{site_ns:5.0f} ns CPU, +{site_wall_ns:5.0f} ns wall per launch,"
+        f" {site_ns / floor_ns:.2f}x the floor"
     )
 
     # ---- the same with a viewer (another process) reading everything: the publisher
@@ -563,6 +596,9 @@ def main() -> int:
         "hook_floor_ns": round(floor_ns, 1),
         "hook_over_floor": round(hook_ns / floor_ns, 3),
         "hook_over_floor_quartiles": [round(q, 3) for q in hook_ratio_spread],
+        "launch_site_ns": round(site_ns, 1),
+        "launch_site_over_floor": round(site_ns / floor_ns, 3),
+        "launch_site_wall_ns": round(site_wall_ns, 1),
         "exception_us": round(exception_us, 2),
         "stalled_viewer_ratio": round(statistics.median(stalled_cpu), 4),
         "model_loop_ratio": round(statistics.median(model_cpu), 4),

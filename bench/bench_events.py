@@ -87,6 +87,18 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             (_tensor(rng, "y"),),
             "resnet50_bs32",
             rng.randrange(1, 10_000),
+            "train.py:212 forward_step",
+            {
+                "api": "mdl.execute_async",
+                "recent": (
+                    {
+                        "api": "mdl.execute_async",
+                        "site": "train.py:212 forward_step",
+                        "ago_ns": 350_000,
+                    },
+                ),
+                "index": 0,
+            },
         )
     elif cls is ev.Hello:
         fields = ev.hello_fields("sim", "Ascend910B1", 8)
@@ -163,6 +175,33 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
         )
     elif cls is ev.Goodbye:
         fields = (0, True, "exit")
+    elif cls is ev.Triage:
+        fields = (
+            rng.randrange(8),
+            rng.randrange(64),
+            rng.randrange(1 << 16),
+            ts - 800_000_000,
+            {
+                "verdict": "out-of-bounds access: Conv2D input[0] (x) runs 256 bytes past the"
+                " end of its 802816-byte allocation (rt.malloc at train.py:88 load_batch)",
+                "cause": "out_of_bounds",
+                "bits": (23,),
+                "error_bits": ("bit 23 MTE_BIU_RDWR_RESP: the MTE touched an invalid GM address",),
+                "address_findings": (
+                    {
+                        "role": "input",
+                        "index": 0,
+                        "status": "out_of_range",
+                        "overrun": 256,
+                        "offending": True,
+                    },
+                ),
+                "nan_inf_inputs": (),
+                "repro": "/job/extra-info/aclmon-repro/Conv2D_conv12_5/repro.py",
+            },
+        )
+    elif cls is ev.ClockOffset:
+        fields = ("node07", -4_812_331, 181_000)
     elif cls is ev.Drops:
         fields = (1024, "publisher queue", "queue full")
     elif cls is ev.SetProfilingConfig:

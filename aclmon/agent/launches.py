@@ -109,11 +109,16 @@ class LaunchSites:
 
     # ------------------------------------------------------------ ordinary launch hooks
     def wrapper(
-        self, name: str, original: Callable[..., Any], fail: Callable[[str, BaseException], None]
+        self,
+        name: str,
+        original: Callable[..., Any],
+        fail: Callable[[str, BaseException], None],
+        index: int,
+        keyword: str,
     ) -> Wrapper:
         """A launch hook around ``original`` (itself maybe another hook of the agent):
-        note the launch, then make the call."""
-        index, keyword = LAUNCH_CALLS[name]
+        note the launch on the stream its argument ``index`` (or ``keyword``) names,
+        then make the call."""
         rings_get = self.rings.get
         new_ring = self.new_ring
         stacks = self.stacks
@@ -155,7 +160,7 @@ class LaunchSites:
                 inner: Callable[[str, Callable[..., Any]], Wrapper] | None = inner,
             ) -> Wrapper:
                 hooked = inner(qualified, original) if inner is not None else original
-                return self.wrapper(qualified, hooked, fail)
+                return self.wrapper(qualified, hooked, fail, *LAUNCH_CALLS[qualified])
 
             composed[name] = make
         return composed
