@@ -36,6 +36,17 @@ answered with a refusal.
 
 Only the Hello of each agent is decoded (its job name picks the subjects);
 Replies are decoded to match requests.
+
+The relay also measures its host's clock against the NATS server's (at start,
+then every ``clock_every_s``): it stores a few empty probe messages in
+``ACLMON_EVENTS`` (on ``aclmon._clock.<host>.0.events``, a subject no job uses)
+and reads back the time the server stamped on each; the probe with the
+shortest round trip gives the offset, within half that round trip. The result
+goes to every agent's subjects as a :class:`~aclmon.events.ClockOffset` (``seq =
+0``; ``events`` and ``alerts``, and after the frames of each ``state`` snapshot
+sent from then on), so that a fleet viewer,
+even one that joins after the jobs exited, can order the ranks' events by one
+clock (``first_anomaly``).
 """
 
 from __future__ import annotations
@@ -78,6 +89,11 @@ DEFAULT_FLUSH_MS = 20.0
 DEFAULT_MAX_BYTES = 64 * 1024
 DEFAULT_MAX_FRAMES = 1024
 DEFAULT_STATE_EVERY_S = 30.0
+DEFAULT_CLOCK_EVERY_S = 30.0
+#: probes per clock measurement (the one with the shortest round trip counts)
+CLOCK_PROBES = 5
+#: the job token of the clock probes' subject (a leading "_": no job is named so)
+CLOCK_JOB = "_clock"
 REGISTRY_POLL_S = 1.0
 #: how often the registry directory's modification time is looked at
 REGISTRY_WATCH_S = 0.02
@@ -173,6 +189,8 @@ class AgentLink:
     state_published: float = 0.0
     #: its Hello's host was compared with the relay's
     host_checked: bool = False
+    #: the relay's clock offset frame is still to be sent on this agent's subjects
+    clock_pending: bool = True
     task: asyncio.Task[None] | None = None
 
     def subject(self, cls: str) -> str:
@@ -206,6 +224,7 @@ class Relay:
         setup_streams: bool = True,
         stream_limits: dict[str, StreamLimits] | None = None,
         state_every_s: float = DEFAULT_STATE_EVERY_S,
+        clock_every_s: float = DEFAULT_CLOCK_EVERY_S,
         registry_dir: Any = None,
         agents: Callable[[], list[registry.AgentInfo]] | None = None,
         on_note: Callable[[str], None] | None = None,
@@ -225,6 +244,9 @@ class Relay:
         self.setup_streams = setup_streams
         self.stream_limits = stream_limits or DEFAULT_STREAM_LIMITS
         self.state_every_s = state_every_s
+        self.clock_every_s = clock_every_s
+        #: the newest ClockOffset frame of this host (None until measured)
+        self.clock_frame: bytes | None = None
         self._list_agents = agents or (lambda: registry.list_agents(registry_dir))
         #: the registry's directory is watched for new agents (not a custom list)
         self._registry_dir = registry_dir
@@ -277,6 +299,7 @@ class Relay:
                 asyncio.create_task(self._flusher(stop)),
                 asyncio.create_task(self._snapshots(stop)),
                 asyncio.create_task(self._heartbeats(stop)),
+                asyncio.create_task(self._clock(stop)),
             ]
             await stop.wait()
             for task in tasks:
@@ -349,7 +372,8 @@ class Relay:
     async def _reconnected(self) -> None:
         """Back on the server: one restarted without its store has lost the
         streams, which are made again (said by ensure_streams); every agent's
-        snapshot and drop totals are sent again, so the (new) streams hold them."""
+        snapshot, drop totals and clock offset are sent again, so the (new) streams
+        hold them."""
         if self.setup_streams:
             try:
                 await self.ensure_streams()
@@ -360,6 +384,7 @@ class Relay:
             link.state_published = 0.0
             link.drops_reported = -1 if link.dropped else 0
             link.copies_reported = -1 if link.copies_dropped else 0
+            link.clock_pending = True
 
     # ------------------------------------------------------------ agents
     def _registry_changed(self, seen: list[int]) -> bool:
@@ -647,6 +672,14 @@ class Relay:
         for cls, batch in link.batches.items():
             if batch.frames and (force or now - batch.started >= self.flush_s):
                 await self._publish(link, cls)
+        # After the agent's first events (its Hello leads every source's stream).
+        if link.clock_pending and link.published and self.clock_frame is not None:
+            link.clock_pending = False
+            try:
+                await self.nc.publish(link.subject(sj.EVENTS), self.clock_frame)
+                await self.nc.publish(link.subject(sj.ALERTS), self.clock_frame)
+            except Exception:
+                self.publish_errors += 1
         if (
             link.state_dirty
             and link.job is not None
@@ -656,8 +689,11 @@ class Relay:
             # time costs one bounded message a second, not one per flush.
             link.state_dirty = False
             link.state_published = now
+            state = b"".join(link.state_frames)
+            if self.clock_frame and link.state_size + len(self.clock_frame) <= self.max_payload:
+                state += self.clock_frame  # a viewer starting from the snapshot gets it too
             try:
-                await self.nc.publish(link.subject(sj.STATE), b"".join(link.state_frames))
+                await self.nc.publish(link.subject(sj.STATE), state)
             except Exception:
                 self.publish_errors += 1
                 link.copies_dropped += 1
@@ -716,6 +752,49 @@ class Relay:
                     )
                     with contextlib.suppress(Exception):
                         link.writer.write(encode_frame(ev.encode(command)))
+
+    # ------------------------------------------------------------ the clock
+    async def measure_clock(self) -> tuple[int, int]:
+        """(offset_ns, uncertainty_ns) of this host's clock against the server's: add
+        the offset to a time of this host to get the server's. Raises NatsError."""
+        js = self.nc.jetstream()
+        subject = sj.subject(CLOCK_JOB, self.host, 0, sj.EVENTS)
+        best: tuple[int, int] | None = None
+        for _ in range(CLOCK_PROBES):
+            try:
+                sent = time.time_ns()
+                ack = await js.publish(subject, b"")
+                acked = time.time_ns()
+                stored = await js.get_msg(ack.stream, ack.seq)
+            except Exception as exc:  # no JetStream, no permission on the stream's API
+                raise NatsError(f"cannot measure the clock against the server: {exc}") from exc
+            if stored.time is None:
+                continue
+            server = _epoch_ns(stored.time)
+            round_trip = acked - sent
+            if best is None or round_trip < best[1]:
+                best = (server - (sent + acked) // 2, round_trip)
+        if best is None:
+            raise NatsError("the server stamped no time on the clock probes")
+        return best[0], best[1] // 2
+
+    async def _clock(self, stop: asyncio.Event) -> None:
+        """Measure the clock now and every ``clock_every_s``; tell every agent's viewers."""
+        warned = False
+        while not stop.is_set():
+            try:
+                offset, uncertainty = await self.measure_clock()
+            except NatsError as exc:
+                if not warned:
+                    self._note(f"{exc}; viewers will compare this host's times as they are")
+                    warned = True
+            else:
+                event = ev.ClockOffset(0, time.time_ns(), self.host, offset, uncertainty)
+                self.clock_frame = encode_frame(ev.encode(event))
+                for link in list(self.links.values()):
+                    link.clock_pending = True
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.clock_every_s)
 
     # ------------------------------------------------------------ commands
     async def _on_command(self, msg: Any) -> None:
@@ -795,6 +874,14 @@ def requires_authentication(nc: Any) -> bool:
     # nats-py keeps the server's INFO in a private attribute only.
     info = getattr(nc, "_server_info", None) or {}
     return bool(info.get("auth_required") or info.get("tls_verify"))
+
+
+def _epoch_ns(stamp: Any) -> int:
+    """A server time stamp (an aware datetime) as ns since the epoch, exactly (no float)."""
+    from datetime import datetime, timezone
+
+    delta = stamp - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 
 def _refusal(request_id: int, code: int, message: str) -> bytes:

@@ -24,6 +24,11 @@ Timestamps come from each host's clock: within a source events keep their
 sequence order; across sources the times are compared after subtracting each
 host's clock offset (:class:`ClockOffsets`, from the relays' heartbeats), so a
 host whose clock is behind does not take the "first exception" slot.
+:meth:`FleetStore.first_anomaly` orders by each host's
+offset to the NATS server's clock when the relay measured one
+(:class:`~aclmon.events.ClockOffset`): the first exception, overflow or NaN/Inf
+of the job on that one clock, where a failure that spreads from rank to rank
+(an overflow all-reduced into every rank's gradients) began.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 from aclmon import events as ev
 from aclmon.events.names import short_host
 from aclmon.store.fold import Store
+from aclmon.store.state import StoreState, triage_of
 
 SourceKey = tuple[str, int]
 
@@ -134,6 +140,93 @@ class FleetSource:
                 span = newest_ts - ts
                 return (newest_count - count) * 1e9 / span if span > 0 else 0.0
         return 0.0
+
+
+#: kinds of anomaly, as ``first_anomaly`` names them
+EXCEPTION = "exception"
+OVERFLOW = "overflow"
+NAN_INF = "nan_inf"
+#: runtime codes that report an overflow rather than a fault
+OVERFLOW_CODES = (207003, 207016)
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """Something went numerically or physically wrong on one source, at one time."""
+
+    key: SourceKey
+    rank: int | None
+    kind: str  # EXCEPTION, OVERFLOW or NAN_INF
+    device_id: int | None
+    op_type: str
+    op_name: str
+    host_ns: int  # on the source host's clock
+    offset_ns: int | None  # that host's clock to the NATS server's (None: not measured)
+    uncertainty_ns: int = 0
+    detail: str = ""
+
+    @property
+    def server_ns(self) -> int:
+        """The time on the server's clock (the host's, when no offset is known)."""
+        return self.host_ns + (self.offset_ns or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.key[0],
+            "pid": self.key[1],
+            "rank": self.rank,
+            "kind": self.kind,
+            "device_id": self.device_id,
+            "op_type": self.op_type,
+            "op_name": self.op_name,
+            "operator": f"{self.op_type} {self.op_name}".strip(),
+            "time_ns": self.server_ns,
+            "host_time_ns": self.host_ns,
+            "clock_offset_ns": self.offset_ns,
+            "clock_uncertainty_ns": self.uncertainty_ns if self.offset_ns is not None else None,
+            "detail": self.detail,
+        }
+
+
+def source_anomalies(key: SourceKey, rank: int | None, s: StoreState) -> list[Anomaly]:
+    """The anomalies one source's state shows: each exception (NaN/Inf when its
+    triage found NaN/Inf inputs, overflow for an overflow code), each overflow dump
+    file (at the time in its name), each failed call that reported an overflow."""
+    clock = s.clock_offset
+    offset = clock.offset_ns if clock is not None else None
+    uncertainty = clock.uncertainty_ns if clock is not None else 0
+    devices = sorted(s.devices)
+    only_device = devices[0] if len(devices) == 1 else None
+    found: list[Anomaly] = []
+
+    def add(
+        kind: str, device: int | None, op_type: str, op_name: str, ns: int, detail: str
+    ) -> None:
+        found.append(
+            Anomaly(key, rank, kind, device, op_type, op_name, ns, offset, uncertainty, detail)
+        )
+
+    for e in s.exceptions:
+        triage = triage_of(s, e) or {}
+        kind = EXCEPTION
+        if e.error_code in OVERFLOW_CODES:
+            kind = OVERFLOW
+        elif triage.get("nan_inf_inputs"):
+            kind = NAN_INF
+        detail = str(triage.get("verdict") or f"error {e.error_code}")
+        add(kind, e.device_id, e.op_type, e.op_name, e.ts_ns, detail)
+    for d in s.dumps:
+        if d.kind != OVERFLOW or not isinstance(d.summary, dict):
+            continue
+        stamp = d.summary.get("timestamp")
+        ns = stamp * 1000 if isinstance(stamp, int) and stamp > 0 else d.ts_ns
+        add(OVERFLOW, only_device, str(d.summary.get("op_type") or ""),
+            str(d.summary.get("op_name") or ""), ns, d.path)  # fmt: skip
+    for failure in s.call_failures:
+        if failure.event.ret in OVERFLOW_CODES:
+            device = failure.device_id if failure.device_id >= 0 else only_device
+            add(OVERFLOW, device, "", "", failure.event.ts_ns, failure.event.api)
+    return found
 
 
 @dataclass(frozen=True)
@@ -275,6 +368,34 @@ class FleetStore:
                 best, best_ns = (entry.key, exceptions[0]), at
         return best
 
+    def anomaly_order(self) -> list[Anomaly]:
+        """Each source's first anomaly, the earliest first, by the server's clock (each
+        host's times corrected by its measured offset): the order the ranks went bad."""
+        firsts = []
+        for entry in self.accepted():
+            found = source_anomalies(entry.key, entry.rank, entry.store.state)
+            if found:
+                firsts.append(min(found, key=lambda a: a.server_ns))
+        return sorted(firsts, key=lambda a: (a.server_ns, a.key))
+
+    def first_anomaly(self) -> Anomaly | None:
+        """The first exception, overflow or NaN/Inf of the whole job (see
+        :meth:`anomaly_order`)."""
+        order = self.anomaly_order()
+        return order[0] if order else None
+
+    def clock_offsets(self) -> dict[str, dict[str, int]]:
+        """host -> its measured offset to the server's clock and the uncertainty."""
+        out: dict[str, dict[str, int]] = {}
+        for entry in self.accepted():
+            clock = entry.store.state.clock_offset
+            if clock is not None:
+                out[clock.host] = {
+                    "offset_ns": clock.offset_ns,
+                    "uncertainty_ns": clock.uncertainty_ns,
+                }
+        return out
+
     def row(self, entry: FleetSource, now: float | None = None) -> FleetRow:
         s = entry.store.state
         state = self.state_of(entry, now)
@@ -371,6 +492,7 @@ class FleetStore:
                 }
             )
         earliest = self.earliest_exception()
+        order = self.anomaly_order()
         return {
             "sources": sources,
             "refused": [
@@ -389,6 +511,9 @@ class FleetStore:
                 if earliest
                 else None
             ),
+            "first_anomaly": order[0].to_json() if order else None,
+            "anomaly_order": [anomaly.to_json() for anomaly in order],
+            "clock_offsets": self.clock_offsets(),
         }
 
 

@@ -278,6 +278,7 @@ class Store:
                 newest_ts_ns=s.newest_ts_ns,
                 counters=s.counters,
                 host_npus=s.host_npus,  # the machine's NPUs did not change with the job
+                clock_offset=s.clock_offset,  # the host's clock, not the process's
             )
             self.state = fresh
         self.state.hello = e

@@ -1,0 +1,169 @@
+"""The first anomaly across ranks, on one clock: four simulated ranks on four "hosts"
+whose clocks are skewed by ±5 ms, one relay each, one nats-server.
+
+All ranks overflow at step 5, rank 2 first and the others a few milliseconds later
+(as when one rank's overflow is all-reduced into everyone's gradients). Rank 2's
+clock reads 5 ms late and the others' 5 ms early, so by the hosts' own clocks
+rank 2 looks last; only the relays' measured offsets put it first. Each seeded run
+asks ``attach nats://…/JOB --once --json`` while the ranks still run and again
+after they exited (the late viewer reads JetStream). ``ACLMON_ANOMALY_RUNS`` sets
+the number of seeded runs (2 by default; the issue's figure is 20).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fleethelpers import wait_until
+
+from aclmon.tui.demo import _die_with_parent
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
+JOB = Path(__file__).with_name("anomaly_job.py")
+SKEWED = Path(__file__).with_name("skewed_clock")
+RANKS = 4
+FIRST = 2
+SKEW_NS = 5_000_000
+MODEL = {
+    "name": "tiny",
+    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
+    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [8, 8]}],
+    "ops": [
+        {"name": "mm1", "type": "MatMul", "inputs": ["x", "w"],
+         "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
+        {"name": "relu1", "type": "Relu", "inputs": ["y"],
+         "outputs": [{"name": "out", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
+    ],
+    "outputs": ["out"],
+}  # fmt: skip
+FAULTS = [{"kind": "overflow", "op": "mm1", "nth": 5}]
+
+
+def host_env(tmp_path: Path, rank: int) -> dict[str, str]:
+    """The environment of one "host": its own runtime directory and a skewed clock."""
+    run = tmp_path / f"host{rank}" / "run"
+    run.mkdir(parents=True, exist_ok=True, mode=0o700)
+    env = dict(os.environ)
+    env["XDG_RUNTIME_DIR"] = str(run)
+    env["PYTHONPATH"] = os.pathsep.join([str(SKEWED), str(ROOT), env.get("PYTHONPATH", "")])
+    env["ACLMON_TEST_CLOCK_SKEW_NS"] = str(SKEW_NS if rank == FIRST else -SKEW_NS)
+    env.pop("ACLMON_JOB", None)
+    return env
+
+
+@pytest.fixture
+def relays(nats_url: str, tmp_path: Path):
+    """One relay per host, each with that host's clock."""
+    procs = []
+    try:
+        for rank in range(RANKS):
+            log = open(tmp_path / f"relay{rank}.log", "w")  # noqa: SIM115 (closed below)
+            command = [sys.executable, "-m", "aclmon", "relay", "--nats", nats_url,
+                       "--host", f"node{rank}", "--flush-ms", "10"]  # fmt: skip
+            procs.append((subprocess.Popen(command, env=host_env(tmp_path, rank), stdout=log,
+                                           stderr=log, preexec_fn=_die_with_parent), log))  # fmt: skip
+        yield
+    finally:
+        for proc, log in procs:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def fleet_json(nats_url: str, job: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "aclmon", "attach", f"{nats_url}/{job}", "--once", "--json",
+         "--since", "all", "--wait", "1"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def complete(nats_url: str, job: str) -> dict:
+    """The fleet once every rank's overflow and every host's clock offset are in."""
+
+    def ready() -> dict | None:
+        data = fleet_json(nats_url, job)
+        done = len(data["anomaly_order"]) == RANKS and len(data["clock_offsets"]) == RANKS
+        return data if done else None
+
+    return wait_until(ready, 90, "four ranks' overflows and clock offsets")
+
+
+def run_ranks(tmp_path: Path, nats_url: str, seed: int) -> None:
+    rng = random.Random(seed)
+    gap_ms = rng.uniform(3.0, 8.0)  # the others overflow this much after rank 2: < 2 skews
+    job = f"anomaly{seed}"
+    base = tmp_path / job
+    base.mkdir()
+    (base / "model.json").write_text(json.dumps(MODEL))
+    go, stop = base / "go", base / "stop"
+    procs = []
+    try:
+        for rank in range(RANKS):
+            acl_json = base / f"acl{rank}.json"
+            acl_json.write_text(json.dumps(
+                {"dump": {"dump_path": str(base / f"dump{rank}"), "dump_debug": "on"}}
+            ))  # fmt: skip
+            env = dict(host_env(tmp_path, rank), ACLMON_JOB=job, RANK_ID=str(rank),
+                       RANK_SIZE=str(RANKS), DEVICE_ID="0",
+                       ACLMON_SIM_FAULTS=json.dumps(FAULTS),
+                       ACLMON_SIM_CONFIG=json.dumps({"time_scale": 0}))  # fmt: skip
+            delay = 0.0 if rank == FIRST else gap_ms
+            command = [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.2",
+                       str(JOB), str(base / "model.json"), str(acl_json), "--go", str(go),
+                       "--stop", str(stop), "--delay-ms", f"{delay:.3f}"]  # fmt: skip
+            procs.append(subprocess.Popen(command, env=env, cwd=base, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True,
+                                          preexec_fn=_die_with_parent))  # fmt: skip
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        go.write_text(repr(time.monotonic() + 0.3))
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "steps done"
+        live = complete(nats_url, job)
+        check(live, gap_ms)
+        stop.touch()
+        for proc in procs:
+            assert proc.wait(30) == 0
+        late = complete(nats_url, job)  # every rank has exited: from JetStream
+        check(late, gap_ms)
+    finally:
+        stop.touch()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+def check(data: dict, gap_ms: float) -> None:
+    first = data["first_anomaly"]
+    assert (first["rank"], first["kind"], first["operator"]) == (FIRST, "overflow", "MatMul mm1")
+    # the hosts' own clocks would have named another rank: the offsets made the difference
+    order = data["anomaly_order"]
+    assert min(order, key=lambda a: a["host_time_ns"])["rank"] != FIRST, (gap_ms, order)
+    for host, clock in data["clock_offsets"].items():
+        skew = SKEW_NS if host == f"node{FIRST}" else -SKEW_NS
+        assert abs(clock["offset_ns"] + skew) <= clock["uncertainty_ns"] + 1_000_000, (host, clock)
+
+
+def test_first_anomaly_names_the_rank_that_overflowed_first(nats_url, relays, tmp_path):
+    for seed in range(int(os.environ.get("ACLMON_ANOMALY_RUNS", "2"))):
+        run_ranks(tmp_path, nats_url, seed)
