@@ -38,12 +38,12 @@ never raises, and bounds what it keeps.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aclmon.dump.error_bits import Bit, bits_of, decode_registers, describe_bit
+from aclmon.dump.plog import logged_ns
 
 #: messages kept per error, characters per message, errors per parse (hostile input)
 MAX_MESSAGES = 64
@@ -392,16 +392,7 @@ def _strip_prefixes(line: str) -> tuple[str, list[str], int]:
 
 def _time_of(text: str) -> int:
     match = _TIME_IN_LINE.search(text)
-    if match is None:
-        return 0
-    year, month, day, hour, minute, second, millis, micros = (int(g or 0) for g in match.groups())
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
-        return 0
-    try:
-        seconds = int(time.mktime((year, month, day, hour, minute, second, 0, 0, -1)))
-    except (OverflowError, ValueError):
-        return 0
-    return seconds * 1_000_000_000 + millis * 1_000_000 + micros * 1_000
+    return logged_ns(match.groups()) if match is not None else 0
 
 
 def _kind(text: str) -> str:

@@ -85,7 +85,7 @@ class PlogEntry:
         )
 
 
-def _logged_ns(fields: tuple[str | None, ...]) -> int:
+def logged_ns(fields: tuple[str | None, ...]) -> int:
     """A header's time as ns since the epoch, read in the local time zone (0: impossible)."""
     year, month, day, hour, minute, second, millis, micros = (int(f or 0) for f in fields)
     if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second <= 60):
@@ -130,7 +130,7 @@ class PlogParser:
                     module,
                     int(pid),
                     process,
-                    _logged_ns(match.group(5, 6, 7, 8, 9, 10, 11, 12)),
+                    logged_ns(match.group(5, 6, 7, 8, 9, 10, 11, 12)),
                     f"{file}:{number}" if file is not None else "",
                     text.strip(),
                     self.lines,

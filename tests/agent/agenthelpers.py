@@ -12,33 +12,9 @@ import pytest
 
 from aclmon.acl_constants import ACL_ERROR_REPEAT_INITIALIZE
 
-#: float16 ND tensors, so that the device shape equals the logical shape.
-MODEL = {
-    "name": "tiny",
-    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [8, 8]}],
-    "ops": [
-        {
-            "name": "mm1",
-            "type": "MatMul",
-            "inputs": ["x", "w"],
-            "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-        },
-        {
-            "name": "add1",
-            "type": "Add",
-            "inputs": ["y", "y"],
-            "outputs": [{"name": "z", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-        },
-        {
-            "name": "relu1",
-            "type": "Relu",
-            "inputs": ["z"],
-            "outputs": [{"name": "out", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-        },
-    ],
-    "outputs": ["out"],
-}
+#: float16 ND tensors, so that the device shape equals the logical shape (shared with
+#: the other test directories' jobs).
+MODEL = json.loads((Path(__file__).parents[1] / "tiny_model.json").read_text())
 
 SIM_JOB = str(Path(__file__).with_name("sim_job.py"))
 

@@ -156,18 +156,8 @@ def test_without_device_lines_the_verdict_says_so():
 
 
 # ---------------------------------------------------------------- a simulated job's directory
-MODEL = {
-    "name": "tiny",
-    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [8, 8]}],
-    "ops": [
-        {"name": "mm1", "type": "MatMul", "inputs": ["x", "w"],
-         "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-        {"name": "relu1", "type": "Relu", "inputs": ["y"],
-         "outputs": [{"name": "z", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-    ],
-    "outputs": ["z"],
-}  # fmt: skip
+#: the tests' tiny model: MatMul mm1, Add add1, Relu relu1 (float16, ND)
+MODEL = json.loads((Path(__file__).parents[1] / "tiny_model.json").read_text())
 JOB = """
 import sys
 import acl

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from fleethelpers import wait_until
+from test_fleet_end_to_end import stop_relay
 
 from aclmon.tui.demo import _die_with_parent
 
@@ -34,18 +34,8 @@ SKEWED = Path(__file__).with_name("skewed_clock")
 RANKS = 4
 FIRST = 2
 SKEW_NS = 5_000_000
-MODEL = {
-    "name": "tiny",
-    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [8, 8]}],
-    "ops": [
-        {"name": "mm1", "type": "MatMul", "inputs": ["x", "w"],
-         "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-        {"name": "relu1", "type": "Relu", "inputs": ["y"],
-         "outputs": [{"name": "out", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-    ],
-    "outputs": ["out"],
-}  # fmt: skip
+#: the tests' tiny model: MatMul mm1, Add add1, Relu relu1 (float16, ND)
+MODEL = json.loads((Path(__file__).parents[1] / "tiny_model.json").read_text())
 FAULTS = [{"kind": "overflow", "op": "mm1", "nth": 5}]
 
 
@@ -74,14 +64,8 @@ def relays(nats_url: str, tmp_path: Path):
                                            stderr=log, preexec_fn=_die_with_parent), log))  # fmt: skip
         yield
     finally:
-        for proc, log in procs:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
+        for relay in procs:
+            stop_relay(relay)
 
 
 def fleet_json(nats_url: str, job: str) -> dict:

@@ -21,18 +21,8 @@ from aclmon.dump.reader import read_dump
 from aclmon.sim import config as sim_config
 from aclmon.sim.faults import FaultRuleError, parse_fault_rule
 
-MODEL = {
-    "name": "tiny",
-    "inputs": [{"name": "x", "dtype": "float16", "format": "ND", "shape": [4, 8]}],
-    "weights": [{"name": "w", "dtype": "float16", "format": "ND", "shape": [8, 8]}],
-    "ops": [
-        {"name": "mm1", "type": "MatMul", "inputs": ["x", "w"],
-         "outputs": [{"name": "y", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-        {"name": "add1", "type": "Add", "inputs": ["y", "y"],
-         "outputs": [{"name": "z", "dtype": "float16", "format": "ND", "shape": [4, 8]}]},
-    ],
-    "outputs": ["z"],
-}  # fmt: skip
+#: the tests' tiny model: MatMul mm1, Add add1, Relu relu1 (float16, ND)
+MODEL = json.loads((Path(__file__).parents[1] / "tiny_model.json").read_text())
 
 
 class Run:
