@@ -88,17 +88,6 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             "resnet50_bs32",
             rng.randrange(1, 10_000),
             "train.py:212 forward_step",
-            {
-                "api": "mdl.execute_async",
-                "recent": (
-                    {
-                        "api": "mdl.execute_async",
-                        "site": "train.py:212 forward_step",
-                        "ago_ns": 350_000,
-                    },
-                ),
-                "index": 0,
-            },
         )
     elif cls is ev.Hello:
         fields = ev.hello_fields("sim", "Ascend910B1", 8)

@@ -75,8 +75,9 @@ class ExceptionCapture:
         self.launch_unrecorded: Callable[[int, int], bool] | None = None
         #: where the job launched each stream's work (names the failing launch)
         self.launches: LaunchSites | None = None
-        #: told of each exception once published (the live triage)
-        self.on_captured: Callable[[AclException], None] | None = None
+        #: told of each exception once published, with the launches around it (the
+        #: live triage)
+        self.on_captured: Callable[[AclException, dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------ registration
     def register(self) -> int:
@@ -156,7 +157,6 @@ class ExceptionCapture:
             "",
             0,
             launch_site,
-            launch,
         )
         if running is not None and self.note_running is not None:
             self.note_running(event.ts_ns, task_id, running)
@@ -165,7 +165,7 @@ class ExceptionCapture:
         if error_code == ACL_ERROR_RT_SYS_DMA and not op_name:
             self.ctx.log_line("warning", copy_fault_text(device, stream_id, task_id))
         if self.on_captured is not None:
-            self.on_captured(event)
+            self.on_captured(event, launch)
 
     def _launch_of(self, device: int, stream_id: int) -> tuple[str, dict[str, Any]]:
         """The launch whose task failed (:meth:`LaunchSites.failing_launch`) on the

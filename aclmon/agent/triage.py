@@ -59,6 +59,7 @@ class _Pending:
     event: AclException
     facts: ExceptionFacts
     findings: list[AddressFinding]
+    launch: dict[str, Any]  # the failing launch and those around it (launches.py)
     captured: float  # time.monotonic()
 
 
@@ -78,7 +79,7 @@ class TriageJoiner:
         self.dump_roots: list[str] = []
 
     # ------------------------------------------------------------ the callback thread
-    def exception_captured(self, event: AclException) -> None:
+    def exception_captured(self, event: AclException, launch: dict[str, Any]) -> None:
         tensors = tuple(
             TensorFacts(role, index, desc.name, desc.address, desc.size)
             for role, descs in (("input", event.inputs), ("output", event.outputs))
@@ -91,7 +92,7 @@ class TriageJoiner:
         findings = address_findings(facts, None, self.table)
         if len(self.pending) >= MAX_PENDING:
             return  # the control thread is far behind: this one goes untriaged (counted)
-        self.pending.append(_Pending(event, facts, findings, time.monotonic()))
+        self.pending.append(_Pending(event, facts, findings, launch, time.monotonic()))
 
     # ------------------------------------------------------------ the control thread
     def plog_entry(self, entry: PlogEntry) -> None:
@@ -201,7 +202,7 @@ class TriageJoiner:
             except AclmonError as exc:
                 result.notes.append(f"no single-operator re-run: {exc}")
         event = item.event
-        self.ctx.emit(
-            Triage, event.device_id, event.stream_id, event.task_id, event.ts_ns, result.to_dict()
-        )
+        summary = result.to_dict()
+        summary["launch"] = item.launch
+        self.ctx.emit(Triage, event.device_id, event.stream_id, event.task_id, event.ts_ns, summary)
         self.published += 1

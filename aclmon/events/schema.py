@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
 #: 4: AclException gained model_name and execution; History and Goodbye.
 #: 5: OpTiming gained device_id and metrics.
 #: 6: HostNpuSample (every NPU and process of the host, from the host source);
-#:    AclException gained launch_site and launch; Triage and ClockOffset.
+#:    AclException gained launch_site; Triage and ClockOffset.
 SCHEMA_VERSION = 6
 
 Summary = dict[str, Any]
@@ -296,11 +296,10 @@ class AclException(NamedTuple):
     model_name: str = ""  # the model whose execution raised it ("" when not known)
     execution: int = 0  # which execution of that model, counted from 1 (0: not known)
     # Schema 6: where the job launched the work whose task failed, "path/file.py:LINE
-    # function" ("" when not known), and what else is known of the launch: "api",
-    # "recent" (the launches on that stream around it, oldest first, each {"api",
-    # "site", "ago_ns"}, "index" the failing one's), "stack" (with --launch-stacks).
+    # function" ("" when not known); the launches around it come with the Triage.
+    # (The last field an exception can have and stay a msgpack fixarray of at most 15
+    # items, which recordings and replay read fast.)
     launch_site: str = ""
-    launch: Summary = {}  # noqa: RUF012 (never mutated)
 
 
 @register(29, "triage")

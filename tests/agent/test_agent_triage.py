@@ -114,8 +114,8 @@ def test_every_fault_kind_is_triaged_with_its_cause_and_launch_site(tmp_path):
             assert finding["offending"] or finding["status"] in ("inside", "unknown")
         # the launching line, though the error surfaced at the synchronize elsewhere
         assert exception["launch_site"].endswith(f"triage_job.py:{LAUNCH_LINE} launch")
-        assert exception["launch"]["api"] == "mdl.execute_async"
-        assert any(site.endswith(" main") for site in exception["launch"]["stack"])
+        assert triage["launch"]["api"] == "mdl.execute_async"
+        assert any(site.endswith(" main") for site in triage["launch"]["stack"])
         assert "exception dump" in triage["sources"] and "device error lines" in triage["sources"]
         assert Path(triage["repro"]).is_file()
     oob, freed, nan = (e["triage"] for e in recent[:3])
@@ -156,4 +156,4 @@ def test_no_false_flag_after_200_clean_launches(tmp_path):
     assert {f["status"] for f in triage["address_findings"]} <= {"inside", "unknown"}
     assert triage["cause"] == "trap"
     assert exception["launch_site"].endswith(f"triage_job.py:{LAUNCH_LINE} launch")
-    assert "stack" not in exception["launch"]
+    assert "stack" not in triage["launch"]

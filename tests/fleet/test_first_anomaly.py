@@ -112,14 +112,19 @@ def run_ranks(tmp_path: Path, nats_url: str, seed: int) -> None:
             command = [sys.executable, "-m", "aclmon", "run", "--sim", "--interval", "0.2",
                        str(JOB), str(base / "model.json"), str(acl_json), "--go", str(go),
                        "--stop", str(stop), "--delay-ms", f"{delay:.3f}"]  # fmt: skip
-            procs.append(subprocess.Popen(command, env=env, cwd=base, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, text=True,
-                                          preexec_fn=_die_with_parent))  # fmt: skip
+            with open(base / f"rank{rank}.log", "w") as log:  # what a failing rank said
+                procs.append(subprocess.Popen(command, env=env, cwd=base, stdout=subprocess.PIPE,
+                                              stderr=log, text=True,
+                                              preexec_fn=_die_with_parent))  # fmt: skip
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        go.write_text(repr(time.monotonic() + 0.3))
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "steps done"
+        ready = go.with_suffix(".tmp")  # whole or not at all: a rank reads it once it exists
+        ready.write_text(repr(time.monotonic() + 0.3))
+        ready.rename(go)
+        for rank, proc in enumerate(procs):
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()
+            assert line == "steps done", (base / f"rank{rank}.log").read_text()
         live = complete(nats_url, job)
         check(live, gap_ms)
         stop.touch()

@@ -345,7 +345,6 @@ _event_strategy = st.one_of(
         model_name=st.just(""),
         execution=st.just(0),
         launch_site=st.just(""),
-        launch=st.just({}),
     ),
     st.builds(
         ev.OpTiming,
