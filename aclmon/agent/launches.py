@@ -74,7 +74,7 @@ def site_text(code: Any, line: int, cwd: str = "") -> str:
 
 def stack_of(frame: Any) -> tuple[tuple[Any, int], ...]:
     """(code, line) of ``frame`` and its callers, innermost first, at most MAX_STACK."""
-    out = []
+    out: list[tuple[Any, int]] = []
     while frame is not None and len(out) < MAX_STACK:
         out.append((frame.f_code, frame.f_lineno))
         frame = frame.f_back

@@ -117,7 +117,7 @@ def plan(
     if kind == KIND_AICPU_ERROR:
         return TaskFault(
             kind, rule.error_code or C.ACL_ERROR_RT_AICPU_EXCEPTION, "aicpu",
-            addresses=addresses, args=args, aicpu_errcode=rule.errcode or 1,
+            addresses=addresses, args=args, aicpu_errcode=rule.errcode[0] if rule.errcode else 1,
             aicpu_message=rule.message or "execute kernel param invalid",
         )  # fmt: skip
     if kind == KIND_VECTOR_ERROR:

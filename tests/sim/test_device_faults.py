@@ -158,11 +158,13 @@ def test_vector_error_with_the_extend_lines_errcode(run):
 
 
 def test_aicpu_error_lines(run):
-    job = run({"kind": "aicpu_error", "op": "add1", "nth": 1, "message": "kernel not found"})
+    job = run(
+        {"kind": "aicpu_error", "op": "add1", "nth": 1, "errcode": 5, "message": "kernel not found"}
+    )
     error, failure = only_error(job)
     assert failure["code"] == 507018
     assert error.cores == [] and error.is_aicpu
-    assert (error.aicpu_errcode, error.aicpu_message) == (1, "kernel not found")
+    assert (error.aicpu_errcode, error.aicpu_message) == (5, "kernel not found")
     assert error.ret_code == 0x2A
 
 
