@@ -24,7 +24,7 @@ import pytest
 from fleethelpers import wait_until
 from test_fleet_end_to_end import stop_relay
 
-from aclmon.tui.demo import _die_with_parent
+from aclmon.sources.demo import _die_with_parent
 
 pytestmark = pytest.mark.slow
 
