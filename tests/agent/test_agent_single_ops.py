@@ -81,3 +81,33 @@ def test_an_overrun_copy_is_flagged_as_likely_out_of_bounds(agent_factory, sim_a
     assert exception.error_code == 507013 and exception.op_name == ""
     flag = events.wait_kind(LogLine, lambda e: "likely out-of-bounds copy" in e.text)
     assert f"task {exception.task_id}" in flag.text
+
+
+def launch_mul(acl, x, y, attr, stream: int) -> int:
+    return acl.op.compile_and_execute(
+        "Mul", [x[0], x[0]], [x[1], x[1]], [y[0]], [y[1]], attr, 0, 0, None, stream
+    )  # the launch site
+
+
+def test_a_failed_single_operator_names_the_jobs_launching_line(agent_factory, sim_acl):  # noqa: F811
+    # The launch-site hook sits outside the single-operator hook: the frame it reads
+    # is the job's, and the operator is still timed.
+    config.configure(time_scale=0.0, faults=[{"kind": "aicore_exception", "op": "Mul", "nth": 2}])
+    _agent, events = agent_factory()
+    acl = sim_acl
+    assert acl.init() == 0
+    assert acl.rt.set_device(0) == 0
+    stream, ret = acl.rt.create_stream()
+    assert ret == 0
+    x = _tensor(acl, np.ones((2, 4), np.float32))
+    y = _tensor(acl, np.zeros((2, 4), np.float32))
+    attr = acl.op.create_attr()
+    assert launch_mul(acl, x, y, attr, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    assert launch_mul(acl, x, y, attr, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == ACL_ERROR_RT_AICORE_EXCEPTION
+    exception = events.wait_kind(AclException)
+    line = launch_mul.__code__.co_firstlineno + 1
+    assert exception.launch_site.endswith(f"test_agent_single_ops.py:{line} launch_mul")
+    timing = events.wait_kind(OpTiming)
+    assert (timing.op_type, timing.model_id) == ("Mul", 0)

@@ -241,19 +241,17 @@ def test_the_rerun_script_holds_the_dumped_inputs(collected, tmp_path):
     script = Path(first["repro"])
     values = np.load(script.with_name("input_0.npy")).astype(np.float32)
     assert int(np.isnan(values).sum()) == 5
-    compile(script.read_text(), str(script), "exec")  # a valid program
-    # under a runtime without the single-operator API it says so and exits 2
-    ran = subprocess.run(
-        [sys.executable, "-m", "aclmon", "run", "--sim", str(script)],
-        capture_output=True, text=True, timeout=120,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
-    )  # fmt: skip
-    import aclmon.sim.acl as sim_acl
-
-    if hasattr(sim_acl.op, "compile_and_execute"):
-        assert ran.returncode in (0, 1), ran.stderr
-    else:
-        assert ran.returncode == 2 and "no single-operator API" in ran.stderr
+    # it runs end to end under the sim's acl.op: cleanly without the fault (the sim's
+    # MatMul does not fail on NaN), and reproducing it (exit 1) with the fault there
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    rerun = [sys.executable, "-m", "aclmon", "run", "--sim", str(script)]
+    clean = subprocess.run(rerun, capture_output=True, text=True, timeout=120, env=env)
+    assert clean.returncode == 0, clean.stderr
+    assert "MatMul ran cleanly" in clean.stdout
+    env["ACLMON_SIM_FAULTS"] = json.dumps([{"kind": "aicore_exception", "op_type": "MatMul"}])
+    again = subprocess.run(rerun, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 1, again.stderr
+    assert "reproduced: MatMul failed with 507015" in again.stdout
 
 
 def test_triage_of_a_missing_directory_is_one_clear_error(tmp_path):
