@@ -6,7 +6,8 @@ elsewhere: the runtime's device error lines reach the plog (the agent's plog
 tail feeds every entry here, whatever its level), the exception dump is written
 after them. So each captured exception waits here, with the place of each of
 its tensors in the job's memory taken at capture time (before the job frees
-anything in its cleanup), until
+anything in its cleanup; a failed copy's two ends, which only its device lines
+name, are judged against the table as it was at the exception), until
 
 * its device error lines have been read and, if they name an exception dump
   (or one is expected: ``NPU_COLLECT_PATH`` or ``ASCEND_DUMP_SCENE`` is set),
@@ -129,6 +130,8 @@ class TriageJoiner:
         return done
 
     def _dump_expected(self, error: DeviceError) -> bool:
+        if error.copy is not None and not error.dump_file:
+            return False  # a copy has no operator: no exception dump is written for it
         return bool(
             error.dump_file
             or self.environ.get("NPU_COLLECT_PATH")
@@ -187,9 +190,14 @@ class TriageJoiner:
             except AclmonError as exc:
                 notes.append(f"the exception dump cannot be read: {exc}")
         facts = item.facts
+        findings = item.findings
+        if not findings and error is not None and error.copy is not None:
+            # A failed copy's addresses come with its device lines, not with the
+            # exception: judged now, against the table as it was at the exception.
+            findings = address_findings(facts, None, self.table, error)
         result = triage(
             facts, error, dump, None, dump_path=str(dump_path or ""), notes=notes,
-            findings=item.findings,
+            findings=findings,
         )  # fmt: skip
         if dump is not None and dump_path is not None and result.op_type:
             try:

@@ -230,12 +230,31 @@ class AllocationTable:
         return freed
 
     def classify(
-        self, address: int, size: int, role: str = "input", index: int = 0, name: str = ""
+        self,
+        address: int,
+        size: int,
+        role: str = "input",
+        index: int = 0,
+        name: str = "",
+        *,
+        as_of_ns: int = 0,
     ) -> AddressFinding:
-        """Where ``[address, address + size)`` lies (see the module docstring)."""
+        """Where ``[address, address + size)`` lies (see the module docstring); with
+        ``as_of_ns``, where it lay then: a block given out later does not hold it, a
+        block freed later still did."""
         size = max(0, size)
         with self._lock:
             block = self._holding(address)
+            if block is not None and as_of_ns and block.allocated_ns > as_of_ns:
+                block = None
+            if block is None and as_of_ns:
+                later = self._freed_holding(address)
+                if (
+                    later is not None
+                    and later.freed_ns > as_of_ns
+                    and later.allocation.allocated_ns <= as_of_ns
+                ):
+                    block = later.allocation
             if block is not None:
                 end = block.address + block.size
                 if address + size <= end:

@@ -19,6 +19,10 @@ What the runtime and GE print about one failed task (docs/reference/aicore_error
   dev_func:…``, the AI CPU form ``… an exception occurred during AICPU
   execution, stream_id:…, task_id:…, errcode:…, msg:….``, the exception dump
   (``dump exception to file, file: …``);
+* the **copy lines** of a failed memory copy (the copy engine, SDMA):
+  ``… serial number is N, there is a sdma error: <reason>.`` and ``Memory async
+  copy failed, device_id=…, stream_id=…, task_id=…, …, length=…, src_addr=…,
+  dst_addr=….``;
 * the **host lines** of the synchronize that met it: ``rtDeviceSynchronizeWithTimeout
   execute failed, reason=[vector core exception]``, ``… failed, runtime result =
   507035.``, error-message codes (``EZ9999``, ``EH9999``, ``EZ2001``).
@@ -159,6 +163,33 @@ _RUNTIME_RESULT = re.compile(
     r"(?:runtime result\s*=|error code is|error code\s*:)\s*([1-5]\d{5})\b"
 )
 _DUMP_FILE = re.compile(r"dump exception to file,\s*file\s*:\s*(\S+)")
+_COPY = re.compile(
+    r"Memory (?:async )?copy failed\b.*?\blength\s*=\s*(\d+)\s*,\s*src_addr\s*=\s*"
+    r"(0[xX][0-9a-fA-F]+|\d+)\s*,\s*dst_addr\s*=\s*(0[xX][0-9a-fA-F]+|\d+)"
+)
+_COPY_KIND = re.compile(r"memcpy_type\s*=\s*(\d+)")
+_SDMA = re.compile(r"there is a sdma error\s*:?\s*(.*?)\.?\s*$")
+
+
+@dataclass
+class CopyFault:
+    """A memory copy the copy engine (SDMA) could not do: its bytes, both ends, its
+    kind (``memcpy_type``, -1 unknown) and what the device said of it."""
+
+    length: int
+    source: int
+    destination: int
+    kind: int = -1
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "length": self.length,
+            "source": f"{self.source:#x}",
+            "destination": f"{self.destination:#x}",
+            "kind": self.kind,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -254,6 +285,7 @@ class DeviceError:
     args_after: str = ""
     aicpu_errcode: int | None = None
     aicpu_message: str = ""
+    copy: CopyFault | None = None  # a failed memory copy (the copy engine's lines)
     logged_ns: int = 0  # the earliest time a line of it states (0: none)
     messages: list[str] = field(default_factory=list)
 
@@ -338,6 +370,7 @@ class DeviceError:
             "error_str": self.error_str,
             "bits": [b.number for b in self.bits()],
             "cores": [core.to_dict() for core in self.cores],
+            "copy": self.copy.to_dict() if self.copy is not None else None,
             "logged_ns": self.logged_ns,
         }
 
@@ -645,6 +678,7 @@ class _Grouper:
         values = {match.group(1): int(match.group(2)) for match in _KV.finditer(flat)}
         node = _AIC_NODE.search(flat)
         aicpu = _AICPU.search(flat)
+        sdma = _SDMA.search(flat)
         task = values.get("task_id", values.get("model task_id"))
         if node is not None:
             task = int(node.group(4))
@@ -657,6 +691,7 @@ class _Grouper:
             values
             or node is not None
             or aicpu is not None
+            or sdma is not None
             or "retCode" in flat
             or "[AIC_INFO]" in flat
             or _SYNC_CALL.search(flat) is not None
@@ -745,6 +780,25 @@ class _Grouper:
         dump = _DUMP_FILE.search(flat)
         if dump is not None:
             error.dump_file = _TRAILER.sub("", dump.group(1)).rstrip(".,")
+        self._add_copy(error, flat, sdma)
+
+    @staticmethod
+    def _add_copy(error: DeviceError, flat: str, sdma: re.Match[str] | None) -> None:
+        """The copy engine's lines: the reason (its core line), the copy (its task line)."""
+        copied = _COPY.search(flat)
+        if sdma is None and copied is None:
+            return
+        error.engine = error.engine or "SDMA"
+        if error.copy is None:
+            error.copy = CopyFault(0, 0, 0)
+        if sdma is not None and not error.copy.reason:
+            error.copy.reason = _TRAILER.sub("", sdma.group(1)).strip().rstrip(".")
+        if copied is not None:
+            kind = _COPY_KIND.search(flat)
+            error.copy.length = int(copied.group(1))
+            error.copy.source = _int(copied.group(2))
+            error.copy.destination = _int(copied.group(3))
+            error.copy.kind = int(kind.group(1)) if kind is not None else -1
 
 
 def parse_device_errors(text_or_lines: str | Iterable[str]) -> list[DeviceError]:
@@ -758,7 +812,8 @@ def parse_device_errors(text_or_lines: str | Iterable[str]) -> list[DeviceError]
         except (ValueError, IndexError, OverflowError):
             continue  # a field that does not read as a number: the rest still counts
     return [e for e in grouper.errors if e.cores or e.kernel or e.task_id is not None
-            or e.runtime_result is not None or e.aicpu_errcode is not None]  # fmt: skip
+            or e.runtime_result is not None or e.aicpu_errcode is not None
+            or e.copy is not None]  # fmt: skip
 
 
 class DeviceErrorReader:

@@ -50,8 +50,11 @@ from aclmon.dump.error_bits import (
 )
 from aclmon.errors import AclmonError
 
-#: runtime codes of the AI CPU and of timeouts (ACL_ERROR_RT_*)
+#: runtime codes of the AI CPU, of the copy engine and of timeouts (ACL_ERROR_RT_*)
 AICPU_CODES = (507017, 507018, 507900)
+COPY_CODES = (507013,)
+#: the roles of a failed copy's two ends among the address findings
+COPY_ENDS = ("source", "destination")
 TIMEOUT_CODES = (507014, 507017, 507034, 507046, 507048)
 #: task scheduler return codes of a timeout (0x25 AI Core, 0x30 vector core)
 TIMEOUT_RET_CODES = (0x25, 0x30)
@@ -73,6 +76,7 @@ MISALIGNED_ADDRESS = "misaligned"
 CONFLICT_IN_KERNEL = "conflict"
 ILLEGAL_INSTRUCTION = "illegal_instruction"
 AICPU_FAILURE = "aicpu"
+COPY_FAULT = "copy_fault"
 KERNEL_TIMEOUT = "timeout"
 TRAP = "trap"
 UNKNOWN_CAUSE = "unknown"
@@ -168,6 +172,7 @@ def _device_summary(error: DeviceError) -> dict[str, Any]:
         "sync_call": error.sync_call,
         "runtime_result": error.runtime_result,
         "extend": core.extend.to_dict() if core is not None and core.extend is not None else None,
+        "copy": error.copy.to_dict() if error.copy is not None else None,
         "logged_ns": error.logged_ns or None,
     }
 
@@ -177,11 +182,27 @@ def _hex(value: Any) -> str | None:
 
 
 # ---------------------------------------------------------------- evidence
+def copy_ends(error: DeviceError | None) -> list[TensorFacts]:
+    """The two ends of a failed memory copy (roles ``source`` and ``destination``),
+    from the copy engine's lines; none for any other error."""
+    copy = error.copy if error is not None else None
+    if copy is None or not copy.length:
+        return []
+    return [
+        TensorFacts("source", 0, "", copy.source, copy.length),
+        TensorFacts("destination", 0, "", copy.destination, copy.length),
+    ]
+
+
 def address_findings(
-    facts: ExceptionFacts | None, dump: Any, table: AllocationTable | None
+    facts: ExceptionFacts | None,
+    dump: Any,
+    table: AllocationTable | None,
+    error: DeviceError | None = None,
 ) -> list[AddressFinding]:
-    """Each input/output's place in the job's memory, offending first. The
-    tensors come from the exception info, else from the exception dump's header."""
+    """Each input/output's place in the job's memory (as it was at the exception),
+    offending first. The tensors come from the exception info, else from the
+    exception dump's header, else (a failed copy) from the copy engine's lines."""
     if table is None:
         return []
     tensors: list[TensorFacts] = list(facts.tensors) if facts is not None else []
@@ -192,7 +213,12 @@ def address_findings(
                 tensors.append(
                     TensorFacts(tensor.role, tensor.index, "", header.address, header.size)
                 )
-    found = [table.classify(t.address, t.size, t.role, t.index, t.name) for t in tensors]
+    if not tensors:
+        tensors = copy_ends(error)
+    as_of = facts.ts_ns if facts is not None else 0
+    found = [
+        table.classify(t.address, t.size, t.role, t.index, t.name, as_of_ns=as_of) for t in tensors
+    ]
     # Offending first (freed before out of range: a freed block explains more), then
     # inputs before outputs, in order.
     rank = {FREED: 0, OUT_OF_RANGE: 1}
@@ -250,6 +276,8 @@ def bits_in_words(error: DeviceError | None) -> tuple[list[Bit], list[str]]:
 
 # ---------------------------------------------------------------- the verdict
 def _tensor_words(finding: AddressFinding) -> str:
+    if finding.role in COPY_ENDS:
+        return f"the copy's {finding.role}"
     name = f" ({finding.name})" if finding.name else ""
     return f"{finding.role}[{finding.index}]{name}"
 
@@ -265,9 +293,12 @@ def _verdict(
     op = (facts.op_type or facts.op_name) if facts is not None else ""
     if not op and error is not None:
         op = error.node_type or error.node_name or error.kernel
+    copy = error.copy if error is not None else None
+    code = facts.error_code if facts is not None else (error.runtime_result if error else None)
+    if not op and (copy is not None or code in COPY_CODES):
+        op = "a memory copy"
     op = op or "the operator"
     category = primary_category(bits)
-    code = facts.error_code if facts is not None else (error.runtime_result if error else None)
     first_bit = next((b for b in bits if b.category == category), None)
     meaning = first_bit.meaning if first_bit is not None else ""
     if (error is not None and error.suspect_hardware) or category == HARDWARE:
@@ -280,18 +311,24 @@ def _verdict(
     findings = findings or []
     freed = next((f for f in findings if f.status == FREED), None)
     if freed is not None:
+        when = f"freed at {clock_time(freed.freed_ns)} by {freed.freed_by}"
+        if freed.role in COPY_ENDS:
+            return USE_AFTER_FREE, (
+                f"use after free: {_tensor_words(freed)} at {freed.address:#x} is in memory"
+                f" {when} before the copy ran"
+            )
         return USE_AFTER_FREE, (
             f"use after free: {op} read {_tensor_words(freed)} at {freed.address:#x}, in"
-            f" memory freed at {clock_time(freed.freed_ns)} by {freed.freed_by} before the"
-            " kernel ran"
+            f" memory {when} before the kernel ran"
         )
     outside = next((f for f in findings if f.status == OUT_OF_RANGE), None)
     if outside is not None:
         block = outside.allocation
         where = f" ({block.api} at {block.site})" if block is not None and block.site else ""
         size = f"{block.size}-byte allocation" if block is not None else "allocation"
+        what = "copy:" if outside.role in COPY_ENDS else f"access: {op}"
         return OUT_OF_BOUNDS, (
-            f"out-of-bounds access: {op} {_tensor_words(outside)} runs"
+            f"out-of-bounds {what} {_tensor_words(outside)} runs"
             f" {outside.overrun} bytes past the end of its {size}{where}"
         )
     if nan_inf:
@@ -346,6 +383,17 @@ def _verdict(
     if (error is not None and error.is_aicpu) or code in AICPU_CODES:
         message = error.aicpu_message if error is not None and error.aicpu_message else ""
         return AICPU_FAILURE, f"AI CPU operator {op} failed" + (f": {message}" if message else "")
+    if copy is not None or code in COPY_CODES:
+        what = (
+            f"{copy.length} bytes from {copy.source:#x} to {copy.destination:#x}"
+            if copy is not None and copy.length
+            else "a copy"
+        )
+        said = f" ({copy.reason})" if copy is not None and copy.reason else ""
+        return COPY_FAULT, (
+            f"copy engine (SDMA) fault: {what} failed{said}; a memcpy probably ran past"
+            " the end of its device allocation, or into memory no allocation holds"
+        )
     ret = error.ret_code if error is not None else None
     if code in TIMEOUT_CODES or ret in TIMEOUT_RET_CODES:
         return KERNEL_TIMEOUT, f"{op}: the kernel timed out (no error bit set)"
@@ -387,7 +435,7 @@ def triage(
     all_notes = list(notes or [])
     bits, words = bits_in_words(error)
     if findings is None and table is not None:
-        findings = address_findings(facts, dump, table)
+        findings = address_findings(facts, dump, table, error)
     nan_inf, read_notes = nan_inf_inputs(dump)
     all_notes.extend(read_notes)
     cause, verdict = _verdict(facts, error, bits, findings, nan_inf)

@@ -13,7 +13,7 @@ from aclmon.acl_constants import (
     ACL_FLOAT,
     ACL_FORMAT_ND,
 )
-from aclmon.events import AclException, CallFailed, LogLine, OpTiming
+from aclmon.events import AclException, CallFailed, LogLine, OpTiming, Triage
 from aclmon.sim import config
 
 
@@ -68,7 +68,13 @@ def test_single_op_launches_are_timed_and_their_faults_named(agent_factory, sim_
     assert len(exception.inputs) == 2
 
 
-def test_an_overrun_copy_is_flagged_as_likely_out_of_bounds(agent_factory, sim_acl):  # noqa: F811
+def test_an_overrun_copy_is_flagged_and_triaged(
+    agent_factory,  # noqa: F811
+    sim_acl,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    monkeypatch.setenv("ASCEND_PROCESS_LOG_PATH", str(tmp_path / "log"))
     _agent, events = agent_factory()
     acl = sim_acl
     assert acl.init() == 0
@@ -81,6 +87,15 @@ def test_an_overrun_copy_is_flagged_as_likely_out_of_bounds(agent_factory, sim_a
     assert exception.error_code == 507013 and exception.op_name == ""
     flag = events.wait_kind(LogLine, lambda e: "likely out-of-bounds copy" in e.text)
     assert f"task {exception.task_id}" in flag.text
+    # the triage names the end that overran, against the job's own allocation, even
+    # once the job has freed it
+    assert acl.media.dvpp_free(dvpp) == 0
+    triage = events.wait_kind(Triage).triage
+    assert triage["cause"] == "out_of_bounds", triage["verdict"]
+    offending = triage["address_findings"][0]
+    assert (offending["role"], offending["overrun"]) == ("destination", 1000)
+    assert offending["allocation"]["api"] == "media.dvpp_malloc"
+    assert triage["device"]["engine"] == "SDMA"
 
 
 def launch_mul(acl, x, y, attr, stream: int) -> int:

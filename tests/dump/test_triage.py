@@ -155,6 +155,46 @@ def test_without_device_lines_the_verdict_says_so():
     assert triage(facts(code=507014), None, None, None).cause == "timeout"
 
 
+#: the copy engine's lines for a copy of 2000 bytes into a 1000-byte block (the sim's)
+COPY_LINES = (
+    "The error from device(chipId:0, dieId:0), serial number is 7, there is a sdma error: the"
+    " destination runs 1000 bytes past the end of its allocation (1000 bytes at 0x1000).\n"
+    "Memory async copy failed, device_id=0, stream_id=2, task_id=7, flip_num=0, copy_type=0,"
+    " memcpy_type=4, copy_data_type=0, length=2000, src_addr=0x9000, dst_addr=0x1000."
+)
+
+
+def test_a_failed_copy_is_judged_by_its_two_ends():
+    (error,) = parse_device_errors(COPY_LINES)
+    assert error.copy is not None and (error.copy.length, error.copy.destination) == (2000, 0x1000)
+    assert (error.stream_id, error.task_id, error.engine) == (2, 7, "SDMA")
+    copy_facts = ExceptionFacts(0, 2, 7, 507013, ts_ns=100)
+    table = AllocationTable()
+    table.allocated(Allocation(0x1000, 1000, 0, "media.dvpp_malloc", "job.py:4 main", 10))
+    table.freed(0x1000, 200, "media.dvpp_free", "job.py:9 main")  # after the fault
+    result = triage(copy_facts, error, None, table)
+    assert result.cause == "out_of_bounds", result.verdict
+    first = result.address_findings[0]
+    assert (first.role, first.status, first.overrun) == ("destination", OUT_OF_RANGE, 1000)
+    assert result.verdict.startswith("out-of-bounds copy: the copy's destination runs 1000")
+    assert [f.status for f in result.address_findings[1:]] == [UNKNOWN]  # the host source
+    # the block was freed before the copy ran: a stale pointer
+    stale = triage(ExceptionFacts(0, 2, 7, 507013, ts_ns=300), error, None, table)
+    assert stale.cause == "use_after_free" and "the copy's destination" in stale.verdict
+    # a block given out at that address after the fault held nothing then
+    table.allocated(Allocation(0x1000, 4000, 0, "rt.malloc", "job.py:12 main", 400))
+    assert triage(ExceptionFacts(0, 2, 7, 507013, ts_ns=300), error, None, table).cause == (
+        "use_after_free"
+    )
+    assert triage(ExceptionFacts(0, 2, 7, 507013, ts_ns=500), error, None, table).cause == (
+        "copy_fault"
+    )
+    # offline (no table): the copy engine's fault, with what the device said
+    offline = triage(None, error, None, None)
+    assert offline.cause == "copy_fault" and "2000 bytes from 0x9000 to 0x1000" in offline.verdict
+    assert triage(ExceptionFacts(0, 2, 7, 507013), None, None, None).cause == "copy_fault"
+
+
 # ---------------------------------------------------------------- a simulated job's directory
 #: the tests' tiny model: MatMul mm1, Add add1, Relu relu1 (float16, ND)
 MODEL = json.loads((Path(__file__).parents[1] / "tiny_model.json").read_text())
