@@ -36,6 +36,7 @@ from aclmon.acl_constants import (
     ACL_PROF_TASK_TIME_L3,
     AICORE_METRICS,
 )
+from aclmon.agent.triage import REPRO_DIR
 from aclmon.dump.walk import walk_files
 from aclmon.events import (
     EXCEPTION_DUMP,
@@ -209,10 +210,11 @@ class DumpWatcher:
 
     def _scan(self, out: dict[str, int]) -> None:
         """path -> size of the files below the root not announced yet."""
+        ours = f"{os.sep}{REPRO_DIR}{os.sep}"
         for entry in walk_files(self.root, MAX_DEPTH, MAX_SCAN_ENTRIES):
             path = entry.path
-            if path in self._announced or entry.name.endswith(".json"):
-                continue  # .json: msaccucmp's own output beside the dumps
+            if path in self._announced or entry.name.endswith(".json") or ours in path:
+                continue  # .json: msaccucmp's own output beside the dumps; ours: re-runs
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
