@@ -80,6 +80,27 @@ COPY_FAULT = "copy_fault"
 KERNEL_TIMEOUT = "timeout"
 TRAP = "trap"
 UNKNOWN_CAUSE = "unknown"
+#: each cause in a few words (a viewer's label for it)
+CAUSE_LABELS = {
+    SUSPECT_HARDWARE: "suspect hardware",
+    USE_AFTER_FREE: "use after free",
+    OUT_OF_BOUNDS: "out of bounds",
+    NAN_INF_INPUT: "NaN/Inf input",
+    CODE_OVERWRITTEN: "code overwritten",
+    INVALID_ADDRESS: "invalid address",
+    INSTRUCTION_FETCH_FAILED: "instruction fetch",
+    KERNEL_BOUNDS: "kernel buffer overrun",
+    NAN_INF_OPERAND: "NaN/Inf operand",
+    ARITHMETIC_ERROR: "arithmetic error",
+    MISALIGNED_ADDRESS: "misaligned address",
+    CONFLICT_IN_KERNEL: "read/write conflict",
+    ILLEGAL_INSTRUCTION: "illegal instruction",
+    AICPU_FAILURE: "AI CPU error",
+    COPY_FAULT: "copy fault",
+    KERNEL_TIMEOUT: "timeout",
+    TRAP: "trap",
+    UNKNOWN_CAUSE: "unknown",
+}
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.store import Store
+from aclmon.store.state import triage_of
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
@@ -318,6 +319,10 @@ class AclmonApp(InertApp[int]):
         with self.batch_update():
             self.views[self.current_view].update_from(self.store)
             self._update_tabs()
+            detail = self.screen
+            if isinstance(detail, ExceptionDetail) and detail.waiting:
+                state = self.store.state
+                detail.show_triage(triage_of(state, detail.exception), state.newest_ts_ns)
 
     def _update_tabs(self) -> None:
         state = self.store.state
@@ -404,6 +409,7 @@ class AclmonApp(InertApp[int]):
                 s.newest_ts_ns,
                 near,
                 self.store.runtime_message(exception),
+                triage_of(s, exception),
             ),
             closed,
         )

@@ -25,6 +25,7 @@ from aclmon.tui import fmt
 from aclmon.tui.inert import LINE_LIMIT, InertApp, inert, inert_line
 from aclmon.tui.pager import TextPager
 from aclmon.tui.style import Fitted, key_values, middle, theme_style
+from aclmon.tui.triage import TRIAGE_WAIT_NS, Styles, launched_part, triage_part
 from aclmon.tui.views.dumplinks import is_task_dump, overflow_targets
 from aclmon.tui.views.tables import tensor_table
 from aclmon.tui.vlist import VirtualList
@@ -97,9 +98,10 @@ class ScrollingModal(ModalScreen[ResultT]):
 
 
 class ExceptionDetail(ScrollingModal[str | None]):
-    """Every input and output tensor of the failing operator, its dump files
-    (Enter on one decodes it here, off the UI thread) and the log lines near
-    it; dismissed with ``"logs"`` to go on to the Logs view."""
+    """Why it failed (the triage, when the agent has sent it: :meth:`show_triage`)
+    and where it was launched, every input and output tensor of the failing
+    operator, its dump files (Enter on one decodes it here, off the UI thread)
+    and the log lines near it; dismissed with ``"logs"`` to go on to the Logs view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,enter", "close", "Close", id="detail.close"),
@@ -123,9 +125,12 @@ class ExceptionDetail(ScrollingModal[str | None]):
         newest_ns: int,
         logs: list[ev.LogLine] | None = None,
         runtime_message: str = "",
+        triage: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.exception = exception
+        #: the exception's triage (docs/triage.md); None while the agent gathers it
+        self.triage = triage
         self.dumps = dumps
         self.newest_ns = newest_ns
         self.logs = list(logs or [])
@@ -160,19 +165,7 @@ class ExceptionDetail(ScrollingModal[str | None]):
         narrow_title.append(f"\n{model}", style=dim)
         title.append(f"  · {model}")
         self.query_one("#detail-title", Static).update(Fitted(title, narrow_title))
-        head = Fitted(*_head(e, self.newest_ns, dim, bad))
-        parts: list[RenderableType] = [
-            head,
-            Text(""),
-            tensor_table(f"INPUTS ({len(e.inputs)})", e.inputs, dim),
-            Text(""),
-            tensor_table(f"OUTPUTS ({len(e.outputs)})", e.outputs, dim),
-        ]
-        if self.runtime_message:  # after the tensors: it can be long
-            runtime = Text("\nruntime: ", style=dim)
-            runtime.append(self.runtime_message)
-            parts.append(runtime)
-        self.query_one("#detail-body", Static).update(Group(*parts))
+        self._show_body()
         files = Text(f"\nDUMP AND OVERFLOW FILES ({len(self.dumps)})", style=Style(bold=True))
         files.append(
             "  Enter decodes the highlighted one here" if self.dumps
@@ -190,6 +183,46 @@ class ExceptionDetail(ScrollingModal[str | None]):
         log = _log_lines_text(self.logs, dim, bad)
         log.append("\nEsc closes · l shows the Logs view around it", style=dim)
         self.query_one("#detail-logs", Static).update(log)
+
+    @property
+    def waiting(self) -> bool:
+        """The triage is not in, and may still come."""
+        return self.triage is None
+
+    def show_triage(self, triage: dict[str, Any] | None, newest_ns: int) -> None:
+        """The triage once it came (or, still None, that the wait is over)."""
+        gave_up_before = self.newest_ns - self.exception.ts_ns >= TRIAGE_WAIT_NS
+        self.newest_ns = max(self.newest_ns, newest_ns)
+        gave_up = self.newest_ns - self.exception.ts_ns >= TRIAGE_WAIT_NS
+        if triage is None and gave_up == gave_up_before:
+            return
+        self.triage = triage
+        if self.is_attached:
+            self._show_body()
+
+    def _show_body(self) -> None:
+        """The head, the triage and the launch site first (what a reader wants
+        first), then the tensors and what the runtime said."""
+        e = self.exception
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        styles = Styles(dim, bad, Style(bold=True))
+        parts: list[RenderableType] = [
+            Fitted(*_head(e, self.newest_ns, dim, bad)),
+            Text(""),
+            triage_part(e, self.triage, self.newest_ns, styles),
+            Text(""),
+            launched_part(e, self.triage, styles),
+            Text(""),
+            tensor_table(f"INPUTS ({len(e.inputs)})", e.inputs, dim),
+            Text(""),
+            tensor_table(f"OUTPUTS ({len(e.outputs)})", e.outputs, dim),
+        ]
+        if self.runtime_message:  # after the tensors: it can be long
+            runtime = Text("\nruntime: ", style=dim)
+            runtime.append(self.runtime_message)
+            parts.append(runtime)
+        self.query_one("#detail-body", Static).update(Group(*parts))
 
     def _render_file(self, index: int, width: int) -> Text:
         if not 0 <= index < len(self.dumps):

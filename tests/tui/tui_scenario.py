@@ -181,3 +181,117 @@ def build_events() -> list[ev.Event]:
     b.add(ev.Drops, 0, "publisher", "queue full")
     b.add(ev.LogLine, "warning", "device 2 health Alarm")
     return b.events
+
+
+#: the last Conv2D exception's triage, shaped as the agent sends it (docs/triage.md):
+#: a use after free found against the job's allocations, launched from train.py
+CONV_TRIAGE: dict[str, object] = {
+    "verdict": "use after free: Conv2D read input[1] (filter) at 0x12c00c400000, in memory"
+    " freed at 10:00:05.120 by rt.free at train.py:141 release_weights before the kernel ran",
+    "cause": "use_after_free",
+    "error_code": ACL_ERROR_RT_AICORE_EXCEPTION,
+    "error_name": "ACL_ERROR_RT_AICORE_EXCEPTION",
+    "op_name": "resnet50/conv1/Conv2D",
+    "op_type": "Conv2D",
+    "kernel": "te_conv2d_3f1c9a_mix_aic",
+    "bits": [23],
+    "error_bits": [
+        "bit 23 MTE_BIU_RDWR_RESP: the MTE touched an invalid GM address, or a cross-device"
+        " access timed out",
+        "mte_err_type=010: read bus error (secure/non-secure mismatch, no response, atomic fault)",
+    ],
+    "error_str": "The DDR address of the MTE instruction is out of range.",
+    "address_findings": [
+        {
+            "role": "input",
+            "index": 1,
+            "name": "filter",
+            "address": "0x12c00c400000",
+            "size": 401_408,
+            "status": "freed",
+            "offending": True,
+            "overrun": 0,
+            "text": "input[1] filter 0x12c00c400000+401408: in freed memory (0x12c00c400000+401408,"
+            " freed at 10:00:05.120 by rt.free at train.py:141 release_weights)",
+        },
+        {
+            "role": "input",
+            "index": 0,
+            "name": "x",
+            "address": "0x12c000000000",
+            "size": 205_520_896,
+            "status": "inside",
+            "offending": False,
+            "overrun": 0,
+            "text": "input[0] x: inside",
+        },
+        {
+            "role": "output",
+            "index": 0,
+            "name": "y",
+            "address": "0x12c010000000",
+            "size": 51_380_224,
+            "status": "unknown",
+            "offending": False,
+            "overrun": 0,
+            "text": "output[0] y: unknown",
+        },
+    ],
+    "nan_inf_inputs": [],
+    "repro": "/var/log/npu/collect/extra-info/aclmon-repro/Conv2D_resnet50_conv1_Conv2D_1005/repro.py",
+    "dump_file": "/var/log/npu/collect/extra-info/data-dump/0/exception_info.resnet50_conv1_Conv2D.1005.1764669604200000",
+    "sources": ["exception callback", "device error lines", "exception dump", "allocation table"],
+    "notes": [],
+    "device": {
+        "serial": 1005,
+        "device_id": 0,
+        "stream_id": 0,
+        "task_id": 1005,
+        "core_type": "aicore",
+        "core_ids": [7],
+        "pc_start": "0x12c040007000",
+        "current_pc": "0x12c0400072c4",
+        "ret_code": "0x26",
+        "ret_text": "aicore exception",
+    },
+    "launch": {
+        "api": "mdl.execute_async",
+        "recent": [
+            {"api": "rt.memcpy_async", "site": "train.py:97 load_batch", "ago_ns": 3_912_000},
+            {"api": "mdl.execute_async", "site": "train.py:104 train_step", "ago_ns": 3_120_000},
+            {"api": "rt.memcpy_async", "site": "train.py:109 train_step", "ago_ns": 1_880_000},
+        ],
+        "index": 1,
+        "stack": [
+            "train.py:104 train_step",
+            "train.py:152 main",
+            "train.py:160 <module>",
+            "<frozen runpy>:88 _run_code",
+            "/usr/lib/aclmon/agent/runner.py:38 run_script",
+        ],
+    },
+}
+
+
+def build_triage_events() -> list[ev.Event]:
+    """The scenario with the last Conv2D exception (task 1005) launched from train.py
+    and triaged (:data:`CONV_TRIAGE`) 5 ms after it, as a live agent sends them."""
+    out: list[ev.Event] = []
+    for event in build_events():
+        if isinstance(event, ev.AclException) and event.task_id == 1005:
+            event = event._replace(launch_site="train.py:104 train_step")
+            out.append(event)
+            out.append(
+                ev.Triage(
+                    0,
+                    event.ts_ns + 5_000_000,
+                    event.device_id,
+                    event.stream_id,
+                    event.task_id,
+                    event.ts_ns,
+                    CONV_TRIAGE,
+                )
+            )
+        else:
+            out.append(event)
+    return [event._replace(seq=number) for number, event in enumerate(out, start=1)]
