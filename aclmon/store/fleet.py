@@ -164,6 +164,9 @@ class Anomaly:
     offset_ns: int | None  # that host's clock to the NATS server's (None: not measured)
     uncertainty_ns: int = 0
     detail: str = ""
+    #: what it is in the source's state: the AclException, the DumpFileSeen or the
+    #: CallFailure (a viewer goes to it)
+    item: Any = field(default=None, compare=False, repr=False)
 
     @property
     def server_ns(self) -> int:
@@ -200,10 +203,13 @@ def source_anomalies(key: SourceKey, rank: int | None, s: StoreState) -> list[An
     found: list[Anomaly] = []
 
     def add(
-        kind: str, device: int | None, op_type: str, op_name: str, ns: int, detail: str
-    ) -> None:
+        kind: str, device: int | None, op_type: str, op_name: str, ns: int, detail: str,
+        item: Any,
+    ) -> None:  # fmt: skip
         found.append(
-            Anomaly(key, rank, kind, device, op_type, op_name, ns, offset, uncertainty, detail)
+            Anomaly(
+                key, rank, kind, device, op_type, op_name, ns, offset, uncertainty, detail, item
+            )
         )
 
     for e in s.exceptions:
@@ -214,18 +220,18 @@ def source_anomalies(key: SourceKey, rank: int | None, s: StoreState) -> list[An
         elif triage.get("nan_inf_inputs"):
             kind = NAN_INF
         detail = str(triage.get("verdict") or f"error {e.error_code}")
-        add(kind, e.device_id, e.op_type, e.op_name, e.ts_ns, detail)
+        add(kind, e.device_id, e.op_type, e.op_name, e.ts_ns, detail, e)
     for d in s.dumps:
         if d.kind != OVERFLOW or not isinstance(d.summary, dict):
             continue
         stamp = d.summary.get("timestamp")
         ns = stamp * 1000 if isinstance(stamp, int) and stamp > 0 else d.ts_ns
         add(OVERFLOW, only_device, str(d.summary.get("op_type") or ""),
-            str(d.summary.get("op_name") or ""), ns, d.path)  # fmt: skip
+            str(d.summary.get("op_name") or ""), ns, d.path, d)  # fmt: skip
     for failure in s.call_failures:
         if failure.event.ret in OVERFLOW_CODES:
             device = failure.device_id if failure.device_id >= 0 else only_device
-            add(OVERFLOW, device, "", "", failure.event.ts_ns, failure.event.api)
+            add(OVERFLOW, device, "", "", failure.event.ts_ns, failure.event.api, failure)
     return found
 
 
@@ -267,6 +273,8 @@ class FleetStore:
         self.relay_heard: dict[str, float] = {}
         #: events not folded because their source was refused
         self.refused_events = 0
+        #: each source's first anomaly, at the version of its store it was found at
+        self._firsts: dict[SourceKey, tuple[int, Anomaly | None]] = {}
 
     def source(self, key: SourceKey) -> FleetSource:
         entry = self.sources.get(key)
@@ -373,9 +381,15 @@ class FleetStore:
         host's times corrected by its measured offset): the order the ranks went bad."""
         firsts = []
         for entry in self.accepted():
-            found = source_anomalies(entry.key, entry.rank, entry.store.state)
-            if found:
-                firsts.append(min(found, key=lambda a: a.server_ns))
+            key = entry.key
+            version = entry.store.version
+            cached = self._firsts.get(key)
+            if cached is None or cached[0] != version:
+                found = source_anomalies(key, entry.rank, entry.store.state)
+                first = min(found, key=lambda a: a.server_ns) if found else None
+                cached = self._firsts[key] = (version, first)
+            if cached[1] is not None:
+                firsts.append(cached[1])
         return sorted(firsts, key=lambda a: (a.server_ns, a.key))
 
     def first_anomaly(self) -> Anomaly | None:

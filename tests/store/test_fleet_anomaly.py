@@ -70,3 +70,18 @@ def test_exceptions_and_their_triage_count_and_no_offset_compares_host_times():
     assert anomaly.detail == "invalid input data"
     assert fleet.to_json()["first_anomaly"]["clock_offset_ns"] is None
     assert FleetStore().to_json()["first_anomaly"] is None
+
+
+def test_each_source_is_looked_at_again_only_when_its_store_changed():
+    fleet = FleetStore()
+    late = ev.AclException(4, T0 + 30 * MS, 0, 2, 7, 1, 507015, "conv1", "Conv2D", (), ())
+    fleet.apply(("a", 1), [hello(0), late])
+    fleet.apply(("b", 2), [hello(1)])
+    first = fleet.first_anomaly()
+    assert first is not None and first.item is late
+    assert fleet.first_anomaly() is first  # nothing changed: the same one, not found again
+    early = overflow_file(T0 + 10 * MS, "mm1")
+    fleet.apply(("b", 2), [early])
+    now = fleet.first_anomaly()
+    assert now is not None and (now.rank, now.kind, now.item) == (1, "overflow", early)
+    assert [a.rank for a in fleet.anomaly_order()] == [1, 0]
