@@ -37,7 +37,7 @@ from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.store import Store
-from aclmon.store.state import triage_of
+from aclmon.store.state import CallFailure, triage_of
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
@@ -151,6 +151,9 @@ class AclmonApp(InertApp[int]):
         #: for the caller to open that job's screens (``open_jobs``: it can)
         self.open_jobs = open_jobs
         self.open_pid: int | None = None
+        #: run once the app has shown its first refresh (a fleet drill-down to what
+        #: it was opened for)
+        self.at_start: Callable[[AclmonApp], None] | None = None
 
     # ---------------------------------------------------------------- frame
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -241,6 +244,8 @@ class AclmonApp(InertApp[int]):
         self.tick()
         self.set_interval(self.interval, self.tick)
         self._focus_view()
+        if self.at_start is not None:
+            self.call_after_refresh(self.at_start, self)
 
     def on_unmount(self) -> None:
         self._started = False
@@ -414,6 +419,12 @@ class AclmonApp(InertApp[int]):
             closed,
         )
 
+    def open_call_failure(self, failure: CallFailure) -> None:
+        """A failed call's detail, with the log lines near it."""
+        s = self.store.state
+        near = lines_near(list(s.logs), failure.event, self._job_pid())
+        self.push_screen(CallFailureDetail(failure, s.newest_ts_ns, near))
+
     def _job_pid(self) -> int:
         hello = self.store.state.hello
         return hello.pid if hello is not None else 0
@@ -438,8 +449,7 @@ class AclmonApp(InertApp[int]):
         if exception is not None:
             self.open_exception(exception)
         elif failure is not None:
-            near = lines_near(list(s.logs), failure.event, self._job_pid())
-            self.push_screen(CallFailureDetail(failure, s.newest_ts_ns, near))
+            self.open_call_failure(failure)
         else:  # the line itself, whole (a row shows the start of its first line)
             self.push_screen(LogLineDetail(line))
 

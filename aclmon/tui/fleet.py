@@ -5,10 +5,12 @@ A timer folds the fleet feed (local agents or NATS) into a
 catch-up goes on between keys, so quitting never waits for it), and repaints
 when what it shows changed (events, a source gone stale, the connection):
 
+- the alert line, once something went wrong: the job's first anomaly (an
+  exception, overflow or NaN/Inf on the ranks' clocks corrected to one,
+  :mod:`aclmon.tui.anomaly`; usually the root cause when ranks fail one after
+  another); ``a`` opens that rank's screens on it;
 - the header: the connection and why it is down, sources (live / stale /
-  exited), executions per second, exceptions,
-  and the earliest exception of the job (usually the root cause when ranks
-  fail one after another);
+  exited), executions per second, exceptions;
 - a heat map, one cell per rank, hosts on rows (a flat grid past 16 hosts):
   the AI Core utilization as shade, ``!`` on a rank with exceptions, ``~``
   on a stale one (nothing heard from it or its relay for a while), ``·``
@@ -50,8 +52,9 @@ from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.sources.fleet import Feed, MemberSource, drain
 from aclmon.sources.host import WithHost
-from aclmon.store.fleet import EXITED, LIVE, STALE, FleetRow, FleetStore, SourceKey
+from aclmon.store.fleet import EXITED, LIVE, STALE, Anomaly, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
+from aclmon.tui.anomaly import alert_text, bound_key, reveal_at_start
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.host_commands import host_feed, host_opener
@@ -184,6 +187,7 @@ class FleetApp(InertApp["SourceKey | None"]):
     CSS_PATH = Path(__file__).parent / "screens.tcss"  # the help screen's box
     COMMANDS: ClassVar[set[Any]] = {FleetCommands}
     CSS = """
+    #fleet-alert { height: 1; display: none; }
     #fleet-header { height: 1; background: $panel; text-wrap: nowrap; }
     #heat { height: auto; max-height: 18; padding: 0 1; }
     #colhead { height: 1; background: $panel; }
@@ -191,6 +195,7 @@ class FleetApp(InertApp["SourceKey | None"]):
     #filter { dock: bottom; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "first_anomaly", "First anomaly", id="fleet.anomaly"),
         Binding("s", "next_sort", "Sort", id="fleet.sort"),
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear"),
@@ -223,11 +228,15 @@ class FleetApp(InertApp["SourceKey | None"]):
         self._painted: tuple[Any, ...] = ()
         self._catching_up = False
         self._first: SourceKey | None = None
+        #: the first anomaly to show in the rank opened (the alert line's key)
+        self.jump: Anomaly | None = None
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
     def compose(self) -> ComposeResult:
+        self.alert = Static(id="fleet-alert")
+        yield self.alert
         self.header = Static(id="fleet-header")
         self.heat = Static(id="heat")
         self.colhead = Static(id="colhead")
@@ -287,8 +296,12 @@ class FleetApp(InertApp["SourceKey | None"]):
 
     def repaint(self) -> None:
         self._painted = self._shown()
-        earliest = self.fleet.earliest_exception()
-        self._first = earliest[0] if earliest else None
+        order = self.fleet.anomaly_order()
+        self._first = order[0].key if order else None
+        self.alert.update(alert_text(order, self.size.width, self._style("error", bold=True),
+                                     self._style("foreground-muted"),
+                                     bound_key(self, "fleet.anomaly", "a")))  # fmt: skip
+        self.alert.display = bool(order)
         key = self.selected_key() or self._cursor_key
         self.rows = sort_rows(self.fleet.rows(), self.sort, self._first, self.filter_text)
         self.vlist.set_rows(0, len(self.rows))
@@ -300,7 +313,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         elif self.rows and self.vlist.cursor < 0:
             self.vlist.move_cursor_to(0)
         self.vlist.clear_cache()
-        self.header.update(self._header_text(earliest))
+        self.header.update(self._header_text())
         self.heat.update(self._heat_text())
         self.colhead.update(self._colhead_text())
 
@@ -321,7 +334,7 @@ class FleetApp(InertApp["SourceKey | None"]):
                 color = None
         return Style(color=color, **extra)
 
-    def _header_text(self, earliest: tuple[SourceKey, ev.AclException] | None) -> Text:
+    def _header_text(self) -> Text:
         rows = self.fleet.rows()
         live = sum(1 for r in rows if r.state == LIVE)
         stale = sum(1 for r in rows if r.state == STALE)
@@ -342,15 +355,6 @@ class FleetApp(InertApp["SourceKey | None"]):
         text.append(f" {fmt.count(rate)} exec/s ")
         bad = self._style("error", bold=True)
         text.append(f" {exceptions} exceptions ", style=bad if exceptions else Style())
-        if earliest is not None:
-            (host, pid), exc = earliest
-            entry = self.fleet.sources[(host, pid)]
-            rank = entry.rank
-            who = f"rank {rank}" if rank is not None else f"pid {pid}"
-            op = middle(exc.op_type or exc.op_name, 40)
-            text.append(
-                f" first: {who}@{middle(host, 24)} {op} {fmt.utc_time(exc.ts_ns)} ", style=bad
-            )
         if self.filter_text:
             text.append(f" filter: {self.filter_text} ", style=Style(reverse=True))
         text.append(f" sort: {self.sort} ", style=self._style("foreground-muted"))
@@ -508,6 +512,15 @@ class FleetApp(InertApp["SourceKey | None"]):
     def action_quit_fleet(self) -> None:
         self.exit(None)
 
+    def action_first_anomaly(self) -> None:
+        """Open the rank where the job first went wrong, on that anomaly."""
+        order = self.fleet.anomaly_order()
+        if not order:
+            self.notify("no exception, overflow or NaN/Inf on any rank yet", timeout=3)
+            return
+        self.jump = order[0]
+        self.exit(order[0].key)
+
 
 class RankApp(AclmonApp):
     """One rank's screens: the single-agent app over the rank's own store, fed by
@@ -628,6 +641,8 @@ def run_fleet_app(
             cursor = chosen
             one = rank_app(feed, fleet, chosen, interval=interval, theme=theme, keymap=keymap,
                            hosts=hosts)  # fmt: skip
+            if app.jump is not None:
+                reveal_at_start(one, app.jump)
             _, status = run_app_result(one, abandon=abandon)
             if status is not None:
                 return status

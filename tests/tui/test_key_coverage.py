@@ -136,6 +136,7 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "replay.start": ("test_end_start_and_ten_second_jumps",),
     "replay.end": ("test_end_start_and_ten_second_jumps",),
     "replay.seek_cancel": ("test_equals_greater_less_t_and_escape_in_the_time_prompt",),
+    "fleet.anomaly": ("test_the_alert_line_names_the_first_anomaly_and_a_opens_its_rank",),
     "fleet.sort": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),
     "fleet.filter": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),
     "fleet.clear": ("test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_quit",),

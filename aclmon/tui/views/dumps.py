@@ -214,7 +214,7 @@ class DumpsView(ListView):
             named = ", ".join(f"task {t} stream {s}" for t, s in overflow_targets(overflow))
             self.notify(f"no operator dump seen for {named or 'this record'}", timeout=4)
             return
-        self._jump(target)
+        self.jump_to(target)
 
     def action_first_overflow(self) -> None:
         """To the earliest overflow record of the selected record's step (directory)."""
@@ -225,9 +225,10 @@ class DumpsView(ListView):
         if same and same[0] is overflow:
             self.notify(f"this is the first overflow of its step ({len(same)} in it)", timeout=3)
             return
-        self._jump(same[0] if same else overflow)
+        self.jump_to(same[0] if same else overflow)
 
-    def _jump(self, target: ev.DumpFileSeen) -> None:
+    def jump_to(self, target: ev.DumpFileSeen) -> None:
+        """Select ``target`` (lifting a filter or toggle that hides it); Back returns."""
         self._back.append((self.selected_dump(), self.overflow_only, self.filter_text))
         del self._back[:-64]
         if not self._show_dump(target):

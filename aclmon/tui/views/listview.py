@@ -322,6 +322,19 @@ class ListView(FilteredView):
             )
         return text
 
+    def select(self, wanted: Callable[[Any], bool]) -> bool:
+        """Put the cursor on the first row ``wanted`` holds for (the list stops
+        following); False when no row shown is one."""
+        self.redraw()
+        for row, value in enumerate(self._rows):
+            if wanted(value):
+                self.vlist.set_follow(False)
+                self.vlist.move_cursor_to(self._offset + row)
+                self.call_after_refresh(self.vlist.scroll_to_cursor)
+                self.draw_status()
+                return True
+        return False
+
     # ------------------------------------------------------------ keys
     def cursor_row(self) -> int:
         return self.vlist.cursor - self._offset
