@@ -59,6 +59,11 @@ def triage_part(
     rows: list[tuple[str, RenderableType]] = [
         ("verdict", Text(str(triage.get("verdict") or "–"), style=styles.bold))
     ]
+    addresses = _addresses_text(triage.get("address_findings") or [], styles)
+    if addresses is not None:
+        rows.append(("addresses", addresses))
+    for found in triage.get("nan_inf_inputs") or []:
+        rows.append(("NaN/Inf", Text(_nan_inf_text(found), style=styles.bad)))
     bits = [str(line) for line in triage.get("error_bits") or []]
     if bits:
         shown = bits[:MAX_BIT_LINES]
@@ -72,11 +77,6 @@ def triage_part(
     kernel = _kernel_text(triage)
     if kernel:
         rows.append(("kernel", Text(kernel)))
-    addresses = _addresses_text(triage.get("address_findings") or [], styles)
-    if addresses is not None:
-        rows.append(("addresses", addresses))
-    for found in triage.get("nan_inf_inputs") or []:
-        rows.append(("NaN/Inf", Text(_nan_inf_text(found), style=styles.bad)))
     repro = str(triage.get("repro") or "")
     if repro:
         value = Text(f"python {repro} --device N")
