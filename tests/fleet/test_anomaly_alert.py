@@ -102,3 +102,20 @@ async def test_an_overflow_file_first_opens_the_dumps_view_on_it():
         await pilot.pause()
         assert app.current_view == "dumps"
         assert app.dumps_view.selected_dump() is overflow
+
+
+async def test_an_overflow_a_call_returned_first_opens_that_calls_detail():
+    from aclmon.tui.screens import CallFailureDetail
+
+    fleet = FleetStore()
+    failed = ev.CallFailed(9, T + MS, "rt.synchronize_stream", 207003, "overflow", 1, 0x77)
+    fleet.apply(("node0", 100), [*rank_events(100, "node0", util=10), failed])
+    anomaly = fleet.first_anomaly()
+    assert anomaly is not None and anomaly.kind == "overflow"
+    app = rank_app(FixedFeed([]), fleet, anomaly.key, interval=0.05)
+    reveal_at_start(app, anomaly)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, CallFailureDetail)
+        assert app.screen.failure.event is failed
