@@ -46,7 +46,8 @@ def triage_part(
     if triage is None:
         if newest_ns - exception.ts_ns < TRIAGE_WAIT_NS:
             title.append(
-                "  waiting for the device's error lines and the exception dump…", style=styles.dim
+                "  waiting: the agent reads the device's error lines and the exception dump first",
+                style=styles.dim,
             )
         else:
             title.append(

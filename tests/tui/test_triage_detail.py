@@ -59,7 +59,7 @@ async def test_the_triage_shows_up_in_an_open_detail_when_it_comes():
         detail = app.screen
         assert isinstance(detail, ExceptionDetail) and detail.waiting
         body = static_text(app, "#detail-body")
-        assert "TRIAGE  waiting for the device's error lines and the exception dump" in body
+        assert "TRIAGE  waiting: the agent reads the device's error lines and the exception" in body
         assert "LAUNCHED AT  train.py:104 train_step" in body and "▶" not in body
         app.store.apply(triage._replace(seq=10_000))
         app.refresh_view()
