@@ -3,10 +3,13 @@
 Every rank runs its steps at the same moments (a shared monotonic time given in the
 ``--go`` file, which all processes of the machine read alike), as ranks held together
 by an all-reduce do; ``--delay-ms`` makes this rank a little later, as a rank that
-receives another's bad gradients is. Overflows come from ``ACLMON_SIM_FAULTS``.
+receives another's bad gradients is. ``--steps-done FILE``: this rank writes there
+how many steps it finished; ``--after FILE``: this rank runs a step only once the
+rank writing FILE finished it (then ``--delay-ms`` later), so a loaded machine
+cannot reorder them. Overflows come from ``ACLMON_SIM_FAULTS``.
 
 usage: anomaly_job.py MODEL ACL_JSON --go FILE --stop FILE [--steps N] [--step-ms MS]
-                      [--delay-ms MS]
+                      [--delay-ms MS] [--steps-done FILE | --after FILE]
 """
 
 from __future__ import annotations
@@ -34,6 +37,14 @@ def buffer(size: int, fill: float) -> int:
     return int(pointer)  # type: ignore[call-overload]
 
 
+def steps_done(path: str) -> int:
+    try:
+        with open(path) as handle:
+            return int(handle.read() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
@@ -43,6 +54,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=7)
     parser.add_argument("--step-ms", type=float, default=150.0)
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--steps-done")
+    parser.add_argument("--after")
     args = parser.parse_args()
 
     check(acl.init(args.acl_json), "acl.init")
@@ -68,9 +81,18 @@ def main() -> int:
         start = float(handle.read())
     for step in range(args.steps):
         moment = start + (step * args.step_ms + args.delay_ms) / 1000
+        if args.after:
+            while steps_done(args.after) <= step:
+                time.sleep(0.0005)
+            moment = max(moment, time.monotonic() + args.delay_ms / 1000)
         time.sleep(max(0.0, moment - time.monotonic()))
         check(acl.mdl.execute_async(model_id, inputs, outputs, stream), "execute_async")
         acl.rt.synchronize_stream(stream)
+        if args.steps_done:
+            written = args.steps_done + ".tmp"
+            with open(written, "w") as handle:
+                handle.write(str(step + 1))
+            os.replace(written, args.steps_done)  # whole or not at all
     print("steps done", flush=True)
     while not os.path.exists(args.stop):
         time.sleep(0.02)
