@@ -182,7 +182,7 @@ def _recording(
     maker = _MAKERS[function]
     if launches is not None:
         maker = _LAUNCH_MAKERS["stacks" if launches.stacks else "sites"]
-    return maker(  # type: ignore[no-any-return]
+    return maker(
         name, original, call_failed, build, ring, sink.ring_limit, ring.append,
         sink.count_drop, ctx.fail, f"hook {name}", launches,
     )  # fmt: skip

@@ -612,6 +612,7 @@ Event: TypeAlias = (
     | ExecuteBegin
     | ExecuteEnd
     | AclException
+    | Triage
     | History
     | Goodbye
     | ProfilingState
@@ -628,6 +629,7 @@ Event: TypeAlias = (
     | RequestSnapshot
     | Ping
     | Reply
+    | ClockOffset
 )
 
 

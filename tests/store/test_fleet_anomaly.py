@@ -63,8 +63,8 @@ def test_exceptions_and_their_triage_count_and_no_offset_compares_host_times():
     exception = ev.AclException(4, T0 + 10 * MS, 0, 2, 7, 1, 507015, "conv1", "Conv2D", (), ())
     triage = ev.Triage(5, T0 + 11 * MS, 0, 2, 7, exception.ts_ns,
                        {"verdict": "invalid input data", "nan_inf_inputs": [{"index": 0}]})  # fmt: skip
-    fleet.apply(("a", 1), [hello(0), exception, triage])
-    fleet.apply(("b", 2), [hello(1)])
+    fleet.apply(("node0", 100), [hello(0), exception, triage])
+    fleet.apply(("node1", 101), [hello(1)])
     anomaly = fleet.first_anomaly()
     assert anomaly is not None and anomaly.kind == "nan_inf" and anomaly.offset_ns is None
     assert anomaly.detail == "invalid input data"
@@ -75,13 +75,13 @@ def test_exceptions_and_their_triage_count_and_no_offset_compares_host_times():
 def test_each_source_is_looked_at_again_only_when_its_store_changed():
     fleet = FleetStore()
     late = ev.AclException(4, T0 + 30 * MS, 0, 2, 7, 1, 507015, "conv1", "Conv2D", (), ())
-    fleet.apply(("a", 1), [hello(0), late])
-    fleet.apply(("b", 2), [hello(1)])
+    fleet.apply(("node0", 100), [hello(0), late])
+    fleet.apply(("node1", 101), [hello(1)])
     first = fleet.first_anomaly()
     assert first is not None and first.item is late
     assert fleet.first_anomaly() is first  # nothing changed: the same one, not found again
     early = overflow_file(T0 + 10 * MS, "mm1")
-    fleet.apply(("b", 2), [early])
+    fleet.apply(("node1", 101), [early])
     now = fleet.first_anomaly()
     assert now is not None and (now.rank, now.kind, now.item) == (1, "overflow", early)
     assert [a.rank for a in fleet.anomaly_order()] == [1, 0]
