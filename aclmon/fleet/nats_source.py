@@ -18,8 +18,8 @@ server has JetStream), then:
 
 Each message holds whole frames of one source, decoded by that source's own
 :class:`~aclmon.events.wire.StreamDecoder`. Relays' heartbeats are kept for
-:meth:`NatsFeed.take_heartbeats` (staleness and clock offsets in the fleet
-store).
+:meth:`NatsFeed.take_heartbeats` (staleness in the fleet store; the clocks are
+compared by the relays' ``ClockOffset`` events, which come with the events).
 
 A server restarted without its store has lost the streams: after a reconnect
 the feed looks at them again, and when one was made anew (by a relay) it
@@ -104,7 +104,7 @@ class NatsFeed:
         self._nc: Any = None
         self._last_message = 0.0
         self._closing = False
-        self._heartbeats: collections.deque[tuple[str, int, int, float]] = collections.deque(
+        self._heartbeats: collections.deque[tuple[str, float]] = collections.deque(
             maxlen=MAX_HEARTBEATS
         )
         #: class -> (JetStream subscription, creation time of its stream) while replaying
@@ -126,9 +126,8 @@ class NatsFeed:
             self._buffered -= taken
         return out
 
-    def take_heartbeats(self) -> list[tuple[str, int, int, float]]:
-        """``(host, sent_ns, received_ns, received_monotonic)`` of the relays'
-        heartbeats since the last call."""
+    def take_heartbeats(self) -> list[tuple[str, float]]:
+        """``(host, received_monotonic)`` of the relays' heartbeats since the last call."""
         with self._lock:
             beats = list(self._heartbeats)
             self._heartbeats.clear()
@@ -399,7 +398,6 @@ class NatsFeed:
 
     # ------------------------------------------------------------ messages
     async def _on_heartbeat(self, msg: Any) -> None:
-        received_ns = time.time_ns()
         host = sj.parse_heartbeat_subject(msg.subject)
         data = msg.data
         if host is None or self._closing or len(data) > MAX_HEARTBEAT_BYTES:
@@ -412,7 +410,7 @@ class NatsFeed:
         if type(sent_ns) is not int or not 0 < sent_ns < 1 << 63:
             return
         with self._lock:
-            self._heartbeats.append((host, sent_ns, received_ns, time.monotonic()))
+            self._heartbeats.append((host, time.monotonic()))
 
     async def _on_replayed(self, msg: Any) -> None:
         if self._closing:

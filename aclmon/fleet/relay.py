@@ -24,8 +24,8 @@ as lost copies. The relay never slows an agent: when it falls behind, the
 agent's publisher drops for it, as for any slow viewer.
 
 Every second the relay publishes a heartbeat for each job it serves
-(``aclmon.<job>.<host>.relay.heartbeat``, its clock in it): viewers see its
-sources go stale when it stops, and correct each host's clock by the offset.
+(``aclmon.<job>.<host>.relay.heartbeat``): viewers see its sources go stale
+when it stops.
 All subjects carry the relay's host name (``--host``, default this host's):
 a relay's credentials allow exactly its host's subjects.
 
@@ -41,7 +41,9 @@ The relay also measures its host's clock against the NATS server's (at start,
 then every ``clock_every_s``): it stores a few empty probe messages in
 ``ACLMON_EVENTS`` (on ``aclmon._clock.<host>.0.events``, a subject no job uses)
 and reads back the time the server stamped on each; the probe with the
-shortest round trip gives the offset, within half that round trip. The result
+shortest round trip gives the offset, within half that round trip (its
+JetStream requests' replies come to ``_INBOX.relay.<host>``, which its
+credentials may read, not to everyone's ``_INBOX``). The result
 goes to every agent's subjects as a :class:`~aclmon.events.ClockOffset` (``seq =
 0``; ``events`` and ``alerts``, and after the frames of each ``state`` snapshot
 sent from then on), so that a fleet viewer,
@@ -274,6 +276,7 @@ class Relay:
             self.credentials,
             name=f"aclmon-relay@{self.host}",
             reconnected_cb=self._reconnected,
+            inbox_prefix=sj.relay_inbox(self.host),
         )
         self.max_payload = int(self.nc.max_payload)
         self.max_bytes = min(self.max_bytes, self.max_payload)
@@ -726,7 +729,8 @@ class Relay:
                 await self._flush_link(link)
 
     async def _heartbeats(self, stop: asyncio.Event) -> None:
-        """Every second, for each job served: this relay is alive, and its clock."""
+        """Every second, for each job served: this relay is alive (its send time is
+        in it; viewers compare clocks by the ClockOffset, which JetStream keeps)."""
         while not stop.is_set():
             jobs = {link.job for link in self.links.values() if link.job is not None}
             payload = msgpack.packb({"sent_ns": time.time_ns()})
@@ -759,7 +763,7 @@ class Relay:
         the offset to a time of this host to get the server's. Raises NatsError."""
         js = self.nc.jetstream()
         subject = sj.subject(CLOCK_JOB, self.host, 0, sj.EVENTS)
-        best: tuple[int, int] | None = None
+        probes: list[tuple[int, int, int]] = []
         for _ in range(CLOCK_PROBES):
             try:
                 sent = time.time_ns()
@@ -768,15 +772,12 @@ class Relay:
                 stored = await js.get_msg(ack.stream, ack.seq)
             except Exception as exc:  # no JetStream, no permission on the stream's API
                 raise NatsError(f"cannot measure the clock against the server: {exc}") from exc
-            if stored.time is None:
-                continue
-            server = _epoch_ns(stored.time)
-            round_trip = acked - sent
-            if best is None or round_trip < best[1]:
-                best = (server - (sent + acked) // 2, round_trip)
-        if best is None:
+            if stored.time is not None:
+                probes.append((sent, acked, _epoch_ns(stored.time)))
+        measured = clock_offset(probes)
+        if measured is None:
             raise NatsError("the server stamped no time on the clock probes")
-        return best[0], best[1] // 2
+        return measured
 
     async def _clock(self, stop: asyncio.Event) -> None:
         """Measure the clock now and every ``clock_every_s``; tell every agent's viewers."""
@@ -874,6 +875,19 @@ def requires_authentication(nc: Any) -> bool:
     # nats-py keeps the server's INFO in a private attribute only.
     info = getattr(nc, "_server_info", None) or {}
     return bool(info.get("auth_required") or info.get("tls_verify"))
+
+
+def clock_offset(probes: list[tuple[int, int, int]]) -> tuple[int, int] | None:
+    """(offset_ns, uncertainty_ns) from clock probes ``(sent, acked, stored)``: the
+    server stamped each (``stored``, its clock) between its send and its ack (this
+    host's clock), so the probe least delayed, the one with the shortest round
+    trip, is taken at its midpoint, off by at most half that round trip. None
+    without a probe."""
+    best = min(probes, key=lambda probe: probe[1] - probe[0], default=None)
+    if best is None:
+        return None
+    sent, acked, stored = best
+    return stored - (sent + acked) // 2, (acked - sent) // 2
 
 
 def _epoch_ns(stamp: Any) -> int:

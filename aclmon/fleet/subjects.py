@@ -94,6 +94,12 @@ def heartbeat_subject(job: str, host: str) -> str:
     return subject(job, host, RELAY, HEARTBEAT)
 
 
+def relay_inbox(host: str) -> str:
+    """The prefix of the reply subjects of ``host``'s relay (its JetStream requests:
+    the clock probes): its credentials may read these, not every client's ``_INBOX``."""
+    return f"_INBOX.{RELAY}.{host}"
+
+
 def parse_heartbeat_subject(text: str) -> str | None:
     """The host of a relay's heartbeat subject, or None."""
     parts = text.split(".")

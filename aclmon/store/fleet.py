@@ -21,14 +21,16 @@ stopped its heartbeat for ``RELAY_SILENT_AFTER_S``, is *stale*, and stale or
 exited sources have no executions per second.
 
 Timestamps come from each host's clock: within a source events keep their
-sequence order; across sources the times are compared after subtracting each
-host's clock offset (:class:`ClockOffsets`, from the relays' heartbeats), so a
-host whose clock is behind does not take the "first exception" slot.
-:meth:`FleetStore.first_anomaly` orders by each host's
-offset to the NATS server's clock when the relay measured one
-(:class:`~aclmon.events.ClockOffset`): the first exception, overflow or NaN/Inf
-of the job on that one clock, where a failure that spreads from rank to rank
-(an overflow all-reduced into every rank's gradients) began.
+sequence order; across sources they are compared on one clock, the NATS
+server's: each host's relay measures its offset to it and sends it in every
+source's stream (:class:`~aclmon.events.ClockOffset`, kept in JetStream with
+the events, so a viewer that joins late orders them the same), and a source's
+times are taken as ``host time + offset`` (:meth:`FleetSource.server_ns`; as
+they are when no offset was measured). So a host whose clock is behind does not
+take the "first exception" slot, and :meth:`FleetStore.first_anomaly` is the
+first exception, overflow or NaN/Inf of the job on that one clock: where a
+failure that spreads from rank to rank (an overflow all-reduced into every
+rank's gradients) began. Heartbeats tell only whether a relay is alive.
 """
 
 from __future__ import annotations
@@ -57,33 +59,6 @@ RATE_WINDOW_NS = 5_000_000_000
 STALE_AFTER_S = 10.0
 #: a relay heartbeats every second; this long without one, its sources are stale
 RELAY_SILENT_AFTER_S = 3.5
-#: heartbeats an offset estimate is taken from (the freshest count most)
-OFFSET_SAMPLES = 16
-
-
-class ClockOffsets:
-    """How far each host's clock is ahead of the viewer's, from heartbeats.
-
-    A heartbeat carries the relay's clock when it was sent; the viewer notes
-    its own when it arrived. ``sent - received`` is the offset minus the
-    delivery delay, so the largest of the recent ones is the closest estimate
-    (the delay is never negative). A host with no heartbeat counts as offset 0.
-    """
-
-    def __init__(self) -> None:
-        self._samples: dict[str, collections.deque[int]] = {}
-
-    def note(self, host: str, sent_ns: int, received_ns: int) -> None:
-        samples = self._samples.setdefault(host, collections.deque(maxlen=OFFSET_SAMPLES))
-        samples.append(sent_ns - received_ns)
-
-    def offset_ns(self, host: str) -> int:
-        samples = self._samples.get(host)
-        return max(samples) if samples else 0
-
-    def corrected(self, host: str, ts_ns: int) -> int:
-        """``ts_ns`` of ``host``'s clock on the viewer's clock."""
-        return ts_ns - self.offset_ns(host)
 
 
 @dataclass
@@ -103,6 +78,12 @@ class FleetSource:
     @property
     def hello(self) -> ev.Hello | None:
         return self.store.state.hello
+
+    def server_ns(self, ts_ns: int) -> int:
+        """A time of this source's host on the NATS server's clock, by the offset
+        its relay measured (the host's time as it is when none was)."""
+        clock = self.store.state.clock_offset
+        return ts_ns + clock.offset_ns if clock is not None else ts_ns
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -254,7 +235,7 @@ class FleetRow:
     failures: int
     exceptions: int
     overflows: int
-    first_exception_ns: int | None
+    first_exception_ns: int | None  # on the server's clock (FleetSource.server_ns)
     last_error: str
     health: str
     state: str
@@ -268,7 +249,6 @@ class FleetStore:
     def __init__(self) -> None:
         self.sources: dict[SourceKey, FleetSource] = {}
         self.version = 0
-        self.offsets = ClockOffsets()
         #: host -> the viewer's monotonic clock at that host relay's last heartbeat
         self.relay_heard: dict[str, float] = {}
         #: events not folded because their source was refused
@@ -314,12 +294,10 @@ class FleetStore:
             entry.state = state
             self.version += 1
 
-    def heard_relay(
-        self, host: str, sent_ns: int, received_ns: int, now: float | None = None
-    ) -> None:
-        """A heartbeat of ``host``'s relay: it is alive, and its clock said ``sent_ns``."""
+    def heard_relay(self, host: str, now: float | None = None) -> None:
+        """A heartbeat of ``host``'s relay: it is alive (at ``now``, the viewer's
+        monotonic clock)."""
         self.relay_heard[host] = time.monotonic() if now is None else now
-        self.offsets.note(host, sent_ns, received_ns)
 
     def take_from(
         self,
@@ -341,8 +319,8 @@ class FleetStore:
                 self.mark(key, EXITED)
         take_heartbeats = getattr(feed, "take_heartbeats", None)
         if take_heartbeats is not None:
-            for host, sent_ns, received_ns, at in take_heartbeats():
-                self.heard_relay(host, sent_ns, received_ns, at)
+            for host, at in take_heartbeats():
+                self.heard_relay(host, at)
         return taken
 
     def state_of(self, entry: FleetSource, now: float | None = None) -> str:
@@ -363,15 +341,14 @@ class FleetStore:
 
     # ------------------------------------------------------------ aggregates
     def earliest_exception(self) -> tuple[SourceKey, ev.AclException] | None:
-        """The first exception of the whole job, each host's clock corrected by
-        its offset to the viewer's."""
+        """The first exception of the whole job on the server's clock."""
         best: tuple[SourceKey, ev.AclException] | None = None
         best_ns = 0
         for entry in self.accepted():
             exceptions = entry.store.state.exceptions
             if not exceptions:
                 continue
-            at = self.offsets.corrected(entry.key[0], exceptions[0].ts_ns)
+            at = entry.server_ns(exceptions[0].ts_ns)
             if best is None or at < best_ns:
                 best, best_ns = (entry.key, exceptions[0]), at
         return best
@@ -399,12 +376,13 @@ class FleetStore:
         return order[0] if order else None
 
     def clock_offsets(self) -> dict[str, dict[str, int]]:
-        """host -> its measured offset to the server's clock and the uncertainty."""
+        """host -> its measured offset to the server's clock and the uncertainty (the
+        host of the sources' subjects, which only that host's relay may publish on)."""
         out: dict[str, dict[str, int]] = {}
-        for entry in self.accepted():
+        for entry in sorted(self.accepted(), key=lambda e: e.key):
             clock = entry.store.state.clock_offset
             if clock is not None:
-                out[clock.host] = {
+                out[entry.key[0]] = {
                     "offset_ns": clock.offset_ns,
                     "uncertainty_ns": clock.uncertainty_ns,
                 }
@@ -447,11 +425,7 @@ class FleetStore:
             failures=entry.failures(),
             exceptions=s.exceptions_total,
             overflows=overflows,
-            first_exception_ns=(
-                self.offsets.corrected(entry.key[0], s.exceptions[0].ts_ns)
-                if s.exceptions
-                else None
-            ),
+            first_exception_ns=(entry.server_ns(s.exceptions[0].ts_ns) if s.exceptions else None),
             last_error=last_error,
             health=health,
             state=state,
@@ -514,10 +488,6 @@ class FleetStore:
                 for e in self.sources.values()
                 if e.refused
             ],
-            "clock_offsets_ms": {
-                host: round(self.offsets.offset_ns(host) / 1e6, 3)
-                for host in sorted(self.relay_heard)
-            },
             "executions": sum(x["executions"] for x in sources),
             "exceptions_total": sum(x["exceptions_total"] for x in sources),
             "earliest_exception": (

@@ -14,7 +14,7 @@ from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
 from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
-from aclmon.fleet.relay import Relay
+from aclmon.fleet.relay import Relay, clock_offset
 from aclmon.store.fleet import FleetStore
 
 HOST = sj.short_host(socket.gethostname())
@@ -133,6 +133,20 @@ def test_a_viewer_without_the_token_is_refused(nats):
 )
 def test_host_tokens(text, expected):
     assert sj.short_host(text) == expected
+
+
+def test_the_clock_offset_takes_the_least_delayed_probe():
+    """The server's clock is 200 ns ahead of this host's; each probe is delayed on
+    its way out and back (40+10, 5+2, 250+50 ns): the one least delayed gives the
+    closest offset, within half its round trip."""
+    assert clock_offset([]) is None
+    sent = 1_000
+    probes = [
+        (sent, sent + out + back, sent + out + 200) for out, back in ((40, 10), (5, 2), (250, 50))
+    ]
+    offset, uncertainty = clock_offset(probes)
+    assert (offset, uncertainty) == (202, 3)
+    assert abs(offset - 200) <= uncertainty
 
 
 def test_routing_reads_the_kind_after_either_array_header(nats, runtime_dir):

@@ -51,11 +51,11 @@ def _list(subjects: list[str]) -> str:
 
 
 def _relay_role(host: str) -> str:
-    """The documented RELAY role for one host: its own subjects, no stream admin."""
-    return (
-        f"publish: {_list([f'aclmon.*.{host}.>'])},"
-        f" subscribe: {_list([f'aclmon.*.{host}.*.cmd'])}, allow_responses: true"
-    )
+    """The documented RELAY role for one host: its own subjects, no stream admin;
+    reading a stored message back (the clock probes' times) into its own inbox."""
+    publish = [f"aclmon.*.{host}.>", f"$JS.API.STREAM.MSG.GET.{sj.STREAMS[sj.EVENTS]}"]
+    subscribe = [f"aclmon.*.{host}.*.cmd", f"{sj.relay_inbox(host)}.>"]
+    return f"publish: {_list(publish)}, subscribe: {_list(subscribe)}, allow_responses: true"
 
 
 class Roles:
@@ -129,16 +129,20 @@ def test_relay_viewer_and_operator_roles(start_nats, runtime_dir, tmp_path):
             wait_until(lambda: relay.links and relay.links[os.getpid()].frames_in, what="relay")
             for i in range(50):
                 publisher.emit(ev.TxMark, f"mark {i}")
-            # The viewer replays the stream from JetStream ...
+            # The viewer replays the stream from JetStream, with the clock offset the
+            # relay measured under its role ...
             viewer.start()
             marks: list[ev.Event] = []
+            clocks: list[ev.ClockOffset] = []
 
             def replayed() -> bool:
                 for _key, events in viewer.poll():
                     marks.extend(e for e in events if isinstance(e, ev.TxMark))
-                return len(marks) == 50
+                    clocks.extend(e for e in events if isinstance(e, ev.ClockOffset))
+                return len(marks) == 50 and bool(clocks)
 
-            wait_until(replayed, what="the viewer's replay")
+            wait_until(replayed, what="the viewer's replay and the relay's clock offset")
+            assert clocks[0].host == HOST
             # ... but may not send a command: the server refuses, the viewer turns read-only.
             with pytest.raises(CommandRefused):
                 viewer.send_command((HOST, os.getpid()), ev.StartProfiling, timeout=2)
@@ -177,8 +181,9 @@ def test_a_relay_credential_holds_only_its_own_host(start_nats, tmp_path):
             await nc.publish(sj.subject("job", "otherhost", 1, sj.EVENTS), b"forged")
             await nc.publish(sj.subject("job", "otherhost", 1, sj.STATE), b"",
                              headers={sj.GONE_HEADER: "1"})  # fmt: skip
-            # Another host's commands: refused.
+            # Another host's commands, and every client's replies: refused.
             await nc.subscribe(sj.subject("*", "otherhost", "*", sj.CMD))
+            await nc.subscribe("_INBOX.>")
             await nc.flush()
             js = nc.jetstream(timeout=1.0)
             for what, call in (
@@ -204,7 +209,7 @@ def test_a_relay_credential_holds_only_its_own_host(start_nats, tmp_path):
     assert out["purge"] != "done" and out["delete"] != "done" and out["create"] != "done"
     assert out["streams"] == sorted(sj.STREAMS.values())
     violations = " ".join(errors).lower()
-    assert violations.count("permissions violation") >= 4, errors
+    assert violations.count("permissions violation") >= 5, errors
     assert "otherhost" in violations and "$js.api" in violations
 
 

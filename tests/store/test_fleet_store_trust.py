@@ -1,7 +1,8 @@
 """The fleet store trusts neither a source's word nor its last numbers: a Hello
 must agree with where it was published, a quiet source or a silent relay makes
 its sources stale (no executions per second), and exceptions of hosts whose
-clocks differ are ordered on the viewer's clock."""
+clocks differ are ordered on one clock (the NATS server's, by the offsets the
+relays measured), never by a host's own."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from aclmon.store.fleet import (
     RELAY_SILENT_AFTER_S,
     STALE,
     STALE_AFTER_S,
-    ClockOffsets,
     FleetStore,
 )
 
@@ -63,7 +63,7 @@ def test_a_quiet_source_and_a_silent_relay_make_sources_stale_with_no_rate():
     assert fleet.state_of(entry, now=100.0 + STALE_AFTER_S + 0.1) == STALE
     assert fleet.row(entry, now=100.0 + STALE_AFTER_S + 0.1).executions_per_s == 0.0
     # A relay heartbeat marks its host's sources live while it beats ...
-    fleet.heard_relay("node1", sent_ns=1, received_ns=1, now=101.0)
+    fleet.heard_relay("node1", now=101.0)
     assert fleet.state_of(entry, now=101.0 + RELAY_SILENT_AFTER_S - 0.1) == LIVE
     # ... and stale once it stops, though their last numbers are recent.
     assert fleet.state_of(entry, now=101.0 + RELAY_SILENT_AFTER_S + 0.1) == STALE
@@ -73,27 +73,26 @@ def test_a_quiet_source_and_a_silent_relay_make_sources_stale_with_no_rate():
     assert row.executions == 30
 
 
-def test_the_first_exception_is_the_first_on_the_viewers_clock():
+def test_the_first_exception_is_the_first_on_the_servers_clock():
     """node2's clock is 10 s behind: its exception says 5 s earlier than node1's,
-    but happened 5 s later."""
+    but happened 5 s later. Each relay's ClockOffset (in its sources' streams) puts
+    both on the server's clock; heartbeats, whatever time they carry, say only
+    that a relay is alive."""
     fleet = FleetStore()
     now_ns = 1_000 * S
     fleet.apply(("node1", 1), [hello("node1", 1), exception(now_ns, "first")])
     fleet.apply(("node2", 2), [hello("node2", 2), exception(now_ns - 5 * S, "later")])
     assert fleet.earliest_exception()[1].op_name == "later"  # raw clocks mislead
-    for delay in (3_000_000, 1_000_000, 2_000_000):  # delivery delays of the heartbeats
-        fleet.heard_relay("node1", sent_ns=now_ns, received_ns=now_ns + delay)
-        fleet.heard_relay("node2", sent_ns=now_ns - 10 * S, received_ns=now_ns + delay)
+    fleet.heard_relay("node1")
+    fleet.heard_relay("node2")
+    assert fleet.earliest_exception()[1].op_name == "later"  # a heartbeat measures nothing
+    fleet.apply(("node1", 1), [ev.ClockOffset(0, now_ns, "node1", 1_000_000, 200_000)])
+    fleet.apply(("node2", 2), [ev.ClockOffset(0, now_ns, "node2", 10 * S, 300_000)])
     assert fleet.earliest_exception()[1].op_name == "first"
-    assert fleet.to_json()["clock_offsets_ms"] == {"node1": -1.0, "node2": -10_001.0}
+    assert fleet.to_json()["clock_offsets"] == {
+        "node1": {"offset_ns": 1_000_000, "uncertainty_ns": 200_000},
+        "node2": {"offset_ns": 10 * S, "uncertainty_ns": 300_000},
+    }
     rows = {row.host: row for row in fleet.rows()}
     assert rows["node2"].first_exception_ns > rows["node1"].first_exception_ns
-
-
-def test_clock_offsets_take_the_least_delayed_heartbeat():
-    offsets = ClockOffsets()
-    assert offsets.offset_ns("h") == 0
-    for delay in (50, 7, 300):
-        offsets.note("h", sent_ns=1000, received_ns=1000 - 200 + delay)
-    assert offsets.offset_ns("h") == 193
-    assert offsets.corrected("h", 10_000) == 10_000 - 193
+    assert rows["node1"].first_exception_ns == now_ns + 1_000_000
