@@ -144,13 +144,23 @@ def _row_name(row: FleetRow) -> str:
 
 
 class FleetCommands(CommandsProvider):
-    """The fleet screen's palette: open a rank, sort, filter, theme, help, quit."""
+    """The fleet screen's palette: the first anomaly, open a rank, sort, filter,
+    theme, help, quit."""
 
-    DISCOVERED = ("Rank", "PID", "Sort", "Help")
+    DISCOVERED = ("First anomaly", "Rank", "PID", "Sort", "Help")
 
     def _commands(self) -> list[Command]:
         app: FleetApp = self.app  # type: ignore[assignment]  # the provider serves only FleetApp
-        out = [
+        out = []
+        first = app.fleet.first_anomaly()
+        if first is not None:
+            who = f"Rank {first.rank}" if first.rank is not None else f"PID {first.key[1]}"
+            out.append(
+                Command(f"First anomaly: {who} on {first.key[0]}, go to it",
+                        app.action_first_anomaly,
+                        "that rank's screens, on where the job first went wrong (a)")
+            )  # fmt: skip
+        out += [
             Command(
                 f"{_row_name(row)} on {row.host}: open its screens",
                 partial(app.exit, row.key),

@@ -8,7 +8,7 @@ from test_fleet_store_and_screen import FixedFeed, hello, rank_events
 from aclmon import events as ev
 from aclmon.store.fleet import FleetStore
 from aclmon.tui.anomaly import reveal_at_start
-from aclmon.tui.fleet import FleetApp, rank_app
+from aclmon.tui.fleet import FleetApp, FleetCommands, rank_app
 from aclmon.tui.screens import ExceptionDetail
 
 MS = 1_000_000
@@ -43,6 +43,21 @@ async def test_the_alert_line_names_the_first_anomaly_and_a_opens_its_rank():
         assert "a: go to it" in alert
         assert app.rows[0].rank == 2  # the rank the alert names leads the list
         await pilot.press("a")
+        await pilot.pause()
+    assert app.return_value == ("node2", 102)
+    assert app.jump is not None and app.jump.item.op_name == "conv2"
+
+
+async def test_the_palette_goes_to_the_first_anomaly_too():
+    app = FleetApp(ranks({0: T + 10 * MS, 2: T + 25 * MS}, {0: 30 * MS}), FleetStore(),
+                   interval=0.05)  # fmt: skip
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        names = [c.name for c in FleetCommands(app.screen)._commands()]
+        assert names[0] == "First anomaly: Rank 2 on node2, go to it"
+        await pilot.press("ctrl+p", *"first anomaly")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
         await pilot.pause()
     assert app.return_value == ("node2", 102)
     assert app.jump is not None and app.jump.item.op_name == "conv2"

@@ -211,7 +211,8 @@ async def test_question_mark_shows_the_fleet_keys_and_the_palette_is_aclmons():
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         shown = static_text(app, "#help-body")
-        for binding_id in ("fleet.sort", "fleet.filter", "fleet.help", "fleet.quit", "fleet.back"):
+        for binding_id in ("fleet.anomaly", "fleet.sort", "fleet.filter", "fleet.help",
+                           "fleet.quit", "fleet.back"):  # fmt: skip
             assert binding_id in shown
         await pilot.press("question_mark")
         assert not isinstance(app.screen, HelpScreen)
