@@ -44,28 +44,32 @@ def skew_of(rank: int) -> int:
     return SKEW_NS if rank == FIRST else -SKEW_NS
 
 
-def host_env(tmp_path: Path, rank: int) -> dict[str, str]:
-    """The environment of one "host": its own runtime directory and a skewed clock."""
+def host_env(tmp_path: Path, rank: int, token: str) -> dict[str, str]:
+    """The environment of one "host": its name, its own runtime directory, a skewed
+    clock, and the NATS server's token."""
     run = tmp_path / f"host{rank}" / "run"
     run.mkdir(parents=True, exist_ok=True, mode=0o700)
     env = dict(os.environ)
     env["XDG_RUNTIME_DIR"] = str(run)
     env["PYTHONPATH"] = os.pathsep.join([str(SKEWED), str(ROOT), env.get("PYTHONPATH", "")])
     env["ACLMON_TEST_CLOCK_SKEW_NS"] = str(skew_of(rank))
+    env["ACLMON_TEST_HOSTNAME"] = f"node{rank}"
+    env["ACLMON_NATS_TOKEN"] = token
     env.pop("ACLMON_JOB", None)
     return env
 
 
 @pytest.fixture
-def relays(nats_url: str, tmp_path: Path):
-    """One relay per host, each with that host's clock."""
+def relays(nats, tmp_path: Path):
+    """One relay per host, each with that host's name and clock."""
     procs = []
     try:
         for rank in range(RANKS):
             log = open(tmp_path / f"relay{rank}.log", "w")  # noqa: SIM115 (closed below)
-            command = [sys.executable, "-m", "aclmon", "relay", "--nats", nats_url,
-                       "--host", f"node{rank}", "--flush-ms", "10"]  # fmt: skip
-            procs.append((subprocess.Popen(command, env=host_env(tmp_path, rank), stdout=log,
+            command = [sys.executable, "-m", "aclmon", "relay", "--nats", nats.url,
+                       "--flush-ms", "10"]  # fmt: skip
+            env = host_env(tmp_path, rank, nats.token)
+            procs.append((subprocess.Popen(command, env=env, stdout=log,
                                            stderr=log, preexec_fn=_die_with_parent), log))  # fmt: skip
         yield
     finally:
@@ -73,28 +77,29 @@ def relays(nats_url: str, tmp_path: Path):
             stop_relay(relay)
 
 
-def fleet_json(nats_url: str, job: str) -> dict:
+def fleet_json(nats, job: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "aclmon", "attach", f"{nats_url}/{job}", "--once", "--json",
+        [sys.executable, "-m", "aclmon", "attach", f"{nats.url}/{job}", "--once", "--json",
          "--since", "all", "--wait", "1"],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), ACLMON_NATS_TOKEN=nats.token),
+        capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def complete(nats_url: str, job: str) -> dict:
+def complete(nats, job: str) -> dict:
     """The fleet once every rank's overflow and every host's clock offset are in."""
 
     def ready() -> dict | None:
-        data = fleet_json(nats_url, job)
+        data = fleet_json(nats, job)
         done = len(data["anomaly_order"]) == RANKS and len(data["clock_offsets"]) == RANKS
         return data if done else None
 
     return wait_until(ready, 90, "four ranks' overflows and clock offsets")
 
 
-def run_ranks(tmp_path: Path, nats_url: str, seed: int) -> None:
+def run_ranks(tmp_path: Path, nats, seed: int) -> None:
     rng = random.Random(seed)
     gap_ms = rng.uniform(3.0, 8.0)  # the others overflow this much after rank 2: < 2 skews
     job = f"anomaly{seed}"
@@ -109,7 +114,7 @@ def run_ranks(tmp_path: Path, nats_url: str, seed: int) -> None:
             acl_json.write_text(json.dumps(
                 {"dump": {"dump_path": str(base / f"dump{rank}"), "dump_debug": "on"}}
             ))  # fmt: skip
-            env = dict(host_env(tmp_path, rank), ACLMON_JOB=job, RANK_ID=str(rank),
+            env = dict(host_env(tmp_path, rank, nats.token), ACLMON_JOB=job, RANK_ID=str(rank),
                        RANK_SIZE=str(RANKS), DEVICE_ID="0",
                        ACLMON_SIM_FAULTS=json.dumps(FAULTS),
                        ACLMON_SIM_CONFIG=json.dumps({"time_scale": 0}))  # fmt: skip
@@ -132,12 +137,12 @@ def run_ranks(tmp_path: Path, nats_url: str, seed: int) -> None:
             assert proc.stdout is not None
             line = proc.stdout.readline().strip()
             assert line == "steps done", (base / f"rank{rank}.log").read_text()
-        live = complete(nats_url, job)
+        live = complete(nats, job)
         check(live, gap_ms)
         stop.touch()
         for proc in procs:
             assert proc.wait(30) == 0
-        late = complete(nats_url, job)  # every rank has exited: from JetStream
+        late = complete(nats, job)  # every rank has exited: from JetStream
         check(late, gap_ms)
     finally:
         stop.touch()
@@ -167,6 +172,6 @@ def check(data: dict, gap_ms: float) -> None:
         assert abs(clock["offset_ns"] + skew) <= clock["uncertainty_ns"] + 1_000_000, (host, clock)
 
 
-def test_first_anomaly_names_the_rank_that_overflowed_first(nats_url, relays, tmp_path):
+def test_first_anomaly_names_the_rank_that_overflowed_first(nats, relays, tmp_path):
     for seed in range(int(os.environ.get("ACLMON_ANOMALY_RUNS", "2"))):
-        run_ranks(tmp_path, nats_url, seed)
+        run_ranks(tmp_path, nats, seed)
