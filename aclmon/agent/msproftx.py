@@ -3,7 +3,9 @@
 The runtime gives a stamp handle a message (``set_stamp_trace_message``) and
 then marks it or opens a range with it; the agent remembers the messages and
 the open ranges (bounded) and publishes :class:`~aclmon.events.TxMark` for a
-mark and :class:`~aclmon.events.TxRange` when a range ends. Each function here
+mark and :class:`~aclmon.events.TxRange` when a range ends, each with the
+threads that made it (a range_start/range_stop range may end on another
+thread than the one that opened it). Each function here
 is the ``after(args, kwargs, result)`` observer of one call, wrapped by
 ``aclmon.agent.wrappers.observed``.
 """
@@ -40,8 +42,8 @@ class TxHooks:
         self.messages: dict[int, str] = {}
         #: thread id -> open push ranges (message, start ns)
         self.pushed: dict[int, list[tuple[str, int]]] = {}
-        #: range id -> (message, start ns)
-        self.ranges: dict[int, tuple[str, int]] = {}
+        #: range id -> (message, start ns, thread that opened it)
+        self.ranges: dict[int, tuple[str, int, int]] = {}
 
     def observers(self) -> dict[str, Callable[[tuple[Any, ...], dict[str, Any], Any], None]]:
         """qualified ``acl`` name -> its ``after`` observer."""
@@ -70,11 +72,12 @@ class TxHooks:
 
     def mark(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         if ok(result):
-            self.ctx.emit(TxMark, self.messages.get(arg(args, kwargs, 0, "stamp"), ""))
+            message = self.messages.get(arg(args, kwargs, 0, "stamp"), "")
+            self.ctx.emit(TxMark, message, _get_ident())
 
     def mark_ex(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         if ok(result):
-            self.ctx.emit(TxMark, str(arg(args, kwargs, 0, "msg")))
+            self.ctx.emit(TxMark, str(arg(args, kwargs, 0, "msg")), _get_ident())
 
     def destroy_stamp(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         # destroy_stamp returns None: the stamp is gone whatever it says
@@ -89,18 +92,20 @@ class TxHooks:
             stack.append((message, _time_ns()))
 
     def pop(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-        stack = self.pushed.get(_get_ident())
+        thread = _get_ident()
+        stack = self.pushed.get(thread)
         if ok(result) and stack:
             message, start_ns = stack.pop()
-            self.ctx.emit(TxRange, message, start_ns, _time_ns())
+            self.ctx.emit(TxRange, message, start_ns, _time_ns(), thread, thread)
 
     def range_start(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         range_id, ret = result
         if ret == ACL_SUCCESS and len(self.ranges) < MAX_REMEMBERED:
             message = self.messages.get(arg(args, kwargs, 0, "stamp"), "")
-            self.ranges[range_id] = (message, _time_ns())
+            self.ranges[range_id] = (message, _time_ns(), _get_ident())
 
     def range_stop(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         opened = self.ranges.pop(arg(args, kwargs, 0, "range_id"), None)
         if opened is not None and ok(result):
-            self.ctx.emit(TxRange, opened[0], opened[1], _time_ns())
+            message, start_ns, thread = opened
+            self.ctx.emit(TxRange, message, start_ns, _time_ns(), thread, _get_ident())

@@ -30,7 +30,8 @@ from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
 #: 4: AclException gained model_name and execution; History and Goodbye.
 #: 5: OpTiming gained device_id and metrics.
 #: 6: HostNpuSample (every NPU and process of the host, from the host source);
-#:    AclException gained launch_site; Triage and ClockOffset.
+#:    AclException gained launch_site; Triage and ClockOffset;
+#:    TxMark and TxRange gained the threads that made them.
 SCHEMA_VERSION = 6
 
 Summary = dict[str, Any]
@@ -420,6 +421,9 @@ class TxMark(NamedTuple):
     seq: int
     ts_ns: int
     message: str
+    # Schema 6 (an older array decodes with this default): the host thread that
+    # marked (``threading.get_ident()``, as StreamSyncBegin's; 0: not known).
+    thread_id: int = 0
 
 
 @register(21, "tx_range")
@@ -431,6 +435,11 @@ class TxRange(NamedTuple):
     message: str
     start_ns: int
     end_ns: int
+    # Schema 6 (an older array decodes with these defaults; 0: not known): the
+    # thread that opened the range and the one that closed it. A push/pop range
+    # opens and closes on one thread; a range_start/range_stop range may not.
+    thread_id: int = 0
+    end_thread_id: int = 0
 
 
 # ---------------------------------------------------------------- dumps, logs
@@ -574,6 +583,8 @@ UNKNOWN_VALUES: dict[type, dict[str, object]] = {
     StreamSynchronized: {"stream": DEVICE_SYNC, "timeout_ms": -1},
     AclException: {"execution": 0},
     OpTiming: {"device_id": -1},
+    TxMark: {"thread_id": 0},
+    TxRange: {"thread_id": 0, "end_thread_id": 0},
     LogLine: {"pid": 0, "logged_ns": 0},
     CallFailed: {"stream": -1},  # a call about no stream
 }

@@ -6,6 +6,7 @@ import inspect
 import json
 import logging
 import os
+import threading
 
 import pytest
 from agenthelpers import (
@@ -504,8 +505,43 @@ def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
         what="two ranges",
     )
     assert all(r.message == "step 1" and r.start_ns <= r.end_ns for r in ranges)
+    me = threading.get_ident()
+    assert all(r.thread_id == r.end_thread_id == me for r in ranges)
+    assert all(m.thread_id == me for m in events.events if type(m) is TxMark)
     events.drain(0.2)
     assert len([e for e in events.events if type(e) is TxRange]) == 2
+    assert prof.stop(handle) == 0 and prof.destroy_config(handle) == 0 and prof.finalize() == 0
+
+
+def test_msproftx_range_closed_on_another_thread_names_both(agent_factory, sim_acl, tmp_path):
+    """range_start on one thread, range_stop on another (a request handed between
+    workers): the range carries the thread that opened it and the one that closed it."""
+    _, events = agent_factory()
+    prof = sim_acl.prof
+    assert sim_acl.init() == 0 and sim_acl.rt.set_device(0) == 0
+    assert prof.init(str(tmp_path / "txprof")) == 0
+    handle = prof.create_config([0], ACL_AICORE_PIPE_UTILIZATION, 0, ACL_PROF_MSPROFTX)
+    assert handle and prof.start(handle) == 0
+    stamp = prof.create_stamp()
+    assert prof.set_stamp_trace_message(stamp, "request 7", 9) == 0
+    range_id, ret = prof.range_start(stamp)
+    assert ret == 0
+    stopped_on: list[int] = []
+
+    def stop() -> None:
+        stopped_on.append(threading.get_ident())
+        assert prof.range_stop(range_id) == 0
+
+    worker = threading.Thread(target=stop)
+    worker.start()
+    worker.join()
+    (tx,) = events.wait_for(
+        lambda evs: [e for e in evs if type(e) is TxRange] or None, what="the range"
+    )
+    assert tx.message == "request 7"
+    assert tx.thread_id == threading.get_ident() and tx.end_thread_id == stopped_on[0]
+    assert tx.thread_id != tx.end_thread_id
+    prof.destroy_stamp(stamp)
     assert prof.stop(handle) == 0 and prof.destroy_config(handle) == 0 and prof.finalize() == 0
 
 
