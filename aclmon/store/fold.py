@@ -173,7 +173,7 @@ class Store:
         """Every operator (of a model on a device) in the operator table's order."""
         return sorted_ops(self.state, sort, reverse)
 
-    def _sync_device(self, thread_id: int | None = None) -> DeviceState | None:
+    def sync_device(self, thread_id: int | None = None) -> DeviceState | None:
         """The device a synchronize_device (stream = DEVICE_SYNC) waited on.
 
         The device of the thread's current context, else of the context most
@@ -394,7 +394,7 @@ class Store:
 
     def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
         if e.stream == DEVICE_SYNC:
-            device = self._sync_device(e.thread_id)
+            device = self.sync_device(e.thread_id)
             if device is not None and note_begin(
                 device.pending_syncs, device.recent_sync_ends, e.ts_ns
             ):
@@ -443,7 +443,7 @@ class Store:
                 waiting, key=lambda d: distance(d.pending_syncs, start)
             )
         else:
-            device = self._sync_device()
+            device = self.sync_device()
         if device is None:
             self.state.device_syncs_unattributed += 1
             return

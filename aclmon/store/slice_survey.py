@@ -1,0 +1,104 @@
+"""One quick pass over a source before its export (``aclmon export``): the span,
+the earliest moment any item starts, which becomes the trace's zero (Perfetto
+refuses negative times, and an execution or an msproftx range may have started
+before its event came), and when each execution of each model ran
+(``--model``/``--iteration`` cut the span to those). It reads the events only,
+without the slice model: the survey costs a fraction of the export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from aclmon import events as ev
+from aclmon.store.slice_dumps import overflow_time
+from aclmon.store.slices import LANE_LIMIT
+
+#: AI Core metric columns remembered (a metric group has fewer)
+METRIC_COLUMNS = 64
+
+#: the kinds that make timeline items (slices, instants, samples), or end in one
+ITEM_KINDS = frozenset(
+    {
+        ev.OpTiming,
+        ev.ExecuteEnd,
+        ev.StreamSynchronized,
+        ev.StreamSyncBegin,
+        ev.ExecuteBegin,
+        ev.TxRange,
+        ev.TxMark,
+        ev.AclException,
+        ev.DumpFileSeen,
+        ev.DeviceSample,
+        ev.HostSample,
+        ev.CallFailed,
+    }
+)
+
+
+@dataclass
+class Survey:
+    """See the module docstring; ``add`` each event of the source in order."""
+
+    first_ns: int | None = None
+    last_ns: int | None = None
+    earliest_ns: int | None = None
+    #: the source's rank in its job, from its Hello (-1: not said)
+    rank: int = -1
+    #: model id -> name, from the loads
+    models: dict[int, str] = field(default_factory=dict)
+    #: model id -> (start, end) of each execution, in order (the Nth is ``[N-1]``)
+    executions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    #: AI Core metric names the operator timings carry, in order of appearance
+    metrics: dict[str, None] = field(default_factory=dict)
+
+    def add(self, event: ev.Event) -> None:
+        ts: int = event.ts_ns
+        if self.first_ns is None or ts < self.first_ns:
+            self.first_ns = ts
+        if self.last_ns is None or ts > self.last_ns:
+            self.last_ns = ts
+        start = item_start(event)
+        if start is not None and (self.earliest_ns is None or start < self.earliest_ns):
+            self.earliest_ns = start
+        if isinstance(event, ev.ExecuteEnd):
+            runs = self.executions.get(event.model_id)
+            if runs is None:
+                if len(self.executions) >= LANE_LIMIT:
+                    return
+                runs = self.executions[event.model_id] = []
+            runs.append((event.ts_ns - max(event.duration_ns, 0), event.ts_ns))
+        elif isinstance(event, ev.Hello):
+            if self.rank < 0 and event.rank >= 0:
+                self.rank = event.rank
+        elif isinstance(event, ev.ModelLoaded):
+            if len(self.models) < LANE_LIMIT:
+                self.models[event.model_id] = event.name
+        elif isinstance(event, ev.OpTiming) and isinstance(event.metrics, dict):
+            for key in event.metrics:
+                if len(self.metrics) >= METRIC_COLUMNS:
+                    break
+                if isinstance(key, str):
+                    self.metrics.setdefault(key, None)
+
+    def add_many(self, events: Iterable[ev.Event]) -> None:
+        for event in events:
+            self.add(event)
+
+
+def item_start(event: ev.Event) -> int | None:
+    """When the item an event makes starts (None: it makes none), as the slice
+    model places it."""
+    if type(event) not in ITEM_KINDS:
+        return None
+    ts: int = event.ts_ns
+    if isinstance(event, (ev.ExecuteEnd, ev.StreamSynchronized)):
+        return ts - max(event.duration_ns, 0)
+    if isinstance(event, ev.TxRange):
+        return min(event.start_ns, ts)
+    if isinstance(event, ev.OpTiming):
+        return min(event.start_us * 1000, ts)
+    if isinstance(event, ev.DumpFileSeen) and event.kind == "overflow":
+        return min(overflow_time(event), ts)
+    return ts
