@@ -36,6 +36,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "aclmon.dump.commands",
         "why AI Core errors happened, from a collected log directory",
     ),
+    ("export", "aclmon.fleet.export", "a trace for Perfetto/Insight, or op_summary CSV"),
 )
 
 

@@ -2,7 +2,8 @@
 the earliest moment any item starts, which becomes the trace's zero (Perfetto
 refuses negative times, and an execution or an msproftx range may have started
 before its event came), and when each execution of each model ran
-(``--model``/``--iteration`` cut the span to those). It reads the events only,
+(``--model``/``--iteration`` cut the span to those: an iteration runs from its
+execution's call to the next one's, as msprof's step trace counts iterations). It reads the events only,
 without the slice model: the survey costs a fraction of the export.
 """
 
@@ -48,8 +49,10 @@ class Survey:
     rank: int = -1
     #: model id -> name, from the loads
     models: dict[int, str] = field(default_factory=dict)
-    #: model id -> (start, end) of each execution, in order (the Nth is ``[N-1]``)
+    #: model id -> (start, end) of each execution call, in order (the Nth is ``[N-1]``)
     executions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    #: model id -> when its latest operator ended
+    op_ends: dict[int, int] = field(default_factory=dict)
     #: AI Core metric names the operator timings carry, in order of appearance
     metrics: dict[str, None] = field(default_factory=dict)
 
@@ -75,8 +78,13 @@ class Survey:
         elif isinstance(event, ev.ModelLoaded):
             if len(self.models) < LANE_LIMIT:
                 self.models[event.model_id] = event.name
-        elif isinstance(event, ev.OpTiming) and isinstance(event.metrics, dict):
-            for key in event.metrics:
+        elif isinstance(event, ev.OpTiming):
+            end = max(event.end_us, event.start_us) * 1000
+            if end > self.op_ends.get(event.model_id, end - 1) or (
+                event.model_id not in self.op_ends and len(self.op_ends) < LANE_LIMIT
+            ):
+                self.op_ends[event.model_id] = end
+            for key in event.metrics if isinstance(event.metrics, dict) else ():
                 if len(self.metrics) >= METRIC_COLUMNS:
                     break
                 if isinstance(key, str):
@@ -85,6 +93,19 @@ class Survey:
     def add_many(self, events: Iterable[ev.Event]) -> None:
         for event in events:
             self.add(event)
+
+    def iterations(self, model_id: int, first: int = 1, last: int | None = None) -> tuple[int, int]:
+        """The span of the model's ``first`` to ``last`` execution (counted from 1;
+        None: its last): from the first one's call to the next execution's call,
+        or for the latest one to the end of its call or of the model's last
+        operator, whichever is later. Its executions must exist."""
+        runs = self.executions[model_id]
+        last = len(runs) if last is None else min(last, len(runs))
+        if last < len(runs):
+            end = runs[last][0] - 1  # up to the next call, not including it
+        else:
+            end = max(runs[-1][1], self.op_ends.get(model_id, 0))
+        return runs[first - 1][0], end
 
 
 def item_start(event: ev.Event) -> int | None:

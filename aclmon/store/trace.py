@@ -89,21 +89,21 @@ class TraceWriter:
         lane = item.lane
         pid = lane.process.pid
         if lane.nested:
-            event = {"name": item.name, "ph": "X", "ts": start, "dur": _us(end - start),
+            event = {"name": item.name, "ph": "X", "ts": start / 1000, "dur": (end - start) / 1000,
                      "pid": pid, "tid": lane.track, "cat": item.kind, "args": item.args}  # fmt: skip
             self._write([event], (lane,))
             return
         self._async_ids += 1
         common = {"cat": item.kind, "id": self._async_ids, "pid": pid, "tid": lane.track}
-        begin = {"name": item.name, "ph": "b", "ts": start, **common, "args": item.args}
-        self._write([begin, {"name": item.name, "ph": "e", "ts": end, **common}], (lane,))
+        begin = {"name": item.name, "ph": "b", "ts": start / 1000, **common, "args": item.args}
+        self._write([begin, {"name": item.name, "ph": "e", "ts": end / 1000, **common}], (lane,))
 
     def instant(self, item: Instant) -> None:
         times = self._times(item.ts_ns)
         if times is None:
             return
         lane = item.lane
-        event = {"name": item.name, "ph": "i", "s": "t", "ts": times[0],
+        event = {"name": item.name, "ph": "i", "s": "t", "ts": times[0] / 1000,
                  "pid": lane.process.pid, "tid": lane.track, "cat": item.kind,
                  "args": item.args}  # fmt: skip
         self._write([event], (lane,))
@@ -112,7 +112,7 @@ class TraceWriter:
         times = self._times(item.ts_ns)
         if times is None:
             return
-        event = {"name": item.name, "ph": "C", "ts": times[0], "pid": item.process.pid,
+        event = {"name": item.name, "ph": "C", "ts": times[0] / 1000, "pid": item.process.pid,
                  "args": item.values}  # fmt: skip
         self._write([event], (), item.process)
 
@@ -122,16 +122,16 @@ class TraceWriter:
             return
         source, target = item.source, item.target
         common = {"name": HOST_TO_DEVICE, "cat": HOST_TO_DEVICE, "id": item.flow_id}
-        start = {"ph": "s", **common, "ts": times[0], "pid": source.process.pid,
+        start = {"ph": "s", **common, "ts": times[0] / 1000, "pid": source.process.pid,
                  "tid": source.track}  # fmt: skip
-        end = {"ph": "f", "bp": "e", **common, "ts": times[1], "pid": target.process.pid,
+        end = {"ph": "f", "bp": "e", **common, "ts": times[1] / 1000, "pid": target.process.pid,
                "tid": target.track}  # fmt: skip
         self._write([start, end], (source, target))
 
-    def _times(self, *times_ns: int) -> list[float] | None:
-        """The times as trace ``ts`` (µs since the session start, to the ns): a time
-        before the start is drawn at it (counted in ``clamped``); an item with a
-        time past :data:`MAX_RELATIVE_NS` is not written (``unwritable``)."""
+    def _times(self, *times_ns: int) -> list[int] | None:
+        """The times in ns since the session start (a trace's ``ts`` is that over
+        1000): a time before the start is drawn at it (counted in ``clamped``); an
+        item with a time past :data:`MAX_RELATIVE_NS` is not written (``unwritable``)."""
         origin = self.origin_ns
         out = []
         for ns in times_ns:
@@ -142,7 +142,7 @@ class TraceWriter:
             elif relative > MAX_RELATIVE_NS:
                 self.unwritable += 1
                 return None
-            out.append(relative / 1000)
+            out.append(relative)
         return out
 
     # ------------------------------------------------------------ files
@@ -221,10 +221,6 @@ class TraceWriter:
             self._out.write(_TAIL)
             self._out.close()
             self._out = None
-
-
-def _us(ns: int) -> float:
-    return ns / 1000
 
 
 def _slice_path(path: Path, number: int) -> Path:

@@ -1,0 +1,575 @@
+"""``aclmon export``: a recording, a dump directory with its recording, a live job
+or a live fleet as a trace for Perfetto and MindStudio Insight, or as msprof's
+op_summary CSV; ``aclmon export --check FILE`` validates a trace (docs/timeline.md).
+
+The export itself is headless (:mod:`aclmon.store.slices`, :mod:`aclmon.store.trace`,
+:mod:`aclmon.store.op_summary`); this module reads the sources. A recording is
+read twice, streaming both times: once to survey it (its span, the earliest
+moment any slice starts, which becomes ts 0, and the executions ``--model`` and
+``--iteration`` cut to), once to export it. A live job or fleet is first spooled
+to temporary recordings (one per source, on disk, so memory stays flat), then
+exported like recordings: each source is its own group of processes, labelled
+with its rank. It lives beside the fleet feeds because it reads the bus and NATS
+both; the viewer's source layer will offer the same readers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aclmon.fleet.commands import add_nats_credentials, credentials_from, parse_duration, parse_size
+
+#: directories searched below a SOURCE directory for its recording
+_MAX_DEPTH = 16
+_MAX_ENTRIES = 500_000
+#: live sources: events polled per step
+_POLL = 50_000
+
+
+def configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source",
+        nargs="*",
+        help="recording(s) (several: one process group each, as a fleet), a directory holding"
+        " a recording and its dumps, a live job (PID, socket, tcp://; default: the only"
+        " running agent) or a live fleet nats://SERVER/JOB",
+    )
+    what = parser.add_argument_group("what to write")
+    what.add_argument("--trace", metavar="OUT", help="write a trace (Chrome JSON) to OUT")
+    what.add_argument("-o", "--output", metavar="OUT", help="write --format's output to OUT")
+    what.add_argument(
+        "--format",
+        choices=("trace", "op-summary"),
+        default="trace",
+        help="trace: Chrome trace-event JSON (default); op-summary: msprof's op_summary CSV",
+    )
+    what.add_argument(
+        "--check",
+        nargs="+",
+        metavar="FILE",
+        help="validate trace files instead of exporting (exit 1 if one breaks a rule)",
+    )
+    what.add_argument("--json", action="store_true", help="with --check: the report as JSON")
+    what.add_argument(
+        "--max-size",
+        default="512MiB",
+        metavar="SIZE",
+        help="largest trace file; a longer trace is split into _slice_N files (512MiB)",
+    )
+    span = parser.add_argument_group("what to include")
+    span.add_argument("--dumps", metavar="DIR", help="the job's dump directory (dump paths)")
+    span.add_argument(
+        "--since",
+        metavar="TIME",
+        help="from this time: replay's forms (90 = s from the start, -10m = 10 min before"
+        " the end, 14:03:07 UTC, ISO); nats://: this far back in JetStream (10m, all)",
+    )
+    span.add_argument("--until", metavar="TIME", help="to this time (+5s: 5 s after --since)")
+    span.add_argument("--window", metavar="FROM..TO", help="both at once, e.g. 10s..12s")
+    span.add_argument("--model", metavar="NAME|ID", help="the span of this model's executions")
+    span.add_argument(
+        "--iteration",
+        metavar="N[-M]",
+        help="the span of the model's Nth (to Mth) execution, counted from 1",
+    )
+    live = parser.add_argument_group("live sources")
+    live.add_argument(
+        "--duration",
+        metavar="DURATION",
+        help="how long to record a live source (30s, 10m); default: until it ends or Ctrl-C",
+    )
+    live.add_argument(
+        "--token",
+        default=os.environ.get("ACLMON_TOKEN"),
+        help="the agent's token (default $ACLMON_TOKEN; nats://: $ACLMON_NATS_TOKEN)",
+    )
+    add_nats_credentials(parser)
+    parser.set_defaults(handler=export_command)
+
+
+# ---------------------------------------------------------------- the command
+def export_command(args: argparse.Namespace) -> int:
+    from aclmon.errors import AclmonError
+
+    max_bytes = parse_size(args.max_size)
+    if args.check:
+        return _check_command(args.check, max_bytes, args.json)
+    out = args.trace or args.output
+    if args.trace and args.output:
+        raise AclmonError("give the output once: --trace OUT or -o OUT")
+    if not out:
+        raise AclmonError("say where to write: --trace OUT.json (or -o OUT --format op-summary)")
+    if args.trace and args.format == "op-summary":
+        raise AclmonError("--trace writes a trace; use -o OUT with --format op-summary")
+    if args.format == "trace":
+        from aclmon.store.trace import MIN_MAX_BYTES
+
+        if max_bytes < MIN_MAX_BYTES:
+            raise AclmonError(f"--max-size must be at least {MIN_MAX_BYTES // 1024}KiB")
+    with _sources(args) as inputs:
+        return _export(args, inputs, out, max_bytes)
+
+
+def _check_command(files: list[str], max_bytes: int, as_json: bool) -> int:
+    import json
+
+    from aclmon.store.trace_check import check_trace
+
+    reports = [check_trace(path, max_bytes) for path in files]
+    if as_json:
+        print(json.dumps([r.to_json() for r in reports], indent=1))
+    else:
+        for report in reports:
+            print("\n".join(report.lines()))
+    return 0 if all(r.ok for r in reports) else 1
+
+
+# ---------------------------------------------------------------- inputs
+@dataclass
+class Inputs:
+    """The recordings to export (one group each) and what was said about them."""
+
+    recordings: list[Path] = field(default_factory=list)
+    dumps: Path | None = None
+    #: the window options apply (a nats --since was spent on the feed)
+    since_applies: bool = True
+    notes: list[str] = field(default_factory=list)
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+    def __enter__(self) -> Inputs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for step in self.cleanup:
+            step()
+
+
+def _sources(args: argparse.Namespace) -> Inputs:
+    from aclmon.bus.recording import is_recording
+    from aclmon.errors import AclmonError, no_such_file
+    from aclmon.fleet.connect import is_nats_target
+
+    sources: list[str] = args.source
+    inputs = Inputs(dumps=Path(args.dumps).absolute() if args.dumps else None)
+    if inputs.dumps is not None and not inputs.dumps.is_dir():
+        raise AclmonError(f"--dumps {args.dumps}: not a directory")
+    if len(sources) == 1 and is_nats_target(sources[0]):
+        return _spool_fleet(args, sources[0], inputs)
+    files = [s for s in sources if not _is_live(s)]
+    if files and len(files) != len(sources):
+        raise AclmonError("give recordings, or one live source")
+    if not files:
+        if len(sources) > 1:
+            raise AclmonError("one live source at a time (a fleet: nats://SERVER/JOB)")
+        return _spool_live(args, sources[0] if sources else None, inputs)
+    for source in files:
+        if not os.path.exists(source):
+            raise AclmonError(f"{no_such_file(source)} (a recording, a directory or a job)")
+    if args.duration:
+        raise AclmonError("--duration goes with a live source")
+    for source in files:
+        path = Path(source)
+        if path.is_dir():
+            inputs.recordings.append(_recording_in(path))
+            if inputs.dumps is None:
+                inputs.dumps = path.absolute()
+        elif is_recording(path):
+            inputs.recordings.append(path)
+        else:
+            raise AclmonError(f"{source} is not an aclmon recording")
+    return inputs
+
+
+def _is_live(source: str) -> bool:
+    """A job's address (a PID, a socket, unix:… or tcp://…), not a file to read."""
+    import stat
+
+    if source.isdigit() or "://" in source or source.startswith("unix:"):
+        return True
+    try:
+        return stat.S_ISSOCK(os.stat(source).st_mode)
+    except OSError:
+        return source.endswith(".sock")
+
+
+def _recording_in(directory: Path) -> Path:
+    """The recording in a directory (the newest by its header when there are several)."""
+    from aclmon.bus.recording import RecordingReader, is_recording
+    from aclmon.dump.walk import walk_files
+    from aclmon.errors import AclmonError
+
+    found: list[tuple[int, str]] = []
+    for entry in walk_files(directory, _MAX_DEPTH, _MAX_ENTRIES, ordered=True):
+        if is_recording(entry.path):
+            try:
+                with RecordingReader(entry.path, background=False) as reader:
+                    found.append((reader.header.created_ns, entry.path))
+            except AclmonError:
+                continue
+    if not found:
+        raise AclmonError(f"{directory}: no aclmon recording in it")
+    return Path(max(found)[1])
+
+
+def _spool_live(args: argparse.Namespace, target: str | None, inputs: Inputs) -> Inputs:
+    """Record one live job (until --duration, its end or Ctrl-C) into a temporary file."""
+    import time
+
+    from aclmon.bus.registry import resolve_target
+    from aclmon.bus.subscriber import Subscriber
+    from aclmon.errors import AclmonError
+    from aclmon.events import Goodbye
+
+    if args.since:
+        raise AclmonError("--since goes with a recording or nats:// (a live job: --duration)")
+    duration = parse_duration(args.duration) if args.duration else None
+    spool = _Spool(inputs)
+    subscriber = Subscriber(resolve_target(target), token=args.token, readonly=True).start()
+    try:
+        if not subscriber.wait_connected(10.0):
+            reason = subscriber.state_reason or subscriber.state
+            raise AclmonError(f"{subscriber.address}: cannot connect ({reason})")
+        deadline = time.monotonic() + duration if duration else None
+        print(f"aclmon export: recording {subscriber.address}"
+              + (f" for {args.duration}" if duration else " until it ends (Ctrl-C stops)"),
+              file=sys.stderr)  # fmt: skip
+        ended = False
+        with _Interrupted() as interrupted:
+            while not interrupted.happened and not ended:
+                timeout = (
+                    0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+                )
+                events = subscriber.poll(_POLL, timeout)
+                spool.write("live", events)
+                ended = any(type(e) is Goodbye for e in events)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                if subscriber.state in ("disconnected", "auth-failed") and not events:
+                    break
+        if subscriber.gaps:
+            inputs.notes.append(f"{subscriber.gaps} events missed in the sequence")
+    finally:
+        subscriber.close()
+        spool.close()
+    return inputs
+
+
+def _spool_fleet(args: argparse.Namespace, target: str, inputs: Inputs) -> Inputs:
+    """Record a fleet over NATS (JetStream from --since, then live for --duration)
+    into one temporary recording per source."""
+    import time
+
+    from aclmon.errors import AclmonError
+    from aclmon.fleet.connect import parse_target
+    from aclmon.fleet.nats_source import NatsFeed
+
+    if args.since is None and args.duration is None:
+        raise AclmonError("a fleet export needs --since (JetStream, e.g. 10m or all) or --duration")
+    since = parse_duration(args.since) if args.since is not None else None
+    duration = parse_duration(args.duration) if args.duration else None
+    url, scope = parse_target(target)
+    token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
+    feed = NatsFeed(url, scope, credentials_from(args, token), since_s=since, readonly=True)
+    inputs.since_applies = False
+    spool = _Spool(inputs)
+    feed.start()
+    try:
+        deadline = time.monotonic() + duration if duration else None
+        quiet_since = time.monotonic()
+        with _Interrupted() as interrupted:
+            while not interrupted.happened:
+                if feed.state in ("auth-failed", "disconnected") and feed.state_reason:
+                    raise AclmonError(f"{target}: {feed.state_reason}")
+                batches = feed.poll(_POLL)
+                for key, events in batches:
+                    spool.write(f"{key[0]}-{key[1]}", events)
+                now = time.monotonic()
+                if batches:
+                    quiet_since = now
+                if deadline is not None:
+                    if now >= deadline:
+                        break
+                elif feed.caught_up.is_set() and now - quiet_since > 1.0:
+                    break  # JetStream replayed up to now
+                time.sleep(0.05)
+        if feed.lost:
+            inputs.notes.append(f"{feed.lost} events lost by the feed")
+    finally:
+        feed.close()
+        spool.close()
+    if not inputs.recordings:
+        raise AclmonError(f"{target}: no events from any source")
+    return inputs
+
+
+class _Spool:
+    """Temporary recordings, one per source key, removed when the export is done."""
+
+    def __init__(self, inputs: Inputs) -> None:
+        import shutil
+        import tempfile
+
+        self.inputs = inputs
+        self.directory = Path(tempfile.mkdtemp(prefix="aclmon-export-"))
+        inputs.cleanup.append(lambda: shutil.rmtree(self.directory, ignore_errors=True))
+        self.writers: dict[str, Any] = {}
+
+    def write(self, key: str, events: list[Any]) -> None:
+        from aclmon.bus.recording import RecordingWriter
+
+        if not events:
+            return
+        writer = self.writers.get(key)
+        if writer is None:
+            path = self.directory / f"{len(self.writers)}.aclmrec"
+            writer = self.writers[key] = RecordingWriter(path, {"tool": "aclmon export"})
+            self.inputs.recordings.append(path)
+        writer.write_many(events)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+class _Interrupted:
+    """Ctrl-C or SIGTERM ends the recording of a live source (the export then runs)."""
+
+    def __init__(self) -> None:
+        self.happened = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupted:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._note)
+        return self
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.happened = True
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+# ---------------------------------------------------------------- the export
+def _export(args: argparse.Namespace, inputs: Inputs, out: str, max_bytes: int) -> int:
+    import itertools
+
+    from aclmon.errors import AclmonError
+    from aclmon.store.slice_model import SliceModel
+    from aclmon.store.slices import SourceLabel, WindowFilter
+
+    surveys = [_survey(path, inputs) for path in inputs.recordings]
+    known = [s for s in surveys if s.first_ns is not None]
+    if not known:
+        names = ", ".join(str(p) for p in inputs.recordings) or "the source"
+        raise AclmonError(f"{names}: no events to export")
+    window = _window(args, surveys, inputs.since_applies)
+    origin = min(s.earliest_ns if s.earliest_ns is not None else s.first_ns or 0 for s in known)
+    order = sorted(range(len(surveys)), key=lambda i: (surveys[i].rank < 0, surveys[i].rank, i))
+    several = len(inputs.recordings) > 1
+    writer = _writer(args, out, origin, max_bytes, surveys, inputs, several)
+    sink: Any = writer if window is None else WindowFilter(writer, *window)
+    dump_events = _dump_events(inputs.dumps) if inputs.dumps is not None else []
+    flow_ids = itertools.count(1)
+    counts: dict[str, int] = {}
+    try:
+        for group, index in enumerate(order, start=1):
+            label = SourceLabel(group=group, rank=surveys[index].rank if several else -1)
+            model = SliceModel(sink, source=label, flow_ids=flow_ids)
+            model.learn_dumps(dump_events)
+            _read(inputs.recordings[index], model.apply, inputs)
+            for dump in dump_events:
+                if dump.kind == "overflow":
+                    model.apply(dump)
+            model.finish()
+            for kind, n in model.counts.items():
+                counts[kind] = counts.get(kind, 0) + n
+    finally:
+        files = writer.close()
+    _report(files, counts, writer, inputs)
+    return 0
+
+
+def _writer(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
+            surveys: list[Any], inputs: Inputs, several: bool) -> Any:  # fmt: skip
+    from aclmon import __version__
+
+    if args.format == "op-summary":
+        from aclmon.store.op_summary import OpSummaryWriter
+
+        metrics: dict[str, None] = {}
+        for survey in surveys:
+            metrics.update(survey.metrics)
+        return OpSummaryWriter(out, list(metrics), with_rank=several)
+    from aclmon.store.trace import TraceWriter
+
+    sources = [str(p) for p in args.source] or ["the only running agent"]
+    other = {"tool": f"aclmon {__version__} export", "sources": sources}
+    return TraceWriter(out, origin_ns=origin, max_bytes=max_bytes, other_data=other)
+
+
+def _read(path: Path, apply: Callable[[Any], None], inputs: Inputs) -> None:
+    from aclmon.bus.recording import RecordingReader
+
+    with RecordingReader(path, background=False) as reader:
+        for event in reader.iter_events():
+            apply(event)
+
+
+def _survey(path: Path, inputs: Inputs) -> Any:
+    from aclmon.bus.recording import RecordingReader
+    from aclmon.store.slice_survey import Survey
+
+    survey = Survey()
+    with RecordingReader(path, background=False) as reader:
+        if reader.schema_warning:
+            inputs.notes.append(reader.schema_warning)
+        survey.add_many(reader.iter_events())
+        if reader.cut is not None:
+            inputs.notes.append(f"{path}: exported up to where it is readable, {reader.cut}")
+        if reader.decoder.malformed or reader.decoder.unknown:
+            inputs.notes.append(
+                f"{path}: {reader.decoder.malformed} malformed frames and"
+                f" {reader.decoder.unknown} events of unknown kinds skipped"
+            )
+    return survey
+
+
+def _dump_events(directory: Path) -> list[Any]:
+    """The overflow and exception dump files of a dump directory, as the agent
+    would have announced them (the export links exceptions to their dumps and
+    shows overflows the recording did not see)."""
+    from aclmon.dump import summarize
+    from aclmon.dump.index import DumpIndex
+    from aclmon.events import DumpFileSeen
+
+    found = []
+    for file in DumpIndex(directory).files:
+        if file.kind not in ("overflow", "exception-dump"):
+            continue
+        summary = summarize(file.path)
+        stamp = summary.get("timestamp")
+        ts = stamp * 1000 if isinstance(stamp, int) and 0 < stamp < 1 << 53 else 0
+        if not ts:
+            try:
+                ts = os.stat(file.path).st_mtime_ns
+            except OSError:
+                continue
+        found.append(DumpFileSeen(0, ts, file.path, file.kind, file.size, summary))
+    found.sort(key=lambda e: (e.ts_ns, e.path))
+    return found
+
+
+# ---------------------------------------------------------------- the span
+def _window(
+    args: argparse.Namespace, surveys: list[Any], since_applies: bool
+) -> tuple[int | None, int | None] | None:
+    """The span the options cut, or None for everything."""
+    from aclmon.errors import AclmonError
+    from aclmon.store.replay import parse_seek_time
+
+    first = min(s.first_ns for s in surveys if s.first_ns is not None)
+    last = max(s.last_ns for s in surveys if s.last_ns is not None)
+    since_text, until_text = (args.since if since_applies else None), args.until
+    if args.window:
+        if since_text or until_text:
+            raise AclmonError("--window is --since and --until at once: give one or the other")
+        since_text, sep, until_text = args.window.partition("..")
+        if not sep:
+            raise AclmonError(f"--window {args.window!r}: expected FROM..TO (e.g. 10s..12s)")
+        since_text, until_text = since_text or None, until_text or None
+    start = parse_seek_time(since_text, first, last, last) if since_text else None
+    end = parse_seek_time(until_text, first, last, start or first) if until_text else None
+    if args.model or args.iteration:
+        span = _model_span(args.model, args.iteration, surveys)
+        start = span[0] if start is None else max(start, span[0])
+        end = span[1] if end is None else min(end, span[1])
+    if start is None and end is None:
+        return None
+    if start is not None and end is not None and end < start:
+        raise AclmonError("the span to export ends before it starts")
+    return start, end
+
+
+def _model_span(model: str | None, iteration: str | None, surveys: list[Any]) -> tuple[int, int]:
+    from aclmon.errors import AclmonError
+
+    first, last = _iterations(iteration)
+    spans: list[tuple[int, int]] = []
+    names: set[str] = set()
+    for survey in surveys:
+        executed = {m: survey.models.get(m, f"#{m}") for m in survey.executions}
+        names.update(executed.values())
+        if model is None:
+            if len(executed) > 1:
+                listing = ", ".join(sorted(set(executed.values())))
+                raise AclmonError(f"--iteration: several models ran ({listing}); add --model")
+            chosen = list(executed)
+        else:
+            chosen = [m for m, name in executed.items() if model in (name, str(m))]
+        for model_id in chosen:
+            if first <= len(survey.executions[model_id]):
+                spans.append(survey.iterations(model_id, first or 1, last or None))
+    if not spans:
+        what = f"model {model!r}" if model else "a model"
+        where = f" (executed: {', '.join(sorted(names))})" if names else " (no execution recorded)"
+        which = f" iteration {iteration}" if iteration else ""
+        raise AclmonError(f"no execution of {what}{which}{where}")
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
+def _iterations(text: str | None) -> tuple[int, int]:
+    """``N`` or ``N-M`` (counted from 1) as (first, last); (0, 0) for every one."""
+    from aclmon.errors import AclmonError
+
+    if not text:
+        return 0, 0
+    low, _, high = text.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()) or int(low) < 1:
+        raise AclmonError(f"--iteration {text!r}: expected N or N-M, counted from 1")
+    first, last = int(low), int(high or low)
+    if last < first:
+        raise AclmonError(f"--iteration {text!r}: the last comes before the first")
+    return first, last
+
+
+# ---------------------------------------------------------------- the report
+_SHOWN = (
+    ("operator", "operators"),
+    ("execution", "executions"),
+    ("synchronize", "synchronizes"),
+    ("msproftx", "msproftx ranges"),
+    ("msproftx mark", "marks"),
+    ("exception", "exceptions"),
+    ("overflow", "overflows"),
+    ("failed call", "failed calls"),
+    ("unfinished call", "unfinished calls"),
+    ("counter", "samples"),
+    ("flow", "flows"),
+)
+
+
+def _report(files: list[Any], counts: dict[str, int], writer: Any, inputs: Inputs) -> None:
+    shown = ", ".join(f"{counts[k]} {name}" for k, name in _SHOWN if counts.get(k))
+    for note in inputs.notes:
+        print(f"aclmon export: {note}", file=sys.stderr)
+    clamped = getattr(writer, "clamped", 0)
+    if clamped:
+        print(f"aclmon export: {clamped} items began before the session start (drawn at 0)",
+              file=sys.stderr)  # fmt: skip
+    for path in files:
+        print(f"wrote {path} ({os.path.getsize(path) / 2**20:.1f} MiB)")
+    print(f"  {shown or 'nothing in the span'}")
