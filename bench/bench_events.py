@@ -110,9 +110,9 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
     elif cls is ev.ProfilingState:
         fields = (True, True, 0x7D, 1, (0, 1), "/tmp/prof", "aclmon", True, 0x7D, 1, (0, 1))
     elif cls is ev.TxMark:
-        fields = ("epoch 3 step 120",)
+        fields = ("epoch 3 step 120", 140_213_408_118_592)
     elif cls is ev.TxRange:
-        fields = ("forward", ts - 5_000_000, ts)
+        fields = ("forward", ts - 5_000_000, ts, 140_213_408_118_592, 140_213_399_725_888)
     elif cls is ev.DumpFileSeen:
         fields = (
             "/var/dump/20260101/0/resnet50/1/0/Conv2D.resnet50_layer3_conv12_Conv2D.5.1005.1767225600000000",
