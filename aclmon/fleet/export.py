@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,33 +364,81 @@ class _Interrupted:
 
 
 # ---------------------------------------------------------------- the export
+@dataclass
+class _Recording:
+    """What the export learns of a recording before reading it through."""
+
+    path: Path
+    first_ns: int | None = None
+    last_ns: int | None = None
+    rank: int = -1
+    survey: Any = None  # a Survey, when the options need one
+
+
 def _export(args: argparse.Namespace, inputs: Inputs, out: str, max_bytes: int) -> int:
-    import itertools
-
     from aclmon.errors import AclmonError
-    from aclmon.store.slice_model import SliceModel
-    from aclmon.store.slices import SourceLabel, WindowFilter
+    from aclmon.store.trace import MAX_RELATIVE_NS
 
-    surveys = [_survey(path, inputs) for path in inputs.recordings]
-    known = [s for s in surveys if s.first_ns is not None]
+    # A survey (a pass over the events) only when the options need what it knows:
+    # the executions --model/--iteration cut to, the metric columns of op_summary.
+    survey = bool(args.model or args.iteration or args.format == "op-summary")
+    recordings = [_look(path, inputs, survey, bool(args.model or args.iteration))
+                  for path in inputs.recordings]  # fmt: skip
+    known = [r for r in recordings if r.first_ns is not None and r.last_ns is not None]
     if not known:
         names = ", ".join(str(p) for p in inputs.recordings) or "the source"
         raise AclmonError(f"{names}: no events to export")
-    window = _window(args, surveys, inputs.since_applies)
-    origin = min(s.earliest_ns if s.earliest_ns is not None else s.first_ns or 0 for s in known)
-    order = sorted(range(len(surveys)), key=lambda i: (surveys[i].rank < 0, surveys[i].rank, i))
-    several = len(inputs.recordings) > 1
-    writer = _writer(args, out, origin, max_bytes, surveys, inputs, several)
+    first = min(r.first_ns for r in known if r.first_ns is not None)
+    last = max(r.last_ns for r in known if r.last_ns is not None)
+    window = _window(args, first, last, [r.survey for r in recordings], inputs.since_applies)
+    # ts 0 is the earliest start of anything shown; without a survey, the first
+    # event's time, and a second pass if something began before it (rare: a call
+    # or a range that was running when the recording started).
+    floor = last - MAX_RELATIVE_NS
+    starts = [r.survey.earliest_ns for r in recordings if r.survey and r.survey.earliest_ns]
+    origin = max(floor, min([first, *starts]))
+    recordings.sort(key=lambda r: (r.rank < 0, r.rank))
+    written = _write(args, out, origin, max_bytes, recordings, window, inputs)
+    earliest = getattr(written.writer, "earliest_clamped_ns", None)
+    if earliest is not None and earliest >= floor:
+        for path in written.files:
+            os.unlink(path)
+        written = _write(args, out, earliest, max_bytes, recordings, window, inputs)
+    _report(written, inputs)
+    return 0
+
+
+@dataclass
+class _Written:
+    writer: Any
+    files: list[Path]
+    counts: dict[str, int]
+    #: what the decoder skipped, per recording
+    skipped: list[str]
+
+
+def _write(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
+           recordings: list[_Recording], window: tuple[int | None, int | None] | None,
+           inputs: Inputs) -> _Written:  # fmt: skip
+    """One pass over every recording, into a new writer."""
+    import itertools
+
+    from aclmon.store.slice_model import SliceModel
+    from aclmon.store.slices import SourceLabel, WindowFilter
+
+    several = len(recordings) > 1
+    writer = _writer(args, out, origin, max_bytes, recordings, several)
     sink: Any = writer if window is None else WindowFilter(writer, *window)
     dump_events = _dump_events(inputs.dumps) if inputs.dumps is not None else []
     flow_ids = itertools.count(1)
     counts: dict[str, int] = {}
+    skipped = []
     try:
-        for group, index in enumerate(order, start=1):
-            label = SourceLabel(group=group, rank=surveys[index].rank if several else -1)
+        for group, recording in enumerate(recordings, start=1):
+            label = SourceLabel(group=group, rank=recording.rank if several else -1)
             model = SliceModel(sink, source=label, flow_ids=flow_ids)
             model.learn_dumps(dump_events)
-            _read(inputs.recordings[index], model.apply, inputs)
+            skipped.append(_read(recording.path, model.apply))
             for dump in dump_events:
                 if dump.kind == "overflow":
                     model.apply(dump)
@@ -399,20 +447,19 @@ def _export(args: argparse.Namespace, inputs: Inputs, out: str, max_bytes: int) 
                 counts[kind] = counts.get(kind, 0) + n
     finally:
         files = writer.close()
-    _report(files, counts, writer, inputs)
-    return 0
+    return _Written(writer, [Path(f) for f in files], counts, [n for n in skipped if n])
 
 
 def _writer(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
-            surveys: list[Any], inputs: Inputs, several: bool) -> Any:  # fmt: skip
+            recordings: list[_Recording], several: bool) -> Any:  # fmt: skip
     from aclmon import __version__
 
     if args.format == "op-summary":
         from aclmon.store.op_summary import OpSummaryWriter
 
         metrics: dict[str, None] = {}
-        for survey in surveys:
-            metrics.update(survey.metrics)
+        for recording in recordings:
+            metrics.update(recording.survey.metrics)
         return OpSummaryWriter(out, list(metrics), with_rank=several)
     from aclmon.store.trace import TraceWriter
 
@@ -421,31 +468,60 @@ def _writer(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
     return TraceWriter(out, origin_ns=origin, max_bytes=max_bytes, other_data=other)
 
 
-def _read(path: Path, apply: Callable[[Any], None], inputs: Inputs) -> None:
+def _read(path: Path, apply: Callable[[Any], None]) -> str | None:
+    """Every event of the recording through ``apply``; what was skipped, if anything."""
     from aclmon.bus.recording import RecordingReader
 
     with RecordingReader(path, background=False) as reader:
-        for event in reader.iter_events():
+        for event in _events(reader):
             apply(event)
+        malformed, unknown = reader.decoder.malformed, reader.decoder.unknown
+    if malformed or unknown:
+        return f"{path}: {malformed} malformed frames and {unknown} events of unknown kinds skipped"
+    return None
 
 
-def _survey(path: Path, inputs: Inputs) -> Any:
+#: events looked at for the source's Hello (its rank)
+_HELLO_WINDOW = 64
+#: frames decoded at once (the reader's own steps of 2 MiB hold ~20 MiB of events)
+_READ_FRAMES = 4096
+
+
+def _events(reader: Any) -> Iterator[Any]:
+    """The recording's events, decoded a few thousand at a time (flat memory)."""
+    for start in range(0, len(reader), _READ_FRAMES):
+        yield from reader.iter_events(start, start + _READ_FRAMES)
+
+
+def _look(path: Path, inputs: Inputs, survey: bool, executions: bool) -> _Recording:
+    """The span of a recording from its index, its rank from its Hello, what it
+    says about itself, and a survey of its events if asked."""
     from aclmon.bus.recording import RecordingReader
+    from aclmon.events import Hello
     from aclmon.store.slice_survey import Survey
 
-    survey = Survey()
+    found = _Recording(path)
     with RecordingReader(path, background=False) as reader:
         if reader.schema_warning:
             inputs.notes.append(reader.schema_warning)
-        survey.add_many(reader.iter_events())
         if reader.cut is not None:
             inputs.notes.append(f"{path}: exported up to where it is readable, {reader.cut}")
-        if reader.decoder.malformed or reader.decoder.unknown:
-            inputs.notes.append(
-                f"{path}: {reader.decoder.malformed} malformed frames and"
-                f" {reader.decoder.unknown} events of unknown kinds skipped"
-            )
-    return survey
+        column = reader.timestamps
+        for start in range(0, len(column), _READ_FRAMES):  # block by block: flat memory
+            times = column[start : start + _READ_FRAMES]
+            times = times[times > 0]
+            if len(times):
+                low, high = int(times.min()), int(times.max())
+                found.first_ns = low if found.first_ns is None else min(found.first_ns, low)
+                found.last_ns = high if found.last_ns is None else max(found.last_ns, high)
+        for event in reader.iter_events(0, _HELLO_WINDOW):
+            if isinstance(event, Hello) and event.rank >= 0:
+                found.rank = event.rank
+                break
+        if survey:
+            found.survey = Survey(executions={} if executions else None)
+            found.survey.add_many(_events(reader))
+    return found
 
 
 def _dump_events(directory: Path) -> list[Any]:
@@ -475,14 +551,12 @@ def _dump_events(directory: Path) -> list[Any]:
 
 # ---------------------------------------------------------------- the span
 def _window(
-    args: argparse.Namespace, surveys: list[Any], since_applies: bool
+    args: argparse.Namespace, first: int, last: int, surveys: list[Any], since_applies: bool
 ) -> tuple[int | None, int | None] | None:
     """The span the options cut, or None for everything."""
     from aclmon.errors import AclmonError
     from aclmon.store.replay import parse_seek_time
 
-    first = min(s.first_ns for s in surveys if s.first_ns is not None)
-    last = max(s.last_ns for s in surveys if s.last_ns is not None)
     since_text, until_text = (args.since if since_applies else None), args.until
     if args.window:
         if since_text or until_text:
@@ -511,7 +585,7 @@ def _model_span(model: str | None, iteration: str | None, surveys: list[Any]) ->
     spans: list[tuple[int, int]] = []
     names: set[str] = set()
     for survey in surveys:
-        executed = {m: survey.models.get(m, f"#{m}") for m in survey.executions}
+        executed = {m: survey.models.get(m, f"#{m}") for m in survey.executions or ()}
         names.update(executed.values())
         if model is None:
             if len(executed) > 1:
@@ -521,7 +595,7 @@ def _model_span(model: str | None, iteration: str | None, surveys: list[Any]) ->
         else:
             chosen = [m for m, name in executed.items() if model in (name, str(m))]
         for model_id in chosen:
-            if first <= len(survey.executions[model_id]):
+            if first <= survey.execution_count(model_id):
                 spans.append(survey.iterations(model_id, first or 1, last or None))
     if not spans:
         what = f"model {model!r}" if model else "a model"
@@ -562,14 +636,15 @@ _SHOWN = (
 )
 
 
-def _report(files: list[Any], counts: dict[str, int], writer: Any, inputs: Inputs) -> None:
+def _report(written: _Written, inputs: Inputs) -> None:
+    counts = written.counts
     shown = ", ".join(f"{counts[k]} {name}" for k, name in _SHOWN if counts.get(k))
-    for note in inputs.notes:
+    for note in [*inputs.notes, *written.skipped]:
         print(f"aclmon export: {note}", file=sys.stderr)
-    clamped = getattr(writer, "clamped", 0)
-    if clamped:
-        print(f"aclmon export: {clamped} items began before the session start (drawn at 0)",
+    unwritable = getattr(written.writer, "unwritable", 0)
+    if unwritable:
+        print(f"aclmon export: {unwritable} items with times no trace can hold left out",
               file=sys.stderr)  # fmt: skip
-    for path in files:
+    for path in written.files:
         print(f"wrote {path} ({os.path.getsize(path) / 2**20:.1f} MiB)")
     print(f"  {shown or 'nothing in the span'}")

@@ -52,7 +52,7 @@ def overflow_time(e: ev.DumpFileSeen) -> int:
 
 
 @dataclass
-class _Held:
+class Held:
     instant: Instant
     device: int
     task: int
@@ -65,7 +65,8 @@ class DumpLinks:
     def __init__(self) -> None:
         #: (device, task id) -> (stream id or None, path) of its exception dumps
         self._dumps: dict[tuple[int, int], list[tuple[int | None, str]]] = {}
-        self._held: deque[_Held] = deque()
+        #: exceptions waiting for their dump, oldest first
+        self.held: deque[Held] = deque()
         self._overflows: dict[str, None] = {}
 
     def exception_dump(self, device: int, task: int, stream: int) -> str | None:
@@ -75,21 +76,17 @@ class DumpLinks:
                     return path
         return None
 
-    @property
-    def oldest_held_ns(self) -> int | None:
-        return self._held[0].instant.ts_ns if self._held else None
-
     def hold(self, instant: Instant, device: int, task: int, stream: int) -> Instant | None:
         """Hold an exception until its dump comes; returns the oldest one held if it
         must go now (too many held)."""
-        pushed = self._held.popleft().instant if len(self._held) >= PENDING_EXCEPTIONS else None
-        self._held.append(_Held(instant, device, task, stream))
+        pushed = self.held.popleft().instant if len(self.held) >= PENDING_EXCEPTIONS else None
+        self.held.append(Held(instant, device, task, stream))
         return pushed
 
     def release(self, before_ns: int | None) -> list[Instant]:
         """The exceptions held since before ``before_ns`` (all: None); they go
         without a dump."""
-        held, out = self._held, []
+        held, out = self.held, []
         while held and (before_ns is None or held[0].instant.ts_ns < before_ns):
             out.append(held.popleft().instant)
         return out
@@ -114,8 +111,8 @@ class DumpLinks:
         known.append((stream_id, path))
         del known[:-4]
         found: list[Instant] = []
-        kept: deque[_Held] = deque()
-        for held in self._held:
+        kept: deque[Held] = deque()
+        for held in self.held:
             if (
                 held.task == task
                 and device in (None, held.device)
@@ -125,7 +122,7 @@ class DumpLinks:
                 found.append(held.instant)
             else:
                 kept.append(held)
-        self._held = kept
+        self.held = kept
         return found
 
     def first_sight(self, overflow: ev.DumpFileSeen) -> bool:

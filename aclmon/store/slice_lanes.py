@@ -46,7 +46,6 @@ class LaneBook:
         self.source = source
         self._processes: dict[tuple[str, int], Process] = {}
         self._lanes: dict[tuple[Any, ...], Lane] = {}
-        self._guards: dict[Lane, NestingGuard] = {}
         self._overlapping: dict[Lane, Lane] = {}
         self._extra_tracks: dict[Process, Iterator[int]] = {}
         #: thread ident -> its number (its lanes are "Thread N")
@@ -67,12 +66,10 @@ class LaneBook:
     def place(self, lane: Lane, start: int, end: int) -> Lane:
         """``lane`` if a slice from ``start`` to ``end`` nests there (it is then
         remembered), else the lane's async companion, ``… (overlapping)``."""
-        if not lane.nested:
+        guard = lane.guard
+        if guard is None or guard.admit(start, end):
             return lane
-        guard = self._guards.get(lane)
-        if guard is None:
-            guard = self._guards[lane] = NestingGuard()
-        return lane if guard.admit(start, end) else self._overlap_lane(lane)
+        return self.overlapping(lane)
 
     # ------------------------------------------------------------ processes
     def process(self, name: str, device: int, sort: int) -> Process:
@@ -115,7 +112,8 @@ class LaneBook:
             process, track, title, order = make()
             if track is None or not 0 <= track < EXTRA_TRACKS:
                 track = self._extra_track(process)
-            lane = Lane(process, track, title, order, nested, stream, thread)
+            guard = NestingGuard() if nested else None
+            lane = Lane(process, track, title, order, nested, stream, thread, guard)
             self._lanes[key] = lane
         return lane
 
@@ -135,7 +133,8 @@ class LaneBook:
             self._lanes[key] = lane
         return lane
 
-    def _overlap_lane(self, lane: Lane) -> Lane:
+    def overlapping(self, lane: Lane) -> Lane:
+        """The async companion of a nested lane, where what would cross goes."""
         found = self._overlapping.get(lane)
         if found is None:
             process = lane.process

@@ -75,6 +75,8 @@ from aclmon.store.slices import (
     finite_number,
 )
 
+_new_tuple = tuple.__new__  # a NamedTuple made without its Python-level __new__
+
 #: executions of each model remembered for placing operator timings
 EXECUTION_MEMORY = 16
 #: how long (event time) an operator timing waits to be placed at most
@@ -113,9 +115,10 @@ _STRUCTURE = frozenset(
 
 
 class _Execution:
-    """One execution of a model, remembered to place its operator timings."""
+    """One execution of a model, remembered to place its operator timings: the lane
+    they go to and the args they share are made once, for the first of them."""
 
-    __slots__ = ("call", "device", "flowed", "number", "start_ns", "stream_id")
+    __slots__ = ("args", "call", "device", "flowed", "lane", "number", "start_ns", "stream_id")
 
     def __init__(self, call: Slice, device: int, stream_id: int | None, number: int) -> None:
         self.call = call
@@ -124,6 +127,8 @@ class _Execution:
         self.stream_id = stream_id
         self.number = number
         self.flowed = False
+        self.lane: Lane | None = None
+        self.args: Args = {}
 
 
 class _PendingCall(NamedTuple):
@@ -186,8 +191,8 @@ class SliceModel:
         ts: int = event.ts_ns
         if ts > self.last_ns:
             self.last_ns = ts
-            oldest = self._dumps.oldest_held_ns
-            if oldest is not None and oldest + DUMP_WAIT_NS < ts:
+            held = self._dumps.held
+            if held and held[0].instant.ts_ns + DUMP_WAIT_NS < ts:
                 self._emit_all(self._dumps.release(ts - DUMP_WAIT_NS))
             if self._op_deadline is not None and self._op_deadline < ts:
                 self._place_ops_before(ts - OP_WAIT_NS)
@@ -232,8 +237,12 @@ class SliceModel:
     # ------------------------------------------------------------ emitting
     def _slice(self, lane: Lane, start: int, end: int, name: str, kind: str, args: Args,
                event: Any) -> Slice:  # fmt: skip
-        end = max(end, start)
-        item = Slice(self.book.place(lane, start, end), start, end, name, kind, args, event)
+        if end < start:
+            end = start
+        guard = lane.guard
+        if guard is not None and not guard.admit(start, end):
+            lane = self.book.overlapping(lane)
+        item: Slice = _new_tuple(Slice, (lane, start, end, name, kind, args, event))
         self.sink.slice(item)
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return item
@@ -301,6 +310,8 @@ class SliceModel:
     def _end(self, what: str, handle: int, start: int) -> _PendingCall | None:
         """Takes back the announced Begin of this call, if there is one."""
         self._recent_call_starts.append(start)
+        if not self._pending_calls:
+            return None
         key = (what, handle)
         calls = self._pending_calls.get(key)
         if not calls:
@@ -340,16 +351,16 @@ class SliceModel:
         model_device, model_name = self._model(e.model_id)
         hint = model_device if model_device >= 0 else None
         lane, device, stream_id = self._calls_about(e.stream, hint)
-        start = e.ts_ns - max(e.duration_ns, 0)
+        start = e.ts_ns - e.duration_ns if e.duration_ns > 0 else e.ts_ns
         begin = self._end("execute", e.stream, start)
         counts = self._execution_counts
         number = counts.get(e.model_id, 0) + 1
         if len(counts) < LANE_LIMIT or e.model_id in counts:
             counts[e.model_id] = number
-        args: Args = {"Model Id": e.model_id}
         if model_name:
-            args["Model Name"] = model_name
-        args["Execution"] = number
+            args: Args = {"Model Id": e.model_id, "Model Name": model_name, "Execution": number}
+        else:
+            args = {"Model Id": e.model_id, "Execution": number}
         if stream_id is not None:
             args["Physic Stream Id"] = stream_id
         if begin is not None and begin.thread_id:
@@ -367,9 +378,12 @@ class SliceModel:
             runs = self._executions[e.model_id] = deque(maxlen=EXECUTION_MEMORY)
         runs.append(_Execution(call, device, stream_id, number))
         waiting = self._waiting_ops.get(e.model_id)
-        while waiting and waiting[0][1].start_us * 1000 < start:
-            self._place_op(waiting.popleft()[1])
-            self._ops_waiting -= 1
+        if waiting:
+            start_us = start // 1000 + (1 if start % 1000 else 0)  # op start_us * 1000 < start
+            place = self._place_op
+            while waiting and waiting[0][1].start_us < start_us:
+                place(waiting.popleft()[1])
+                self._ops_waiting -= 1
 
     def _synchronized(self, e: ev.StreamSynchronized) -> None:
         start = e.ts_ns - max(e.duration_ns, 0)
@@ -398,9 +412,11 @@ class SliceModel:
     def _execution_of(self, model_id: int, device: int, start: int) -> _Execution | None:
         """The latest remembered execution of the model (on its device) that started
         before the operator did."""
-        for run in reversed(self._executions.get(model_id, ())):
-            if run.start_ns <= start and device in (run.device, UNKNOWN_DEVICE):
-                return run
+        runs = self._executions.get(model_id)
+        if runs:
+            for run in reversed(runs):
+                if run.start_ns <= start and (run.device == device or device == UNKNOWN_DEVICE):
+                    return run
         return None
 
     def _op_timing(self, e: ev.OpTiming) -> None:
@@ -429,19 +445,16 @@ class SliceModel:
                 deadline = waiting[0][0]
         self._op_deadline = deadline + OP_WAIT_NS if deadline is not None else None
 
-    def _place_op(self, e: ev.OpTiming) -> None:
-        start = e.start_us * 1000
-        end = max(e.end_us * 1000, start)
+    def _run_lane(self, e: ev.OpTiming, run: _Execution | None) -> tuple[Lane, Args]:
+        """The lane of an operator of ``run`` (None: of no known execution) and the
+        args every operator of it shares."""
         model_device, model_name = self._model(e.model_id)
         device = e.device_id if e.device_id >= 0 else model_device
-        run = self._execution_of(e.model_id, device, start)
         if run is not None and device == UNKNOWN_DEVICE:
             device = run.device
         args: Args = {"Model Id": e.model_id}
         if model_name:
             args["Model Name"] = model_name
-        if e.op_type:
-            args["OP Type"] = clip_text(e.op_type)
         if run is not None and run.stream_id is not None and device != UNKNOWN_DEVICE:
             lane = self.book.stream(device, run.stream_id)
             args["Physic Stream Id"] = run.stream_id
@@ -449,12 +462,33 @@ class SliceModel:
             lane = self.book.model(device, e.model_id, model_name)
         if run is not None:
             args["Execution"] = run.number
-        metrics = e.metrics if isinstance(e.metrics, dict) else {}
-        for key, value in itertools.islice(metrics.items(), METRICS_KEPT):
-            number = finite_number(value)
-            if isinstance(key, str) and number is not None:
-                args[clip_text(key)] = number
-        item = self._slice(lane, start, end, clip_text(e.op_name), OPERATOR, args, e)
+        return lane, args
+
+    def _place_op(self, e: ev.OpTiming) -> None:
+        start = e.start_us * 1000
+        end = e.end_us * 1000
+        if end < start:
+            end = start
+        device = e.device_id
+        run = self._execution_of(e.model_id, device if device >= 0 else UNKNOWN_DEVICE, start)
+        if run is not None:  # its operators share a lane and most args
+            lane = run.lane
+            if lane is None:
+                lane, run.args = self._run_lane(e, run)
+                run.lane = lane
+            args = dict(run.args)
+        else:
+            lane, args = self._run_lane(e, None)
+        op_type = e.op_type
+        if op_type:
+            args["OP Type"] = op_type if len(op_type) <= TEXT_LIMIT else clip_text(op_type)
+        if e.metrics and isinstance(e.metrics, dict):
+            for key, value in itertools.islice(e.metrics.items(), METRICS_KEPT):
+                number = finite_number(value)
+                if isinstance(key, str) and number is not None:
+                    args[clip_text(key)] = number
+        name = e.op_name if len(e.op_name) <= TEXT_LIMIT else clip_text(e.op_name)
+        item = self._slice(lane, start, end, name, OPERATOR, args, e)
         if run is not None and not run.flowed:
             run.flowed = True
             call = run.call

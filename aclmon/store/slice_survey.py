@@ -9,6 +9,7 @@ without the slice model: the survey costs a fraction of the export.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,8 +50,10 @@ class Survey:
     rank: int = -1
     #: model id -> name, from the loads
     models: dict[int, str] = field(default_factory=dict)
-    #: model id -> (start, end) of each execution call, in order (the Nth is ``[N-1]``)
-    executions: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    #: model id -> start, end, start, end… of each execution call, in order (the
+    #: Nth starts at ``[2N-2]``); None: not kept (only ``--model``/``--iteration``
+    #: need them, 16 bytes an execution)
+    executions: dict[int, array[int]] | None = None
     #: model id -> when its latest operator ended
     op_ends: dict[int, int] = field(default_factory=dict)
     #: AI Core metric names the operator timings carry, in order of appearance
@@ -58,37 +61,50 @@ class Survey:
 
     def add(self, event: ev.Event) -> None:
         ts: int = event.ts_ns
-        if self.first_ns is None or ts < self.first_ns:
+        if self.first_ns is None:
+            self.first_ns = self.last_ns = ts
+        elif ts < self.first_ns:
             self.first_ns = ts
-        if self.last_ns is None or ts > self.last_ns:
+        elif ts > self.last_ns:  # type: ignore[operator]  # set with first_ns
             self.last_ns = ts
-        start = item_start(event)
-        if start is not None and (self.earliest_ns is None or start < self.earliest_ns):
-            self.earliest_ns = start
-        if isinstance(event, ev.ExecuteEnd):
-            runs = self.executions.get(event.model_id)
-            if runs is None:
-                if len(self.executions) >= LANE_LIMIT:
-                    return
-                runs = self.executions[event.model_id] = []
-            runs.append((event.ts_ns - max(event.duration_ns, 0), event.ts_ns))
-        elif isinstance(event, ev.Hello):
-            if self.rank < 0 and event.rank >= 0:
-                self.rank = event.rank
-        elif isinstance(event, ev.ModelLoaded):
-            if len(self.models) < LANE_LIMIT:
-                self.models[event.model_id] = event.name
-        elif isinstance(event, ev.OpTiming):
-            end = max(event.end_us, event.start_us) * 1000
-            if end > self.op_ends.get(event.model_id, end - 1) or (
-                event.model_id not in self.op_ends and len(self.op_ends) < LANE_LIMIT
+        start: int | None = None
+        # the commonest kinds first
+        if type(event) is ev.OpTiming:
+            start = event.start_us * 1000
+            end = event.end_us * 1000
+            if end > self.op_ends.get(event.model_id, -1) and (
+                event.model_id in self.op_ends or len(self.op_ends) < LANE_LIMIT
             ):
                 self.op_ends[event.model_id] = end
-            for key in event.metrics if isinstance(event.metrics, dict) else ():
-                if len(self.metrics) >= METRIC_COLUMNS:
-                    break
-                if isinstance(key, str):
-                    self.metrics.setdefault(key, None)
+            if event.metrics and len(self.metrics) < METRIC_COLUMNS:
+                for key in event.metrics if isinstance(event.metrics, dict) else ():
+                    if isinstance(key, str) and len(self.metrics) < METRIC_COLUMNS:
+                        self.metrics.setdefault(key, None)
+        elif type(event) is ev.ExecuteEnd:
+            start = ts - event.duration_ns if event.duration_ns > 0 else ts
+            if self.executions is not None:
+                self._note_execution(event.model_id, start, ts)
+        elif type(event) is ev.StreamSynchronized:
+            start = ts - event.duration_ns if event.duration_ns > 0 else ts
+        elif type(event) in ITEM_KINDS:
+            start = item_start(event)
+        elif type(event) is ev.Hello:
+            if self.rank < 0 and event.rank >= 0:
+                self.rank = event.rank
+        elif type(event) is ev.ModelLoaded and len(self.models) < LANE_LIMIT:
+            self.models[event.model_id] = event.name
+        if start is not None and (self.earliest_ns is None or start < self.earliest_ns):
+            self.earliest_ns = min(start, ts)
+
+    def _note_execution(self, model_id: int, start: int, end: int) -> None:
+        assert self.executions is not None
+        runs = self.executions.get(model_id)
+        if runs is None:
+            if len(self.executions) >= LANE_LIMIT:
+                return
+            runs = self.executions[model_id] = array("q")
+        runs.append(start)
+        runs.append(end)
 
     def add_many(self, events: Iterable[ev.Event]) -> None:
         for event in events:
@@ -99,13 +115,16 @@ class Survey:
         None: its last): from the first one's call to the next execution's call,
         or for the latest one to the end of its call or of the model's last
         operator, whichever is later. Its executions must exist."""
+        assert self.executions is not None
         runs = self.executions[model_id]
-        last = len(runs) if last is None else min(last, len(runs))
-        if last < len(runs):
-            end = runs[last][0] - 1  # up to the next call, not including it
-        else:
-            end = max(runs[-1][1], self.op_ends.get(model_id, 0))
-        return runs[first - 1][0], end
+        count = len(runs) // 2
+        last = count if last is None else min(last, count)
+        if last == count:  # the latest: to its call's end or its operators' end
+            return runs[2 * first - 2], max(runs[-1], self.op_ends.get(model_id, 0))
+        return runs[2 * first - 2], runs[2 * last] - 1  # up to the next call, not including it
+
+    def execution_count(self, model_id: int) -> int:
+        return len(self.executions.get(model_id, ())) // 2 if self.executions else 0
 
 
 def item_start(event: ev.Event) -> int | None:

@@ -16,7 +16,7 @@ anything may (drawn packed in rows; ``b``/``e`` pairs in a trace).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 # ---------------------------------------------------------------- kinds
@@ -93,6 +93,8 @@ class Lane:
     stream: tuple[int, int] | None = None
     #: the host thread (``threading.get_ident()``) of a thread lane
     thread: int | None = None
+    #: what proves a new slice nests here (None: an async lane)
+    guard: NestingGuard | None = field(default=None, repr=False)
 
 
 class Slice(NamedTuple):
@@ -178,10 +180,11 @@ class WindowFilter:
 class NestingGuard:
     """Proves that a new slice nests with the ones already on a lane.
 
-    Remembers the newest ``memory`` slices (by start) and, below them, a horizon:
-    the latest end of any slice it let go. A slice starting before the horizon
-    cannot be proven to nest and is refused, so the answer is always safe; slices
-    come in about time order, so in practice only real overlaps are refused."""
+    Remembers the newest slices (by start; between ``memory`` and twice as many)
+    and, below them, a horizon: the latest end of any slice it let go. A slice
+    starting before the horizon cannot be proven to nest and is refused, so the
+    answer is always safe; slices come in about time order, so in practice only
+    real overlaps are refused."""
 
     __slots__ = ("_ends", "_max_end", "_memory", "_starts", "horizon")
 
@@ -199,7 +202,8 @@ class NestingGuard:
             starts.append(start)
             self._ends.append(end)
             self._max_end = end
-            self._trim()
+            if len(starts) > 2 * self._memory:
+                self._trim()
             return True
         if start < self.horizon:
             return False
@@ -214,14 +218,17 @@ class NestingGuard:
             index -= 1
         starts.insert(index, start)
         ends.insert(index, end)
-        self._max_end = max(self._max_end, end)
-        self._trim()
+        if end > self._max_end:
+            self._max_end = end
+        if len(starts) > 2 * self._memory:
+            self._trim()
         return True
 
     def _trim(self) -> None:
-        if len(self._starts) > self._memory:
-            del self._starts[0]
-            self.horizon = max(self.horizon, self._ends.pop(0))
+        """Lets the oldest go, keeping ``memory``."""
+        cut = len(self._starts) - self._memory
+        self.horizon = max(self.horizon, *self._ends[:cut])
+        del self._starts[:cut], self._ends[:cut]
 
 
 # ---------------------------------------------------------------- values

@@ -39,9 +39,32 @@ _HEAD = '{"displayTimeUnit":"ns","otherData":%s,"traceEvents":[\n'
 _TAIL = "\n]}\n"
 _BUFFER = 1 << 20
 
-_encode = json.JSONEncoder(
+#: names whose JSON form is kept (operator names repeat every step)
+NAME_CACHE = 65_536
+#: room kept in each file for the metadata of an item and the closing bracket
+_RESERVE = 4096
+#: events formatted before they are handed to the file at once
+_PENDING = 256
+
+_encoder = json.JSONEncoder(
     ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":"), default=repr
-).encode
+)
+_encode_string = json.encoder.encode_basestring_ascii
+if json.encoder.c_make_encoder is not None:
+    # The C encoder behind JSONEncoder.encode, made once: encode() makes it anew for
+    # every call, which costs more than the encoding of a slice's few args.
+    _one_shot = json.encoder.c_make_encoder(
+        None, repr, _encode_string, None, ":", ",", False, False, False
+    )
+
+else:  # pragma: no cover (CPython always has it)
+
+    def _one_shot(value: Any, _level: int) -> tuple[str, ...]:
+        return (_encoder.encode(value),)
+
+
+def _encode(value: Any) -> str:
+    return "".join(_one_shot(value, 0))
 
 
 class TraceWriter:
@@ -69,64 +92,95 @@ class TraceWriter:
         #: trace events written (metadata included), and items written
         self.events = 0
         self.items = 0
-        #: items that started before the session start (drawn at 0)
+        #: items that started before the session start (drawn at 0), and the
+        #: earliest such start
         self.clamped = 0
+        self.earliest_clamped_ns: int | None = None
         #: items the encoder refused (a value that is not JSON)
         self.unwritable = 0
         self._async_ids = 0
         self._out: TextIO | None = None
         self._size = 0
         self._in_file = 0  # trace events in the current file
-        self._processes: set[Process] = set()
-        self._threads: set[Lane] = set()
+        #: events formatted but not yet handed to the file (written in batches)
+        self._pending: list[str] = []
+        #: processes and lanes whose metadata the current file holds
+        self._described: set[Process | Lane] = set()
+        self._names: dict[str, str] = {}
+        self._places: dict[Lane, str] = {}
 
     # ------------------------------------------------------------ sink
     def slice(self, item: Slice) -> None:
-        times = self._times(item.start_ns, item.end_ns)
-        if times is None:
+        start, end = item.start_ns - self.origin_ns, item.end_ns - self.origin_ns
+        if start < 0 or end > MAX_RELATIVE_NS:
+            times = self._times(item.start_ns, item.end_ns)
+            if times is None:
+                return
+            start, end = times
+        name = self._names.get(item.name) or self._name(item.name)
+        try:
+            args = "".join(_one_shot(item.args, 0))
+        except (ValueError, TypeError):  # a value JSON cannot hold (NaN): not written
+            self.unwritable += 1
             return
-        start, end = times
         lane = item.lane
-        pid = lane.process.pid
+        place = self._places.get(lane) or self._place(lane)
         if lane.nested:
-            event = {"name": item.name, "ph": "X", "ts": start / 1000, "dur": (end - start) / 1000,
-                     "pid": pid, "tid": lane.track, "cat": item.kind, "args": item.args}  # fmt: skip
-            self._write([event], (lane,))
+            self._emit(
+                f'{{"name":{name},"ph":"X","ts":{start / 1000!r},"dur":{(end - start) / 1000!r},'
+                f'{place},"cat":"{item.kind}","args":{args}}}',
+                lane,
+            )
             return
         self._async_ids += 1
-        common = {"cat": item.kind, "id": self._async_ids, "pid": pid, "tid": lane.track}
-        begin = {"name": item.name, "ph": "b", "ts": start / 1000, **common, "args": item.args}
-        self._write([begin, {"name": item.name, "ph": "e", "ts": end / 1000, **common}], (lane,))
+        ident = self._async_ids
+        place = f'{place},"cat":"{item.kind}","id":{ident}'
+        self._emit(
+            f'{{"name":{name},"ph":"b","ts":{start / 1000!r},{place},"args":{args}}}'
+            f',\n{{"name":{name},"ph":"e","ts":{end / 1000!r},{place}}}',
+            lane,
+            events=2,
+        )
 
     def instant(self, item: Instant) -> None:
         times = self._times(item.ts_ns)
-        if times is None:
+        args = self._json(item.args)
+        if times is None or args is None:
             return
         lane = item.lane
-        event = {"name": item.name, "ph": "i", "s": "t", "ts": times[0] / 1000,
-                 "pid": lane.process.pid, "tid": lane.track, "cat": item.kind,
-                 "args": item.args}  # fmt: skip
-        self._write([event], (lane,))
+        self._emit(
+            f'{{"name":{self._name(item.name)},"ph":"i","s":"t","ts":{times[0] / 1000!r},'
+            f'"pid":{lane.process.pid},"tid":{lane.track},"cat":"{item.kind}","args":{args}}}',
+            lane,
+        )
 
     def counter(self, item: CounterSample) -> None:
         times = self._times(item.ts_ns)
-        if times is None:
+        values = self._json(item.values)
+        if times is None or values is None:
             return
-        event = {"name": item.name, "ph": "C", "ts": times[0] / 1000, "pid": item.process.pid,
-                 "args": item.values}  # fmt: skip
-        self._write([event], (), item.process)
+        process = item.process
+        self._emit(
+            f'{{"name":{self._name(item.name)},"ph":"C","ts":{times[0] / 1000!r},'
+            f'"pid":{process.pid},"args":{values}}}',
+            None,
+            process,
+        )
 
     def flow(self, item: Flow) -> None:
         times = self._times(item.source_ns, item.target_ns)
         if times is None:
             return
         source, target = item.source, item.target
-        common = {"name": HOST_TO_DEVICE, "cat": HOST_TO_DEVICE, "id": item.flow_id}
-        start = {"ph": "s", **common, "ts": times[0] / 1000, "pid": source.process.pid,
-                 "tid": source.track}  # fmt: skip
-        end = {"ph": "f", "bp": "e", **common, "ts": times[1] / 1000, "pid": target.process.pid,
-               "tid": target.track}  # fmt: skip
-        self._write([start, end], (source, target))
+        common = f'"name":"{HOST_TO_DEVICE}","cat":"{HOST_TO_DEVICE}","id":{item.flow_id}'
+        self._emit(
+            f'{{"ph":"s",{common},"ts":{times[0] / 1000!r},"pid":{source.process.pid},'
+            f'"tid":{source.track}}},\n{{"ph":"f","bp":"e",{common},"ts":{times[1] / 1000!r},'
+            f'"pid":{target.process.pid},"tid":{target.track}}}',
+            source,
+            target=target,
+            events=2,
+        )
 
     def _times(self, *times_ns: int) -> list[int] | None:
         """The times in ns since the session start (a trace's ``ts`` is that over
@@ -138,12 +192,35 @@ class TraceWriter:
             relative = ns - origin
             if relative < 0:
                 self.clamped += 1
+                if self.earliest_clamped_ns is None or ns < self.earliest_clamped_ns:
+                    self.earliest_clamped_ns = ns
                 relative = 0
             elif relative > MAX_RELATIVE_NS:
                 self.unwritable += 1
                 return None
             out.append(relative)
         return out
+
+    def _name(self, name: str) -> str:
+        """``name`` as a JSON string (names repeat: each is encoded once)."""
+        encoded = self._names.get(name)
+        if encoded is None:
+            if len(self._names) >= NAME_CACHE:
+                self._names.clear()
+            encoded = self._names[name] = _encode_string(name)
+        return encoded
+
+    def _place(self, lane: Lane) -> str:
+        """``"pid":P,"tid":T`` of a lane (kept: lanes are few)."""
+        place = self._places[lane] = f'"pid":{lane.process.pid},"tid":{lane.track}'
+        return place
+
+    def _json(self, value: dict[str, Any]) -> str | None:
+        try:
+            return _encode(value)
+        except (ValueError, TypeError):  # a value JSON cannot hold (NaN): not written
+            self.unwritable += 1
+            return None
 
     # ------------------------------------------------------------ files
     def close(self) -> list[Path]:
@@ -159,47 +236,61 @@ class TraceWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self, events: list[dict[str, Any]], lanes: tuple[Lane, ...],
-               process: Process | None = None) -> None:  # fmt: skip
-        try:
-            lines = [_encode(event) for event in events]
-        except (ValueError, TypeError):
-            self.unwritable += 1
-            return
+    def _emit(
+        self,
+        text: str,
+        lane: Lane | None,
+        process: Process | None = None,
+        *,
+        target: Lane | None = None,
+        events: int = 1,
+    ) -> None:
+        """Writes the events of one item (``events`` lines in ``text``), after the
+        metadata of the lanes and process they use if this file has not had it,
+        in a new file if this one would pass the cap."""
         if self._out is None:
             self._open()
-        size = sum(len(line) + 2 for line in lines)
-        if self._in_file and self._size + size + 4096 + len(_TAIL) > self.max_bytes:
+        elif self._in_file and self._size + len(text) + _RESERVE > self.max_bytes:
             self._finish_file()
             self._open()
-        meta = self._metadata(lanes, process)
-        if meta:
-            lines = meta + lines
-        out = self._out
-        assert out is not None
-        text = ",\n".join(lines)
-        if self._in_file:
-            text = ",\n" + text
-        out.write(text)
-        self._size += len(text)
-        self._in_file += len(lines)
-        self.events += len(lines)
+        described = self._described
+        if lane is not None and lane not in described:
+            self._describe(lane.process, lane)
+        if target is not None and target not in described:
+            self._describe(target.process, target)
+        if process is not None and process not in described:
+            self._describe(process, None)
+        self._append(text, events)
         self.items += 1
 
-    def _metadata(self, lanes: tuple[Lane, ...], process: Process | None) -> list[str]:
-        """The M events of processes and threads not yet described in this file."""
-        lines: list[str] = []
-        for wanted in (process, *(lane.process for lane in lanes)):
-            if wanted is not None and wanted not in self._processes:
-                self._processes.add(wanted)
-                lines.extend(_encode(event) for event in _process_metadata(wanted))
-        for lane in lanes:
-            if lane.nested and lane not in self._threads:
-                self._threads.add(lane)
-                lines.extend(_encode(event) for event in _thread_metadata(lane))
-        return lines
+    def _append(self, text: str, events: int) -> None:
+        pending = self._pending
+        pending.append(",\n" + text if self._in_file else text)
+        self._size += len(text) + 2
+        self._in_file += events
+        self.events += events
+        if len(pending) >= _PENDING:
+            self._flush()
 
-    def _open(self) -> None:
+    def _flush(self) -> None:
+        if self._pending and self._out is not None:
+            self._out.write("".join(self._pending))
+            self._pending.clear()
+
+    def _describe(self, process: Process, lane: Lane | None) -> None:
+        """The M events of a process (and a nested lane) new to this file."""
+        lines = []
+        if process not in self._described:
+            self._described.add(process)
+            lines.extend(_encode(event) for event in _process_metadata(process))
+        if lane is not None:
+            self._described.add(lane)
+            if lane.nested:
+                lines.extend(_encode(event) for event in _thread_metadata(lane))
+        if lines:
+            self._append(",\n".join(lines), len(lines))
+
+    def _open(self) -> TextIO:
         if len(self.files) == 1:  # the first split: name the first part as a slice too
             first = self.files[0]
             renamed = _slice_path(self.path, 0)
@@ -207,17 +298,18 @@ class TraceWriter:
             self.files[0] = renamed
         path = self.path if not self.files else _slice_path(self.path, len(self.files))
         other = dict(self.other_data, part=len(self.files))
-        self._out = open(path, "w", encoding="ascii", buffering=_BUFFER)  # noqa: SIM115
+        out = self._out = open(path, "w", encoding="ascii", buffering=_BUFFER)  # noqa: SIM115
         head = _HEAD % _encode(other)
-        self._out.write(head)
+        out.write(head)
         self._size = len(head)
         self._in_file = 0
-        self._processes.clear()
-        self._threads.clear()
+        self._described.clear()
         self.files.append(path)
+        return out
 
     def _finish_file(self) -> None:
         if self._out is not None:
+            self._flush()
             self._out.write(_TAIL)
             self._out.close()
             self._out = None

@@ -42,10 +42,25 @@ def test_a_recording_exports_to_a_valid_trace_with_everything_once(tmp_path, rec
     assert check_trace(out).ok
     assert comparable(trace_items([out])) == comparable(recording_items(recording))
     trace, events = load(out)
-    # ts 0 is the earliest start of anything shown ("step 1" began before its event)
-    assert trace["otherData"]["session_start_ns"] == T0 + 9 * MS
+    # ts 0 is the session's first event (nothing shown began before it)
+    assert trace["otherData"]["session_start_ns"] == T0
     names = {e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert names >= {"Ascend Hardware", "CANN", "job.py", "NPU MEM", "CPU Usage", "Memory Usage"}
+
+
+def test_what_began_before_the_first_event_moves_ts_0_back(tmp_path, capsys):
+    """A recording that starts while a call and a range are running: nothing is
+    drawn at a time it did not happen (Perfetto refuses negative times)."""
+    job = small_job()
+    early = [e._replace(ts_ns=e.ts_ns + 40 * MS) if i else e for i, e in enumerate(job.events)]
+    early.insert(1, ev.TxRange(99, T0 + 41 * MS, "running", T0 - 5 * MS, T0 + 41 * MS, 7, 7))
+    path = record(tmp_path / "late.aclmrec", early)
+    out = tmp_path / "late.json"
+    code, _, err = run(capsys, "--trace", str(out), str(path))
+    assert code == 0 and "before the session start" not in err
+    trace, _ = load(out)
+    assert trace["otherData"]["session_start_ns"] == T0 - 5 * MS
+    assert comparable(trace_items([out])) == comparable(recording_items(path))
 
 
 def test_three_ranks_each_get_their_own_process_group(tmp_path, capsys):

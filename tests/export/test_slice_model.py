@@ -123,7 +123,7 @@ def test_a_slice_that_would_cross_another_goes_to_the_overlapping_lane():
 
 
 def test_the_nesting_guard_refuses_what_it_cannot_prove():
-    guard = NestingGuard(memory=2)
+    guard = NestingGuard(memory=1)
     assert guard.admit(0, 10) and guard.admit(2, 4) and guard.admit(10, 12)
     assert not guard.admit(11, 13)  # crosses [10, 12]
     assert guard.admit(12, 12)  # touching is not crossing
@@ -210,12 +210,14 @@ def test_a_window_keeps_what_overlaps_it():
 
 
 def test_survey_sees_the_earliest_start_and_the_executions():
-    survey = Survey()
+    survey = Survey(executions={})
     survey.add_many(small_job(rank=2).events)
     assert survey.rank == 2 and survey.models == {1: "resnet", 2: "bert"}
     assert survey.earliest_ns == T0 + 9 * MS  # "step 1", which ends at 24 ms
     assert survey.first_ns == T0 and survey.last_ns == T0 + 30 * MS
-    assert [round((s - T0) / MS, 1) for s, _ in survey.executions[1]] == [10.0, 20.0]
+    assert survey.execution_count(1) == 2 and survey.execution_count(3) == 0
+    assert survey.iterations(1, 1, 1) == (T0 + 10 * MS, T0 + 20 * MS - 1)  # to the next call
+    assert survey.iterations(1, 2) == (T0 + 20 * MS, T0 + round(21.5 * MS))  # to its last op
 
 
 def test_streams_named_by_handle_alone_follow_the_stores_rule():

@@ -1,0 +1,160 @@
+"""Trace export benchmark: ``aclmon export --trace`` of a 1,000,000-event recording
+beside ``aclmon events --json`` of the same recording, in the same run.
+
+The recording is written first: a training-like mix on 8 devices (executions
+with their operator timings, synchronizes, msproftx ranges and marks on the
+workers' threads, device and host samples, an exception every ~1,000 events,
+an overflow dump every ~5,000, stream churn). Each measurement then runs as its
+own child process, alternating export and events runs, and the figures are
+medians: ``export_s`` and ``events_json_s`` (wall time of the command, Python
+start included), ``export_over_events_json`` (target <= 1.0: the export, which
+reads the recording twice and writes a trace, costs no more than printing it),
+``events_per_s`` (recording events over the export's time) and
+``rss_growth_mb``, the export's peak RSS over the peak RSS of exporting a
+recording of one event (target < 50: memory stays flat whatever the length).
+The trace is checked with ``aclmon export --check`` once (outside the timing).
+
+    python bench/bench_export.py [--events N] [--runs R] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+T0 = 1_764_669_600_000_000_000
+#: events a second of the recorded job (1M events span ~100 s)
+RATE = 10_000
+
+
+def write_recording(path: str, count: int) -> None:
+    from aclmon import events as ev
+    from aclmon.acl_constants import ACL_ERROR_RT_AICORE_EXCEPTION, ACL_FLOAT16, ACL_FORMAT_ND
+    from aclmon.bus.recording import RecordingWriter
+
+    tensor = ev.TensorDesc(ACL_FLOAT16, ACL_FORMAT_ND, (32, 64, 56, 56), 0x12C0_0000_0000,
+                           1 << 20, "x")  # fmt: skip
+    step_ns = 1_000_000_000 // RATE
+    seq = 0
+    with RecordingWriter(path, {"source": "bench"}) as writer:
+
+        def add(cls: type, *fields: object) -> None:
+            nonlocal seq
+            seq += 1
+            writer.write(cls(seq, T0 + seq * step_ns, *fields))
+
+        add(ev.Hello, ev.SCHEMA_VERSION, "0.1.0", 4242, "node", ("train.py",), "sim",
+            "Ascend910B1", 8)  # fmt: skip
+        if count <= 1:
+            return
+        for device in range(8):
+            add(ev.DeviceSet, device, 0)
+            add(ev.ContextCreated, device, 0xA000 + device, True)
+            add(ev.ModelLoaded, device + 1, device, f"resnet50_{device}", 180)
+            for n in range(2):
+                add(
+                    ev.StreamCreated, device, 0xA000 + device, 0xB000 + device * 16 + n, n + 2, 0, 0
+                )
+        i = 0
+        while seq < count:
+            i += 1
+            device = i % 8
+            stream = 0xB000 + device * 16 + i % 2
+            thread = 140_000_000_000_000 + device * 2 + i % 2
+            now = T0 + (seq + 1) * step_ns
+            if i % 1009 == 0:
+                add(ev.AclException, device, i % 2 + 2, i, 77, ACL_ERROR_RT_AICORE_EXCEPTION,
+                    f"resnet50/layer{i % 50}/conv", "Conv2D", (tensor, tensor), (tensor,))  # fmt: skip
+            elif i % 4999 == 0:
+                add(ev.DumpFileSeen,
+                    f"/dump/20261203150939/{device}/resnet50_{device}/{device + 1}/{i}/Opdebug.Node_OpDebug.{i}.3.{i}",
+                    "overflow", 2099, {"kind": "overflow", "task_id": i, "stream_id": 2,
+                                       "op_type": "Conv2D", "op_name": f"conv{i}",
+                                       "records": [{"explained": ["AI Core: overflow"]}]})  # fmt: skip
+            elif i % 97 == 0:
+                add(ev.DeviceSample, device, i % 100, i % 77, 3, i * 4096 % (1 << 36), 1 << 36,
+                    "OK", 41.5, 250.0)  # fmt: skip
+            elif i % 89 == 0:
+                add(ev.HostSample, 55.0, 1 << 30, 24)
+            elif i % 53 == 0:
+                add(ev.TxRange, f"step {i}", now - 3_000_000, now, thread, thread)
+            elif i % 211 == 0:
+                add(ev.TxMark, f"epoch {i}", thread)
+            elif i % 3 == 0:
+                add(ev.StreamSynchronized, stream, 900_000, 0, -1)
+            else:
+                # an execute_async and the operator timings of the run before it
+                add(ev.ExecuteEnd, device + 1, stream, 60_000, 0)
+                start_us = (now - 2_000_000) // 1000
+                for op in range(4):
+                    add(ev.OpTiming, device + 1, f"resnet50/layer{op}/conv", "Conv2D",
+                        start_us + op * 200, start_us + op * 200 + 180, 180, device)  # fmt: skip
+
+
+def _child(argv: list[str], stdout: int | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one aclmon command in its own process."""
+    begin = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "aclmon", *argv], stdout=stdout or subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - begin
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"aclmon {' '.join(argv)} failed: {stderr[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    args = parser.parse_args()
+    directory = args.keep or tempfile.mkdtemp(prefix="aclmon-bench-export-")
+    os.makedirs(directory, exist_ok=True)
+    recording = os.path.join(directory, "big.aclmrec")
+    tiny = os.path.join(directory, "tiny.aclmrec")
+    trace = os.path.join(directory, "big.json")
+    write_recording(recording, args.events)
+    write_recording(tiny, 1)
+    _, baseline_rss = _child(["export", "--trace", os.path.join(directory, "tiny.json"), tiny])
+    exports, events_json, peaks = [], [], []
+    for _ in range(args.runs):  # alternating, so load changes hit both alike
+        elapsed, peak = _child(["export", "--trace", trace, recording])
+        exports.append(elapsed)
+        peaks.append(peak)
+        with open(os.devnull, "wb") as sink:
+            events_json.append(_child(["events", "--json", recording], stdout=sink.fileno())[0])
+    _child(["export", "--check", trace])
+    export_s = statistics.median(exports)
+    events_s = statistics.median(events_json)
+    result = {
+        "events": args.events,
+        "recording_mb": round(os.path.getsize(recording) / 2**20, 1),
+        "trace_mb": round(os.path.getsize(trace) / 2**20, 1),
+        "export_s": round(export_s, 2),
+        "events_json_s": round(events_s, 2),
+        "export_over_events_json": round(export_s / events_s, 3),
+        "events_per_s": round(args.events / export_s),
+        "rss_peak_mb": round(statistics.median(peaks), 1),
+        "rss_baseline_mb": round(baseline_rss, 1),
+        "rss_growth_mb": round(statistics.median(peaks) - baseline_rss, 1),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+    if not args.keep:
+        for name in os.listdir(directory):
+            os.unlink(os.path.join(directory, name))
+        os.rmdir(directory)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
