@@ -13,6 +13,10 @@ reads the recording twice and writes a trace, costs no more than printing it),
 ``rss_growth_mb``, the export's peak RSS over the peak RSS of exporting a
 recording of one event (target < 50: memory stays flat whatever the length).
 The trace is checked with ``aclmon export --check`` once (outside the timing).
+``window_query_ms_100k`` is what a timeline view's frame asks of the slice
+index (:class:`aclmon.store.slice_index.SliceIndex`) over a lane of 100,000
+slices (every row, 200 columns, at zoom and pan steps), beside the same over
+1,000 slices: the query looks at the columns, not at the lane.
 
     python bench/bench_export.py [--events N] [--runs R] [--keep DIR]
 """
@@ -97,6 +101,41 @@ def write_recording(path: str, count: int) -> None:
                         start_us + op * 200, start_us + op * 200 + 180, 180, device)  # fmt: skip
 
 
+def window_query_ms(slices: int, frames: int = 200) -> float:
+    """Median time of the query a timeline view makes per frame over one lane: the
+    slice of each of 200 columns in each row, at zoom/pan steps across the lane."""
+    import random
+
+    from aclmon.store.slice_index import SliceIndex
+    from aclmon.store.slices import OPERATOR, Lane, NestingGuard, Process, Slice
+
+    process = Process(1, "Ascend Hardware", 0, "NPU 0", 14, 1472)
+    lane = Lane(process, 3, "Stream 3", 3, True, (0, 3), None, NestingGuard())
+    index = SliceIndex()
+    rng = random.Random(slices)
+    at = 0
+    for n in range(slices):  # executions of 10 operators, one row below each
+        at += rng.randint(1_000, 50_000)
+        if n % 11 == 0:
+            parent = Slice(lane, at, at + 10 * 60_000, "run", OPERATOR, {}, None)
+            index.slice(parent)
+            op = at
+        else:
+            index.slice(Slice(lane, op, op + 50_000, f"op{n % 11}", OPERATOR, {}, None))
+            op += 60_000
+            at = op
+    first, last = index.span() or (0, 1)
+    times = []
+    for frame in range(frames):
+        width = (last - first) / (1.3 ** (frame % 40))  # zoom in step by step, and pan
+        t0 = int(first + (last - first - width) * ((frame * 7) % frames) / frames)
+        begin = time.perf_counter()
+        for row in range(index.rows(lane)):
+            index.cells(lane, row, t0, int(t0 + width), 200)
+        times.append(time.perf_counter() - begin)
+    return round(statistics.median(times) * 1000, 3)
+
+
 def _child(argv: list[str], stdout: int | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one aclmon command in its own process."""
     begin = time.perf_counter()
@@ -146,6 +185,8 @@ def main() -> int:
         "rss_peak_mb": round(statistics.median(peaks), 1),
         "rss_baseline_mb": round(baseline_rss, 1),
         "rss_growth_mb": round(statistics.median(peaks) - baseline_rss, 1),
+        "window_query_ms_100k": window_query_ms(100_000),
+        "window_query_ms_1k": window_query_ms(1_000),
         "load_average": round(os.getloadavg()[0], 2),
     }
     if not args.keep:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,17 +51,14 @@ _encoder = json.JSONEncoder(
     ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":"), default=repr
 )
 _encode_string = json.encoder.encode_basestring_ascii
-if json.encoder.c_make_encoder is not None:
-    # The C encoder behind JSONEncoder.encode, made once: encode() makes it anew for
-    # every call, which costs more than the encoding of a slice's few args.
-    _one_shot = json.encoder.c_make_encoder(
-        None, repr, _encode_string, None, ":", ",", False, False, False
-    )
-
-else:  # pragma: no cover (CPython always has it)
-
-    def _one_shot(value: Any, _level: int) -> tuple[str, ...]:
-        return (_encoder.encode(value),)
+# The C encoder behind JSONEncoder.encode, made once: encode() makes it anew for
+# every call, which costs more than the encoding of a slice's few args.
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_one_shot: Callable[[Any, int], Sequence[str]] = (
+    _make_encoder(None, repr, _encode_string, None, ":", ",", False, False, False)
+    if _make_encoder is not None
+    else lambda value, _level: (_encoder.encode(value),)  # without the C accelerator
+)
 
 
 def _encode(value: Any) -> str:
@@ -279,7 +277,7 @@ class TraceWriter:
 
     def _describe(self, process: Process, lane: Lane | None) -> None:
         """The M events of a process (and a nested lane) new to this file."""
-        lines = []
+        lines: list[str] = []
         if process not in self._described:
             self._described.add(process)
             lines.extend(_encode(event) for event in _process_metadata(process))
