@@ -141,27 +141,25 @@ class TraceWriter:
         )
 
     def instant(self, item: Instant) -> None:
-        times = self._times(item.ts_ns)
-        args = self._json(item.args)
-        if times is None or args is None:
-            return
         lane = item.lane
-        self._emit(
-            f'{{"name":{self._name(item.name)},"ph":"i","s":"t","ts":{times[0] / 1000!r},'
-            f'"pid":{lane.process.pid},"tid":{lane.track},"cat":"{item.kind}","args":{args}}}',
-            lane,
-        )
+        place = f'"s":"t","pid":{lane.process.pid},"tid":{lane.track},"cat":"{item.kind}"'
+        self._point(item.ts_ns, item.name, "i", place, item.args, lane, None)
 
     def counter(self, item: CounterSample) -> None:
-        times = self._times(item.ts_ns)
-        values = self._json(item.values)
-        if times is None or values is None:
-            return
         process = item.process
+        self._point(item.ts_ns, item.name, "C", f'"pid":{process.pid}', item.values, None, process)
+
+    def _point(self, ts_ns: int, name: str, phase: str, place: str, args: dict[str, Any],
+               lane: Lane | None, process: Process | None) -> None:  # fmt: skip
+        """An event at one time: an instant on a lane, a counter sample of a process."""
+        times = self._times(ts_ns)
+        encoded = self._json(args)
+        if times is None or encoded is None:
+            return
         self._emit(
-            f'{{"name":{self._name(item.name)},"ph":"C","ts":{times[0] / 1000!r},'
-            f'"pid":{process.pid},"args":{values}}}',
-            None,
+            f'{{"name":{self._name(name)},"ph":"{phase}","ts":{times[0] / 1000!r},{place},'
+            f'"args":{encoded}}}',
+            lane,
             process,
         )
 

@@ -475,13 +475,19 @@ def test_finalize_releases_what_the_job_left(agent_factory, sim_acl, model_path)
     assert len(agent.state.models) == 1 and agent.state.devices_in_use() == [0]
 
 
-def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
+def _msproftx_session(agent_factory, sim_acl, tmp_path):
+    """An agent's events, and msproftx collection started on device 0."""
     _, events = agent_factory()
     prof = sim_acl.prof
     assert sim_acl.init() == 0 and sim_acl.rt.set_device(0) == 0
     assert prof.init(str(tmp_path / "txprof")) == 0
     handle = prof.create_config([0], ACL_AICORE_PIPE_UTILIZATION, 0, ACL_PROF_MSPROFTX)
     assert handle and prof.start(handle) == 0
+    return events, prof, handle
+
+
+def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
+    events, prof, handle = _msproftx_session(agent_factory, sim_acl, tmp_path)
     stamp = prof.create_stamp()
     assert prof.set_stamp_trace_message(stamp, "step 1 and more", 6) == 0
     assert prof.mark(stamp) == 0
@@ -516,12 +522,7 @@ def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
 def test_msproftx_range_closed_on_another_thread_names_both(agent_factory, sim_acl, tmp_path):
     """range_start on one thread, range_stop on another (a request handed between
     workers): the range carries the thread that opened it and the one that closed it."""
-    _, events = agent_factory()
-    prof = sim_acl.prof
-    assert sim_acl.init() == 0 and sim_acl.rt.set_device(0) == 0
-    assert prof.init(str(tmp_path / "txprof")) == 0
-    handle = prof.create_config([0], ACL_AICORE_PIPE_UTILIZATION, 0, ACL_PROF_MSPROFTX)
-    assert handle and prof.start(handle) == 0
+    events, prof, handle = _msproftx_session(agent_factory, sim_acl, tmp_path)
     stamp = prof.create_stamp()
     assert prof.set_stamp_trace_message(stamp, "request 7", 9) == 0
     range_id, ret = prof.range_start(stamp)

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from session import wait_for_socket
+
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION
 
@@ -54,11 +56,7 @@ def record_demo(directory: Path, seconds: float = 5.0, devices: int = 2) -> Demo
     )
     subscriber = None
     try:
-        deadline = time.monotonic() + 30
-        while not socket_path.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the agent did not start listening")
-            time.sleep(0.02)
+        deadline = wait_for_socket(process, socket_path)
         subscriber = Subscriber(str(socket_path)).start()
         if not subscriber.wait_connected(30):
             raise RuntimeError(f"cannot connect ({subscriber.state})")

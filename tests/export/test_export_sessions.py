@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from demo_session import record_demo
+from session import wait_for_socket
 from tracefiles import comparable, cut_inside_a_frame, load, recording_items, trace_items
 
 from aclmon import events as ev
@@ -122,10 +122,7 @@ def test_a_live_job_for_a_duration(tmp_path, capsys):
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while not socket_path.exists():
-            assert job.poll() is None and time.monotonic() < deadline, "the agent did not start"
-            time.sleep(0.05)
+        wait_for_socket(job, socket_path)
         out = tmp_path / "live.json"
         err = export(capsys, "--trace", str(out), str(socket_path), "--duration", "1.5s")
         assert "recording" in err

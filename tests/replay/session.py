@@ -112,6 +112,17 @@ def record_session(directory: Path, iterations: int = 10) -> Session:
     return Session(directory, recording, dumps)
 
 
+def wait_for_socket(process: subprocess.Popen, socket_path: Path, timeout: float = 30) -> float:
+    """Waits until the job's agent listens on ``socket_path``; returns the deadline
+    (``time.monotonic()``) the caller may go on waiting against."""
+    deadline = time.monotonic() + timeout
+    while not socket_path.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the agent did not start listening")
+        time.sleep(0.02)
+    return deadline
+
+
 def watch_live_and_record(
     directory: Path,
     iterations: int = 10,
@@ -147,11 +158,7 @@ def watch_live_and_record(
     )
     subscriber = None
     try:
-        deadline = time.monotonic() + 30
-        while not socket_path.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the agent did not start listening")
-            time.sleep(0.02)
+        deadline = wait_for_socket(process, socket_path)
         subscriber = Subscriber(str(socket_path), readonly=True)
         subscriber.start()
         while subscriber.state != "connected":
