@@ -191,11 +191,7 @@ class SliceModel:
         ts: int = event.ts_ns
         if ts > self.last_ns:
             self.last_ns = ts
-            held = self._dumps.held
-            if held and held[0].instant.ts_ns + DUMP_WAIT_NS < ts:
-                self._emit_all(self._dumps.release(ts - DUMP_WAIT_NS))
-            if self._op_deadline is not None and self._op_deadline < ts:
-                self._place_ops_before(ts - OP_WAIT_NS)
+            self.settle(ts)
         kind = type(event)
         handler = self._handlers.get(kind)
         if handler is not None:
@@ -206,6 +202,17 @@ class SliceModel:
     def apply_many(self, events: Iterable[ev.Event]) -> None:
         for event in events:
             self.apply(event)
+
+    def settle(self, now_ns: int) -> None:
+        """Hands over what has waited long enough by ``now_ns``: operator timings
+        no later execution claimed within a second, exceptions whose dump did not
+        come within ten. Events do this as they come; a live view whose job has
+        gone quiet calls it on its timer with the source's clock."""
+        held = self._dumps.held
+        if held and held[0].instant.ts_ns + DUMP_WAIT_NS < now_ns:
+            self._emit_all(self._dumps.release(now_ns - DUMP_WAIT_NS))
+        if self._op_deadline is not None and self._op_deadline < now_ns:
+            self._place_ops_before(now_ns - OP_WAIT_NS)
 
     def learn_dumps(self, dumps: Iterable[ev.DumpFileSeen]) -> None:
         """Exception dump files known beforehand (a dump directory given with a

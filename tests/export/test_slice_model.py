@@ -98,6 +98,19 @@ def test_an_operator_that_comes_before_its_execution_end_still_finds_it():
     assert [f.flow_id for f in sink.flows] == [1, 2]
 
 
+def test_a_quiet_source_settles_on_the_viewers_clock():
+    job = Job().setup()
+    job.execution(1, STREAM_A, 10, [("a", 10.3, 10.5)])
+    sink = Collected()
+    model = SliceModel(sink)
+    model.apply_many(job.events)
+    assert not sink.of(OPERATOR)  # waiting for the next execution of its model
+    model.settle(T0 + 500 * MS)
+    assert not sink.of(OPERATOR)
+    model.settle(T0 + 1200 * MS)  # a second after it came
+    assert [o.args["Execution"] for o in sink.of(OPERATOR)] == [1]
+
+
 def test_operators_of_a_model_never_executed_go_to_its_own_lane():
     job = Job().setup()
     job.at(5).add(ev.OpTiming, 1, "conv1", "Conv2D", T0 // 1000 + 5000, T0 // 1000 + 5100, 100)
