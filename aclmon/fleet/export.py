@@ -112,7 +112,8 @@ def export_command(args: argparse.Namespace) -> int:
 
         if max_bytes < MIN_MAX_BYTES:
             raise AclmonError(f"--max-size must be at least {MIN_MAX_BYTES // 1024}KiB")
-    with _sources(args) as inputs:
+    with Inputs() as inputs:  # a live source's spool goes when the export is done
+        _sources(args, inputs)
         return _export(args, inputs, out, max_bytes)
 
 
@@ -150,24 +151,28 @@ class Inputs:
             step()
 
 
-def _sources(args: argparse.Namespace) -> Inputs:
+def _sources(args: argparse.Namespace, inputs: Inputs) -> None:
+    """Fills ``inputs`` from the command line: the recordings given, or a live
+    source recorded into temporary ones."""
     from aclmon.bus.recording import is_recording
     from aclmon.errors import AclmonError, no_such_file
     from aclmon.fleet.connect import is_nats_target
 
     sources: list[str] = args.source
-    inputs = Inputs(dumps=Path(args.dumps).absolute() if args.dumps else None)
+    inputs.dumps = Path(args.dumps).absolute() if args.dumps else None
     if inputs.dumps is not None and not inputs.dumps.is_dir():
         raise AclmonError(f"--dumps {args.dumps}: not a directory")
     if len(sources) == 1 and is_nats_target(sources[0]):
-        return _spool_fleet(args, sources[0], inputs)
+        _spool_fleet(args, sources[0], inputs)
+        return
     files = [s for s in sources if not _is_live(s)]
     if files and len(files) != len(sources):
         raise AclmonError("give recordings, or one live source")
     if not files:
         if len(sources) > 1:
             raise AclmonError("one live source at a time (a fleet: nats://SERVER/JOB)")
-        return _spool_live(args, sources[0] if sources else None, inputs)
+        _spool_live(args, sources[0] if sources else None, inputs)
+        return
     for source in files:
         if not os.path.exists(source):
             raise AclmonError(f"{no_such_file(source)} (a recording, a directory or a job)")
@@ -183,7 +188,6 @@ def _sources(args: argparse.Namespace) -> Inputs:
             inputs.recordings.append(path)
         else:
             raise AclmonError(f"{source} is not an aclmon recording")
-    return inputs
 
 
 def _is_live(source: str) -> bool:
@@ -217,7 +221,7 @@ def _recording_in(directory: Path) -> Path:
     return Path(max(found)[1])
 
 
-def _spool_live(args: argparse.Namespace, target: str | None, inputs: Inputs) -> Inputs:
+def _spool_live(args: argparse.Namespace, target: str | None, inputs: Inputs) -> None:
     """Record one live job (until --duration, its end or Ctrl-C) into a temporary file."""
     import time
 
@@ -257,10 +261,9 @@ def _spool_live(args: argparse.Namespace, target: str | None, inputs: Inputs) ->
     finally:
         subscriber.close()
         spool.close()
-    return inputs
 
 
-def _spool_fleet(args: argparse.Namespace, target: str, inputs: Inputs) -> Inputs:
+def _spool_fleet(args: argparse.Namespace, target: str, inputs: Inputs) -> None:
     """Record a fleet over NATS (JetStream from --since, then live for --duration)
     into one temporary recording per source."""
     import time
@@ -305,7 +308,6 @@ def _spool_fleet(args: argparse.Namespace, target: str, inputs: Inputs) -> Input
         spool.close()
     if not inputs.recordings:
         raise AclmonError(f"{target}: no events from any source")
-    return inputs
 
 
 class _Spool:

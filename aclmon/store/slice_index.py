@@ -81,6 +81,13 @@ class _Row:
         return count
 
 
+def _parent(above: _Row, start: int) -> int:
+    """The index, in the row above, of the parent of a slice starting at ``start``:
+    the last one that starts at or before it (the rule :meth:`SliceIndex.slice_at`
+    and the descent of a new slice follow too)."""
+    return bisect.bisect_right(above.starts, start) - 1
+
+
 @dataclass
 class _Points:
     """Instants or counter samples of one lane or counter, in time order."""
@@ -182,18 +189,34 @@ class SliceIndex:
             depth += 1
         if depth == len(rows):
             rows.append(_Row())
-        # What it holds, and what that holds, goes one row down (bottom up).
-        for level in range(len(rows) - 1, depth - 1, -1):
-            low, high = rows[level].inside(start, end)
-            if low < high:
-                moved = rows[level].take(low, high)
-                if level + 1 == len(rows):
-                    rows.append(_Row())
-                below = rows[level + 1]
-                index = bisect.bisect_left(below.starts, start)
-                below.starts[index:index] = [m.start_ns for m in moved]
-                below.ends[index:index] = [m.end_ns for m in moved]
-                below.items[index:index] = moved
+        # What it holds goes one row down, and what those hold with them: at each
+        # level, the slices whose parent (the last slice above that starts at or
+        # before them) moves. Found top-down, moved bottom-up.
+        moving: list[tuple[int, int]] = []
+        low, high = rows[depth].inside(start, end)
+        level = depth
+        while low < high:
+            moving.append((low, high))
+            if level + 1 == len(rows):
+                break
+            above, below = rows[level], rows[level + 1]
+            first, last = low, high
+            low, high = below.inside(above.starts[first], above.ends[last - 1])
+            while low < high and not first <= _parent(above, below.starts[low]) < last:
+                low += 1
+            while high > low and not first <= _parent(above, below.starts[high - 1]) < last:
+                high -= 1
+            level += 1
+        for offset in range(len(moving) - 1, -1, -1):
+            level = depth + offset
+            moved = rows[level].take(*moving[offset])
+            if level + 1 == len(rows):
+                rows.append(_Row())
+            below = rows[level + 1]
+            index = bisect.bisect_left(below.starts, moved[0].start_ns)
+            below.starts[index:index] = [m.start_ns for m in moved]
+            below.ends[index:index] = [m.end_ns for m in moved]
+            below.items[index:index] = moved
         rows[depth].insert(item)
 
     @staticmethod

@@ -219,6 +219,14 @@ class LaneBook:
 
         return self._lane(("tx unknown",), make)
 
+    def log(self) -> Lane:
+        """The warnings and errors of the job's CANN log, on the host."""
+
+        def make() -> tuple[Process, int | None, str, int]:
+            return self.process("CANN", HOST, SORT_CANN), None, "log warnings and errors", -2
+
+        return self._lane(("log",), make)
+
     def tx_across(self) -> Lane:
         """msproftx ranges closed on another thread than the one that opened them
         (or whose threads are not known): async, they may overlap."""

@@ -14,7 +14,8 @@ recording of any length in flat memory, and a view's index holds what it draws:
   an async slice when it closed on another thread; a mark an instant there;
 - an AI Core exception and an overflow are instants on the stream they happened
   on, with operator, task, stream and dump path; a failed call an instant on its
-  thread's lane (CANN process);
+  thread's lane (CANN process), a warning or error of the job's log an instant
+  on the log lane;
 - device and host samples are counters;
 - the launch of an execution flows to its first operator.
 
@@ -50,6 +51,7 @@ from aclmon.store.slices import (
     FAILED_CALL,
     HOST,
     LANE_LIMIT,
+    LOG,
     OPERATOR,
     OVERFLOW,
     SORT_CANN,
@@ -87,6 +89,8 @@ OPS_WAITING = 8192
 PENDING_CALLS = 256
 #: AI Core metric values kept per operator slice
 METRICS_KEPT = 32
+#: the log levels shown (debug and info lines are too many to be markers)
+LOG_LEVELS = frozenset({"warning", "error"})
 
 #: the C API of each call (msprof names its CANN slices ``Level@api``)
 ACL_EXECUTE = "AscendCL@aclmdlExecute"
@@ -184,6 +188,7 @@ class SliceModel:
             ev.DeviceSample: self._device_sample,
             ev.HostSample: self._host_sample,
             ev.CallFailed: self._call_failed,
+            ev.LogLine: self._log_line,
         }
 
     # ------------------------------------------------------------ public
@@ -597,6 +602,19 @@ class SliceModel:
         if rss is not None:
             process = self.book.process("Memory Usage", HOST, SORT_MEMORY_USAGE)
             self._counter(process, e.ts_ns, "Memory Usage(MB)", {"RSS": rss / 2**20})
+
+    def _log_line(self, e: ev.LogLine) -> None:
+        if e.level not in LOG_LEVELS:
+            return
+        text = e.text.strip()
+        first = text.split("\n", 1)[0]
+        args: Args = {"Level": e.level, "Text": clip_text(text)}
+        for key, value in (("Module", e.module), ("Location", e.location), ("File", e.log_file)):
+            if value:
+                args[key] = clip_text(value)
+        ts = e.logged_ns if e.logged_ns > 0 else e.ts_ns  # when it was logged
+        name = clip_text(f"{e.level}: {first[:120]}")
+        self._emit(Instant(self.book.log(), ts, name, LOG, args, e))
 
     def _call_failed(self, e: ev.CallFailed) -> None:
         lane = self.book.thread("CANN", SORT_CANN, e.thread_id)

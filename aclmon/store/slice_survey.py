@@ -35,6 +35,7 @@ ITEM_KINDS = frozenset(
         ev.DeviceSample,
         ev.HostSample,
         ev.CallFailed,
+        ev.LogLine,
     }
 )
 
@@ -141,4 +142,6 @@ def item_start(event: ev.Event) -> int | None:
         return min(event.start_us * 1000, ts)
     if isinstance(event, ev.DumpFileSeen) and event.kind == "overflow":
         return min(overflow_time(event), ts)
+    if isinstance(event, ev.LogLine) and event.logged_ns > 0:
+        return min(event.logged_ns, ts)
     return ts

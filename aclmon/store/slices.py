@@ -29,6 +29,8 @@ TX_MARK = "msproftx mark"
 EXCEPTION = "exception"
 OVERFLOW = "overflow"
 FAILED_CALL = "failed call"
+#: a warning or error line of the job's CANN log (or aclmon's own)
+LOG = "log"
 #: a slow call whose End never came (the job ended inside it): from its Begin to
 #: the last event seen
 UNFINISHED = "unfinished call"

@@ -54,7 +54,7 @@ def test_async_slices_pack_into_rows():
     assert depths(index, target) == {"0-10": 0, "12-20": 0, "5-15": 1, "6-7": 2}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)), max_size=40), st.randoms())
 def test_rows_of_a_nested_lane_hold_the_nesting_whatever_the_order(spans, rng):
     """Slices the nesting guard admitted, given in any order: each row is disjoint,

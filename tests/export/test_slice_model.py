@@ -18,6 +18,7 @@ from aclmon.store.slices import (
     EXCEPTION,
     EXECUTION,
     FAILED_CALL,
+    LOG,
     OPERATOR,
     OVERFLOW,
     SYNCHRONIZE,
@@ -70,6 +71,9 @@ def test_every_kind_lands_on_its_lane():
     (failed,) = sink.of(FAILED_CALL)
     assert failed.lane.process.name == "CANN" and failed.lane.title == "Thread 1"
     assert failed.args["Physic Stream Id"] == 3
+    (log,) = sink.of(LOG)  # warnings and errors only, at the time the log states
+    assert log.name == "error: aicore error" and log.ts_ns == T0 + round(21.3 * MS)
+    assert log.lane.title == "log warnings and errors" and log.args["Module"] == "RUNTIME"
     (unfinished,) = sink.of(UNFINISHED)
     assert unfinished.lane.title == "NPU 1 Stream 5 calls"
     assert unfinished.end_ns == T0 + 30 * MS  # the last event seen

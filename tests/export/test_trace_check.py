@@ -152,8 +152,11 @@ def test_a_split_export_is_valid_file_by_file_and_keeps_pairs_together(tmp_path:
         report = check_trace(path, 64 * 1024)
         assert report.ok, report.lines()
         total += report.events - report.phases.get("M", 0)
-        names = {e["args"]["name"] for e in events_of(path)[1] if e["name"] == "process_name"}
-        assert "Ascend Hardware" in names  # each part describes what it holds
+        events = events_of(path)[1]
+        described = {e["pid"] for e in events if e["name"] == "process_name"}
+        assert {e["pid"] for e in events} == described  # each part describes what it holds
+        threads = {(e["pid"], e["tid"]) for e in events if e["name"] == "thread_name"}
+        assert {(e["pid"], e["tid"]) for e in events if e["ph"] in "Xi"} <= threads
     assert total == writer.events - sum(  # every event once
         check_trace(p).phases.get("M", 0) for p in files
     )

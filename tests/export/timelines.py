@@ -122,6 +122,9 @@ def small_job(rank: int = -1) -> Job:
     job.at(24).add(ev.TxRange, "step 1", T0 + 9 * MS, T0 + 24 * MS, THREAD_A, THREAD_A)
     job.at(25).add(ev.TxRange, "request 7", T0 + 12 * MS, T0 + 25 * MS, THREAD_A, THREAD_B)
     job.at(25.5).add(ev.TxMark, "epoch 1", THREAD_B)
+    job.at(25.8).add(ev.LogLine, "error", "aicore error\nline two", "RUNTIME", 4242, "job.py",
+                     T0 + round(21.3 * MS), "stream.cc:88", "/log/plog-4242_1.log")  # fmt: skip
+    job.at(25.9).add(ev.LogLine, "info", "nothing to see")
     job.at(26).add(ev.DeviceSample, 0, 40, 5, 0, 1 << 30, 1 << 34, "OK", 41.5, 70.0)
     job.at(26).add(ev.HostSample, 12.5, 1 << 28, 9)
     job.at(27).add(ev.ExecuteBegin, 2, STREAM_B, 1)  # never ends: the job stopped inside it
