@@ -643,6 +643,10 @@ def _report(written: _Written, inputs: Inputs) -> None:
     shown = ", ".join(f"{counts[k]} {name}" for k, name in _SHOWN if counts.get(k))
     for note in [*inputs.notes, *written.skipped]:
         print(f"aclmon export: {note}", file=sys.stderr)
+    clamped = getattr(written.writer, "clamped", 0)
+    if clamped:  # only when they began more than 104 days before the end
+        print(f"aclmon export: {clamped} items began long before the rest (drawn at 0)",
+              file=sys.stderr)  # fmt: skip
     unwritable = getattr(written.writer, "unwritable", 0)
     if unwritable:
         print(f"aclmon export: {unwritable} items with times no trace can hold left out",

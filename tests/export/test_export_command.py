@@ -63,6 +63,21 @@ def test_what_began_before_the_first_event_moves_ts_0_back(tmp_path, capsys):
     assert comparable(trace_items([out])) == comparable(recording_items(path))
 
 
+def test_a_range_from_the_epoch_does_not_push_ts_0_back_for_ever(tmp_path, capsys):
+    """A bogus start (a hostile or broken source) far before everything else is
+    drawn at 0 rather than making every other time unwritable."""
+    events = small_job().events
+    events.insert(1, ev.TxRange(99, T0 + MS, "bogus", 1, T0 + MS, 7, 7))
+    path = record(tmp_path / "bogus.aclmrec", events)
+    out = tmp_path / "bogus.json"
+    code, _, err = run(capsys, "--trace", str(out), str(path))
+    assert code == 0 and "1 items began long before the rest" in err
+    assert check_trace(out).ok
+    trace, _ = load(out)
+    assert trace["otherData"]["session_start_ns"] == T0
+    assert len(comparable(trace_items([out]))) == len(comparable(recording_items(path)))
+
+
 def test_three_ranks_each_get_their_own_process_group(tmp_path, capsys):
     paths = [record(tmp_path / f"rank{r}.aclmrec", small_job(rank=r).events) for r in (2, 0, 1)]
     out = tmp_path / "fleet.json"
