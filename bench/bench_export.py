@@ -4,11 +4,12 @@ beside ``aclmon events --json`` of the same recording, in the same run.
 The recording is written first: a training-like mix on 8 devices (executions
 with their operator timings, synchronizes, msproftx ranges and marks on the
 workers' threads, device and host samples, an exception every ~1,000 events,
-an overflow dump every ~5,000, stream churn). Each measurement then runs as its
-own child process, alternating export and events runs, and the figures are
-medians: ``export_s`` and ``events_json_s`` (wall time of the command, Python
+an overflow dump every ~5,000). Each measurement then runs as its own child
+process, alternating export and events runs (each writes its output to a file in
+the same directory, as one keeps both), and the figures are medians: ``export_s`` and ``events_json_s`` (wall time of the command, Python
 start included), ``export_over_events_json`` (target <= 1.0: the export, which
-reads the recording twice and writes a trace, costs no more than printing it),
+turns the events into a trace, costs no more than printing them) and
+``export_over_events_json_cpu`` (the same in CPU time, steadier on a loaded machine),
 ``events_per_s`` (recording events over the export's time) and
 ``rss_growth_mb``, the export's peak RSS over the peak RSS of exporting a
 recording of one event (target < 50: memory stays flat whatever the length).
@@ -136,8 +137,9 @@ def window_query_ms(slices: int, frames: int = 200) -> float:
     return round(statistics.median(times) * 1000, 3)
 
 
-def _child(argv: list[str], stdout: int | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one aclmon command in its own process."""
+def _child(argv: list[str], stdout: int | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one aclmon command in its
+    own process."""
     begin = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "aclmon", *argv], stdout=stdout or subprocess.DEVNULL,
                             stderr=subprocess.PIPE)  # fmt: skip
@@ -147,7 +149,7 @@ def _child(argv: list[str], stdout: int | None = None) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"aclmon {' '.join(argv)} failed: {stderr[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> int:
@@ -163,14 +165,18 @@ def main() -> int:
     trace = os.path.join(directory, "big.json")
     write_recording(recording, args.events)
     write_recording(tiny, 1)
-    _, baseline_rss = _child(["export", "--trace", os.path.join(directory, "tiny.json"), tiny])
-    exports, events_json, peaks = [], [], []
+    baseline_rss = _child(["export", "--trace", os.path.join(directory, "tiny.json"), tiny])[2]
+    exports, events_json, peaks, export_cpu, events_cpu = [], [], [], [], []
     for _ in range(args.runs):  # alternating, so load changes hit both alike
-        elapsed, peak = _child(["export", "--trace", trace, recording])
+        elapsed, cpu, peak = _child(["export", "--trace", trace, recording])
         exports.append(elapsed)
+        export_cpu.append(cpu)
         peaks.append(peak)
-        with open(os.devnull, "wb") as sink:
-            events_json.append(_child(["events", "--json", recording], stdout=sink.fileno())[0])
+        # to a file beside the trace, as one keeps its output (the trace is a file too)
+        with open(os.path.join(directory, "events.jsonl"), "wb") as sink:
+            elapsed, cpu, _ = _child(["events", "--json", recording], stdout=sink.fileno())
+        events_json.append(elapsed)
+        events_cpu.append(cpu)
     _child(["export", "--check", trace])
     export_s = statistics.median(exports)
     events_s = statistics.median(events_json)
@@ -181,6 +187,11 @@ def main() -> int:
         "export_s": round(export_s, 2),
         "events_json_s": round(events_s, 2),
         "export_over_events_json": round(export_s / events_s, 3),
+        # the same in CPU time: what it costs on a free core (wall time on a loaded
+        # machine also counts the waits for one)
+        "export_over_events_json_cpu": round(
+            statistics.median(export_cpu) / statistics.median(events_cpu), 3
+        ),
         "events_per_s": round(args.events / export_s),
         "rss_peak_mb": round(statistics.median(peaks), 1),
         "rss_baseline_mb": round(baseline_rss, 1),

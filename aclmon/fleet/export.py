@@ -371,6 +371,7 @@ class _Recording:
     """What the export learns of a recording before reading it through."""
 
     path: Path
+    reader: Any  # its RecordingReader, indexed once, open until the export is done
     first_ns: int | None = None
     last_ns: int | None = None
     rank: int = -1
@@ -440,7 +441,7 @@ def _write(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
             label = SourceLabel(group=group, rank=recording.rank if several else -1)
             model = SliceModel(sink, source=label, flow_ids=flow_ids)
             model.learn_dumps(dump_events)
-            skipped.append(_read(recording.path, model.apply))
+            skipped.append(_read(recording, model.apply))
             for dump in dump_events:
                 if dump.kind == "overflow":
                     model.apply(dump)
@@ -470,16 +471,16 @@ def _writer(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
     return TraceWriter(out, origin_ns=origin, max_bytes=max_bytes, other_data=other)
 
 
-def _read(path: Path, apply: Callable[[Any], None]) -> str | None:
+def _read(recording: _Recording, apply: Callable[[Any], None]) -> str | None:
     """Every event of the recording through ``apply``; what was skipped, if anything."""
-    from aclmon.bus.recording import RecordingReader
-
-    with RecordingReader(path, background=False) as reader:
-        for event in _events(reader):
-            apply(event)
-        malformed, unknown = reader.decoder.malformed, reader.decoder.unknown
+    decoder = recording.reader.decoder
+    before = decoder.malformed, decoder.unknown
+    for event in _events(recording.reader):
+        apply(event)
+    malformed, unknown = decoder.malformed - before[0], decoder.unknown - before[1]
     if malformed or unknown:
-        return f"{path}: {malformed} malformed frames and {unknown} events of unknown kinds skipped"
+        return (f"{recording.path}: {malformed} malformed frames and {unknown} events of"
+                " unknown kinds skipped")  # fmt: skip
     return None
 
 
@@ -497,32 +498,34 @@ def _events(reader: Any) -> Iterator[Any]:
 
 def _look(path: Path, inputs: Inputs, survey: bool, executions: bool) -> _Recording:
     """The span of a recording from its index, its rank from its Hello, what it
-    says about itself, and a survey of its events if asked."""
+    says about itself, and a survey of its events if asked. Its reader stays open
+    (indexed once) for the export."""
     from aclmon.bus.recording import RecordingReader
     from aclmon.events import Hello
     from aclmon.store.slice_survey import Survey
 
-    found = _Recording(path)
-    with RecordingReader(path, background=False) as reader:
-        if reader.schema_warning:
-            inputs.notes.append(reader.schema_warning)
-        if reader.cut is not None:
-            inputs.notes.append(f"{path}: exported up to where it is readable, {reader.cut}")
-        column = reader.timestamps
-        for start in range(0, len(column), _READ_FRAMES):  # block by block: flat memory
-            times = column[start : start + _READ_FRAMES]
-            times = times[times > 0]
-            if len(times):
-                low, high = int(times.min()), int(times.max())
-                found.first_ns = low if found.first_ns is None else min(found.first_ns, low)
-                found.last_ns = high if found.last_ns is None else max(found.last_ns, high)
-        for event in reader.iter_events(0, _HELLO_WINDOW):
-            if isinstance(event, Hello) and event.rank >= 0:
-                found.rank = event.rank
-                break
-        if survey:
-            found.survey = Survey(executions={} if executions else None)
-            found.survey.add_many(_events(reader))
+    reader = RecordingReader(path, background=False)
+    inputs.cleanup.append(reader.close)
+    found = _Recording(path, reader)
+    if reader.schema_warning:
+        inputs.notes.append(reader.schema_warning)
+    if reader.cut is not None:
+        inputs.notes.append(f"{path}: exported up to where it is readable, {reader.cut}")
+    column = reader.timestamps
+    for start in range(0, len(column), _READ_FRAMES):  # block by block: flat memory
+        times = column[start : start + _READ_FRAMES]
+        times = times[times > 0]
+        if len(times):
+            low, high = int(times.min()), int(times.max())
+            found.first_ns = low if found.first_ns is None else min(found.first_ns, low)
+            found.last_ns = high if found.last_ns is None else max(found.last_ns, high)
+    for event in reader.iter_events(0, _HELLO_WINDOW):
+        if isinstance(event, Hello) and event.rank >= 0:
+            found.rank = event.rank
+            break
+    if survey:
+        found.survey = Survey(executions={} if executions else None)
+        found.survey.add_many(_events(reader))
     return found
 
 

@@ -122,7 +122,9 @@ class _Execution:
     """One execution of a model, remembered to place its operator timings: the lane
     they go to and the args they share are made once, for the first of them."""
 
-    __slots__ = ("args", "call", "device", "flowed", "lane", "number", "start_ns", "stream_id")
+    __slots__ = (
+        "args", "by_type", "call", "device", "flowed", "lane", "number", "start_ns", "stream_id",
+    )  # fmt: skip
 
     def __init__(self, call: Slice, device: int, stream_id: int | None, number: int) -> None:
         self.call = call
@@ -133,6 +135,8 @@ class _Execution:
         self.flowed = False
         self.lane: Lane | None = None
         self.args: Args = {}
+        #: op type -> the args its operators share
+        self.by_type: dict[str, Args] = {}
 
 
 class _PendingCall(NamedTuple):
@@ -196,7 +200,11 @@ class SliceModel:
         ts: int = event.ts_ns
         if ts > self.last_ns:
             self.last_ns = ts
-            self.settle(ts)
+            deadline, held = self._op_deadline, self._dumps.held
+            if (deadline is not None and deadline < ts) or (
+                held and held[0].instant.ts_ns + DUMP_WAIT_NS < ts
+            ):
+                self.settle(ts)
         kind = type(event)
         handler = self._handlers.get(kind)
         if handler is not None:
@@ -483,17 +491,24 @@ class SliceModel:
             end = start
         device = e.device_id
         run = self._execution_of(e.model_id, device if device >= 0 else UNKNOWN_DEVICE, start)
-        if run is not None:  # its operators share a lane and most args
+        op_type = e.op_type
+        if run is not None:  # its operators share a lane, and args by type
             lane = run.lane
             if lane is None:
                 lane, run.args = self._run_lane(e, run)
                 run.lane = lane
-            args = dict(run.args)
+            shared = run.by_type.get(op_type)
+            if shared is None:
+                shared = run.by_type[op_type] = dict(run.args)
+                if op_type:
+                    shared["OP Type"] = clip_text(op_type)
+            # Items are not changed once made, so operators of one type in one run
+            # share their args (a writer encodes them once).
+            args = dict(shared) if e.metrics else shared
         else:
             lane, args = self._run_lane(e, None)
-        op_type = e.op_type
-        if op_type:
-            args["OP Type"] = op_type if len(op_type) <= TEXT_LIMIT else clip_text(op_type)
+            if op_type:
+                args["OP Type"] = clip_text(op_type)
         if e.metrics and isinstance(e.metrics, dict):
             for key, value in itertools.islice(e.metrics.items(), METRICS_KEPT):
                 number = finite_number(value)

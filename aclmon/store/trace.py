@@ -42,6 +42,8 @@ _BUFFER = 1 << 20
 
 #: names whose JSON form is kept (operator names repeat every step)
 NAME_CACHE = 65_536
+#: args dicts whose JSON is kept
+ARGS_CACHE = 256
 #: room kept in each file for the metadata of an item and the closing bracket
 _RESERVE = 4096
 #: events formatted before they are handed to the file at once
@@ -106,6 +108,8 @@ class TraceWriter:
         self._described: set[Process | Lane] = set()
         self._names: dict[str, str] = {}
         self._places: dict[Lane, str] = {}
+        #: id -> (args, their JSON) of the latest args dicts (slices share them)
+        self._args: dict[int, tuple[dict[str, Any], str]] = {}
 
     # ------------------------------------------------------------ sink
     def slice(self, item: Slice) -> None:
@@ -116,19 +120,39 @@ class TraceWriter:
                 return
             start, end = times
         name = self._names.get(item.name) or self._name(item.name)
-        try:
-            args = "".join(_one_shot(item.args, 0))
-        except (ValueError, TypeError):  # a value JSON cannot hold (NaN): not written
-            self.unwritable += 1
-            return
+        cached = self._args.get(id(item.args))
+        if cached is not None and cached[0] is item.args:  # args shared between slices
+            args = cached[1]
+        else:
+            try:
+                args = "".join(_one_shot(item.args, 0))
+            except (ValueError, TypeError):  # a value JSON cannot hold (NaN): not written
+                self.unwritable += 1
+                return
+            if len(self._args) >= ARGS_CACHE:
+                self._args.clear()
+            # the dict is kept with its text, so its id is not reused while cached
+            self._args[id(item.args)] = (item.args, args)
         lane = item.lane
         place = self._places.get(lane) or self._place(lane)
         if lane.nested:
-            self._emit(
+            text = (
                 f'{{"name":{name},"ph":"X","ts":{start / 1000!r},"dur":{(end - start) / 1000!r},'
-                f'{place},"cat":"{item.kind}","args":{args}}}',
-                lane,
+                f'{place},"cat":"{item.kind}","args":{args}}}'
             )
+            size = self._size + len(text) + 2
+            if lane in self._described and size + _RESERVE <= self.max_bytes:
+                # the common case, without _emit's calls: a lane this file knows, room left
+                pending = self._pending
+                pending.append(",\n" + text)
+                self._size = size
+                self._in_file += 1
+                self.events += 1
+                self.items += 1
+                if len(pending) >= _PENDING:
+                    self._flush()
+            else:
+                self._emit(text, lane)
             return
         self._async_ids += 1
         ident = self._async_ids
