@@ -100,6 +100,10 @@ class Lane:
 
 
 class Slice(NamedTuple):
+    """Something with a start and an end on a lane. Items are never changed once
+    handed over, and slices may share one ``args`` dict (operators of one type in
+    one execution): a reader must not change it."""
+
     lane: Lane
     start_ns: int
     end_ns: int
