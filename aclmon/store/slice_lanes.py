@@ -169,6 +169,15 @@ class LaneBook:
 
         return self._lane(("model", device, model_id), make)
 
+    def single_ops(self, device: int) -> Lane:
+        """Single-operator launches (``acl.op``) on a device: no model, and their
+        timings name no stream."""
+
+        def make() -> tuple[Process, int | None, str, int]:
+            return self.hardware(device), None, "single operators (stream not known)", 1 << 20
+
+        return self._lane(("single", device), make)
+
     def calls(self, device: int, stream_id: int, handle: int | None = None) -> Lane:
         """Host calls about one stream; stream_id -1: about a whole device, or (with
         ``handle``) about a stream no StreamCreated explained."""

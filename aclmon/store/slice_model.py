@@ -22,12 +22,8 @@ recording of any length in flat memory, and a view's index holds what it draws:
 Events name streams by handle; which device and stream id a handle means is the
 store's rule (:meth:`aclmon.store.Store.resolve_stream`), applied by a private
 :class:`~aclmon.store.Store` that folds only the events that create, select and
-destroy contexts, streams and models. Operator timings name no stream: each is
-given to the latest execution of its model that started before it (the stream
-the model was launched on), else to a lane of its model. A timing may come before
-its execution's End (they are published from different threads), so each waits
-until an execution of its model starts after it (or a second of event time has
-passed): then the latest one that started before it is known.
+destroy contexts, streams and models. Operator timings are placed by
+:mod:`aclmon.store.slice_ops`.
 """
 
 from __future__ import annotations
@@ -45,6 +41,7 @@ from aclmon.store.fold import Store
 from aclmon.store.pairing import SAME_CALL_NS
 from aclmon.store.slice_dumps import DUMP_WAIT_NS, DumpLinks, OverflowItem
 from aclmon.store.slice_lanes import LaneBook
+from aclmon.store.slice_ops import OP_WAIT_NS, Execution, Operators
 from aclmon.store.slices import (
     EXCEPTION,
     EXECUTION,
@@ -52,7 +49,6 @@ from aclmon.store.slices import (
     HOST,
     LANE_LIMIT,
     LOG,
-    OPERATOR,
     OVERFLOW,
     SORT_CANN,
     SORT_CPU_USAGE,
@@ -79,16 +75,8 @@ from aclmon.store.slices import (
 
 _new_tuple = tuple.__new__  # a NamedTuple made without its Python-level __new__
 
-#: executions of each model remembered for placing operator timings
-EXECUTION_MEMORY = 16
-#: how long (event time) an operator timing waits to be placed at most
-OP_WAIT_NS = 1_000_000_000
-#: operator timings waiting to be placed, at most (past it the oldest are placed)
-OPS_WAITING = 8192
 #: slow calls (announced Begins) waiting for their End, per source
 PENDING_CALLS = 256
-#: AI Core metric values kept per operator slice
-METRICS_KEPT = 32
 #: the log levels shown (debug and info lines are too many to be markers)
 LOG_LEVELS = frozenset({"warning", "error"})
 
@@ -118,27 +106,6 @@ _STRUCTURE = frozenset(
 )
 
 
-class _Execution:
-    """One execution of a model, remembered to place its operator timings: the lane
-    they go to and the args they share are made once, for the first of them."""
-
-    __slots__ = (
-        "args", "by_type", "call", "device", "flowed", "lane", "number", "start_ns", "stream_id",
-    )  # fmt: skip
-
-    def __init__(self, call: Slice, device: int, stream_id: int | None, number: int) -> None:
-        self.call = call
-        self.start_ns = call.start_ns
-        self.device = device
-        self.stream_id = stream_id
-        self.number = number
-        self.flowed = False
-        self.lane: Lane | None = None
-        self.args: Args = {}
-        #: op type -> the args its operators share
-        self.by_type: dict[str, Args] = {}
-
-
 class _PendingCall(NamedTuple):
     """A slow call's announced Begin, waiting for its End."""
 
@@ -166,21 +133,17 @@ class SliceModel:
         self._flow_ids = flow_ids if flow_ids is not None else itertools.count(1)
         self._store = Store(exception_limit=1, dump_limit=1, log_limit=1, op_limit=1)
         self._resolved: dict[tuple[int, int | None], tuple[int, int] | None] = {}
-        self._executions: dict[int, deque[_Execution]] = {}
         self._execution_counts: dict[int, int] = {}
         self._pending_calls: dict[tuple[str, int], list[_PendingCall]] = {}
         self._recent_call_starts: deque[int] = deque(maxlen=64)
         self._dumps = DumpLinks()
-        #: model id -> operator timings waiting to be placed, in arrival order
-        self._waiting_ops: dict[int, deque[tuple[int, ev.OpTiming]]] = {}
-        self._ops_waiting = 0
-        self._op_deadline: int | None = None
+        self.operators = Operators(self.book, self._slice, self._model, self._flow)
         #: the latest event time seen
         self.last_ns = 0
         #: items handed to the sink, by kind (samples as "counter", flows as "flow")
         self.counts: dict[str, int] = {}
         self._handlers: dict[type, Callable[[Any], None]] = {
-            ev.OpTiming: self._op_timing,
+            ev.OpTiming: lambda e: self.operators.timing(e, self.last_ns),
             ev.ExecuteEnd: self._execute_end,
             ev.StreamSynchronized: self._synchronized,
             ev.StreamSyncBegin: self._sync_begin,
@@ -200,7 +163,7 @@ class SliceModel:
         ts: int = event.ts_ns
         if ts > self.last_ns:
             self.last_ns = ts
-            deadline, held = self._op_deadline, self._dumps.held
+            deadline, held = self.operators.deadline, self._dumps.held
             if (deadline is not None and deadline < ts) or (
                 held and held[0].instant.ts_ns + DUMP_WAIT_NS < ts
             ):
@@ -224,8 +187,9 @@ class SliceModel:
         held = self._dumps.held
         if held and held[0].instant.ts_ns + DUMP_WAIT_NS < now_ns:
             self._emit_all(self._dumps.release(now_ns - DUMP_WAIT_NS))
-        if self._op_deadline is not None and self._op_deadline < now_ns:
-            self._place_ops_before(now_ns - OP_WAIT_NS)
+        deadline = self.operators.deadline
+        if deadline is not None and deadline < now_ns:
+            self.operators.place_before(now_ns - OP_WAIT_NS)
 
     def learn_dumps(self, dumps: Iterable[ev.DumpFileSeen]) -> None:
         """Exception dump files known beforehand (a dump directory given with a
@@ -238,7 +202,7 @@ class SliceModel:
         """The source ended: operator timings go where they are known to belong,
         exceptions still waiting for a dump go without, and slow calls still
         running end at the last event seen."""
-        self._place_ops_before(None)
+        self.operators.place_before(None)
         self._emit_all(self._dumps.release(None))
         for (what, _handle), calls in sorted(self._pending_calls.items(), key=lambda kv: kv[0]):
             for call in calls:
@@ -279,6 +243,10 @@ class SliceModel:
         if values:
             self.sink.counter(CounterSample(process, ts, name, values))
             self.counts["counter"] = self.counts.get("counter", 0) + 1
+
+    def _flow(self, source: Lane, source_ns: int, target: Lane, target_ns: int) -> None:
+        self.sink.flow(Flow(next(self._flow_ids), source, source_ns, target, target_ns))
+        self.counts["flow"] = self.counts.get("flow", 0) + 1
 
     # ------------------------------------------------------------ structure
     def _structure(self, event: ev.Event) -> None:
@@ -391,19 +359,7 @@ class SliceModel:
         # stream 0 = a synchronous mdl.execute (the schema)
         name = ACL_EXECUTE_ASYNC if e.stream else ACL_EXECUTE
         call = self._slice(lane, start, e.ts_ns, name, EXECUTION, args, e)
-        runs = self._executions.get(e.model_id)
-        if runs is None:
-            if len(self._executions) >= LANE_LIMIT:
-                return
-            runs = self._executions[e.model_id] = deque(maxlen=EXECUTION_MEMORY)
-        runs.append(_Execution(call, device, stream_id, number))
-        waiting = self._waiting_ops.get(e.model_id)
-        if waiting:
-            start_us = start // 1000 + (1 if start % 1000 else 0)  # op start_us * 1000 < start
-            place = self._place_op
-            while waiting and waiting[0][1].start_us < start_us:
-                place(waiting.popleft()[1])
-                self._ops_waiting -= 1
+        self.operators.executed(e.model_id, Execution(call, device, stream_id, number))
 
     def _synchronized(self, e: ev.StreamSynchronized) -> None:
         start = e.ts_ns - max(e.duration_ns, 0)
@@ -427,102 +383,6 @@ class SliceModel:
             args["ret"] = e.ret
             args["Error"] = error_name(e.ret)
         self._slice(lane, start, e.ts_ns, name, SYNCHRONIZE, args, e)
-
-    # ------------------------------------------------------------ operators
-    def _execution_of(self, model_id: int, device: int, start: int) -> _Execution | None:
-        """The latest remembered execution of the model (on its device) that started
-        before the operator did."""
-        runs = self._executions.get(model_id)
-        if runs:
-            for run in reversed(runs):
-                if run.start_ns <= start and (run.device == device or device == UNKNOWN_DEVICE):
-                    return run
-        return None
-
-    def _op_timing(self, e: ev.OpTiming) -> None:
-        waiting = self._waiting_ops.get(e.model_id)
-        if waiting is None:
-            if len(self._waiting_ops) >= LANE_LIMIT:
-                self._place_op(e)
-                return
-            waiting = self._waiting_ops[e.model_id] = deque()
-        waiting.append((self.last_ns, e))
-        self._ops_waiting += 1
-        if self._op_deadline is None:
-            self._op_deadline = self.last_ns + OP_WAIT_NS
-        if self._ops_waiting > OPS_WAITING:
-            self._place_op(waiting.popleft()[1])
-            self._ops_waiting -= 1
-
-    def _place_ops_before(self, arrived_ns: int | None) -> None:
-        """Places the timings that arrived before ``arrived_ns`` (all: None)."""
-        deadline = None
-        for waiting in self._waiting_ops.values():
-            while waiting and (arrived_ns is None or waiting[0][0] < arrived_ns):
-                self._place_op(waiting.popleft()[1])
-                self._ops_waiting -= 1
-            if waiting and (deadline is None or waiting[0][0] < deadline):
-                deadline = waiting[0][0]
-        self._op_deadline = deadline + OP_WAIT_NS if deadline is not None else None
-
-    def _run_lane(self, e: ev.OpTiming, run: _Execution | None) -> tuple[Lane, Args]:
-        """The lane of an operator of ``run`` (None: of no known execution) and the
-        args every operator of it shares."""
-        model_device, model_name = self._model(e.model_id)
-        device = e.device_id if e.device_id >= 0 else model_device
-        if run is not None and device == UNKNOWN_DEVICE:
-            device = run.device
-        args: Args = {"Model Id": e.model_id}
-        if model_name:
-            args["Model Name"] = model_name
-        if run is not None and run.stream_id is not None and device != UNKNOWN_DEVICE:
-            lane = self.book.stream(device, run.stream_id)
-            args["Physic Stream Id"] = run.stream_id
-        else:
-            lane = self.book.model(device, e.model_id, model_name)
-        if run is not None:
-            args["Execution"] = run.number
-        return lane, args
-
-    def _place_op(self, e: ev.OpTiming) -> None:
-        start = e.start_us * 1000
-        end = e.end_us * 1000
-        if end < start:
-            end = start
-        device = e.device_id
-        run = self._execution_of(e.model_id, device if device >= 0 else UNKNOWN_DEVICE, start)
-        op_type = e.op_type
-        if run is not None:  # its operators share a lane, and args by type
-            lane = run.lane
-            if lane is None:
-                lane, run.args = self._run_lane(e, run)
-                run.lane = lane
-            shared = run.by_type.get(op_type)
-            if shared is None:
-                shared = run.by_type[op_type] = dict(run.args)
-                if op_type:
-                    shared["OP Type"] = clip_text(op_type)
-            # Items are not changed once made, so operators of one type in one run
-            # share their args (a writer encodes them once).
-            args = dict(shared) if e.metrics else shared
-        else:
-            lane, args = self._run_lane(e, None)
-            if op_type:
-                args["OP Type"] = clip_text(op_type)
-        if e.metrics and isinstance(e.metrics, dict):
-            for key, value in itertools.islice(e.metrics.items(), METRICS_KEPT):
-                number = finite_number(value)
-                if isinstance(key, str) and number is not None:
-                    args[clip_text(key)] = number
-        name = e.op_name if len(e.op_name) <= TEXT_LIMIT else clip_text(e.op_name)
-        item = self._slice(lane, start, end, name, OPERATOR, args, e)
-        if run is not None and not run.flowed:
-            run.flowed = True
-            call = run.call
-            if call.lane.nested and item.lane.nested:  # a flow binds to thread slices only
-                self.sink.flow(Flow(next(self._flow_ids), call.lane, call.start_ns, item.lane,
-                                    start))  # fmt: skip
-                self.counts["flow"] = self.counts.get("flow", 0) + 1
 
     # ------------------------------------------------------------ msproftx
     def _tx_range(self, e: ev.TxRange) -> None:

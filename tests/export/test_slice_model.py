@@ -124,6 +124,29 @@ def test_operators_of_a_model_never_executed_go_to_its_own_lane():
     assert "Physic Stream Id" not in op.args
 
 
+def test_single_operator_launches_go_at_once_to_their_devices_lane():
+    job = Job().setup()
+    job.execution(1, STREAM_A, 10, [("conv1", 10.3, 11.0)])
+    # acl.op launches (model 0): as the agent publishes them, op type for name
+    job.at(12).add(ev.OpTiming, 0, "Add", "Add", T0 // 1000 + 11_500, T0 // 1000 + 11_900, 400, 0)
+    job.at(13).add(
+        ev.OpTiming, 0, "Cast", "Cast", T0 // 1000 + 12_500, T0 // 1000 + 12_600, 100, -1
+    )
+    sink = Collected()
+    model = SliceModel(sink)
+    model.apply_many(job.events)  # no finish(): nothing of model 0 waits for an execution
+    single = [o for o in sink.of(OPERATOR) if o.args.get("OP Type") in ("Add", "Cast")]
+    assert [(o.name, o.lane.title, o.lane.process.label) for o in single] == [
+        ("Add", "single operators (stream not known)", "NPU 0"),
+        ("Cast", "single operators (stream not known)", "NPU ?"),
+    ]
+    assert single[0].start_ns == T0 + round(11.5 * MS) and single[0].end_ns == T0 + round(11.9 * MS)
+    assert "Model Id" not in single[0].args and "Execution" not in single[0].args
+    model.finish()
+    assert model.counts[OPERATOR] == 3  # conv1 found its execution as before
+    assert not sink.flows[1:]  # a launch flows to its model's first operator only
+
+
 def test_a_slice_that_would_cross_another_goes_to_the_overlapping_lane():
     job = Job().setup()
     job.sync(STREAM_A, 10, 20)
