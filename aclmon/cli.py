@@ -36,7 +36,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "aclmon.dump.commands",
         "why AI Core errors happened, from a collected log directory",
     ),
-    ("export", "aclmon.fleet.export", "the timeline as a trace for Perfetto/Insight, or CSV"),
+    ("export", "aclmon.sources.export", "the timeline as a trace for Perfetto/Insight, or CSV"),
 )
 
 

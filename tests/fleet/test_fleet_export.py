@@ -16,8 +16,10 @@ pytestmark = pytest.mark.slow
 __all__ = ["three_jobs"]  # a fixture, imported for pytest
 
 
-def test_a_fleet_of_three_ranks_exports_from_jetstream(nats_url, three_jobs, tmp_path):
+def test_a_fleet_of_three_ranks_exports_from_jetstream(nats, three_jobs, tmp_path):
     env, stop, jobs = three_jobs
+    env = dict(env, ACLMON_NATS_TOKEN=nats.token)
+    nats_url = nats.url
     relay = start_relay(nats_url, env, tmp_path)
     try:
         relay_log = tmp_path / "relay.log"

@@ -104,6 +104,8 @@ def test_every_documented_command_keeps_its_token_off_its_command_line(nats, run
               environ=env)  # fmt: skip
         start("attach $ACLMON_TOKEN", "attach", pid, "--once", "--wait", "120",
               environ=with_bus_token)  # fmt: skip
+        start("export --token-file", "export", "--trace", str(tmp_path / "live.json"), pid,
+              "--token-file", bus_token_file, environ=env)  # fmt: skip
         # A relay started by hand (in a runtime directory of its own, so that the
         # lock names the relay `run --relay` started, which the end of the test stops).
         other_runtime = tmp_path / "other-run"

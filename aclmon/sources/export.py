@@ -3,14 +3,12 @@ or a live fleet as a trace for Perfetto and MindStudio Insight, or as msprof's
 op_summary CSV; ``aclmon export --check FILE`` validates a trace (docs/timeline.md).
 
 The export itself is headless (:mod:`aclmon.store.slices`, :mod:`aclmon.store.trace`,
-:mod:`aclmon.store.op_summary`); this module reads the sources. A recording is
-read twice, streaming both times: once to survey it (its span, the earliest
-moment any slice starts, which becomes ts 0, and the executions ``--model`` and
-``--iteration`` cut to), once to export it. A live job or fleet is first spooled
-to temporary recordings (one per source, on disk, so memory stays flat), then
-exported like recordings: each source is its own group of processes, labelled
-with its rank. It lives beside the fleet feeds because it reads the bus and NATS
-both; the viewer's source layer will offer the same readers.
+:mod:`aclmon.store.op_summary`); :mod:`aclmon.sources.export_inputs` finds what
+to read. A recording is read twice, streaming both times: once to survey it (its
+span, the earliest moment any slice starts, which becomes ts 0, and the
+executions ``--model`` and ``--iteration`` cut to), once to export it. A live job
+or fleet is first spooled to temporary recordings, then exported like
+recordings: each source is its own group of processes, labelled with its rank.
 """
 
 from __future__ import annotations
@@ -19,17 +17,13 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aclmon.fleet.commands import add_nats_credentials, credentials_from, parse_duration, parse_size
-
-#: directories searched below a SOURCE directory for its recording
-_MAX_DEPTH = 16
-_MAX_ENTRIES = 500_000
-#: live sources: events polled per step
-_POLL = 50_000
+from aclmon.bus.secrets import TOKEN, add_secret_option
+from aclmon.fleet.commands import add_nats_credentials, parse_size
+from aclmon.sources.export_inputs import Inputs, read_inputs
 
 
 def configure_export(parser: argparse.ArgumentParser) -> None:
@@ -84,11 +78,7 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="how long to record a live source (30s, 10m); default: until it ends or Ctrl-C",
     )
-    live.add_argument(
-        "--token",
-        default=os.environ.get("ACLMON_TOKEN"),
-        help="the agent's token (default $ACLMON_TOKEN; nats://: $ACLMON_NATS_TOKEN)",
-    )
+    add_secret_option(parser, TOKEN, "the agent's token (nats://: the NATS token)")
     add_nats_credentials(parser)
     parser.set_defaults(handler=export_command)
 
@@ -113,7 +103,7 @@ def export_command(args: argparse.Namespace) -> int:
         if max_bytes < MIN_MAX_BYTES:
             raise AclmonError(f"--max-size must be at least {MIN_MAX_BYTES // 1024}KiB")
     with Inputs() as inputs:  # a live source's spool goes when the export is done
-        _sources(args, inputs)
+        read_inputs(args, inputs)
         return _export(args, inputs, out, max_bytes)
 
 
@@ -129,240 +119,6 @@ def _check_command(files: list[str], max_bytes: int, as_json: bool) -> int:
         for report in reports:
             print("\n".join(report.lines()))
     return 0 if all(r.ok for r in reports) else 1
-
-
-# ---------------------------------------------------------------- inputs
-@dataclass
-class Inputs:
-    """The recordings to export (one group each) and what was said about them."""
-
-    recordings: list[Path] = field(default_factory=list)
-    dumps: Path | None = None
-    #: the window options apply (a nats --since was spent on the feed)
-    since_applies: bool = True
-    notes: list[str] = field(default_factory=list)
-    cleanup: list[Callable[[], None]] = field(default_factory=list)
-
-    def __enter__(self) -> Inputs:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for step in self.cleanup:
-            step()
-
-
-def _sources(args: argparse.Namespace, inputs: Inputs) -> None:
-    """Fills ``inputs`` from the command line: the recordings given, or a live
-    source recorded into temporary ones."""
-    from aclmon.bus.recording import is_recording
-    from aclmon.errors import AclmonError, no_such_file
-    from aclmon.fleet.connect import is_nats_target
-
-    sources: list[str] = args.source
-    inputs.dumps = Path(args.dumps).absolute() if args.dumps else None
-    if inputs.dumps is not None and not inputs.dumps.is_dir():
-        raise AclmonError(f"--dumps {args.dumps}: not a directory")
-    if len(sources) == 1 and is_nats_target(sources[0]):
-        _spool_fleet(args, sources[0], inputs)
-        return
-    files = [s for s in sources if not _is_live(s)]
-    if files and len(files) != len(sources):
-        raise AclmonError("give recordings, or one live source")
-    if not files:
-        if len(sources) > 1:
-            raise AclmonError("one live source at a time (a fleet: nats://SERVER/JOB)")
-        _spool_live(args, sources[0] if sources else None, inputs)
-        return
-    for source in files:
-        if not os.path.exists(source):
-            raise AclmonError(f"{no_such_file(source)} (a recording, a directory or a job)")
-    if args.duration:
-        raise AclmonError("--duration goes with a live source")
-    for source in files:
-        path = Path(source)
-        if path.is_dir():
-            inputs.recordings.append(_recording_in(path))
-            if inputs.dumps is None:
-                inputs.dumps = path.absolute()
-        elif is_recording(path):
-            inputs.recordings.append(path)
-        else:
-            raise AclmonError(f"{source} is not an aclmon recording")
-
-
-def _is_live(source: str) -> bool:
-    """A job's address (a PID, a socket, unix:… or tcp://…), not a file to read."""
-    import stat
-
-    if source.isdigit() or "://" in source or source.startswith("unix:"):
-        return True
-    try:
-        return stat.S_ISSOCK(os.stat(source).st_mode)
-    except OSError:
-        return source.endswith(".sock")
-
-
-def _recording_in(directory: Path) -> Path:
-    """The recording in a directory (the newest by its header when there are several)."""
-    from aclmon.bus.recording import RecordingReader, is_recording
-    from aclmon.dump.walk import walk_files
-    from aclmon.errors import AclmonError
-
-    found: list[tuple[int, str]] = []
-    for entry in walk_files(directory, _MAX_DEPTH, _MAX_ENTRIES, ordered=True):
-        if is_recording(entry.path):
-            try:
-                with RecordingReader(entry.path, background=False) as reader:
-                    found.append((reader.header.created_ns, entry.path))
-            except AclmonError:
-                continue
-    if not found:
-        raise AclmonError(f"{directory}: no aclmon recording in it")
-    return Path(max(found)[1])
-
-
-def _spool_live(args: argparse.Namespace, target: str | None, inputs: Inputs) -> None:
-    """Record one live job (until --duration, its end or Ctrl-C) into a temporary file."""
-    import time
-
-    from aclmon.bus.registry import resolve_target
-    from aclmon.bus.subscriber import Subscriber
-    from aclmon.errors import AclmonError
-    from aclmon.events import Goodbye
-
-    if args.since:
-        raise AclmonError("--since goes with a recording or nats:// (a live job: --duration)")
-    duration = parse_duration(args.duration) if args.duration else None
-    spool = _Spool(inputs)
-    subscriber = Subscriber(resolve_target(target), token=args.token, readonly=True).start()
-    try:
-        if not subscriber.wait_connected(10.0):
-            reason = subscriber.state_reason or subscriber.state
-            raise AclmonError(f"{subscriber.address}: cannot connect ({reason})")
-        deadline = time.monotonic() + duration if duration else None
-        print(f"aclmon export: recording {subscriber.address}"
-              + (f" for {args.duration}" if duration else " until it ends (Ctrl-C stops)"),
-              file=sys.stderr)  # fmt: skip
-        ended = False
-        with _Interrupted() as interrupted:
-            while not interrupted.happened and not ended:
-                timeout = (
-                    0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
-                )
-                events = subscriber.poll(_POLL, timeout)
-                spool.write("live", events)
-                ended = any(type(e) is Goodbye for e in events)
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                if subscriber.state in ("disconnected", "auth-failed") and not events:
-                    break
-        if subscriber.gaps:
-            inputs.notes.append(f"{subscriber.gaps} events missed in the sequence")
-    finally:
-        subscriber.close()
-        spool.close()
-
-
-def _spool_fleet(args: argparse.Namespace, target: str, inputs: Inputs) -> None:
-    """Record a fleet over NATS (JetStream from --since, then live for --duration)
-    into one temporary recording per source."""
-    import time
-
-    from aclmon.errors import AclmonError
-    from aclmon.fleet.connect import parse_target
-    from aclmon.fleet.nats_source import NatsFeed
-
-    if args.since is None and args.duration is None:
-        raise AclmonError("a fleet export needs --since (JetStream, e.g. 10m or all) or --duration")
-    since = parse_duration(args.since) if args.since is not None else None
-    duration = parse_duration(args.duration) if args.duration else None
-    url, scope = parse_target(target)
-    token = os.environ.get("ACLMON_NATS_TOKEN") or args.token
-    feed = NatsFeed(url, scope, credentials_from(args, token), since_s=since, readonly=True)
-    inputs.since_applies = False
-    spool = _Spool(inputs)
-    feed.start()
-    try:
-        deadline = time.monotonic() + duration if duration else None
-        quiet_since = time.monotonic()
-        with _Interrupted() as interrupted:
-            while not interrupted.happened:
-                if feed.state in ("auth-failed", "disconnected") and feed.state_reason:
-                    raise AclmonError(f"{target}: {feed.state_reason}")
-                batches = feed.poll(_POLL)
-                for key, events in batches:
-                    spool.write(f"{key[0]}-{key[1]}", events)
-                now = time.monotonic()
-                if batches:
-                    quiet_since = now
-                if deadline is not None:
-                    if now >= deadline:
-                        break
-                elif feed.caught_up.is_set() and now - quiet_since > 1.0:
-                    break  # JetStream replayed up to now
-                time.sleep(0.05)
-        if feed.lost:
-            inputs.notes.append(f"{feed.lost} events lost by the feed")
-    finally:
-        feed.close()
-        spool.close()
-    if not inputs.recordings:
-        raise AclmonError(f"{target}: no events from any source")
-
-
-class _Spool:
-    """Temporary recordings, one per source key, removed when the export is done."""
-
-    def __init__(self, inputs: Inputs) -> None:
-        import shutil
-        import tempfile
-
-        self.inputs = inputs
-        self.directory = Path(tempfile.mkdtemp(prefix="aclmon-export-"))
-        inputs.cleanup.append(lambda: shutil.rmtree(self.directory, ignore_errors=True))
-        self.writers: dict[str, Any] = {}
-
-    def write(self, key: str, events: list[Any]) -> None:
-        from aclmon.bus.recording import RecordingWriter
-
-        if not events:
-            return
-        writer = self.writers.get(key)
-        if writer is None:
-            path = self.directory / f"{len(self.writers)}.aclmrec"
-            writer = self.writers[key] = RecordingWriter(path, {"tool": "aclmon export"})
-            self.inputs.recordings.append(path)
-        writer.write_many(events)
-
-    def close(self) -> None:
-        for writer in self.writers.values():
-            writer.close()
-
-
-class _Interrupted:
-    """Ctrl-C or SIGTERM ends the recording of a live source (the export then runs)."""
-
-    def __init__(self) -> None:
-        self.happened = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Interrupted:
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._note)
-        return self
-
-    def _note(self, signum: int, frame: Any) -> None:
-        self.happened = True
-
-    def __exit__(self, *exc: object) -> None:
-        import signal
-
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 # ---------------------------------------------------------------- the export
@@ -432,7 +188,7 @@ def _write(args: argparse.Namespace, out: str, origin: int, max_bytes: int,
     several = len(recordings) > 1
     writer = _writer(args, out, origin, max_bytes, recordings, several)
     sink: Any = writer if window is None else WindowFilter(writer, *window)
-    dump_events = _dump_events(inputs.dumps) if inputs.dumps is not None else []
+    dump_events = inputs.dump_events()
     flow_ids = itertools.count(1)
     counts: dict[str, int] = {}
     skipped = []
@@ -526,31 +282,6 @@ def _look(path: Path, inputs: Inputs, survey: bool, executions: bool) -> _Record
     if survey:
         found.survey = Survey(executions={} if executions else None)
         found.survey.add_many(_events(reader))
-    return found
-
-
-def _dump_events(directory: Path) -> list[Any]:
-    """The overflow and exception dump files of a dump directory, as the agent
-    would have announced them (the export links exceptions to their dumps and
-    shows overflows the recording did not see)."""
-    from aclmon.dump import summarize
-    from aclmon.dump.index import DumpIndex
-    from aclmon.events import DumpFileSeen
-
-    found = []
-    for file in DumpIndex(directory).files:
-        if file.kind not in ("overflow", "exception-dump"):
-            continue
-        summary = summarize(file.path)
-        stamp = summary.get("timestamp")
-        ts = stamp * 1000 if isinstance(stamp, int) and 0 < stamp < 1 << 53 else 0
-        if not ts:
-            try:
-                ts = os.stat(file.path).st_mtime_ns
-            except OSError:
-                continue
-        found.append(DumpFileSeen(0, ts, file.path, file.kind, file.size, summary))
-    found.sort(key=lambda e: (e.ts_ns, e.path))
     return found
 
 
