@@ -234,6 +234,11 @@ class ReplayEngine:
         return int(self.index.timestamps[min(position, len(self.index)) - 1])
 
     @property
+    def side_events(self) -> list[ev.Event]:
+        """The events from beside the recording, in time order (see ``__init__``)."""
+        return list(self._side)
+
+    @property
     def first_ts(self) -> int | None:
         return int(self.index.timestamps[0]) if len(self.index) else None
 

@@ -26,9 +26,11 @@ first (``dropped`` counts them), so a live view's memory stays bounded.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aclmon.store.slice_model import SliceModel
 from aclmon.store.slices import CounterSample, Flow, Instant, Lane, Process, Slice
 
 #: slices kept per lane by default (each costs ~100 bytes here beside the item)
@@ -300,6 +302,27 @@ class SliceIndex:
             column += 1
         return out
 
+    def instant_cells(self, lane: Lane, t0: int, t1: int, width: int) -> list[Instant | None]:
+        """For each of ``width`` columns splitting ``[t0, t1)``, the first instant of
+        the lane there (None: none), in O(width · log n) as :meth:`cells`."""
+        out: list[Instant | None] = [None] * max(width, 0)
+        points = self._instants.get(lane)
+        if points is None or width <= 0 or t1 <= t0:
+            return out
+        times, items = points.times, points.items
+        step = (t1 - t0) / width
+        index = bisect.bisect_left(times, t0)
+        count = len(times)
+        while index < count:
+            ts = times[index]
+            if ts >= t1:
+                break
+            column = int((ts - t0) / step)
+            out[column] = items[index]
+            # on to the first instant past this column
+            index = bisect.bisect_left(times, t0 + (column + 1) * step, index + 1)
+        return out
+
     def instants(self, lane: Lane, t0: int, t1: int) -> list[Instant]:
         points = self._instants.get(lane)
         return points.between(t0, t1) if points is not None else []
@@ -338,3 +361,40 @@ class SliceIndex:
                     if item.event is event:
                         return lane, item.start_ns
         return None
+
+
+class IndexedTimeline:
+    """A :class:`~aclmon.store.slice_model.SliceModel` whose sink is a
+    :class:`SliceIndex`: what a timeline view draws, fed live as events come
+    (``apply_many``, and ``settle`` on a timer while the source is quiet) or
+    built once from a whole recording (``build``, on a worker thread)."""
+
+    def __init__(self, lane_limit: int = LANE_LIMIT) -> None:
+        self.index = SliceIndex(lane_limit)
+        self.model = SliceModel(self.index)
+        #: the whole source has been folded (a recording): nothing waits any more
+        self.finished = False
+
+    def apply_many(self, events: Iterable[Any]) -> None:
+        self.model.apply_many(events)
+
+    def settle(self, now_ns: int) -> None:
+        self.model.settle(now_ns)
+
+    def finish(self) -> None:
+        self.model.finish()
+        self.finished = True
+
+    @classmethod
+    def build(
+        cls, events: Iterable[Any], should_stop: Callable[[], bool] = lambda: False
+    ) -> IndexedTimeline | None:
+        """Every event folded and finished; None when ``should_stop`` said so
+        (asked every few thousand events)."""
+        timeline = cls()
+        for count, event in enumerate(events):
+            if count % 4096 == 0 and should_stop():
+                return None
+            timeline.model.apply(event)
+        timeline.finish()
+        return timeline

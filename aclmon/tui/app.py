@@ -37,6 +37,7 @@ from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.store import Store
+from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
@@ -53,6 +54,7 @@ from aclmon.tui.screens import (
     ScrollingModal,
     related_dumps,
 )
+from aclmon.tui.slicedetail import SliceDetail
 from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views import (
@@ -64,6 +66,7 @@ from aclmon.tui.views import (
     HostView,
     LogsView,
     ProfilingView,
+    TimelineView,
     View,
 )
 from aclmon.tui.views.filterbar import FilterBar
@@ -128,6 +131,8 @@ class AclmonApp(InertApp[int]):
             raise AclmonError(f"--interval must be positive, not {interval}")
         self.source = source
         self.store = store or Store()
+        #: the slices the Timeline view draws, fed the same events as the store
+        self.slices = IndexedTimeline()
         self.interval = interval
         self.max_batch = max_batch
         self._clock = clock
@@ -199,6 +204,7 @@ class AclmonApp(InertApp[int]):
     profiling_view = ViewOf(ProfilingView)
     dumps_view = ViewOf(DumpsView)
     logs_view = ViewOf(LogsView)
+    timeline_view = ViewOf(TimelineView)
     host_view = ViewOf(HostView)
 
     def on_mount(self) -> None:
@@ -238,6 +244,7 @@ class AclmonApp(InertApp[int]):
         self.profiling_view.readonly = self.host_view.readonly = self.source.readonly
         self.host_view.status_of = self.source.host_status
         self.dumps_view.grouped = self._group_dumps
+        self.timeline_view.show_timeline(self.slices)
         self.tabs.current = self.current_view
         self.source.start()
         self._started = True
@@ -290,6 +297,9 @@ class AclmonApp(InertApp[int]):
         events = self.source.poll(self.max_batch)
         if events:
             self.store.apply_many(events)
+            self.slices.apply_many(events)
+        if not self.slices.finished:  # a quiet job's waiting operators go out by now
+            self.slices.settle(time.time_ns())
         self.store.note_decoder_counts(*self.source.decoder_counts())
         if self.store.state.goodbye is not None and self.source.state != CONNECTED:
             # The job said goodbye and the connection is gone: nothing to reconnect to.
@@ -382,6 +392,7 @@ class AclmonApp(InertApp[int]):
             ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
             *((e.help_title, binding_rows(list(e.cls.BINDINGS), keymap)) for e in VIEWS),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
+            ("Timeline detail", binding_rows(list(SliceDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
             ("Detail and help (scrolling)", binding_rows(list(ScrollingModal.BINDINGS), keymap)),
         ]
@@ -406,6 +417,8 @@ class AclmonApp(InertApp[int]):
         def closed(result: str | None) -> None:
             if result == "logs":
                 self.show_logs_near(exception)
+            elif result == "timeline":
+                self.show_on_timeline(exception)
 
         self.push_screen(
             ExceptionDetail(
@@ -424,6 +437,21 @@ class AclmonApp(InertApp[int]):
         s = self.store.state
         near = lines_near(list(s.logs), failure.event, self._job_pid())
         self.push_screen(CallFailureDetail(failure, s.newest_ts_ns, near))
+
+    def show_on_timeline(self, exception: ev.AclException) -> None:
+        self.action_show_view("timeline")
+        if not self.timeline_view.show_event(exception):
+            self.notify("the timeline does not hold this exception (yet)", timeout=3)
+
+    @on(TimelineView.Opened)
+    def _timeline_item_opened(self, message: TimelineView.Opened) -> None:
+        item = message.item
+
+        def closed(result: str | None) -> None:
+            if result == "exception":
+                self.open_exception(item.event)
+
+        self.push_screen(SliceDetail(item), closed)
 
     def _job_pid(self) -> int:
         hello = self.store.state.hello

@@ -139,7 +139,8 @@ class TabBar(Static):
 
     def _labels(self, form: int) -> list[str]:
         """Each tab's text, in the ``form``-th shortest way: whole titles; their first
-        word; then counts without brackets; then titles of three letters."""
+        word; then counts without brackets; then titles of three letters; then
+        only the shown tab's title (the others by number and count)."""
         labels = []
         for n, (view, title) in enumerate(self.titles.items(), start=1):
             count = self.counts.get(view, "")
@@ -149,7 +150,10 @@ class TabBar(Static):
                 count = count.replace("(", "").replace(")", "")
             if form >= 3:
                 title = title[:3]
-            labels.append(f" {n} {title}{count} ")
+            if form >= 4 and view != self.current:
+                title = ""
+            body = f"{title}{count}".strip()
+            labels.append(f" {n} {body} " if body else f" {n} ")
         return labels
 
     def _draw(self) -> None:
@@ -161,7 +165,7 @@ class TabBar(Static):
         form = 0 if room >= 98 else 1
         # the first form that fits (a tab's own spaces keep tabs apart once the gaps go)
         while (
-            form < 3
+            form < 4
             and sum(map(len, self._labels(form))) + (len(self.titles) if form < 2 else 0) > room
         ):
             form += 1

@@ -106,6 +106,7 @@ class ExceptionDetail(ScrollingModal[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,enter", "close", "Close", id="detail.close"),
         Binding("l", "logs", "Logs ±1 s", id="detail.logs"),
+        Binding("t", "timeline", "On the timeline", id="detail.timeline"),
     ]
     PREFIX = "detail"
 
@@ -142,6 +143,9 @@ class ExceptionDetail(ScrollingModal[str | None]):
 
     def action_logs(self) -> None:
         self.dismiss("logs")
+
+    def action_timeline(self) -> None:
+        self.dismiss("timeline")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="detail-box"):
@@ -181,7 +185,10 @@ class ExceptionDetail(ScrollingModal[str | None]):
             vlist.move_cursor_to(0)
             vlist.focus(scroll_visible=False)  # the detail opens at its top, not at the list
         log = _log_lines_text(self.logs, dim, bad)
-        log.append("\nEsc closes · l shows the Logs view around it", style=dim)
+        log.append(
+            "\nEsc closes · l shows the Logs view around it · t its moment on the timeline",
+            style=dim,
+        )
         self.query_one("#detail-logs", Static).update(log)
 
     @property

@@ -98,6 +98,7 @@ def build_events() -> list[ev.Event]:
         # Model 1 runs on device 0 stream 0; model 2 on device 1 stream 1.
         b.add(ev.ExecuteBegin, 1, stream_handle(0, 0), 0, dt_ms=100)
         b.add(ev.ExecuteEnd, 1, stream_handle(0, 0), 41_500_000, 0, dt_ms=400)
+        last_run_ns = b.ts - 41_500_000
         b.add(ev.ExecuteBegin, 2, stream_handle(1, 1), 1, dt_ms=1)
         b.add(ev.ExecuteEnd, 2, stream_handle(1, 1), 88_000_000, 0, dt_ms=480)
 
@@ -122,12 +123,13 @@ def build_events() -> list[ev.Event]:
     b.add(ev.ProfilingState, False, True, 0, ACL_AICORE_PIPE_UTILIZATION, (0, 1), "", "aclmon",
           True, ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_AICORE_METRICS,
           ACL_AICORE_PIPE_UTILIZATION, (0, 1))  # fmt: skip
+    # The operators of model 1's last run, one after the other on its stream.
+    start_us = (last_run_ns + 100_000) // 1000
     for rep in range(8):
         for name, op_type, base_us in ops:
             duration = base_us + (rep * 7) % 13
-            b.add(
-                ev.OpTiming, 1, name, op_type, rep * 1000, rep * 1000 + duration, duration, dt_ms=1
-            )
+            b.add(ev.OpTiming, 1, name, op_type, start_us, start_us + duration, duration, dt_ms=1)
+            start_us += duration + 3
 
     conv_in = (
         ev.TensorDesc(ACL_FLOAT16, ACL_FORMAT_NC1HWC0, (32, 4, 224, 224, 16), 0x12C0_0000_0000, 205_520_896, "x"),

@@ -8,6 +8,8 @@ swap the finished state in.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -15,6 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
+from textual.worker import get_current_worker
 
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
@@ -25,8 +28,10 @@ from aclmon.store.replay import (
     OVERFLOW,
     ReplayEngine,
     SeekTimeError,
+    iter_recording_events,
     parse_seek_time,
 )
+from aclmon.store.slice_index import IndexedTimeline
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.keys import binding_rows
@@ -106,6 +111,7 @@ class ReplayApp(AclmonApp):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.timeline_view.show_timeline(None)  # until the recording's slices are built
         # After the first screen: the builder competes with the UI for the GIL.
         self.call_after_refresh(self._start_indexing)
         if self._autoplay:
@@ -118,6 +124,32 @@ class ReplayApp(AclmonApp):
         if isinstance(engine.index, LateIndex):
             engine.index.open()
         engine.start_background()
+        self._index_slices()
+
+    @work(thread=True, exclusive=True, group="replay-slices")
+    def _index_slices(self) -> None:
+        """The Timeline view's slices of the whole recording, once it is indexed
+        (the view then follows the cursor's time)."""
+        worker = get_current_worker()
+        engine = self.engine
+        while not engine.index.indexed and not worker.is_cancelled:
+            time.sleep(0.1)
+        events = itertools.chain(iter_recording_events(engine), engine.side_events)
+        try:
+            built = IndexedTimeline.build(events, lambda: worker.is_cancelled)
+        except AclmonError as exc:  # the file went bad since it was indexed
+            self._call_ui(self._slices_failed, str(exc))
+            return
+        if built is not None:
+            self._call_ui(self._slices_built, built)
+
+    def _slices_failed(self, message: str) -> None:
+        self.notify(f"timeline: {message}", severity="error", timeout=8)
+
+    def _slices_built(self, built: IndexedTimeline) -> None:
+        self.slices = built
+        self.timeline_view.show_timeline(built)
+        self.timeline_view.pin(self.position_ts())
 
     def _check_warnings(self) -> None:
         """Add the file's problems to the timeline once the index knows them."""
@@ -139,6 +171,7 @@ class ReplayApp(AclmonApp):
         # moves with the engine, so it is redrawn on every tick.
         self.cursor_ts = self.position_ts()
         self.timeline.refresh_timeline()
+        self.timeline_view.pin(self.cursor_ts)
 
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:

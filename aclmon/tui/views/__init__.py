@@ -20,6 +20,7 @@ from aclmon.tui.views.exceptions import ExceptionsView
 from aclmon.tui.views.host import HostView
 from aclmon.tui.views.logs import LogsView
 from aclmon.tui.views.profiling import ProfilingView
+from aclmon.tui.views.timeline import TimelineView
 
 
 class ViewEntry(NamedTuple):
@@ -48,6 +49,7 @@ VIEWS: tuple[ViewEntry, ...] = (
     ViewEntry("profiling", "Profiling", ProfilingView),
     ViewEntry("dumps", "Dumps / overflow", DumpsView),
     ViewEntry("logs", "Logs", LogsView),
+    ViewEntry("timeline", "Timeline", TimelineView),
     ViewEntry("npus", "Host", HostView),
 )
 VIEW_IDS: tuple[str, ...] = tuple(entry.id for entry in VIEWS)
@@ -62,6 +64,7 @@ __all__ = [
     "HostView",
     "LogsView",
     "ProfilingView",
+    "TimelineView",
     "View",
     "ViewEntry",
 ]
