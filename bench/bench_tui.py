@@ -14,9 +14,12 @@ Measured, side by side in one run:
 - idle CPU of this process at the default refresh interval (the publisher is
   connected but quiet), over 5 s: before the load, and again after it has
   drained (with the store full),
-- peak RSS of this process.
+- peak RSS of this process,
+- timeline_frame_ms: the median time to redraw the Timeline view's canvas (every
+  line through the Line API, as Textual asks for them) after a zoom or pan step,
+  at 200x50, over a window that holds 100,000 operator slices.
 
-usage: python bench/bench_tui.py [--quick]
+usage: python bench/bench_tui.py [--quick] [--timeline-only]
 The last line of output is one JSON object with the figures.
 """
 
@@ -279,13 +282,75 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
     }
 
 
+# ------------------------------------------------------------------ the timeline
+TIMELINE_SLICES = 100_000
+TIMELINE_STEPS = ("w", "w", "s", "a", "d", "s", "w", "d", "a", "s") * 3
+
+
+def timeline_events(slices: int) -> list[object]:
+    """Four streams, each running its model over and over, 100 operators a run."""
+    from aclmon import events as ev
+
+    clock = ev.Clock()
+    out: list[object] = [clock.make(ev.Hello, *ev.hello_fields("sim", "Ascend910B1", 1))]
+    out.append(clock.make(ev.ContextCreated, 0, 0x5000, True))
+    for n in range(4):
+        out.append(clock.make(ev.StreamCreated, 0, 0x5000, 0x7000 + n, n, 0, 0))
+        out.append(clock.make(ev.ModelLoaded, n + 1, 0, f"model{n}", 100))
+    start = time.time_ns() + 1_000_000
+    runs = slices // (4 * 100)
+    for run in range(runs):
+        for n in range(4):
+            begin = start + run * 1_100_000  # a run every 1.1 ms, 100 ops of 10 us
+            out.append(ev.ExecuteEnd(0, begin + 20_000, n + 1, 0x7000 + n, 20_000, 0))
+            for op in range(100):
+                op_start = (begin + 50_000 + op * 10_000) // 1000
+                out.append(ev.OpTiming(0, begin + 1_000_000, n + 1, f"layer{op}/Conv2D",
+                                       "Conv2D", op_start, op_start + 9, 9, 0))  # fmt: skip
+    return out
+
+
+async def timeline_frames() -> tuple[float, int]:
+    """(median ms per redraw of the whole canvas after a step, slices in the window)."""
+    from aclmon.sources.base import ListSource
+    from aclmon.store.slice_index import IndexedTimeline
+    from aclmon.tui.app import AclmonApp
+
+    built = IndexedTimeline.build(timeline_events(TIMELINE_SLICES))
+    assert built is not None
+    app = AclmonApp(ListSource([], description="bench"), clock=lambda: 0.0)
+    async with app.run_test(size=(200, 50)) as pilot:
+        app.slices = built
+        view = app.timeline_view
+        view.show_timeline(built)
+        await pilot.press("6", "z")  # the whole span: every slice in the window
+        await pilot.pause()
+        shown = len(view.slices_in_window())
+        canvas = view.canvas
+        times = []
+        for key in TIMELINE_STEPS:
+            await pilot.press(key)
+            began = time.perf_counter()
+            for y in range(canvas.size.height):
+                canvas.render_line(y)
+            times.append((time.perf_counter() - began) * 1000)
+    return statistics.median(times), shown
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="shorter phases (smoke run)")
     parser.add_argument("--publish", nargs=3, metavar=("ADDR", "RECORDING", "SCHEDULE"))
+    parser.add_argument("--timeline-only", action="store_true", help="only timeline_frame_ms")
     args = parser.parse_args()
     if args.publish:
         return publisher_main(*args.publish)
+    frame_ms, shown = asyncio.run(timeline_frames())
+    print(f"timeline redraw at 200x50 over {shown} slices: median {frame_ms:.1f} ms"
+          f" (load {os.getloadavg()[0]:.1f})")  # fmt: skip
+    if args.timeline_only:
+        print(json.dumps({"timeline_frame_ms": round(frame_ms, 1)}))
+        return 0
 
     seconds = 1.5 if args.quick else PHASE_SECONDS
     schedule = ",".join(
@@ -333,6 +398,7 @@ def main() -> int:
         "idle_cpu_percent": round(result["idle_cpu"], 2),  # type: ignore[arg-type]
         "idle_after_load_cpu_percent": round(result["idle_after_cpu"], 2),  # type: ignore[arg-type]
         "peak_rss_mb": round(result["peak_rss_mb"], 1),  # type: ignore[arg-type]
+        "timeline_frame_ms": round(frame_ms, 1),
         "phases": result["phases"],
     }))  # fmt: skip
     return 0

@@ -38,6 +38,10 @@ MOUSE = [
      "test_each_flag_is_checked_by_space_or_a_click_and_sent_by_enter"),
     ("exception detail", "double-click a file", "decodes it in place",
      "test_a_double_click_on_a_file_in_the_detail_decodes_it"),
+    ("Timeline view", "click a row", "selects it and puts the cursor there (again: opens)",
+     "test_a_click_puts_the_cursor_and_a_second_opens"),
+    ("Timeline view", "mouse wheel", "zooms in (up) or out at the pointer",
+     "test_w_s_plus_minus_and_the_wheel_zoom_keeping_the_time_under_the_cursor"),
     ("footer", "click a key", "does what the key does",
      "test_a_click_on_a_footer_key_does_what_the_key_does"),
 ]  # fmt: skip

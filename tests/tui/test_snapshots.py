@@ -26,6 +26,8 @@ VIEW_KEYS = {
     "profiling": ["3"],
     "dumps": ["4", "up"],
     "logs": ["5"],
+    # the last ten seconds of the scenario: executions, syncs, the run's operators, exceptions
+    "timeline": ["6"],
     "exception-detail": ["2", "up", "enter"],
     "help": ["question_mark"],
 }
