@@ -135,7 +135,7 @@ def shown_name(name: str) -> str:
 #: shorter words for a lane's label where the whole one does not fit
 _SHORTER = (
     ("log warnings and errors", "log warn/error"), ("Stream ", "S"), ("Thread ", "T"),
-    ("(stream not known)", "(?)"), ("single operators", "single ops"),
+    ("(stream not known)", "(?)"), ("single operators", "single ops"), ("(overlapping)", "(ovl)"),
 )  # fmt: skip
 
 
@@ -188,7 +188,7 @@ def draw_row(
         style = shades[1] if previous is shades and previous_first is shades[0] else shades[0]
         previous, previous_first = shades, style
         run = end - column
-        text = middle(shown_name(item.name), run) if run >= 4 else ""
+        text = middle(shown_name(item.name), run) if run >= 6 else ""
         for offset in range(run):
             styles[column + offset] = style
         for offset, char in enumerate(text):
