@@ -49,7 +49,7 @@ def hosts_at(here: str) -> tuple[RankHosts, CountingHostFeed, list[bool]]:
 
 async def show_host_view(app, pilot, awaited: str) -> None:
     """Press 6 and wait until the Host view's state line says ``awaited``."""
-    await pilot.press("6")
+    await pilot.press("7")
     await wait_for(pilot, lambda: awaited in static_text(app, "#npus-status"), WAIT)
 
 
@@ -81,7 +81,7 @@ async def test_a_rank_on_another_host_says_its_host_readings_are_not_here():
     _app, fleet = open_rank(feed)
     app = rank_app(feed, fleet, RANK, interval=0.05, hosts=hosts)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
+        await pilot.press("7")
         await wait_for(pilot, lambda: "another host" in static_text(app, "#host-note"), WAIT)
         note = " ".join(static_text(app, "#host-note").split())
         assert "host readings are not available for a rank on another host (node-a)" in note

@@ -52,7 +52,7 @@ def another_users_process() -> tuple[int, subprocess.Popen[bytes] | None]:
 
 async def show_host(pilot, pid: int | None = None) -> None:
     """The Host view, the cursor on ``pid``'s first row."""
-    await pilot.press("6")
+    await pilot.press("7")
     await pilot.pause()
     view = pilot.app.host_view
     if pid is not None:
@@ -74,7 +74,7 @@ async def test_enter_on_another_jobs_process_asks_for_its_screens():
 async def test_enter_on_this_jobs_process_shows_its_devices_and_without_a_loop_says_attach():
     app = host_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")  # the Host view's number key
+        await pilot.press("7")  # the Host view's number key
         assert app.current_view == "npus"
         await show_host(pilot, JOB_PID)
         await pilot.press("enter")
