@@ -24,7 +24,7 @@ import pytest
 from fleethelpers import wait_until
 from test_fleet_end_to_end import stop_relay
 
-from aclmon.sources.demo import _die_with_parent
+from aclmon.children import dies_with_me
 
 pytestmark = pytest.mark.slow
 
@@ -70,7 +70,7 @@ def relays(nats, tmp_path: Path):
                        "--flush-ms", "10"]  # fmt: skip
             env = host_env(tmp_path, rank, nats.token)
             procs.append((subprocess.Popen(command, env=env, stdout=log,
-                                           stderr=log, preexec_fn=_die_with_parent), log))  # fmt: skip
+                                           stderr=log, preexec_fn=dies_with_me()), log))  # fmt: skip
         yield
     finally:
         for relay in procs:
@@ -127,7 +127,7 @@ def run_ranks(tmp_path: Path, nats, seed: int) -> None:
             with open(base / f"rank{rank}.log", "w") as log:  # what a failing rank said
                 procs.append(subprocess.Popen(command, env=env, cwd=base, stdout=subprocess.PIPE,
                                               stderr=log, text=True,
-                                              preexec_fn=_die_with_parent))  # fmt: skip
+                                              preexec_fn=dies_with_me()))  # fmt: skip
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         ready = go.with_suffix(".tmp")  # whole or not at all: a rank reads it once it exists
