@@ -19,11 +19,13 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclmon.bus.secrets import TOKEN, add_secret_option
 from aclmon.fleet.commands import add_nats_credentials, parse_size
-from aclmon.sources.export_inputs import Inputs, read_inputs
+
+if TYPE_CHECKING:
+    from aclmon.sources.export_inputs import Inputs
 
 
 def configure_export(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +104,8 @@ def export_command(args: argparse.Namespace) -> int:
 
         if max_bytes < MIN_MAX_BYTES:
             raise AclmonError(f"--max-size must be at least {MIN_MAX_BYTES // 1024}KiB")
+    from aclmon.sources.export_inputs import Inputs, read_inputs
+
     with Inputs() as inputs:  # a live source's spool goes when the export is done
         read_inputs(args, inputs)
         return _export(args, inputs, out, max_bytes)

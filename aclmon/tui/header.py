@@ -139,8 +139,9 @@ class TabBar(Static):
 
     def _labels(self, form: int) -> list[str]:
         """Each tab's text, in the ``form``-th shortest way: whole titles; their first
-        word; then counts without brackets; then titles of three letters; then
-        only the shown tab's title (the others by number and count)."""
+        word; then counts without brackets; then the other tabs' titles in four
+        letters, then three, then none (by number and count); the shown tab's
+        title stays whole from the third form on."""
         labels = []
         for n, (view, title) in enumerate(self.titles.items(), start=1):
             count = self.counts.get(view, "")
@@ -148,10 +149,11 @@ class TabBar(Static):
                 title = title.split(" ")[0]
             if form >= 2:
                 count = count.replace("(", "").replace(")", "")
-            if form >= 3:
-                title = title[:3]
-            if form >= 4 and view != self.current:
-                title = ""
+            if view != self.current:  # the shown tab keeps its title whole
+                if form >= 3:
+                    title = title[: 4 if form == 3 else 3]
+                if form >= 5:
+                    title = ""
             body = f"{title}{count}".strip()
             labels.append(f" {n} {body} " if body else f" {n} ")
         return labels
@@ -165,7 +167,7 @@ class TabBar(Static):
         form = 0 if room >= 98 else 1
         # the first form that fits (a tab's own spaces keep tabs apart once the gaps go)
         while (
-            form < 4
+            form < 5
             and sum(map(len, self._labels(form))) + (len(self.titles) if form < 2 else 0) > room
         ):
             form += 1

@@ -140,7 +140,8 @@ def test_every_fault_kind_is_triaged_with_its_cause_and_launch_site(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     triages = [json.loads(line) for line in result.stdout.splitlines() if '"triage"' in line]
-    triages = [t for t in triages if t["kind"] == "triage"]
+    # numbered ones: the agent's last snapshot before its Goodbye restates them (seq 0)
+    triages = [t for t in triages if t["kind"] == "triage" and t["seq"]]
     assert [t["triage"]["cause"] for t in triages] == [cause for _, _, cause, _ in EXPECTED]
 
 

@@ -340,13 +340,18 @@ async def test_top_readonly_refuses_signals_too():
         assert app.view.note.startswith("read-only")
 
 
-async def test_all_six_tabs_fit_80_columns_with_their_counts():
+async def test_all_seven_tabs_fit_80_columns_with_their_counts():
     app = host_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         tabs = str(app.tabs.render())
+        # the shown tab whole, the others by their first letters, every count kept
         for number, title in enumerate(
-            ("Devices", "Exceptions", "Profiling", "Dumps", "Logs", "Host"), 1
+            ("Devices", "Exce", "Prof", "Dump", "Logs", "Time", "Host"), 1
         ):
             assert f" {number} {title}" in tabs
-        assert "Exceptions 8" in tabs and "…" not in tabs
+        assert "Exce 8" in tabs and "Host 8" in tabs and "…" not in tabs
+        await pilot.press("7")
+        await pilot.pause()
+        tabs = str(app.tabs.render())
+        assert " 7 Host 8" in tabs and " 1 Devi 4" in tabs and "…" not in tabs

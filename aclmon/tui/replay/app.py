@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.worker import get_current_worker
 
@@ -171,7 +172,10 @@ class ReplayApp(AclmonApp):
         # moves with the engine, so it is redrawn on every tick.
         self.cursor_ts = self.position_ts()
         self.timeline.refresh_timeline()
-        self.timeline_view.pin(self.cursor_ts)
+        try:
+            self.timeline_view.pin(self.cursor_ts)
+        except NoMatches:  # a timer's last turn while the app's widgets are torn down
+            return
 
     # ---------------------------------------------------------------- refresh
     def tick(self) -> None:
