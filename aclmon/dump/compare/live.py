@@ -130,7 +130,7 @@ class LiveComparer:
 
     # ------------------------------------------------------------ the worker
     def _run(self) -> None:
-        _lower_priority()
+        lower_thread_priority()
         while True:
             item = self._queue.get()
             if item is None:
@@ -194,7 +194,7 @@ class LiveComparer:
         )
 
 
-def _lower_priority() -> None:
+def lower_thread_priority() -> None:
     """This thread at nice 19 (Linux threads have their own nice value); elsewhere a no-op."""
     get_id = getattr(threading, "get_native_id", None)
     setpriority = getattr(os, "setpriority", None)

@@ -190,20 +190,34 @@ class CompareTable:
                 )
             )
         ]
-        if sort != ORDER:
-            if sort in self.algorithms:
-                numbered = [r for r in chosen if not math.isnan(r.number(sort))]
-                blank = [r for r in chosen if math.isnan(r.number(sort))]
-                numbered.sort(key=_metric_key(sort), reverse=reverse)
-                chosen = numbered + blank
-            else:
-                chosen.sort(key=_sorter(sort), reverse=reverse)
-        elif reverse:
-            chosen.reverse()
+        chosen = sort_rows(chosen, sort, reverse)
         return TableView(tuple(chosen), version, len(rows), divergence, counts)
 
 
-def _sorter(sort: str) -> Callable[[CompareRow], tuple[object, ...]]:
+def sort_rows(rows: Iterable[CompareRow], sort: str, reverse: bool = False) -> list[CompareRow]:
+    """``rows`` (in execution order) sorted by ``sort``: one of a table's ``sort_keys``;
+    a metric column sorts by its number, the rows without one last in either direction."""
+    chosen = list(rows)
+    if sort == ORDER:
+        if reverse:
+            chosen.reverse()
+        return chosen
+    key = row_sort_key(sort)
+    if sort in ALGORITHMS:
+        numbered = [r for r in chosen if not math.isnan(r.number(sort))]
+        blank = [r for r in chosen if math.isnan(r.number(sort))]
+        numbered.sort(key=key, reverse=reverse)
+        return numbered + blank
+    chosen.sort(key=key, reverse=reverse)
+    return chosen
+
+
+def row_sort_key(sort: str) -> Callable[[CompareRow], tuple[object, ...]]:
+    """The key of one sort (ascending; :func:`sort_rows` keeps number-less rows last)."""
+    if sort == ORDER:
+        return order_key
+    if sort in ALGORITHMS:
+        return _metric_key(sort)
     if sort == OP:
         return lambda r: (r.op_name.lower(), order_key(r))
     if sort == TYPE:
