@@ -33,12 +33,15 @@ from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED
+from aclmon.dump.compare.thresholds import Thresholds
 from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
+from aclmon.sources.golden import GoldenCompare
 from aclmon.store import Store
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
+from aclmon.tui.comparedetail import CompareDetail
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
@@ -60,6 +63,7 @@ from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, lo
 from aclmon.tui.views import (
     VIEW_IDS,
     VIEWS,
+    CompareView,
     DevicesView,
     DumpsView,
     ExceptionsView,
@@ -125,6 +129,7 @@ class AclmonApp(InertApp[int]):
         group_dumps: bool = False,
         export_dir: str = "aclmon-export",
         open_jobs: bool = False,
+        compare: GoldenCompare | None = None,
     ) -> None:
         super().__init__()
         if interval <= 0:
@@ -141,10 +146,12 @@ class AclmonApp(InertApp[int]):
         self.user_keymap = dict(keymap or {})
         self._start_view = start_view if start_view in VIEW_IDS else VIEW_IDS[0]
         self._group_dumps = group_dumps
+        #: the compare against a golden run (``--golden``), shown in the Compare view
+        self.compare = compare
         #: where a dump's tensors are exported (``e`` in the Dumps view)
         self.export_dir = os.path.abspath(export_dir)
         self.current_view = self._start_view
-        self._painted_version = -1
+        self._painted_version: object = -1
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.events_per_s = 0.0
         self._command_numbers = itertools.count(1)
@@ -206,6 +213,7 @@ class AclmonApp(InertApp[int]):
     logs_view = ViewOf(LogsView)
     timeline_view = ViewOf(TimelineView)
     host_view = ViewOf(HostView)
+    compare_view = ViewOf(CompareView)
 
     def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()
@@ -245,8 +253,11 @@ class AclmonApp(InertApp[int]):
         self.host_view.status_of = self.source.host_status
         self.dumps_view.grouped = self._group_dumps
         self.timeline_view.show_timeline(self.slices)
+        self.compare_view.compare = self.compare
         self.tabs.current = self.current_view
         self.source.start()
+        if self.compare is not None:
+            self.compare.start()
         self._started = True
         self.tick()
         self.set_interval(self.interval, self.tick)
@@ -258,6 +269,8 @@ class AclmonApp(InertApp[int]):
         self._started = False
         self._commands.shutdown(wait=False, cancel_futures=True)
         self.source.close()
+        if self.compare is not None:
+            self.compare.close()
 
     def _report_once(self, message: str) -> None:
         """A problem with the viewer's own settings: a notice, and a warning line
@@ -298,6 +311,8 @@ class AclmonApp(InertApp[int]):
         if events:
             self.store.apply_many(events)
             self.slices.apply_many(events)
+            if self.compare is not None:
+                self.compare.offer(events)  # never blocks: a live compare queues the dump files
         if not self.slices.finished:  # a quiet job's waiting operators go out by now
             self.slices.settle(time.time_ns())
         self.store.note_decoder_counts(*self.source.decoder_counts())
@@ -327,7 +342,8 @@ class AclmonApp(InertApp[int]):
     def refresh_view(self, force: bool = False) -> None:
         if not self._live:
             return
-        version = self.store.version
+        # a view may show more than the store (a compare's table): its version counts too
+        version = (self.store.version, *(v.content_version() for v in self.views.values()))
         if not force and version == self._painted_version:
             return
         self._painted_version = version
@@ -491,6 +507,11 @@ class AclmonApp(InertApp[int]):
             self.exit(0)
         else:
             self.host_view.note = f"pid {message.pid}: open its screens with aclmon attach"
+
+    @on(CompareView.Opened)
+    def _compare_opened(self, message: CompareView.Opened) -> None:
+        thresholds = self.compare.table.thresholds if self.compare is not None else Thresholds()
+        self.push_screen(CompareDetail(message.row, thresholds))
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclmon.tui.options import (
     add_screen_options,
@@ -18,6 +18,9 @@ from aclmon.tui.options import (
     check_theme,
     keymap_of,
 )
+
+if TYPE_CHECKING:
+    from aclmon.sources.golden import GoldenCompare
 
 
 def configure_attach(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +58,7 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="also list the dump and overflow files already in DIR (the agent announces new ones)",
     )
+    _add_golden_option(parser, "each dump file the job writes, as it lands")
     add_view_options(parser)
     from aclmon.fleet.commands import add_nats_credentials
 
@@ -114,6 +118,7 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
         help="open at this time: start, end, +10s, 90 (s from start), 14:03:07 (UTC), ISO",
     )
     parser.add_argument("--play", action="store_true", help="start playing at once")
+    _add_golden_option(parser, "the operator dumps under PATH")
     add_screen_options(parser)
     parser.set_defaults(handler=_replay_command)
 
@@ -126,6 +131,15 @@ def _replay_command(args: argparse.Namespace) -> int:
     return replay_command(args)
 
 
+def _add_golden_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--golden",
+        metavar="DIR",
+        help=f"compare {what} with this golden run's dump directory (or .npy files) and"
+        " open the Compare view",
+    )
+
+
 # ------------------------------------------------------------------ helpers
 def _run_app(
     source: Any,
@@ -134,6 +148,7 @@ def _run_app(
     *,
     sim_host: bool = False,
     token: str | None = None,
+    compare: GoldenCompare | None = None,
 ) -> int:
     """The job's screens, its Host view reading this machine (``sim_host``: the
     simulated one), from which other jobs' screens open (with ``token``)."""
@@ -143,12 +158,16 @@ def _run_app(
 
     check_theme(args.theme)
     feed = host_feed(host_opener("auto", sim=sim_host, timeout=5.0, details="rotate"))
+    # asked to compare: the Compare view is what the user came for (the job's own
+    # screens only: another job's, opened from the Host view, have no golden)
+    home: dict[str, Any] = {"compare": compare, "start_view": "compare"} if compare else {}
     # SIGTERM/SIGHUP/SIGINT leave like a quit key, so the terminal is restored
     # and the caller's cleanup (stopping the demo job) runs; `abandon` is that
     # cleanup for when an orderly exit cannot finish (a dead terminal).
     return run_job_screens(
         source, feed, run=lambda app: run_app(app, abandon=abandon), readonly=args.readonly,
-        token=token, interval=args.interval, theme=args.theme, keymap=keymap_of(args),
+        token=token, home_options=home, interval=args.interval, theme=args.theme,
+        keymap=keymap_of(args),
     )  # fmt: skip
 
 
@@ -277,7 +296,14 @@ def attach_command(args: argparse.Namespace) -> int:
     # An argv token is refused before anything starts.
     nats = any(t.startswith(("nats://", "tls://")) for t in targets)
     read_secret(args, TOKEN, env=NATS_TOKEN_ENV if nats else None)
-    if args.all or len(targets) > 1 or any(t.startswith(("nats://", "tls://")) for t in targets):
+    fleet = args.all or len(targets) > 1 or nats
+    if args.golden and (args.once or fleet):
+        raise AclmonError("--golden goes with the screen of one job (`aclmon compare` for files)")
+    if args.golden:
+        from aclmon.sources.golden import check_golden
+
+        check_golden(args.golden)
+    if fleet:
         return fleet_attach(args, targets)
     if args.since or args.summary_only:
         raise AclmonError("--since and --summary-only go with a nats:// target")
@@ -300,7 +326,12 @@ def attach_command(args: argparse.Namespace) -> int:
         return print_once(
             lambda: once_snapshot(source, args.wait), source.close, args.json, print_store_text
         )
-    return _run_app(source, args, token=token)
+    compare = None
+    if args.golden:
+        from aclmon.sources.golden import LiveCompare
+
+        compare = LiveCompare(args.golden, resolve=source.resolve_path)
+    return _run_app(source, args, token=token, compare=compare)
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -248,16 +248,18 @@ def run_job_screens(
     run: Runner,
     readonly: bool,
     token: str | None = None,
+    home_options: dict[str, Any] | None = None,
     **app_options: Any,
 ) -> int:
     """``attach``/``demo`` with the Host view: the job's screens are home, other jobs
-    open from its Host view; the job's connection stays open meanwhile."""
+    open from its Host view; the job's connection stays open meanwhile.
+    ``home_options`` go to the job's own screens only (its compare, ``--golden``)."""
     kept = KeptOpen(source)
     home_source = WithHost(kept, feed.reader())
     store = Store()
 
     def home(note: str) -> App[Any]:
-        return HomeApp(home_source, store=store, note=note, **app_options)
+        return HomeApp(home_source, store=store, note=note, **(home_options or {}), **app_options)
 
     feed.start()
     try:

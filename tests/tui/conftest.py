@@ -1,5 +1,6 @@
 import asyncio
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -13,3 +14,12 @@ def pytest_pyfunc_call(pyfuncitem):
         asyncio.run(pyfuncitem.obj(**kwargs))
         return True
     return None
+
+
+@pytest.fixture(scope="session")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A golden pair from the simulator, made once: (dump directory of a run with
+    ``layer1/conv2`` perturbed, dump directory of the clean run)."""
+    from goldenpair import golden_pair
+
+    return golden_pair(tmp_path_factory.mktemp("golden"))

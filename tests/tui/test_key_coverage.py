@@ -31,6 +31,7 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "top.quit": ("test_top_help_lists_its_keys_and_q_or_ctrl_c_quit",),
     "top.interrupt": ("test_top_help_lists_its_keys_and_q_or_ctrl_c_quit",),
     "jobs.back": ("test_escape_in_a_jobs_screens_goes_back_after_clearing_a_filter",),
+    "view.compare": ("test_without_a_golden_the_view_says_how_to_give_one",),
     "app.help": ("test_help_screen_lists_every_binding_with_its_id",),
     "app.theme": ("test_ctrl_t_switches_between_the_dark_and_light_pair",),
     "app.quit": ("test_quit_key_exits",),
@@ -105,6 +106,9 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "view.timeline": ("test_w_s_plus_minus_and_the_wheel_zoom_keeping_the_time_under_the_cursor",),
     "detail.timeline": ("test_an_exceptions_detail_jumps_to_its_moment_and_back_to_the_exception",),
     "slice.exception": ("test_an_exceptions_detail_jumps_to_its_moment_and_back_to_the_exception",),
+    "compare.divergent": ("test_d_jumps_to_the_first_divergent_operator",),
+    "compare.failing_only": ("test_filter_sort_and_failing_only_as_every_list",),
+    "compare.follow": ("test_live_rows_arrive_as_dump_files_land_and_f_follows_them",),
     "detail.close": (
         "test_click_selects_a_row_and_q_closes_the_detail",
         "test_exception_list_cursor_keys_and_detail",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from tui_helpers import make_app, over_the_wire
+from tui_helpers import compare_app, make_app, over_the_wire
 from tui_scenario import build_events
 
 from aclmon.bus.recording import RecordingWriter
@@ -105,3 +105,21 @@ def test_top(snap_compare):
     host = FixedHost(host_events(), HostStatus("ok", None, 0.0))
     app = TopApp(host, Store(), interval=30.0, theme="aclmon-light")  # type: ignore[arg-type]
     assert snap_compare(app, terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("theme", THEMES)
+def test_compare(snap_compare, pair, theme, size):
+    """A golden pair from the simulator, compared: the cursor on the first divergent
+    operator, the metric columns that fit the width."""
+    app, compare = compare_app(pair, theme=theme)
+
+    async def compared(pilot):
+        assert compare.wait(30)
+        view = app.views["compare"]
+        while view.selected_row() is None:
+            app.tick()
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=compared, terminal_size=SIZES[size])

@@ -14,6 +14,7 @@ from tui_scenario import T0, build_events
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_ERROR_PROF_ALREADY_RUN, ACL_FLOAT, ACL_FORMAT_ND
 from aclmon.sources.base import ListSource
+from aclmon.sources.golden import DirectoryCompare
 from aclmon.tui.app import AclmonApp
 
 SIZE = (140, 42)
@@ -54,6 +55,14 @@ def make_app(
         readonly=readonly,
     )
     return AclmonApp(source, theme=theme, clock=lambda: 0.0, **kwargs)
+
+
+def compare_app(pair: tuple[Path, Path], **kwargs) -> tuple[AclmonApp, DirectoryCompare]:
+    """The scenario app with the Compare view of a golden pair (the ``pair``
+    fixture) shown first, and its compare."""
+    mine, golden = pair
+    compare = DirectoryCompare(str(mine), str(golden))
+    return make_app(compare=compare, start_view="compare", **kwargs), compare
 
 
 def write_overflow_pair(

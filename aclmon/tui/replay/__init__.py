@@ -87,6 +87,14 @@ def replay_command(args: argparse.Namespace) -> int:
 
     from aclmon.sources.replay_inputs import find_inputs
 
+    if args.golden and args.json:
+        raise AclmonError(
+            "--golden opens the Compare view; `aclmon compare -m PATH -g GOLDEN --json` prints it"
+        )
+    if args.golden:
+        from aclmon.sources.golden import check_golden
+
+        check_golden(args.golden)
     inputs = find_inputs(args.path)
     if args.json:
         from aclmon.sources.replay_summary import replay_summary
@@ -101,6 +109,13 @@ def replay_command(args: argparse.Namespace) -> int:
 
     check_interval(args)
     keymap = keymap_of(args)
+    screen: dict[str, Any] = {}
+    if args.golden:
+        from aclmon.sources.golden import DirectoryCompare
+
+        mine = inputs.root if inputs.root.is_dir() else inputs.root.parent
+        # asked to compare: the Compare view is what the user came for
+        screen = {"compare": DirectoryCompare(str(mine), args.golden), "start_view": "compare"}
     app = build_app(
         inputs,
         speed=args.speed,
@@ -109,6 +124,7 @@ def replay_command(args: argparse.Namespace) -> int:
         interval=args.interval,
         theme=args.theme,
         keymap=keymap,
+        **screen,
     )
     from aclmon.tui.lifetime import run_app
 

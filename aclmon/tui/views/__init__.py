@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from aclmon.tui.views.base import Command, View
+from aclmon.tui.views.compare import CompareView
 from aclmon.tui.views.devices import DevicesView
 from aclmon.tui.views.dumps import DumpsView
 from aclmon.tui.views.exceptions import ExceptionsView
@@ -51,6 +52,7 @@ VIEWS: tuple[ViewEntry, ...] = (
     ViewEntry("logs", "Logs", LogsView),
     ViewEntry("timeline", "Timeline", TimelineView),
     ViewEntry("npus", "Host", HostView),
+    ViewEntry("compare", "Compare", CompareView),
 )
 VIEW_IDS: tuple[str, ...] = tuple(entry.id for entry in VIEWS)
 
@@ -58,6 +60,7 @@ __all__ = [
     "VIEWS",
     "VIEW_IDS",
     "Command",
+    "CompareView",
     "DevicesView",
     "DumpsView",
     "ExceptionsView",

@@ -64,6 +64,11 @@ class View(Vertical):
         """Draw from ``self.store`` (nothing before the first store)."""
         raise NotImplementedError
 
+    def content_version(self) -> object:
+        """What the view shows besides the store, as a value that changes with it
+        (a compare's table): the app repaints when it or the store's version moved."""
+        return None
+
     def tab_count(self, state: StoreState) -> str:
         """What the view's tab shows after its title (a count, a mark), or ""."""
         return ""
