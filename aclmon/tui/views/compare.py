@@ -146,6 +146,7 @@ class CompareView(ListView):
         self._divergence: Divergence | None = None
         self._counts = {FAIL: 0, PASS: 0, SKIP: 0}
         self._placed = False  # the cursor was put on the first divergent row once
+        self._positions: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="compare-status", classes="status")
@@ -181,6 +182,11 @@ class CompareView(ListView):
         self._table_version = table.version
         view = table.query()
         self._divergence, self._counts = view.first_divergent, dict(view.counts)
+        # an operator's place in execution order (a live compare numbers operators as
+        # their files arrive, which is not the order they ran in)
+        self._positions = {}
+        for row in view.rows:
+            self._positions.setdefault(row.npu_dump, len(self._positions))
         self.vlist.clear_cache()  # rows may have been inserted in the middle (live)
 
     # ------------------------------------------------------------ ListView's part
@@ -237,7 +243,7 @@ class CompareView(ListView):
         mark = FIRST_DIVERGENT_MARK if first else MARK.get(r.status, "?")
         text.append(mark, style=bad if r.status == FAIL else good if r.status == PASS else dim)
         text.append(" " * GAP)
-        text.append(f"{r.index:>4}", style=dim)
+        text.append(f"{self._positions.get(r.npu_dump, r.index):>4}", style=dim)
         text.append(" " * GAP)
         if with_type:
             text.append(f"{middle(r.op_type or '?', 10):<10}")
