@@ -156,6 +156,9 @@ async def test_live_rows_arrive_as_dump_files_land_and_f_follows_them(pair):
         )
         await wait_for(pilot, lambda: len(view._rows) == 29)
         assert first < 29
+        # "#" is the operator's place in execution order, whatever order the files came in
+        places = [view._positions[row.npu_dump] for row in compare.table.rows()]
+        assert places[0] == 0 and places == sorted(places) and places[-1] == 11
         # following: the cursor is on the newest row in execution order
         assert view.vlist.follow and view.vlist.cursor == view.vlist.first_index + 28
         assert view.selected_row().tensor_index == "softmax:output:0"
