@@ -12,7 +12,9 @@ page cache, then in alternating rounds (both arms see the same cache):
   write the CSV), in this process, one worker per core as the command runs.
 
 ``compare_over_read`` is the compare's median time over the read's with the
-files in the page cache (target <= 1.5); ``compare_over_read_cold`` the same
+files in the page cache (target <= 1.5); ``compare_cpu_over_read_cpu`` the same
+in CPU time of this process (all its threads), which a busy shared machine
+disturbs far less than the wall clock; ``compare_over_read_cold`` the same
 with both arms reading from storage (the files' cached pages dropped with
 ``posix_fadvise(DONTNEED)`` before each arm), as a dump directory larger than
 memory is read. ``tensors_per_s`` (tensor pairs compared per second) and
@@ -147,26 +149,32 @@ def main() -> None:
             "compare": [],
             "cold_read": [],
             "cold_compare": [],
+            "read_cpu": [],
+            "compare_cpu": [],
         }
         pairs = 0
         for round_number in range(args.rounds):
             for prefix in ("", "cold_"):
                 if prefix:
                     drop_cache(both)
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 tensors = read_all(both)
-                t1 = time.perf_counter()
+                c1, t1 = time.process_time(), time.perf_counter()
                 if prefix:
                     drop_cache(both)
-                t2 = time.perf_counter()
+                c2, t2 = time.process_time(), time.perf_counter()
                 pairs = compare_all(mine, gold, root, workers, algorithms)
-                t3 = time.perf_counter()
+                c3, t3 = time.process_time(), time.perf_counter()
                 times[prefix + "read"].append(t1 - t0)
                 times[prefix + "compare"].append(t3 - t2)
+                if not prefix:
+                    times["read_cpu"].append(c1 - c0)
+                    times["compare_cpu"].append(c3 - c2)
                 print(
                     f"round {round_number + 1} {'cold' if prefix else 'warm'}: read {tensors} "
                     f"tensors {t1 - t0:.3f} s, compare {pairs} pairs {t3 - t2:.3f} s, "
-                    f"ratio {(t3 - t2) / (t1 - t0):.2f}  ({_load()})"
+                    f"ratio {(t3 - t2) / (t1 - t0):.2f}, cpu ratio {(c3 - c2) / (c1 - c0):.2f}"
+                    f"  ({_load()})"
                 )
         median = {key: statistics.median(values) for key, values in times.items()}
         figures = {
@@ -182,6 +190,9 @@ def main() -> None:
             "cold_read_s": round(median["cold_read"], 3),
             "cold_compare_s": round(median["cold_compare"], 3),
             "compare_over_read_cold": round(median["cold_compare"] / median["cold_read"], 3),
+            "read_cpu_s": round(median["read_cpu"], 3),
+            "compare_cpu_s": round(median["compare_cpu"], 3),
+            "compare_cpu_over_read_cpu": round(median["compare_cpu"] / median["read_cpu"], 3),
             "load": _load(),
         }
         print(json.dumps(figures))

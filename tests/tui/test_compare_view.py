@@ -21,7 +21,7 @@ from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.dump.compare.thresholds import FAIL
-from aclmon.sources.golden import LiveCompare
+from aclmon.sources.golden import DirectoryCompare, LiveCompare
 from aclmon.tui.comparedetail import CompareDetail
 from aclmon.tui.views import CompareView
 
@@ -194,3 +194,13 @@ def test_replay_and_attach_take_golden_and_refuse_what_does_not_fit(tmp_path, ca
     assert "aclmon compare" in capsys.readouterr().err
     assert main(["attach", "--once", "--golden", os.fspath(tmp_path)]) == 1
     assert "--golden goes with the screen of one job" in capsys.readouterr().err
+
+
+async def test_a_golden_without_dumps_is_said_under_the_list(tmp_path, pair):
+    mine, _golden = pair
+    app = make_app(compare=DirectoryCompare(str(mine), str(tmp_path)), start_view="compare")
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.compare.wait(30)
+        await wait_for(pilot, lambda: "compare failed" in static_text(app, "#compare-row"))
+        said = " ".join(static_text(app, "#compare-row").split())
+        assert f"{tmp_path}: no operator dumps, statistics CSVs or golden .npy files" in said

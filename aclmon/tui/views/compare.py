@@ -12,6 +12,7 @@ thread; the view only reads it. Without a golden the view says how to give one.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -341,8 +342,13 @@ class CompareView(ListView):
         row = self.compare_row_at(index)
         text = Text(no_wrap=True, overflow="ellipsis")
         if row is None:
-            busy = self.compare is not None and self.compare.status.busy
-            text.append("comparing…" if busy else "no rows", style=dim)
+            status = self.compare.status if self.compare is not None else None
+            if status is not None and status.error:  # its two lines, where it is not cut
+                lines = textwrap.wrap(status.text, max(20, self.width - 2))
+                text.append("\n".join(lines[:2]), style=theme_style(self, "aclmon-bad"))
+            else:
+                busy = status is not None and status.busy
+                text.append("comparing…" if busy else "no rows", style=dim)
             self.query_one("#compare-row", Static).update(text)
             return
         text.append(row.tensor_index if row.role else row.npu_dump, style=Style(bold=True))
