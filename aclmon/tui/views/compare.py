@@ -344,7 +344,10 @@ class CompareView(ListView):
         if row is None:
             status = self.compare.status if self.compare is not None else None
             if status is not None and status.error:  # its two lines, where it is not cut
-                lines = textwrap.wrap(status.text, max(20, self.width - 2), break_on_hyphens=False)
+                assert self.compare is not None
+                golden = self.compare.golden  # its path shortened: the reason must fit
+                said = status.text.replace(golden, middle(golden, 32))
+                lines = textwrap.wrap(said, max(20, self.width - 2), break_on_hyphens=False)
                 text.append("\n".join(lines[:2]), style=theme_style(self, "aclmon-bad"))
             else:
                 busy = status is not None and status.busy
