@@ -19,7 +19,7 @@ from textual import work
 from textual.binding import Binding, BindingType
 
 from aclmon.dump.compare import metrics as m
-from aclmon.dump.compare.detail import DEFAULT_TOP, RowDetail, Side, row_detail
+from aclmon.dump.compare.detail import DEFAULT_TOP, RowDetail, Side, row_detail, short
 from aclmon.dump.compare.rows import CompareRow
 from aclmon.dump.compare.thresholds import FAIL, PASS, Thresholds
 from aclmon.tui.screens import ScrollingModal
@@ -27,15 +27,6 @@ from aclmon.tui.style import Fitted, Roles, roles
 from aclmon.tui.views.compare import MARK
 
 HISTOGRAM_BAR = 30
-
-
-def short(value: Any) -> str:
-    """A figure in at most ~12 characters: six significant digits."""
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    return f"{float(value):.6g}"
 
 
 def sides_table(detail: RowDetail, r: Roles) -> Table:

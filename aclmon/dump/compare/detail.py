@@ -90,7 +90,7 @@ class RowDetail:
                 continue
             stats = side.stats
             figures = "  ".join(
-                f"{key} {_short(stats.get(key))}" for key in ("min", "max", "mean", "std")
+                f"{key} {short(stats.get(key))}" for key in ("min", "max", "mean", "std")
             )
             out.append(
                 f"  {label} {side.dtype} {side.layout} {list(side.stored_shape)} -> "
@@ -98,8 +98,8 @@ class RowDetail:
                 f"inf {stats.get('pos_inf', 0) + stats.get('neg_inf', 0)}"
             )
         out.append(
-            f"  absolute error min {_short(self.min_abs_error)} max {_short(self.max_abs_error)}"
-            f"  relative error min {_short(self.min_rel_error)} max {_short(self.max_rel_error)}"
+            f"  absolute error min {short(self.min_abs_error)} max {short(self.max_abs_error)}"
+            f"  relative error min {short(self.min_rel_error)} max {short(self.max_rel_error)}"
         )
         if self.worst:
             out.append("  worst elements (absolute error):")
@@ -109,8 +109,8 @@ class RowDetail:
             )
             for e in self.worst:
                 out.append(
-                    f"    {e.flat:<12} {list(e.position)!s:<17} {_short(e.mine):>14} "
-                    f"{_short(e.golden):>14} {_short(e.abs_error):>13} {_short(e.rel_error):>13}"
+                    f"    {e.flat:<12} {list(e.position)!s:<17} {short(e.mine):>14} "
+                    f"{short(e.golden):>14} {short(e.abs_error):>13} {short(e.rel_error):>13}"
                 )
         if self.histogram is not None:
             h = self.histogram
@@ -123,7 +123,8 @@ class RowDetail:
         return out
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
+    """A figure as the detail prints it: six significant digits ("-" for none)."""
     if value is None:
         return "-"
     if isinstance(value, str):
