@@ -33,7 +33,6 @@ from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED
-from aclmon.dump.compare.thresholds import Thresholds
 from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
@@ -46,7 +45,12 @@ from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
 from aclmon.tui.inert import InertApp
-from aclmon.tui.keys import binding_rows, quit_bindings, view_bindings
+from aclmon.tui.keys import (
+    binding_rows,
+    hidden_view_binding_ids,
+    quit_bindings,
+    view_bindings,
+)
 from aclmon.tui.options import DEFAULT_INTERVAL
 from aclmon.tui.palette import AclmonCommands
 from aclmon.tui.screens import (
@@ -62,7 +66,6 @@ from aclmon.tui.style import theme_style
 from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
 from aclmon.tui.views import (
     VIEW_IDS,
-    VIEWS,
     CompareView,
     DevicesView,
     DumpsView,
@@ -72,6 +75,7 @@ from aclmon.tui.views import (
     ProfilingView,
     TimelineView,
     View,
+    shown_views,
 )
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.views.listview import FilteredView, ListView
@@ -144,10 +148,13 @@ class AclmonApp(InertApp[int]):
         self._wanted_theme = theme or DEFAULT_DARK
         self._theme_chosen = theme is not None
         self.user_keymap = dict(keymap or {})
-        self._start_view = start_view if start_view in VIEW_IDS else VIEW_IDS[0]
-        self._group_dumps = group_dumps
         #: the compare against a golden run (``--golden``), shown in the Compare view
         self.compare = compare
+        #: the views this viewer shows, in tab order (Compare only with a golden run)
+        self.view_entries = shown_views(golden=compare is not None)
+        shown = [entry.id for entry in self.view_entries]
+        self._start_view = start_view if start_view in shown else shown[0]
+        self._group_dumps = group_dumps
         #: where a dump's tensors are exported (``e`` in the Dumps view)
         self.export_dir = os.path.abspath(export_dir)
         self.current_view = self._start_view
@@ -196,9 +203,11 @@ class AclmonApp(InertApp[int]):
     def compose(self) -> ComposeResult:
         # Kept as attributes: while a modal screen is up, app queries search that screen.
         self.header = HeaderBar(id="header")
-        self.tabs = TabBar({entry.id: entry.title for entry in VIEWS}, id="tabs")
+        self.tabs = TabBar({entry.id: entry.title for entry in self.view_entries}, id="tabs")
         self._switcher = ContentSwitcher(initial=self._start_view, id="views")
-        self.views: dict[str, View] = {entry.id: entry.cls(id=entry.id) for entry in VIEWS}
+        self.views: dict[str, View] = {
+            entry.id: entry.cls(id=entry.id) for entry in self.view_entries
+        }
         yield self.header
         yield self.tabs
         with self._switcher:
@@ -233,7 +242,9 @@ class AclmonApp(InertApp[int]):
             # Said once, at start: a broken theme file is skipped, not silently.
             self._report_once(f"theme skipped: {problem}")
         if self.user_keymap:
-            unknown = sorted(set(self.user_keymap) - self.binding_ids())
+            # a keymap may name the keys of views this session does not show
+            known = self.binding_ids() | hidden_view_binding_ids(self.view_entries)
+            unknown = sorted(set(self.user_keymap) - known)
             if unknown:
                 self._report_once(
                     f"keymap: unknown binding id(s) {', '.join(unknown)} (see ? for ids)"
@@ -253,10 +264,10 @@ class AclmonApp(InertApp[int]):
         self.host_view.status_of = self.source.host_status
         self.dumps_view.grouped = self._group_dumps
         self.timeline_view.show_timeline(self.slices)
-        self.compare_view.compare = self.compare
         self.tabs.current = self.current_view
         self.source.start()
         if self.compare is not None:
+            self.compare_view.compare = self.compare
             self.compare.start()
         self._started = True
         self.tick()
@@ -391,11 +402,16 @@ class AclmonApp(InertApp[int]):
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         keymap = self.user_keymap
+        hidden = hidden_view_binding_ids(self.view_entries)
         return [
             (
                 "Everywhere",
                 [
-                    *binding_rows(list(AclmonApp.BINDINGS), keymap),
+                    *(
+                        row
+                        for row in binding_rows(list(AclmonApp.BINDINGS), keymap)
+                        if row[2] not in hidden
+                    ),
                     ("ctrl+p", "Command palette", ""),
                     ("ctrl+q", "Quit", ""),
                 ],
@@ -406,7 +422,10 @@ class AclmonApp(InertApp[int]):
                 binding_rows([*FilteredView.BINDINGS, *ListView.BINDINGS], keymap),
             ),
             ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
-            *((e.help_title, binding_rows(list(e.cls.BINDINGS), keymap)) for e in VIEWS),
+            *(
+                (e.help_title, binding_rows(list(e.cls.BINDINGS), keymap))
+                for e in self.view_entries
+            ),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
             ("Timeline detail", binding_rows(list(SliceDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
@@ -510,8 +529,8 @@ class AclmonApp(InertApp[int]):
 
     @on(CompareView.Opened)
     def _compare_opened(self, message: CompareView.Opened) -> None:
-        thresholds = self.compare.table.thresholds if self.compare is not None else Thresholds()
-        self.push_screen(CompareDetail(message.row, thresholds))
+        if self.compare is not None:  # the view's rows are its table's
+            self.push_screen(CompareDetail(message.row, self.compare.table.thresholds))
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:

@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.markup import escape
 
 from aclmon.tui.inert import inert_line, literal_highlight
-from aclmon.tui.views import VIEWS, Command
+from aclmon.tui.views import Command
 
 if TYPE_CHECKING:
     from aclmon.tui.app import AclmonApp
@@ -76,9 +76,9 @@ class AclmonCommands(CommandsProvider):
                 partial(app.action_show_view, entry.id),
                 f"switch to the {entry.short_title} view",
             )
-            for entry in VIEWS
+            for entry in app.view_entries
         ]
-        for entry in VIEWS:
+        for entry in app.view_entries:
             view = app.views[entry.id]
             out += [_in_view(app, entry.id, c) for c in view.palette_commands(app.store)]
         for theme in sorted(app.available_themes):

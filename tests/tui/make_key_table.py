@@ -7,15 +7,18 @@ Run after adding or changing a binding or a palette entry:
 from __future__ import annotations
 
 import asyncio
+import tempfile
+from pathlib import Path
 
 from keytable import fleet_palette_entries, palette_entries, table, write
-from tui_helpers import make_app
+from tui_helpers import golden_app
 
 
 async def main() -> None:
-    app = make_app()
-    names = await palette_entries(app)
-    write(table(app, names, await fleet_palette_entries()))
+    with tempfile.TemporaryDirectory() as empty:
+        app = golden_app(Path(empty))  # every view: Compare's keys are in the table too
+        names = await palette_entries(app)
+        write(table(app, names, await fleet_palette_entries()))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from aclmon.store.fleet import FleetStore
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.fleet import FleetApp
 from aclmon.tui.screens import CallFailureDetail, HelpScreen, PickerApp
-from aclmon.tui.views import VIEWS
 
 #: what a hostile job, file or peer may put in any string
 PAYLOAD = (
@@ -217,7 +216,7 @@ async def test_every_view_detail_header_toast_and_the_palette_draw_hostile_text_
 
     async with app.run_test(headless=False, size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: app.store.state.goodbye is not None)
-        for entry in VIEWS:
+        for entry in app.view_entries:
             app.action_show_view(entry.id)
             await settle(pilot, f"the {entry.title} view")
             assert ESCAPED.search(shown[-1]), f"the {entry.title} view shows no hostile text"

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from keytable import binding_sections
-from tui_helpers import make_app
+from tui_helpers import golden_app
 
 from aclmon.tui.keys import KEY_SYMBOLS
 
@@ -31,7 +31,7 @@ KEY_TESTS: dict[str, tuple[str, ...]] = {
     "top.quit": ("test_top_help_lists_its_keys_and_q_or_ctrl_c_quit",),
     "top.interrupt": ("test_top_help_lists_its_keys_and_q_or_ctrl_c_quit",),
     "jobs.back": ("test_escape_in_a_jobs_screens_goes_back_after_clearing_a_filter",),
-    "view.compare": ("test_without_a_golden_the_view_says_how_to_give_one",),
+    "view.compare": ("test_d_jumps_to_the_first_divergent_operator",),
     "app.help": ("test_help_screen_lists_every_binding_with_its_id",),
     "app.theme": ("test_ctrl_t_switches_between_the_dark_and_light_pair",),
     "app.quit": ("test_quit_key_exits",),
@@ -183,9 +183,9 @@ def strings_of_tests() -> dict[str, set[str]]:
     return out
 
 
-def test_every_key_of_every_binding_is_pressed_by_a_named_test():
+def test_every_key_of_every_binding_is_pressed_by_a_named_test(tmp_path):
     bindings: dict[str, set[str]] = {}
-    for _title, rows in binding_sections(make_app()):
+    for _title, rows in binding_sections(golden_app(tmp_path)):
         for keys, _description, binding_id in rows:
             if binding_id:
                 bindings.setdefault(binding_id, set()).update(keys.split(","))

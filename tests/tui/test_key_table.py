@@ -6,11 +6,11 @@ import ast
 from pathlib import Path
 
 from keytable import MOUSE, documented, fleet_palette_entries, palette_entries, table
-from tui_helpers import make_app
+from tui_helpers import golden_app
 
 
-async def test_the_usage_page_lists_every_key_mouse_action_and_palette_entry():
-    app = make_app()
+async def test_the_usage_page_lists_every_key_mouse_action_and_palette_entry(tmp_path):
+    app = golden_app(tmp_path)  # every view: Compare's keys are in the table too
     expected = table(app, await palette_entries(app), await fleet_palette_entries())
     assert documented() == expected, (
         "docs/usage.md's key table differs from the code's bindings and palette:"

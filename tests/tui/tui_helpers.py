@@ -57,6 +57,13 @@ def make_app(
     return AclmonApp(source, theme=theme, clock=lambda: 0.0, **kwargs)
 
 
+def golden_app(directory: Path, **kwargs) -> AclmonApp:
+    """The scenario app as ``--golden`` opens it, so with every view (Compare too):
+    for what lists the views and their keys, not for rows (it compares an empty
+    ``directory`` with itself)."""
+    return make_app(compare=DirectoryCompare(str(directory), str(directory)), **kwargs)
+
+
 def compare_app(pair: tuple[Path, Path], **kwargs) -> tuple[AclmonApp, DirectoryCompare]:
     """The scenario app with the Compare view of a golden pair (the ``pair``
     fixture) shown first, and its compare."""

@@ -6,7 +6,10 @@ derives from :data:`VIEWS`: the app's panes and number keys, the tab bar and
 its counts (:meth:`View.tab_count`), the palette's "View:" entries and each
 view's own (:meth:`View.palette_commands`), the help screen's sections (each
 view's own ``BINDINGS``) and the key table in docs/usage.md. A new view is a
-module here and one row below.
+module here and one row below. A view that only makes sense with something the
+viewer was given (Compare: a golden run) is marked so, comes last, and the app
+shows the views :func:`shown_views` picks: without it, no tab, number key,
+palette entry or help section of it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class ViewEntry(NamedTuple):
     id: str
     title: str
     cls: type[View]
+    #: shown only when the viewer compares against a golden run (``--golden``)
+    golden_only: bool = False
 
     @property
     def short_title(self) -> str:
@@ -52,9 +57,17 @@ VIEWS: tuple[ViewEntry, ...] = (
     ViewEntry("logs", "Logs", LogsView),
     ViewEntry("timeline", "Timeline", TimelineView),
     ViewEntry("npus", "Host", HostView),
-    ViewEntry("compare", "Compare", CompareView),
+    ViewEntry("compare", "Compare", CompareView, golden_only=True),
 )
 VIEW_IDS: tuple[str, ...] = tuple(entry.id for entry in VIEWS)
+
+
+def shown_views(*, golden: bool) -> tuple[ViewEntry, ...]:
+    """The views a viewer shows, in tab order: the ``golden_only`` ones only with a
+    golden run. They are last in :data:`VIEWS`, so the other views' number keys
+    are the same in every session."""
+    return tuple(entry for entry in VIEWS if golden or not entry.golden_only)
+
 
 __all__ = [
     "VIEWS",
@@ -70,4 +83,5 @@ __all__ = [
     "TimelineView",
     "View",
     "ViewEntry",
+    "shown_views",
 ]

@@ -6,7 +6,8 @@ first divergent operator (the earliest whose output fails while its inputs
 pass), ``o`` keeps the failing rows, ``/`` and ``s``/``r`` filter and sort as in
 every list, Enter opens both tensors side by side. The rows come from a
 :class:`~aclmon.sources.golden.GoldenCompare` that fills its table off the UI
-thread; the view only reads it. Without a golden the view says how to give one.
+thread; the view only reads it. The app has this view only when it was given a
+golden run (``--golden``).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ class CompareView(ListView):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        #: what is compared (set by the app before the first redraw; None: no --golden)
+        #: what is compared (set by the app when it mounts, before the first redraw)
         self.compare: GoldenCompare | None = None
         self._table_version = -1
         self._divergence: Divergence | None = None
@@ -153,11 +154,6 @@ class CompareView(ListView):
         yield Static(id="compare-status", classes="status")
         yield from self.compose_list()
         yield Static(id="compare-row")
-        yield Static(id="compare-empty")
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.set_class(True, "-nogolden")
 
     # ------------------------------------------------------------ what is compared
     def content_version(self) -> object:
@@ -268,8 +264,6 @@ class CompareView(ListView):
     def describe(self, text: Text, state: Any, dim: Style) -> None:
         compare = self.compare
         if compare is None:
-            text.append("No golden run to compare with", style=Style(bold=True))
-            text.append("  ·  start with --golden DIR", style=dim)
             return
         counts, status = self._counts, compare.status
         total = sum(counts.values())
@@ -295,12 +289,7 @@ class CompareView(ListView):
 
     # ------------------------------------------------------------ drawing
     def redraw(self) -> None:
-        if self.store is None or not self.is_mounted:
-            return
-        self.set_class(self.compare is None, "-nogolden")
-        if self.compare is None:
-            self._show_empty()
-            self.draw_status()
+        if self.store is None or self.compare is None or not self.is_mounted:
             return
         self._read_table()
         super().redraw()
@@ -314,27 +303,6 @@ class CompareView(ListView):
     def on_resize(self) -> None:
         super().on_resize()
         self.vlist.clear_cache()
-
-    def _show_empty(self) -> None:
-        dim = theme_style(self, "aclmon-dim")
-        text = Text("Compare this run with a golden run\n\n", style=Style(bold=True))
-        text.append(
-            "A golden run is the same model on the same inputs, run where you trust the\n"
-            "numbers (another precision mode, CANN version or machine; or a framework's\n"
-            "outputs as .npy files). Give its dump directory with --golden:\n\n"
-        )
-        for line in (
-            "aclmon replay MY_DUMP_DIR --golden GOLDEN_DIR",
-            "aclmon attach [PID] --golden GOLDEN_DIR      (each dump file as it lands)",
-            "aclmon compare -m MY_DUMP_DIR -g GOLDEN_DIR  (msaccucmp's CSV)",
-        ):
-            text.append(f"  {line}\n", style=theme_style(self, "footer-key-foreground"))
-        text.append(
-            "\nEach tensor then gets msaccucmp's metrics and a pass/fail mark, and the\n"
-            "first operator whose output goes wrong while its inputs are right is marked.",
-            style=dim,
-        )
-        self.query_one("#compare-empty", Static).update(text)
 
     def _show_row(self, index: int) -> None:
         """Under the list: the highlighted row's tensor, and why it fails (or its reason)."""
@@ -399,25 +367,11 @@ class CompareView(ListView):
             self.post_message(self.Opened(row))
 
     # ------------------------------------------------------------ keys
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.compare is None and action in (
-            "first_divergent",
-            "toggle_failing_only",
-            "toggle_follow",
-            "next_sort",
-            "filter",
-        ):
-            return False  # nothing to act on: the footer leaves them out
-        return super().check_action(action, parameters)
-
     def action_toggle_failing_only(self) -> None:
         self.failing_only = not self.failing_only
 
     def action_first_divergent(self) -> None:
         """The cursor to the first divergent operator's failing output."""
-        if self.compare is None:
-            self.notify("no golden run: start with --golden DIR", severity="warning", timeout=3)
-            return
         self._read_table()
         divergence = self._divergence
         if divergence is None:
