@@ -194,3 +194,26 @@ async def test_a_golden_without_dumps_is_said_under_the_list(tmp_path, pair):
         said = " ".join(static_text(app, "#compare-row").split())
         assert said.startswith("compare failed: /tmp/")
         assert ": no operator dumps, statistics CSVs or golden .npy files" in said
+
+
+def test_attach_gives_its_compare_to_the_jobs_own_screens(tmp_path):
+    """``attach --golden``: the job's own screens (home) open on Compare (the other
+    options, which a job opened from its Host view gets too, hold no compare)."""
+    from aclmon.host.feed import HostFeed
+    from aclmon.sources.base import ListSource
+    from aclmon.tui.host_commands import host_opener
+    from aclmon.tui.top import HomeApp, run_job_screens
+
+    feed = HostFeed(host_opener("auto", sim=True, timeout=5.0, details="rotate"))
+    compare = LiveCompare(str(tmp_path))
+    shown = []
+
+    def run(app) -> int:
+        shown.append(app)
+        return 0
+
+    home = {"compare": compare, "start_view": "compare"}
+    run_job_screens(ListSource([]), feed, run=run, readonly=True, home_options=home)
+    (app,) = shown
+    assert isinstance(app, HomeApp) and app.compare is compare
+    assert app.current_view == "compare" and app.view_entries[-1].id == "compare"
