@@ -1,8 +1,11 @@
 """The event and command schema, its wire codec and its JSON form.
 
 - :mod:`aclmon.events.schema`: every kind as a typed ``NamedTuple``, declared
-  once with ``@register(kind, name)``; ``KINDS``, ``KIND_NAMES``,
-  ``COMMAND_KINDS`` and ``Event`` derive from those declarations.
+  once with ``@register(kind, name)`` (:mod:`aclmon.events.registry`, which
+  keeps ``KINDS`` and ``KIND_NAMES``); ``COMMAND_KINDS`` and ``Event`` derive
+  from those declarations.
+- :mod:`aclmon.events.unknown`: the field values that stand for "not known"
+  (``UNKNOWN_VALUES``, ``known``).
 - :mod:`aclmon.events.codec`: ``encode`` and the validating ``EventDecoder``
   (per-kind generated decoders; each keeps its source as ``__source__``).
 - :mod:`aclmon.events.clock`: ``Clock`` (sequence numbers and timestamps) and
@@ -23,20 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from aclmon.events.clock import Clock, hello_fields, missed_between
 from aclmon.events.json import JSON_RENAMED_FIELDS, to_json
+from aclmon.events.registry import KIND_NAMES, KINDS, kind_of, register
 from aclmon.events.schema import (
     COMMAND_KINDS,
     DEVICE_SYNC,
     DUMP_KINDS,
     EXCEPTION_DUMP,
-    KIND_NAMES,
-    KINDS,
     NANO_DUMP,
     OP_DUMP,
     OVERFLOW_DUMP,
     SCHEMA_VERSION,
     SLOW_CALL_NS,
     STATS_DUMP,
-    UNKNOWN_VALUES,
     AclException,
     CallFailed,
     ClockOffset,
@@ -79,10 +80,8 @@ from aclmon.events.schema import (
     TxRange,
     is_command,
     kind_name,
-    kind_of,
-    known,
-    register,
 )
+from aclmon.events.unknown import UNKNOWN_VALUES, known
 
 __all__ = [
     "COMMAND_KINDS",

@@ -21,7 +21,8 @@ from typing import Any
 import msgpack
 
 from aclmon.events import schema
-from aclmon.events.schema import KINDS, Event, Summary, TensorDesc, kind_of
+from aclmon.events.registry import KINDS, kind_of
+from aclmon.events.schema import Event, Summary, TensorDesc
 
 # ---------------------------------------------------------------- encoding
 _packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack

@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aclmon.acl_constants import data_type_name, format_name
-from aclmon.events.schema import (
-    KIND_NAMES,
-    UNKNOWN_VALUES,
-    DumpFileSeen,
-    Event,
-    Goodbye,
-    TensorDesc,
-    known,
-)
+from aclmon.events.registry import KIND_NAMES
+from aclmon.events.schema import DumpFileSeen, Event, Goodbye, TensorDesc
+from aclmon.events.unknown import UNKNOWN_VALUES, known
 
 #: JSON keys of fields whose own name would hide the event's ``"kind"``.
 JSON_RENAMED_FIELDS: dict[tuple[type, str], str] = {(DumpFileSeen, "kind"): "file_kind"}

@@ -21,8 +21,9 @@ same framing, recording and decoding serve both directions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeAlias, TypeGuard, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeGuard
+
+from aclmon.events.registry import KIND_NAMES, declared_commands, register
 
 #: bump when a field is added, removed or changes meaning.
 #: 2: LogLine gained module, pid, process, logged_ns, location, log_file.
@@ -42,39 +43,6 @@ DEVICE_SYNC = -1
 #: the agent announces ExecuteBegin and StreamSyncBegin only for a call still
 #: running after this long, with the call's start time as ``ts_ns`` (docs/agent.md).
 SLOW_CALL_NS = 50_000_000
-
-#: wire kind number -> class. Numbers are part of the format: never reuse one.
-KINDS: dict[int, type[Any]] = {}
-#: snake_case name of each kind, as used in JSON output and docs.
-KIND_NAMES: dict[type[Any], str] = {}
-#: kinds a viewer may send to an agent.
-COMMAND_KINDS: frozenset[type[Any]] = frozenset()
-
-_T = TypeVar("_T", bound=type)
-
-
-def register(kind: int, name: str, *, command: bool = False) -> Callable[[_T], _T]:
-    """Declare ``cls`` as wire kind ``kind`` named ``name`` (``command``: a
-    viewer may send it). Sets ``cls.KIND`` and ``cls.KIND_TUPLE`` (``(kind,)``:
-    ``(kind,) + event`` is the wire array; encoders batch it with C-level
-    ``map()`` calls instead of a Python loop). Reusing a number or a name is an
-    error at import time."""
-
-    def add(cls: _T) -> _T:
-        global COMMAND_KINDS
-        if kind in KINDS:
-            raise ValueError(f"kind {kind} declared twice ({KINDS[kind].__name__}, {cls.__name__})")
-        if name in KIND_NAMES.values():
-            raise ValueError(f"kind name {name!r} declared twice")
-        KINDS[kind] = cls
-        KIND_NAMES[cls] = name
-        if command:
-            COMMAND_KINDS = COMMAND_KINDS | {cls}
-        cls.KIND = kind  # type: ignore[attr-defined]  # the class attribute this decorator adds
-        cls.KIND_TUPLE = (kind,)  # type: ignore[attr-defined]  # likewise
-        return cls
-
-    return add
 
 
 class TensorDesc(NamedTuple):
@@ -563,45 +531,6 @@ class Reply(NamedTuple):
     data: Summary
 
 
-#: Field values that stand for "not known" (or "none") rather than for a value, per
-#: event kind: the JSON form shows them as null and text as "–", so that nobody reads
-#: a rank of -1 or a utilization of -1 % as a figure. The wire keeps the numbers
-#: (msgpack arrays of fixed types).
-UNKNOWN_VALUES: dict[type, dict[str, object]] = {
-    # device_count 0 / soc_name "": not asked yet (the agent started before acl.init)
-    Hello: {
-        "device_count": 0,
-        "soc_name": "",
-        "rank": -1,
-        "rank_size": -1,
-        "local_rank": -1,
-        "device_id": -1,
-    },
-    DeviceSample: {"cube_util": -1, "vector_util": -1, "aicpu_util": -1},
-    # stream DEVICE_SYNC: synchronize_device, about no one stream; timeout_ms -1: none
-    StreamSyncBegin: {"stream": DEVICE_SYNC},
-    StreamSynchronized: {"stream": DEVICE_SYNC, "timeout_ms": -1},
-    AclException: {"execution": 0},
-    OpTiming: {"device_id": -1},
-    TxMark: {"thread_id": 0},
-    TxRange: {"thread_id": 0, "end_thread_id": 0},
-    LogLine: {"pid": 0, "logged_ns": 0},
-    CallFailed: {"stream": -1},  # a call about no stream
-}
-
-
-def known(event: Event, name: str) -> Any:
-    """``event.name``, or None when its value is the kind's "not known" value
-    (:data:`UNKNOWN_VALUES`); a Goodbye's exit status is None unless known."""
-    value = getattr(event, name)
-    if type(event) is Goodbye and name == "exit_status" and not event.status_known:
-        return None
-    unknown = UNKNOWN_VALUES.get(type(event))
-    if unknown is not None and name in unknown and value == unknown[name]:
-        return None
-    return value
-
-
 #: every event class, for annotations: a static union, so a type checker knows each
 #: member (tests/test_events.py checks it names exactly the registered kinds).
 Event: TypeAlias = (
@@ -649,14 +578,13 @@ Event: TypeAlias = (
 Command: TypeAlias = SetProfilingConfig | StartProfiling | StopProfiling | RequestSnapshot | Ping
 
 
+#: kinds a viewer may send to an agent: every registration above with ``command=True``.
+COMMAND_KINDS: frozenset[type[Any]] = declared_commands()
+
+
 def is_command(event: Event) -> TypeGuard[Command]:
     """Whether ``event`` is a command a viewer may send (it then has a ``request_id``)."""
     return type(event) in COMMAND_KINDS
-
-
-def kind_of(cls: type[Any]) -> int:
-    """The wire kind number of an event class (what :func:`register` declared)."""
-    return int(cls.KIND)
 
 
 def kind_name(event: Event) -> str:

@@ -33,7 +33,8 @@ import msgpack
 
 from aclmon.errors import DecodeError
 from aclmon.events.codec import EventDecoder
-from aclmon.events.schema import Event, kind_of
+from aclmon.events.registry import kind_of
+from aclmon.events.schema import Event
 
 if TYPE_CHECKING:  # numpy loads only in the functions that use it (the agent imports this)
     import numpy as np

@@ -778,7 +778,7 @@ def test_an_agent_started_before_acl_init_asks_the_runtime_nothing_it_cannot_ans
     """Asking for the device count before acl.init fails with 100001: the sim (like
     CANN) logs an ERROR in the job's plog and keeps the message as the thread's recent
     error. The agent must leave neither behind; the Hello after acl.init has the count."""
-    from aclmon.events.schema import known
+    from aclmon.events import known
 
     _agent, events = agent_factory()
     assert sim_acl.get_recent_err_msg() == ""
