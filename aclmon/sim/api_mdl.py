@@ -13,6 +13,7 @@ from aclmon import acl_constants as C
 from aclmon.sim import aipp, gears, omfile
 from aclmon.sim import host as H
 from aclmon.sim import model as M
+from aclmon.sim import model_description as MD
 from aclmon.sim import runtime as R
 from aclmon.sim.accessors import named
 from aclmon.sim.acljson import AclJsonError, parse_acl_json
@@ -31,7 +32,7 @@ def _load(rt: Runtime, loader: Any) -> tuple[int, int]:
         parsed = loader()
     except OSError as exc:
         return 0, fail(C.ACL_ERROR_INVALID_FILE, f"cannot read the model: {exc.strerror}")
-    except M.ModelError as exc:
+    except MD.ModelError as exc:
         return 0, fail(C.ACL_ERROR_PARSE_FILE, str(exc))
     with rt.lock:
         built = M.build_model(rt, parsed, ctx.device)
@@ -52,16 +53,16 @@ def _described(models: dict[str, str], model_path: str) -> str | int:
 
 def _from_memory(models: dict[str, str], raw: bytes) -> dict[str, Any]:
     if omfile.looks_like_description(raw):
-        return M.load_description_bytes(raw, "memory")
+        return MD.load_description_bytes(raw, "memory")
     header = omfile.read_header(raw)
     found = omfile.mapped(models, None, header.name if header else None)
     if found is None:
         what = f"an offline model named {header.name!r}" if header else "not a model description"
-        raise M.ModelError(
+        raise MD.ModelError(
             f"the model in memory is {what}; map its name to a model description in the "
             "'models' of ACLMON_SIM_CONFIG (see docs/sim.md)"
         )
-    return M.load_description_file(found)
+    return MD.load_description_file(found)
 
 
 @needs_init(0)
@@ -69,12 +70,12 @@ def load_from_file(rt: Runtime, model_path: str) -> tuple[int, int]:
     described = _described(dict(rt.config.models), model_path)
     if isinstance(described, int):
         return 0, described
-    return _load(rt, lambda: M.load_description_file(described))
+    return _load(rt, lambda: MD.load_description_file(described))
 
 
 @needs_init(0)
 def load_from_mem(rt: Runtime, model: int, model_size: int) -> tuple[int, int]:
-    if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
+    if not model or model_size <= 0 or model_size > MD.MAX_MODEL_BYTES:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
     models = dict(rt.config.models)
     return _load(rt, lambda: _from_memory(models, H.read_host(model, model_size)))
@@ -103,7 +104,7 @@ def load_from_file_with_mem(
     described = _described(dict(rt.config.models), model_path)
     if isinstance(described, int):
         return 0, described
-    return _load(rt, lambda: M.load_description_file(described))
+    return _load(rt, lambda: MD.load_description_file(described))
 
 
 @needs_init(0)
@@ -116,7 +117,7 @@ def load_from_mem_with_mem(
     weight_ptr: int,
     weight_size: int,
 ) -> tuple[int, int]:
-    if not model or model_size <= 0 or model_size > M.MAX_MODEL_BYTES:
+    if not model or model_size <= 0 or model_size > MD.MAX_MODEL_BYTES:
         return 0, fail(C.ACL_ERROR_INVALID_PARAM, "invalid model buffer")
     code = _user_memory(rt, work_ptr, work_size, "work_ptr") or _user_memory(
         rt, weight_ptr, weight_size, "weight_ptr"
@@ -133,10 +134,10 @@ def query_size(model_path: str) -> tuple[int, int, int]:
     if isinstance(described, int):
         return 0, 0, described
     try:
-        parsed = M.load_description_file(described)
+        parsed = MD.load_description_file(described)
     except OSError as exc:
         return 0, 0, fail(C.ACL_ERROR_INVALID_FILE, f"cannot read the model: {exc.strerror}")
-    except M.ModelError as exc:
+    except MD.ModelError as exc:
         return 0, 0, fail(C.ACL_ERROR_PARSE_FILE, str(exc))
     weights = sum(s.nbytes for s in parsed["weights"])
     work = sum(s.nbytes for op in parsed["ops"] for s in op.outputs)
@@ -173,14 +174,14 @@ def get_desc(rt: Runtime, model_desc: int, model_id: int) -> int:
     return C.ACL_SUCCESS
 
 
-def _specs(model_desc: int, outputs: bool) -> tuple[M.TensorSpec, ...]:
+def _specs(model_desc: int, outputs: bool) -> tuple[MD.TensorSpec, ...]:
     found = H.MODEL_DESCS.get(model_desc)
     if found is None:
         return ()
     return found.outputs if outputs else found.inputs
 
 
-def _spec(model_desc: int, index: int, outputs: bool) -> M.TensorSpec | None:
+def _spec(model_desc: int, index: int, outputs: bool) -> MD.TensorSpec | None:
     specs = _specs(model_desc, outputs)
     return specs[index] if 0 <= index < len(specs) else None
 

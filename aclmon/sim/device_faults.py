@@ -47,7 +47,8 @@ from aclmon.sim.faults import (
 from aclmon.sim.runtime import Runtime
 
 if TYPE_CHECKING:
-    from aclmon.sim.model import Model, OpSpec
+    from aclmon.sim.model import Model
+    from aclmon.sim.model_description import OpSpec
 
 #: the aic error mask the 910B devices print
 AIC_ERROR_MASK = 0x6500020BD00028C

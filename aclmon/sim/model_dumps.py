@@ -20,7 +20,8 @@ from aclmon.sim.kernels import CUBE_OPS
 from aclmon.sim.runtime import Runtime
 
 if TYPE_CHECKING:
-    from aclmon.sim.model import Model, OpSpec, TensorSpec
+    from aclmon.sim.model import Model
+    from aclmon.sim.model_description import OpSpec, TensorSpec
 
 
 def exception_dump_dir(rt: Runtime, device_id: int) -> Path:

@@ -33,7 +33,8 @@ from aclmon.sim.errmsg import fail
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aclmon.sim.model import Model, OpSpec
+    from aclmon.sim.model import Model
+    from aclmon.sim.model_description import OpSpec
 
 #: one subscription record: model_id, flags, start/end/duration µs, op type, op name.
 OP_RECORD = struct.Struct("<IIQQQ72s264s")

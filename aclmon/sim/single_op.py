@@ -27,6 +27,7 @@ from aclmon import acl_constants as C
 from aclmon.sim import host as H
 from aclmon.sim import layouts
 from aclmon.sim import model as M
+from aclmon.sim import model_description as MD
 from aclmon.sim.errmsg import fail
 from aclmon.sim.kernels import KERNELS
 from aclmon.sim.runtime import Runtime
@@ -147,15 +148,15 @@ def call_of(
 # ---------------------------------------------------------------- descriptions
 def _description_tensor(raw: Any, where: str) -> TensorSig:
     if not isinstance(raw, dict):
-        raise M.ModelError(f"{where}: a tensor must be an object")
+        raise MD.ModelError(f"{where}: a tensor must be an object")
     name = str(raw.get("type", "")).lower()
     dtype = _DESCRIPTION_DTYPES.get(name, layouts.DTYPE_BY_NAME.get(name))
     fmt = layouts.FORMAT_BY_NAME.get(str(raw.get("format", "ND")).upper())
     shape = raw.get("shape")
     if dtype is None or fmt is None or not isinstance(shape, list):
-        raise M.ModelError(f"{where}: needs a known type, format and a shape list")
+        raise MD.ModelError(f"{where}: needs a known type, format and a shape list")
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in shape):
-        raise M.ModelError(f"{where}: shape holds sizes or -1")
+        raise MD.ModelError(f"{where}: shape holds sizes or -1")
     return TensorSig(dtype, fmt, tuple(shape))
 
 
@@ -163,12 +164,12 @@ def parse_op_list(data: Any, source: str) -> list[OpSig]:
     """The operators of one ATC single-operator description (a list of ``op``
     entries with ``input_desc``, ``output_desc`` and ``attr``)."""
     if not isinstance(data, list):
-        raise M.ModelError(f"{source}: an operator description is a list of operators")
+        raise MD.ModelError(f"{source}: an operator description is a list of operators")
     ops = []
     for index, raw in enumerate(data):
         where = f"{source}[{index}]"
         if not isinstance(raw, dict) or not isinstance(raw.get("op"), str):
-            raise M.ModelError(f'{where}: each operator needs an "op" type')
+            raise MD.ModelError(f'{where}: each operator needs an "op" type')
         inputs = tuple(
             _description_tensor(t, f"{where}.input_desc[{i}]")
             for i, t in enumerate(raw.get("input_desc", []))
@@ -180,7 +181,7 @@ def parse_op_list(data: Any, source: str) -> list[OpSig]:
         attrs = []
         for i, attr in enumerate(raw.get("attr", [])):
             if not isinstance(attr, dict) or not isinstance(attr.get("name"), str):
-                raise M.ModelError(f"{where}.attr[{i}]: an attribute needs a name")
+                raise MD.ModelError(f"{where}.attr[{i}]: an attribute needs a name")
             attrs.append((attr["name"], _hashable(attr.get("value"))))
         ops.append(OpSig(raw["op"], inputs, outputs, tuple(sorted(attrs))))
     return ops
@@ -246,8 +247,8 @@ def model_for(rt: Runtime, call: OpCall, device: Any) -> M.Model | int:
             "loaded: set_model_dir with its description, or compile it first)",
         )
     try:
-        parsed = M.parse_description(_description_of(call), f"operator {call.op_type}")
-    except M.ModelError as exc:
+        parsed = MD.parse_description(_description_of(call), f"operator {call.op_type}")
+    except MD.ModelError as exc:
         return fail(C.ACL_ERROR_OP_INPUT_NOT_MATCH, str(exc))
     with rt.lock:
         model = M.build_model(rt, parsed, device)

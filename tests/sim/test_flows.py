@@ -21,7 +21,8 @@ def run_sample(name: str, *args: str) -> None:
 
 def reference_resnet(image: np.ndarray) -> np.ndarray:
     """resnet_tiny recomputed with plain numpy from the same seeded weights."""
-    from aclmon.sim.model import _init_weight, load_description_file
+    from aclmon.sim.model import _init_weight
+    from aclmon.sim.model_description import load_description_file
 
     parsed = load_description_file(
         os.fspath(Path(aclmon.sim.__file__).parent / "models/resnet_tiny.json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclmon.sim import model as M
+from aclmon.sim import model_description as M
 from aclmon.sim import single_op as S
 
 json_values = st.recursive(

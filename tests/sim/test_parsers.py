@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclmon import acl_constants as C
-from aclmon.sim import acljson, faults, model, profiling
+from aclmon.sim import acljson, faults, model_description, profiling
 
 
 @pytest.mark.parametrize(
@@ -139,8 +139,8 @@ model_like = st.fixed_dictionaries(
     st.binary(max_size=100) | st.builds(lambda d: json.dumps(d).encode(), model_like | json_values)
 )
 def test_model_description_parser_never_crashes(raw):
-    with contextlib.suppress(model.ModelError):
-        model.load_description_bytes(raw, "fuzz")
+    with contextlib.suppress(model_description.ModelError):
+        model_description.load_description_bytes(raw, "fuzz")
 
 
 @settings(deadline=None, max_examples=100)

@@ -249,7 +249,8 @@ def test_operator_costs_follow_their_work_and_launches_vary_a_little():
     """Not every op on one floor (the operator table would show identical rows): a
     bigger matmul costs more than a smaller one, and each launch varies within ±6 %,
     the same for the same task id."""
-    from aclmon.sim.model import TensorSpec, _op_cost_ns, launch_jitter
+    from aclmon.sim.model import launch_jitter
+    from aclmon.sim.model_description import TensorSpec, _op_cost_ns
 
     def matmul(m: int) -> int:
         a = TensorSpec("a", 1, 2, (m, m))
