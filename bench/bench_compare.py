@@ -40,7 +40,8 @@ import numpy as np
 
 from aclmon import acl_constants as C
 from aclmon.dump import read_dump
-from aclmon.dump.compare.engine import CompareOptions, Golden, run_compare
+from aclmon.dump.compare.engine import CompareOptions, run_compare
+from aclmon.dump.compare.matching import Golden
 from aclmon.dump.compare.metrics import parse_algorithms
 from aclmon.dump.compare.rows import write_rows
 from aclmon.sim import dumpfile

@@ -14,8 +14,9 @@ from goldenpair import PERTURBED_OP, golden_pair
 
 from aclmon.dump.compare import metrics as m
 from aclmon.dump.compare.detail import row_detail
-from aclmon.dump.compare.engine import CompareOptions, Golden, rows_with_thresholds, run_compare
+from aclmon.dump.compare.engine import CompareOptions, rows_with_thresholds, run_compare
 from aclmon.dump.compare.live import LiveComparer
+from aclmon.dump.compare.matching import Golden
 from aclmon.dump.compare.table import OP, STATUS, CompareTable
 from aclmon.dump.compare.thresholds import Thresholds
 from aclmon.dump.summary import classify

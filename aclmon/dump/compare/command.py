@@ -113,9 +113,9 @@ def configure_compare(parser: argparse.ArgumentParser) -> None:
 def run_compare_command(args: argparse.Namespace) -> int:
     from aclmon.dump.commands import usable_cores
     from aclmon.dump.compare import metrics
-    from aclmon.dump.compare.engine import CompareOptions, Golden, run_compare
+    from aclmon.dump.compare.engine import CompareOptions, run_compare
     from aclmon.dump.compare.fusionrule import read_fusion_rule
-    from aclmon.dump.compare.matching import index_dump_directory
+    from aclmon.dump.compare.matching import Golden, index_dump_directory
     from aclmon.dump.compare.thresholds import Thresholds
     from aclmon.errors import AclmonError
 

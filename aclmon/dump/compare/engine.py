@@ -11,10 +11,7 @@ are rows whose CompareFailReason says so.
 
 from __future__ import annotations
 
-import bisect
-import os
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,14 +26,14 @@ from aclmon.dump.compare.matching import (
     INPUT,
     OUTPUT,
     DumpDirectory,
+    Golden,
     NpyGolden,
     OpDump,
+    Producers,
     TensorSource,
     address_text,
     dump_tensors,
-    has_npy,
     index_dump_directory,
-    index_npy_golden,
 )
 from aclmon.dump.compare.rows import (
     NAN,
@@ -64,77 +61,6 @@ class CompareOptions:
     max_elements: int = 0  # -max: compare only the first N elements
     fusion_rule: FusionRule | None = None
     workers: int = 1
-
-
-class Golden:
-    """The golden side: another dump directory, or a directory of golden ``.npy`` files."""
-
-    def __init__(self, root: str) -> None:
-        if not os.path.isdir(root):
-            raise AclmonError(f"{root}: not a directory")
-        self.root = root
-        self.dumps: DumpDirectory | None = None
-        self.npy: NpyGolden | None = None
-        dumps = index_dump_directory(root)
-        if dumps.ops or dumps.stats_files:
-            self.dumps = dumps
-        elif has_npy(root):
-            self.npy = index_npy_golden(root)
-        else:
-            raise AclmonError(
-                f"{root}: no operator dumps, statistics CSVs or golden .npy files "
-                "({op_name}.{output_index}.{timestamp}.npy)"
-            )
-
-    @property
-    def kind(self) -> str:
-        return "npy" if self.npy is not None else "dump"
-
-
-class Producers:
-    """Which operator output sits at a device address, over time: an input of an
-    operator comes from the latest output at its address written before it runs."""
-
-    def __init__(self) -> None:
-        self._by_address: dict[int, list[tuple[tuple[int, int], str, int]]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, op: OpDump, outputs: Iterable[TensorSource]) -> None:
-        with self._lock:
-            for tensor in outputs:
-                if tensor.address:
-                    bisect.insort(
-                        self._by_address.setdefault(tensor.address, []),
-                        (op.order, op.key, tensor.index),
-                    )
-
-    def find(self, address: int, before: tuple[int, int]) -> tuple[str, int] | None:
-        with self._lock:
-            entries = self._by_address.get(address)
-            if not entries:
-                return None
-            at = bisect.bisect_left(entries, (before, "", -1))
-            if at == 0:
-                return None
-            _, key, index = entries[at - 1]
-            return key, index
-
-    def fill(self, ops: Iterable[OpDump]) -> None:
-        """Every output address of these operators (their headers only)."""
-        from aclmon.dump.reader import read_dump
-
-        for op in ops:
-            try:
-                dump = read_dump(op.path, header_only=True)
-            except AclmonError:
-                continue  # the operator's own row will say why
-            with self._lock:
-                for tensor in dump.outputs:
-                    if tensor.header.address:
-                        bisect.insort(
-                            self._by_address.setdefault(tensor.header.address, []),
-                            (op.order, op.key, tensor.index),
-                        )
 
 
 # ---------------------------------------------------------------- one operator

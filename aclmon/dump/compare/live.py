@@ -24,8 +24,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from aclmon.dump.compare.engine import CompareOptions, Golden, Producers, compare_op
-from aclmon.dump.compare.matching import op_dump_of
+from aclmon.dump.compare.engine import CompareOptions, compare_op
+from aclmon.dump.compare.matching import Golden, Producers, op_dump_of
 from aclmon.dump.compare.rows import CompareRow
 from aclmon.dump.compare.table import CompareTable
 from aclmon.dump.naming import parse_dump_name

@@ -22,10 +22,12 @@ Every tensor is compared in its logical layout: a padded device format
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,3 +275,71 @@ def _npy_header(path: str) -> tuple[str, tuple[int, ...]]:
 
 def has_npy(root: str) -> bool:
     return any(any(GOLDEN_NPY.match(n) for n in names) for _, _, names in os.walk(root))
+
+
+class Golden:
+    """The golden side: another dump directory, or a directory of golden ``.npy`` files."""
+
+    def __init__(self, root: str) -> None:
+        if not os.path.isdir(root):
+            raise AclmonError(f"{root}: not a directory")
+        self.root = root
+        self.dumps: DumpDirectory | None = None
+        self.npy: NpyGolden | None = None
+        dumps = index_dump_directory(root)
+        if dumps.ops or dumps.stats_files:
+            self.dumps = dumps
+        elif has_npy(root):
+            self.npy = index_npy_golden(root)
+        else:
+            raise AclmonError(
+                f"{root}: no operator dumps, statistics CSVs or golden .npy files "
+                "({op_name}.{output_index}.{timestamp}.npy)"
+            )
+
+    @property
+    def kind(self) -> str:
+        return "npy" if self.npy is not None else "dump"
+
+
+class Producers:
+    """Which operator output sits at a device address, over time: an input of an
+    operator comes from the latest output at its address written before it runs."""
+
+    def __init__(self) -> None:
+        self._by_address: dict[int, list[tuple[tuple[int, int], str, int]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, op: OpDump, outputs: Iterable[TensorSource]) -> None:
+        self._insert(op, [(tensor.address, tensor.index) for tensor in outputs])
+
+    def find(self, address: int, before: tuple[int, int]) -> tuple[str, int] | None:
+        with self._lock:
+            entries = self._by_address.get(address)
+            if not entries:
+                return None
+            at = bisect.bisect_left(entries, (before, "", -1))
+            if at == 0:
+                return None
+            _, key, index = entries[at - 1]
+            return key, index
+
+    def fill(self, ops: Iterable[OpDump]) -> None:
+        """Every output address of these operators (their headers only)."""
+        from aclmon.dump.reader import read_dump
+
+        for op in ops:
+            try:
+                dump = read_dump(op.path, header_only=True)
+            except AclmonError:
+                continue  # the operator's own row will say why
+            self._insert(op, [(tensor.header.address, tensor.index) for tensor in dump.outputs])
+
+    def _insert(self, op: OpDump, outputs: Iterable[tuple[int, int]]) -> None:
+        """``(address, output index)`` of ``op``'s outputs, kept in execution order."""
+        with self._lock:
+            for address, index in outputs:
+                if address:
+                    bisect.insort(
+                        self._by_address.setdefault(address, []), (op.order, op.key, index)
+                    )
