@@ -34,6 +34,14 @@ PCI_DEVICE_ID = 0xD802
 HUGEPAGE_KB = 2048
 
 
+def _zeroed(info: Any) -> Any:
+    """The caller's out-structure with every byte zeroed, so that the fields this
+    call does not set read 0."""
+    target = info.contents
+    ctypes.memset(ctypes.addressof(target), 0, ctypes.sizeof(target))
+    return target
+
+
 def _write_text(array: Any, text: str) -> None:
     data = text.encode()[: len(array) - 1]
     ctypes.memmove(ctypes.addressof(array), data, len(data))
@@ -140,8 +148,7 @@ class FakeDcmi:
         chip = self._chip(card, device)
         if chip is None:
             return abi.DCMI_ERR_CODE_INVALID_DEVICE_ID
-        target = info.contents
-        ctypes.memset(ctypes.addressof(target), 0, ctypes.sizeof(target))
+        target = _zeroed(info)
         _write_text(target.chip_type, "Ascend")
         _write_text(target.chip_name, chip.name)
         _write_text(target.chip_ver, "V1")
@@ -238,8 +245,7 @@ class FakeDcmi:
         chip = self._chip(card, device)
         if chip is None:
             return abi.DCMI_ERR_CODE_INVALID_DEVICE_ID
-        target = info.contents
-        ctypes.memset(ctypes.addressof(target), 0, ctypes.sizeof(target))
+        target = _zeroed(info)
         target.memory_size = chip.memory_total_mb
         target.memory_available = chip.memory_total_mb - chip.memory_used_mb
         target.freq = 0 if self.view().kind.has_hbm else 3200
@@ -254,8 +260,7 @@ class FakeDcmi:
     def _get_device_ecc_info(self, card: int, device: int, kind: int, info: Any) -> int:
         if self._chip(card, device) is None:
             return abi.DCMI_ERR_CODE_INVALID_DEVICE_ID
-        target = info.contents
-        ctypes.memset(ctypes.addressof(target), 0, ctypes.sizeof(target))
+        target = _zeroed(info)
         target.enable_flag = 1
         return abi.DCMI_OK
 
