@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aclmon.sim.config import SimConfigError, load_config
 from aclmon.sim.driver import read_jobs
@@ -58,6 +58,17 @@ class TableLayout:
     second_id: str
 
 
+_LAYOUT_310P = TableLayout(
+    version="24.1.0.1", width=106, version_at=51, cells=(31, 17, 54), ids=(8, 22),
+    row1=(13, 18), row2=(13, 40), hugepages_used=6,
+    header1="| NPU     Name                  | Health          | Power(W)     Temp(C)           Hugepages-Usage(page) |",
+    header2="| Chip    Device                | Bus-Id          | AICore(%)    Memory-Usage(MB)                        |",
+    die_rule="cells",
+    process_header="| NPU     Chip                  | Process id      | Process name             | Process memory(MB)        |",
+    process_cells=(31, 17, 26, 27), process_ids=(8, 22), processes=True, no_power="NA",
+    has_hbm=False, second_id="Device",
+)  # fmt: skip
+
 LAYOUTS = {
     "a2": TableLayout(
         version="25.5.1", width=98, version_at=35, cells=(27, 15, 52), ids=(6, 20),
@@ -79,23 +90,10 @@ LAYOUTS = {
         process_cells=(27, 15, 20, 23, 25), process_ids=(8, 18), processes=True, no_power="-",
         has_hbm=True, second_id="Phy-ID",
     ),
-    "310p": TableLayout(
-        version="24.1.0.1", width=106, version_at=51, cells=(31, 17, 54), ids=(8, 22),
-        row1=(13, 18), row2=(13, 40), hugepages_used=6,
-        header1="| NPU     Name                  | Health          | Power(W)     Temp(C)           Hugepages-Usage(page) |",
-        header2="| Chip    Device                | Bus-Id          | AICore(%)    Memory-Usage(MB)                        |",
-        die_rule="cells",
-        process_header="| NPU     Chip                  | Process id      | Process name             | Process memory(MB)        |",
-        process_cells=(31, 17, 26, 27), process_ids=(8, 22), processes=True, no_power="NA",
-        has_hbm=False, second_id="Device",
-    ),
-    "310b": TableLayout(
-        version="23.0.0", width=106, version_at=51, cells=(31, 17, 54), ids=(8, 22),
-        row1=(13, 18), row2=(13, 40), hugepages_used=6,
-        header1="| NPU     Name                  | Health          | Power(W)     Temp(C)           Hugepages-Usage(page) |",
-        header2="| Chip    Device                | Bus-Id          | AICore(%)    Memory-Usage(MB)                        |",
-        die_rule="cells", process_header="", process_cells=(), process_ids=(8, 22),
-        processes=False, no_power="NA", has_hbm=False, second_id="Device",
+    "310p": _LAYOUT_310P,
+    # the 310B's table is the 310P's, with its own version and no process section
+    "310b": replace(
+        _LAYOUT_310P, version="23.0.0", process_header="", process_cells=(), processes=False
     ),
 }  # fmt: skip
 
