@@ -12,7 +12,7 @@ rows of a statistics-only compare (their verdicts are made there).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from aclmon.dump.compare.rows import NONFINITE, CompareRow
@@ -115,13 +115,7 @@ class OverflowNote:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "op_name": self.op_name,
-            "op_type": self.op_type,
-            "task_id": self.task_id,
-            "position": self.position,
-        }
+        return asdict(self)
 
 
 def overflow_notes(links: Iterable[Any], divergence: Divergence | None) -> list[OverflowNote]:
