@@ -255,6 +255,8 @@ class FleetStore:
         self.refused_events = 0
         #: each source's first anomaly, at the version of its store it was found at
         self._firsts: dict[SourceKey, tuple[int, Anomaly | None]] = {}
+        #: each source's row, with the store, its version and the liveness it was made from
+        self._rows: dict[SourceKey, tuple[Store, int, str, FleetRow]] = {}
 
     def source(self, key: SourceKey) -> FleetSource:
         entry = self.sources.get(key)
@@ -277,6 +279,7 @@ class FleetStore:
                     f" {event.host!r} pid {event.pid}"
                 )
                 entry.store = Store()  # nothing it sent is shown
+                self._rows.pop(key, None)
                 entry.rate_points.clear()
                 self.refused_events += len(events)
                 self.version += 1
@@ -388,11 +391,12 @@ class FleetStore:
                 }
         return out
 
-    def row(self, entry: FleetSource, now: float | None = None) -> FleetRow:
+    def row(self, entry: FleetSource, now: float | None = None, state: str = "") -> FleetRow:
+        """The source as the fleet screen shows it (``state``: its liveness, when
+        the caller has it)."""
         s = entry.store.state
-        state = self.state_of(entry, now)
+        state = state or self.state_of(entry, now)
         hello = s.hello
-        identity = entry.identity
         samples = [d.sample for d in s.devices.values() if d.sample is not None]
         utils = [x.cube_util for x in samples if x.cube_util >= 0]
         histories = [d.cube_history for d in s.devices.values() if d.cube_history]
@@ -407,14 +411,14 @@ class FleetStore:
             last_error = f"{last.error_code} {last.op_type or last.op_name}".strip()
         overflows = sum(1 for d in s.dumps if d.kind == ev.OVERFLOW_DUMP)
         devices = tuple(sorted(s.devices))
-        if not devices and isinstance(identity.get("device_id"), int):
-            devices = (identity["device_id"],)
+        if not devices and hello is not None and hello.device_id >= 0:
+            devices = (hello.device_id,)
         return FleetRow(
             key=entry.key,
             host=hello.host if hello else entry.key[0],
             pid=entry.key[1],
             rank=entry.rank,
-            job=str(identity.get("job", "")),
+            job=hello.job if hello else "",
             devices=devices,
             cube_util=round(sum(utils) / len(utils)) if utils else -1,
             cube_history=history,
@@ -434,8 +438,29 @@ class FleetStore:
         )
 
     def rows(self) -> list[FleetRow]:
+        """One row per accepted source. A row is made again only when its source's
+        store changed (its version) or its liveness did: a screen of 1,024 ranks
+        that refreshes four times a second rebuilds the rows of the ranks that
+        sent something, not all of them."""
         now = time.monotonic()
-        return [self.row(entry, now) for entry in self.accepted()]
+        cache = self._rows
+        out = []
+        for entry in self.accepted():
+            state = self.state_of(entry, now)
+            store = entry.store
+            cached = cache.get(entry.key)
+            if (
+                cached is None
+                or cached[0] is not store
+                or cached[1] != store.version
+                or cached[2] != state
+            ):
+                row = self.row(entry, now, state)
+                cache[entry.key] = (store, store.version, state, row)
+            else:
+                row = cached[3]
+            out.append(row)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The fleet as plain JSON values (``aclmon attach --all --once --json``)."""
@@ -516,6 +541,8 @@ def mean_history(histories: list[Any]) -> tuple[int, ...]:
     an unmeasured device never pulls the mean of the others down."""
     if not histories:
         return ()
+    if len(histories) == 1:  # one device (a rank's usual case): its own points
+        return tuple(v if v >= 0 else -1 for v in histories[0])
     length = min(len(h) for h in histories)
     out = []
     for i in range(length):
