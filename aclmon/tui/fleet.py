@@ -3,7 +3,10 @@
 A timer folds the fleet feed (local agents or NATS) into a
 :class:`~aclmon.store.fleet.FleetStore`, a chunk of events at a time (a long
 catch-up goes on between keys, so quitting never waits for it), and repaints
-when what it shows changed (events, a source gone stale, the connection):
+when what it shows changed (events, a source gone stale, the connection),
+but never spends more than a fifth of a core on it: after a repaint that took
+*t*, the next waits at least ``PAINT_SPACING`` x *t* (a screen of 1,024 busy
+ranks refreshes less often rather than fall behind; keys repaint at once):
 
 - the alert line, once something went wrong: the job's first anomaly (an
   exception, overflow or NaN/Inf on the ranks' clocks corrected to one,
@@ -30,6 +33,7 @@ background); Esc there comes back here. Their Host view reads this machine
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -57,6 +61,7 @@ from aclmon.tui import fmt
 from aclmon.tui.anomaly import alert_text, bound_key, reveal_at_start
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
+from aclmon.tui.heatmap import HeatLine, HeatMap
 from aclmon.tui.host_commands import host_feed, host_opener
 from aclmon.tui.inert import InertApp, inert, inert_line
 from aclmon.tui.keys import binding_rows, quit_bindings
@@ -80,6 +85,8 @@ HEAT_HOST_LINES = 16
 FOLD_CHUNK = 5_000
 #: between two chunks of a catch-up: the event loop's turn (keys, the screen)
 CATCH_UP_PAUSE_S = 0.001
+#: after a repaint that took t seconds, the next one from the timer waits t times this
+PAINT_SPACING = 4.0
 #: in one rank's screens: back to the fleet
 BACK_BINDING = Binding("escape", "back_to_fleet", "Fleet", id="fleet.back")
 #: (name, width, right-aligned) of each column of a rank's row; width 0: the rest
@@ -200,6 +207,7 @@ class FleetApp(InertApp["SourceKey | None"]):
     #fleet-alert { height: 1; display: none; }
     #fleet-header { height: 1; background: $panel; text-wrap: nowrap; }
     #heat { height: auto; max-height: 18; padding: 0 1; }
+    #heat-note { height: auto; padding: 0 1; display: none; }
     #colhead { height: 1; background: $panel; }
     #rows { height: 1fr; }
     #filter { dock: bottom; }
@@ -224,6 +232,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         sort: str = "rank",
         filter_text: str = "",
         cursor_key: SourceKey | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         self.feed = feed
@@ -236,6 +245,11 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.rows: list[FleetRow] = []
         self._cursor_key = cursor_key
         self._painted: tuple[Any, ...] = ()
+        self._clock = clock
+        #: the timer repaints no earlier than this (``clock``; see PAINT_SPACING)
+        self._next_paint = 0.0
+        #: (theme, variable, extras) -> its style
+        self._styles: dict[tuple[Any, ...], Style] = {}
         self._catching_up = False
         self._first: SourceKey | None = None
         #: the first anomaly to show in the rank opened (the alert line's key)
@@ -248,7 +262,8 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.alert = Static(id="fleet-alert")
         yield self.alert
         self.header = Static(id="fleet-header")
-        self.heat = Static(id="heat")
+        self.heat = HeatMap(id="heat")
+        self.heat_note = Static(id="heat-note")
         self.colhead = Static(id="colhead")
         self.vlist = VirtualList(self._render_row, id="rows")
         self.filter_input = FilterBar(
@@ -256,6 +271,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         )
         yield self.header
         yield self.heat
+        yield self.heat_note
         yield self.colhead
         yield self.vlist
         yield self.filter_input
@@ -282,7 +298,7 @@ class FleetApp(InertApp["SourceKey | None"]):
             return
         if not self._catching_up:
             self._fold()
-        if self._shown() != self._painted:
+        if self._clock() >= self._next_paint and self._shown() != self._painted:
             self.repaint()
 
     def _fold(self) -> None:
@@ -305,6 +321,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         return (self.fleet.version, states, self.feed.state, self.feed.state_reason)
 
     def repaint(self) -> None:
+        began = self._clock()
         self._painted = self._shown()
         order = self.fleet.anomaly_order()
         self._first = order[0].key if order else None
@@ -313,7 +330,8 @@ class FleetApp(InertApp["SourceKey | None"]):
                                      bound_key(self, "fleet.anomaly", "a")))  # fmt: skip
         self.alert.display = bool(order)
         key = self.selected_key() or self._cursor_key
-        self.rows = sort_rows(self.fleet.rows(), self.sort, self._first, self.filter_text)
+        rows = self.fleet.rows()
+        self.rows = sort_rows(rows, self.sort, self._first, self.filter_text)
         self.vlist.set_rows(0, len(self.rows))
         if key is not None:
             for index, row in enumerate(self.rows):
@@ -323,9 +341,11 @@ class FleetApp(InertApp["SourceKey | None"]):
         elif self.rows and self.vlist.cursor < 0:
             self.vlist.move_cursor_to(0)
         self.vlist.clear_cache()
-        self.header.update(self._header_text())
-        self.heat.update(self._heat_text())
+        self.header.update(self._header_text(rows))
+        self._update_heat(rows)
         self.colhead.update(self._colhead_text())
+        ended = self._clock()
+        self._next_paint = ended + PAINT_SPACING * (ended - began)
 
     def selected_key(self) -> SourceKey | None:
         cursor = self.vlist.cursor if self.is_running else -1
@@ -335,6 +355,13 @@ class FleetApp(InertApp["SourceKey | None"]):
 
     # ------------------------------------------------------------ drawing
     def _style(self, variable: str, **extra: Any) -> Style:
+        key = (self.theme, variable, *sorted(extra.items()))
+        style = self._styles.get(key)
+        if style is None:
+            style = self._styles[key] = self._make_style(variable, **extra)
+        return style
+
+    def _make_style(self, variable: str, **extra: Any) -> Style:
         value = self.theme_variables.get(variable)
         color = None
         if value:
@@ -344,8 +371,7 @@ class FleetApp(InertApp["SourceKey | None"]):
                 color = None
         return Style(color=color, **extra)
 
-    def _header_text(self) -> Text:
-        rows = self.fleet.rows()
+    def _header_text(self, rows: list[FleetRow]) -> Text:
         live = sum(1 for r in rows if r.state == LIVE)
         stale = sum(1 for r in rows if r.state == STALE)
         exited = sum(1 for r in rows if r.state == EXITED)
@@ -370,64 +396,84 @@ class FleetApp(InertApp["SourceKey | None"]):
         text.append(f" sort: {self.sort} ", style=self._style("foreground-muted"))
         return text
 
-    def _cell(self, row: FleetRow) -> Text:
+    def _cell(self, row: FleetRow) -> tuple[str, Style]:
+        """A rank's heat-map cell: its two characters and their style."""
         if row.state == EXITED:
-            return Text("··", style=self._style("foreground-muted"))
+            return "··", self._style("foreground-muted")
         if row.state == STALE:
-            return Text("~~", style=self._style("warning"))
+            return "~~", self._style("warning")
         if row.exceptions:
-            style = self._style("error", bold=True, reverse=row.key == self._first)
-            return Text("!!", style=style)
+            return "!!", self._style("error", bold=True, reverse=row.key == self._first)
         if row.cube_util < 0:
-            return Text("??", style=self._style("foreground-muted"))
+            return "??", self._style("foreground-muted")
         shade = SHADES[min(len(SHADES) - 1, 1 + row.cube_util // 25)]
         color = (
             "success" if row.cube_util >= 50 else "warning" if row.cube_util >= 10 else "primary"
         )
-        return Text(shade * 2, style=self._style(color))
+        return shade * 2, self._style(color)
 
-    def _heat_text(self) -> Text:
+    def _update_heat(self, rows: list[FleetRow]) -> None:
+        """The heat map of the ranks, or why there is none yet."""
         rows = sorted(
-            self.fleet.rows(),
-            key=lambda r: (r.host, r.rank if r.rank is not None else 1 << 30, r.pid),
+            rows, key=lambda r: (r.host, r.rank if r.rank is not None else 1 << 30, r.pid)
         )
+        self.heat.show(self._heat_lines([(row.host, self._cell(row)) for row in rows]))
+        note = None
         if not rows:
             if self.feed.state != CONNECTED and self.feed.state_reason:
                 # nothing to show but why: in full (the header has room for its start)
-                return Text(
+                note = Text(
                     f"{self.feed.state}: {inert(self.feed.state_reason)}",
                     style=self._style("error"),
                 )
-            return Text("waiting for ranks…", style=self._style("foreground-muted"))
-        hosts: dict[str, list[FleetRow]] = {}
-        for row in rows:
-            hosts.setdefault(row.host, []).append(row)
+            else:
+                note = Text("waiting for ranks…", style=self._style("foreground-muted"))
+            self.heat_note.update(note)
+        self.heat_note.display = note is not None
+
+    def _heat_lines(self, cells: list[tuple[str, tuple[str, Style]]]) -> list[HeatLine]:
+        """The heat map's lines from ``(host, cell)`` in host and rank order, and the
+        legend (none without cells); pieces of one style next to each other are one."""
+        if not cells:
+            return []
+        hosts: dict[str, list[tuple[str, Style]]] = {}
+        for host, cell in cells:
+            hosts.setdefault(host, []).append(cell)
         width = max(self.size.width - 2, 20)
-        text = Text()
+        muted = self._style("foreground-muted")
+        plain = Style()
+        lines: list[HeatLine] = []
+
+        def line(label: tuple[str, Style] | None, members: list[tuple[str, Style]]) -> HeatLine:
+            pieces: list[tuple[str, Style]] = [label] if label else []
+            for chars, style in members:
+                for text, wanted in ((chars, style), (" ", plain)):
+                    if pieces and pieces[-1][1] == wanted:
+                        pieces[-1] = (pieces[-1][0] + text, wanted)
+                    else:
+                        pieces.append((text, wanted))
+            return tuple(pieces)
+
         if len(hosts) <= HEAT_HOST_LINES:
             label = min(max(len(inert_line(h)) for h in hosts), 24)
             per_line = max((width - label - 2) // 3, 1)
-            for index, (host, members) in enumerate(hosts.items()):
+            for host, members in hosts.items():
                 for start in range(0, len(members), per_line):
                     name = middle(host, label) if start == 0 else ""
-                    text.append(f"{name:<{label}}  ", style=self._style("foreground-muted"))
-                    for row in members[start : start + per_line]:
-                        text.append_text(self._cell(row))
-                        text.append(" ")
-                    text.append("\n")
-                del index
+                    lines.append(
+                        line((f"{name:<{label}}  ", muted), members[start : start + per_line])
+                    )
         else:
             per_line = max(width // 3, 1)
-            for start in range(0, len(rows), per_line):
-                for row in rows[start : start + per_line]:
-                    text.append_text(self._cell(row))
-                    text.append(" ")
-                text.append("\n")
-        text.append("util ", style=self._style("foreground-muted"))
-        for shade, what in zip(SHADES[1:], ("<25%", "<50%", "<75%", "busy"), strict=True):
-            text.append(shade * 2 + f" {what}  ", style=self._style("foreground-muted"))
-        text.append("!! exceptions  ~~ stale  ·· exited", style=self._style("foreground-muted"))
-        return text
+            flat = [cell for _host, cell in cells]
+            for start in range(0, len(flat), per_line):
+                lines.append(line(None, flat[start : start + per_line]))
+        legend = "util " + "".join(
+            shade * 2 + f" {what}  "
+            for shade, what in zip(SHADES[1:], ("<25%", "<50%", "<75%", "busy"), strict=True)
+        )
+        lines.append(((legend + "!! exceptions  ~~ stale  ·· exited", muted),))
+        return lines
 
     def _wide(self) -> bool:
         return self.size.width >= 120
