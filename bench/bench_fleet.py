@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,11 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_events import event_mix
 
 from aclmon import events as ev
+from aclmon.children import dies_with_me
 from aclmon.events.wire import StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.server import LocalNatsServer
-from aclmon.sources.demo import _die_with_parent
 
 JOB = "bench"
 TICK_S = 0.01
@@ -226,7 +227,7 @@ def live_phase(
     relay = subprocess.Popen(
         [sys.executable, "-m", "aclmon", "relay", "--nats", url, "--job", JOB],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,
+        preexec_fn=dies_with_me(),
     )  # fmt: skip
     start_at = time.time() + 4.0 + publishers * 0.25
     children = [
@@ -236,7 +237,7 @@ def live_phase(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=dies_with_me(),
         )
         for _ in range(publishers)
     ]
@@ -355,12 +356,410 @@ def stream_events(url: str) -> tuple[int, int]:
     return asyncio.run(run())
 
 
+# ---------------------------------------------------------------- a large fleet
+#: relays (hosts) of the large-fleet run: its sources are spread over them
+FLEET_HOSTS = 8
+#: ranks that raise an exception in the large-fleet run (the alert line has work)
+FLEET_FAULTY = (37, 512, 901)
+#: the fleet screen's size for frame_ms and the live viewer
+SCREEN = (160, 48)
+
+
+def fleet_viewer_main(url: str, sources: int) -> None:
+    """The viewer of the large-fleet run: the fleet screen (headless, 160x48) over a
+    :class:`NatsFeed` that also notes, as it decodes, each event's lag and each
+    source's count and sequence gaps. Its stdin says ``start UNIX_TIME`` (the
+    load begins then) and ``done OFFERED`` (every event was emitted); it prints
+    one JSON line when it has them all (or nothing came for ``QUIET_S``)."""
+    import psutil
+
+    from aclmon.store.fleet import FleetStore
+    from aclmon.tui.fleet import FleetApp
+
+    class MeasuredFeed(NatsFeed):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            self.counted: dict[tuple[str, int], int] = {}
+            self.last_seq: dict[tuple[str, int], int] = {}
+            self.gaps = 0
+            self.lags: list[np.ndarray] = []
+            self.newest = time.monotonic()
+
+        def _push(self, key: Any, events: list[Any]) -> None:
+            now = time.time_ns()
+            live = [e for e in events if e.seq and type(e) is not ev.Reply]
+            if live:
+                previous = self.last_seq.get(key, 0)
+                for event in events:
+                    if event.seq:
+                        if previous and event.seq != previous + 1:
+                            self.gaps += max(event.seq - previous - 1, 0)
+                        previous = event.seq
+                self.last_seq[key] = previous
+                self.counted[key] = self.counted.get(key, 0) + len(live)
+                stamps = np.fromiter((e.ts_ns for e in live), dtype=np.int64, count=len(live))
+                self.lags.append((now - stamps) / 1e6)
+                self.newest = time.monotonic()
+            super()._push(key, events)
+
+    me = psutil.Process()
+    feed = MeasuredFeed(url, sj.Scope(JOB))
+    fleet = FleetStore()
+    app = FleetApp(feed, fleet)
+    report: dict[str, Any] = {}
+
+    def control() -> None:
+        deadline = time.monotonic() + 30
+        while feed.state != "connected" or not app.is_running:
+            if time.monotonic() > deadline:
+                report["error"] = f"viewer did not connect: {feed.state} {feed.state_reason}"
+                app.call_from_thread(app.exit)
+                return
+            time.sleep(0.02)
+        time.sleep(0.5)  # the screen painted once: the baseline
+        rss_before = me.memory_info().rss
+        print("ready", flush=True)
+        start_at = float(sys.stdin.readline().split()[1])
+        while time.time() < start_at:
+            time.sleep(0.005)
+        cpu_before, wall_before = me.cpu_times(), time.monotonic()
+        offered = int(sys.stdin.readline().split()[1])
+        while sum(feed.counted.values()) < offered and time.monotonic() - feed.newest < QUIET_S:
+            time.sleep(0.05)
+        cpu_after, wall_after = me.cpu_times(), time.monotonic()
+        time.sleep(1.0)  # the screen folds the last of it
+        used = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+        lag = np.concatenate(feed.lags) if feed.lags else np.zeros(1)
+        report.update(
+            received=sum(feed.counted.values()),
+            per_source=len(feed.counted),
+            gaps=feed.gaps,
+            feed_lost=feed.lost,
+            lag_p50_ms=float(np.percentile(lag, 50)),
+            lag_p99_ms=float(np.percentile(lag, 99)),
+            lag_max_ms=float(lag.max()),
+            viewer_cpu_s=used,
+            viewer_wall_s=wall_after - wall_before,
+            rss_before_mb=rss_before / 1e6,
+            rss_after_mb=me.memory_info().rss / 1e6,
+            screen_sources=len(fleet.accepted()),
+            screen_rows=len(app.rows),
+        )
+        app.call_from_thread(app.exit)
+
+    feed.start()
+    threading.Thread(target=control, daemon=True).start()
+    app.run(headless=True, size=SCREEN)
+    feed.close()
+    print(json.dumps(report), flush=True)
+
+
+def fleet_frame_ms(sources: int, paints: int = 30) -> tuple[float, float]:
+    """(median ms of one fleet-screen refresh at 160x48 with ``sources`` ranks: a tick
+    that folds new events of 1/8 of the ranks, repaints and renders every line;
+    the same for a tick with nothing new)."""
+    from textual.geometry import Region
+
+    from aclmon.sources.fleet import drain
+    from aclmon.store.fleet import FleetStore
+    from aclmon.tui.fleet import FleetApp
+
+    def rank_events(host: str, pid: int, rank: int, seq: int, second: int) -> list[Any]:
+        ts = (1_800_000_000 + second) * 10**9
+        util = (rank * 7 + second * 3) % 101
+        out: list[Any] = []
+        if seq == 1:
+            out += [
+                ev.Hello(1, ts, *ev.hello_fields("sim", "Ascend910B1", 1))._replace(
+                    pid=pid, host=host, job=JOB, rank=rank, rank_size=sources,
+                    local_rank=rank % 8, device_id=rank % 8),
+                ev.ModelLoaded(2, ts, 1, rank % 8, "resnet50_bs32", 312),
+            ]  # fmt: skip
+        base = seq + len(out)
+        out += [
+            ev.DeviceSample(base, ts, rank % 8, util, 0, -1, 20 << 30, 64 << 30, "OK", 50.0, 250.0),
+            ev.ExecuteEnd(base + 1, ts, 1, 0, 850_000, 0),
+            ev.ExecuteEnd(base + 2, ts + 10**6, 1, 0, 850_000, 0),
+        ]
+        if rank in FLEET_FAULTY and second == 3:
+            out.append(ev.AclException(base + 3, ts, rank % 8, 3, 7, 1, 507015,
+                                       "conv12/Conv2D", "Conv2D", (), ()))  # fmt: skip
+        return out
+
+    keys = [(f"node{r // (sources // FLEET_HOSTS):02d}", 10_000 + r) for r in range(sources)]
+    seqs = dict.fromkeys(keys, 1)
+
+    class StepFeed:
+        """What a NATS feed would hand over: the next second's events of some ranks."""
+
+        description = "bench"
+        readonly = True
+        state = "connected"
+        state_reason = ""
+
+        def __init__(self) -> None:
+            self.caught_up = threading.Event()
+            self.gone: set[Any] = set()
+            self.pending: list[tuple[Any, list[Any]]] = []
+
+        def poll(self, max_events: int = 0) -> list[tuple[Any, list[Any]]]:
+            out, self.pending = self.pending, []
+            return out
+
+        def queue(self, second: int, every: int) -> None:
+            for index, key in enumerate(keys):
+                if index % every == second % every:
+                    events = rank_events(key[0], key[1], index, seqs[key], second)
+                    seqs[key] += len(events)
+                    self.pending.append((key, events))
+
+    async def run() -> tuple[float, float]:
+        feed = StepFeed()
+        feed.queue(0, 1)  # every rank is there
+        app = FleetApp(feed, FleetStore(), interval=3600)  # type: ignore[arg-type]
+        async with app.run_test(size=SCREEN) as pilot:
+            await pilot.pause()
+
+            def paint(fold: bool) -> float:
+                """A refresh: fold what came (when asked) and repaint, as the timer
+                does when the screen is due, or a tick with nothing new."""
+                began = time.perf_counter()
+                if fold:
+                    drain(feed, app.fleet)  # type: ignore[arg-type]
+                    app.repaint()
+                else:
+                    app.tick()
+                for widget in (app.alert, app.header, app.heat, app.colhead, app.vlist):
+                    if widget.display:
+                        widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+                return (time.perf_counter() - began) * 1000
+
+            busy, idle = [], []
+            for second in range(1, paints + 1):
+                feed.queue(second, FLEET_HOSTS)
+                busy.append(paint(True))
+                await pilot.pause()
+                idle.append(paint(False))
+            assert len(app.rows) == sources, (len(app.rows), sources)
+        return statistics.median(busy), statistics.median(idle)
+
+    return asyncio.run(run())
+
+
+def wait_for_streams(url: str, relay: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the relay has made every class's stream."""
+    import nats
+
+    async def run() -> None:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        deadline = time.monotonic() + 60
+        try:
+            for name in sj.STREAMS.values():
+                while True:
+                    try:
+                        await js.stream_info(name)
+                        break
+                    except Exception:
+                        if relay.poll() is not None or time.monotonic() > deadline:
+                            raise SystemExit(
+                                f"no stream {name}: {log.read_text()[-2000:]}"
+                            ) from None
+                        await asyncio.sleep(0.1)
+        finally:
+            await nc.close()
+
+    asyncio.run(run())
+
+
+def fleet_run(args: argparse.Namespace, root: str) -> dict[str, Any]:
+    """One large-fleet run (see ``fleet_main``)."""
+    import psutil
+
+    sources, hosts = args.sources, FLEET_HOSTS
+    per_host = sources // hosts
+    with tempfile.TemporaryDirectory(prefix="aclmon-fleet-bench-") as tmp:
+        base_env = dict(os.environ)
+        base_env["PYTHONPATH"] = os.pathsep.join([root, base_env.get("PYTHONPATH", "")])
+        base_env.pop("ACLMON_JOB", None)
+        with LocalNatsServer(directory=str(Path(tmp) / "nats"), anonymous=True) as server:
+            url = server.url
+            viewer = subprocess.Popen(
+                [sys.executable, __file__, "--fleet-viewer", url, str(sources)],
+                env=base_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                preexec_fn=dies_with_me(),
+            )  # fmt: skip
+            assert viewer.stdin is not None and viewer.stdout is not None
+            if viewer.stdout.readline().strip() != "ready":
+                raise SystemExit(f"the viewer did not start: {viewer.stdout.read()}")
+            relays, loads = [], []
+            host_envs = []
+            for index in range(hosts):
+                runtime = Path(tmp) / f"host{index}"
+                runtime.mkdir(mode=0o700)
+                host_envs.append(dict(base_env, XDG_RUNTIME_DIR=str(runtime)))
+            for index, env in enumerate(host_envs):
+                # The first relay makes the streams; the others find them made.
+                setup = [] if index == 0 else ["--no-setup-streams"]
+                with open(Path(tmp) / f"relay{index}.log", "w") as log:
+                    relays.append(subprocess.Popen(
+                        [sys.executable, "-m", "aclmon", "relay", "--nats", url, "--job", JOB,
+                         "--host", f"node{index:02d}", *setup],
+                        env=env, stdout=log, stderr=subprocess.STDOUT,
+                        preexec_fn=dies_with_me(),
+                    ))  # fmt: skip
+                if index == 0:
+                    wait_for_streams(url, relays[0], Path(tmp) / "relay0.log")
+            start_at = time.time() + 5.0 + sources * 0.01
+            for index, env in enumerate(host_envs):
+                first = index * per_host
+                faulty = ",".join(str(r) for r in FLEET_FAULTY if first <= r < first + per_host)
+                loads.append(subprocess.Popen(
+                    [sys.executable, str(Path(__file__).parent / "fleet_load.py"),
+                     "--host", f"node{index:02d}", "--ranks", str(per_host),
+                     "--first-rank", str(first), "--world", str(sources),
+                     "--rate", str(args.rate), "--seconds", str(args.seconds),
+                     "--start-at", str(start_at), "--faulty", faulty],
+                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                    preexec_fn=dies_with_me(),
+                ))  # fmt: skip
+            viewer.stdin.write(f"start {start_at}\n")
+            viewer.stdin.flush()
+            loads_before = [psutil.cpu_times()]
+            reports = []
+            for load in loads:
+                assert load.stdout is not None
+                line = load.stdout.readline()
+                reports.append(json.loads(line) if line.strip() else {"missing": True})
+                if "error" in reports[-1]:
+                    raise SystemExit(f"{reports[-1]['error']}; relay logs in {tmp}")
+            load_average = os.getloadavg()
+            for index, relay in enumerate(relays):
+                if relay.poll() is not None:
+                    log_text = (Path(tmp) / f"relay{index}.log").read_text()
+                    raise SystemExit(f"relay {index} exited: {log_text[-2000:]}")
+            offered = sum(sum(r.get("emitted", {}).values()) + r.get("dropped", 0) for r in reports)
+            viewer.stdin.write(f"done {offered}\n")
+            viewer.stdin.flush()
+            out, _ = viewer.communicate(timeout=120)
+            seen = json.loads(out.strip().splitlines()[-1])
+            del loads_before
+            relay_cpu = server_cpu = 0.0
+            with contextlib.suppress(psutil.Error):
+                times = psutil.Process(server.process.pid).cpu_times()  # type: ignore[union-attr]
+                server_cpu = times.user + times.system
+            for relay in relays:
+                with contextlib.suppress(psutil.Error):
+                    times = psutil.Process(relay.pid).cpu_times()
+                    relay_cpu += times.user + times.system
+            for index, load in enumerate(loads):
+                out, _ = load.communicate("", timeout=60)
+                for line in out.strip().splitlines():
+                    reports[index].update(json.loads(line))
+            for relay in relays:
+                relay.send_signal(signal.SIGTERM)
+            for relay in relays:
+                relay.wait(30)
+    if "error" in seen:
+        raise SystemExit(seen["error"])
+    return {
+        "offered": offered,
+        "offered_events_per_s": offered / args.seconds,
+        "publisher_drops": sum(r.get("dropped", 0) + r.get("subscriber_drops", 0) for r in reports),
+        "load_cpu_s": sum(r.get("cpu_s", 0.0) for r in reports),
+        "relay_cpu_s": relay_cpu,
+        "server_cpu_s": server_cpu,
+        "load_average": load_average[0],
+        **seen,
+        "lost": offered - seen["received"],
+    }
+
+
+def fleet_main(args: argparse.Namespace) -> None:
+    """``--sources N``: N synthetic ranks (``fleet_load.py``, N/8 per process) through
+    8 ``aclmon relay`` processes (one per synthetic host) into one nats-server, and
+    one viewer: the fleet screen, headless at 160x48, over a live NatsFeed. Then
+    the fleet screen's frame time with N ranks. ``--runs`` times; medians."""
+    if args.sources % FLEET_HOSTS:
+        raise SystemExit(f"--sources must be a multiple of {FLEET_HOSTS}")
+    root = str(Path(__file__).resolve().parents[1])
+    runs = []
+    for number in range(args.runs):
+        run = fleet_run(args, root)
+        runs.append(run)
+        print(
+            f"run {number + 1}: {args.sources} sources x {args.rate:g} events/s ="
+            f" {run['offered']:,} events ({run['offered_events_per_s']:,.0f}/s) for"
+            f" {args.seconds:g} s; decoded {run['received']:,}, lost {run['lost']},"
+            f" gaps {run['gaps']}; lag p50 {run['lag_p50_ms']:.1f} p99 {run['lag_p99_ms']:.1f}"
+            f" max {run['lag_max_ms']:.1f} ms; viewer {run['viewer_cpu_s']:.1f} s CPU over"
+            f" {run['viewer_wall_s']:.1f} s, RSS {run['rss_before_mb']:.0f} ->"
+            f" {run['rss_after_mb']:.0f} MB; relays {run['relay_cpu_s']:.1f} s,"
+            f" nats-server {run['server_cpu_s']:.1f} s, load processes {run['load_cpu_s']:.1f} s;"
+            f" screen {run['screen_rows']} rows (load average {run['load_average']:.1f}"
+            f" on {os.cpu_count()} cores)",
+            flush=True,
+        )
+    busy_ms, idle_ms = fleet_frame_ms(args.sources)
+    print(f"fleet screen at {SCREEN[0]}x{SCREEN[1]} with {args.sources} ranks: a refresh"
+          f" that folds 1/{FLEET_HOSTS} of them {busy_ms:.1f} ms, one with nothing new"
+          f" {idle_ms:.1f} ms (median)", flush=True)  # fmt: skip
+
+    def median(name: str) -> float:
+        return float(statistics.median(run[name] for run in runs))
+
+    print(
+        json.dumps(
+            {
+                "sources": args.sources,
+                "hosts": FLEET_HOSTS,
+                "runs": args.runs,
+                "rate_per_source": args.rate,
+                "seconds": args.seconds,
+                "offered_events_per_s": round(median("offered_events_per_s")),
+                "lost": int(median("lost")),
+                "lost_per_run": [run["lost"] for run in runs],
+                "gaps": int(median("gaps")),
+                "lag_p50_ms": round(median("lag_p50_ms"), 1),
+                "lag_p99_ms": round(median("lag_p99_ms"), 1),
+                "lag_p99_ms_per_run": [round(run["lag_p99_ms"], 1) for run in runs],
+                "viewer_cpu_percent": round(
+                    statistics.median(100 * r["viewer_cpu_s"] / r["viewer_wall_s"] for r in runs), 1
+                ),
+                "viewer_rss_mb": round(median("rss_after_mb"), 1),
+                "viewer_rss_mb_per_source": round(
+                    statistics.median(
+                        (r["rss_after_mb"] - r["rss_before_mb"]) / args.sources for r in runs
+                    ),
+                    3,
+                ),
+                "relay_cpu_percent": round(
+                    statistics.median(
+                        100 * r["relay_cpu_s"] / r["viewer_wall_s"] / FLEET_HOSTS for r in runs
+                    ),
+                    1,
+                ),
+                "frame_ms": round(busy_ms, 1),
+                "idle_frame_ms": round(idle_ms, 1),
+                "load_average": round(median("load_average"), 1),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--publishers", type=int, default=16)
-    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--rate", type=float, help="events/s per source (2,000; 20 with --sources)")
     parser.add_argument("--seconds", type=float, default=32.0)
+    parser.add_argument("--sources", type=int, help="the large-fleet run: this many ranks")
+    parser.add_argument("--runs", type=int, default=3, help="large-fleet runs (median)")
     args = parser.parse_args()
+    if args.sources:
+        args.rate = args.rate or 20.0
+        fleet_main(args)
+        return
+    args.rate = int(args.rate or 2000)
     if args.seconds < 20:
         raise SystemExit("--seconds must be at least 20")
     root = str(Path(__file__).resolve().parents[1])
@@ -440,6 +839,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--publisher":
         publisher_main(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--fleet-viewer":
+        fleet_viewer_main(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) > 1 and sys.argv[1] == "--blast":
         blast_main(sys.argv[2], int(sys.argv[3]))
     else:
