@@ -74,7 +74,7 @@ async def test_ranks_behind_a_silent_relay_turn_stale() -> None:
     app = FleetApp(feed, fleet, interval=0.05)  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: len(app.rows) == 1)
-        fleet.heard_relay("h", time.time_ns(), time.time_ns())
+        fleet.heard_relay("h")
         await pilot.pause(0.2)
         assert "stale" not in row_of(app, 101)
         fleet.relay_heard["h"] -= RELAY_SILENT_AFTER_S + 1
