@@ -39,7 +39,7 @@ from aclmon.agent.context import (
     AgentContext,
     DeviceBinder,
 )
-from aclmon.agent.dumps import DumpWatcher, read_acl_json
+from aclmon.agent.dumps import DumpWatcher
 from aclmon.agent.exceptions import ExceptionCapture
 from aclmon.agent.history import HistoryKeeper
 from aclmon.agent.hooks import Hooks
@@ -48,6 +48,7 @@ from aclmon.agent.profiling import MIN_SAMPLE_INTERVAL_MS, ProfilingController
 from aclmon.agent.sampler import Sampler
 from aclmon.agent.state import RuntimeState
 from aclmon.agent.triage import TriageJoiner
+from aclmon.dump.acljson import read_acl_json
 from aclmon.events import (
     Goodbye,
     Hello,

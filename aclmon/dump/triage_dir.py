@@ -53,7 +53,7 @@ class Case:
         return {"number": self.number, **self.triage.to_dict(), "log_files": self.log_files}
 
 
-def _exception_dumps(root: Path) -> list[Path]:
+def exception_dumps(root: Path) -> list[Path]:
     found = []
     for entry in walk_files(root, MAX_DEPTH, MAX_ENTRIES, ordered=True):
         path = Path(entry.path)
@@ -63,7 +63,7 @@ def _exception_dumps(root: Path) -> list[Path]:
     return found
 
 
-def _match_dump(error: DeviceError, dumps: list[Path]) -> Path | None:
+def match_dump(error: DeviceError, dumps: list[Path]) -> Path | None:
     """The exception dump of ``error``: the file its dump line names (by name, the
     directory may have moved), else the one named after its operator and task."""
     if error.dump_file:
@@ -84,7 +84,7 @@ def _match_dump(error: DeviceError, dumps: list[Path]) -> Path | None:
     return None
 
 
-def _facts(error: DeviceError) -> ExceptionFacts:
+def exception_facts(error: DeviceError) -> ExceptionFacts:
     code = error.runtime_result
     if code is None and error.ret_code is not None:
         code = RET_CODE_TO_ACL.get(error.ret_code)
@@ -109,7 +109,7 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
         raise AclmonError(f"{root}: not a directory")
     from aclmon.dump.reader import read_dump
 
-    dumps = _exception_dumps(root)
+    dumps = exception_dumps(root)
     cases: list[Case] = []
     for log_file in find_log_files(root):
         try:
@@ -121,9 +121,9 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
         for error in parse_device_errors(text):
             if not (error.cores or error.task_id is not None or error.aicpu_errcode is not None):
                 continue  # a host line with no device error of its own
-            if any(_same(error, case.error) for case in cases):
+            if any(same_error(error, case.error) for case in cases):
                 continue  # the same error in the device log and the host log
-            dump_path = _match_dump(error, dumps)
+            dump_path = match_dump(error, dumps)
             notes = []
             dump = None
             if dump_path is not None:
@@ -135,14 +135,15 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
                 notes.append("no exception dump of this error in the directory")
             notes.append("offline: no allocation table, so no address findings")
             result = triage(
-                _facts(error), error, dump, None,
+                exception_facts(error), error, dump, None,
                 dump_path=str(dump_path) if dump_path else "", notes=notes, facts_source="",
             )  # fmt: skip
             cases.append(Case(len(cases) + 1, error, result.dump_file, result, [str(log_file)]))
     return cases
 
 
-def _same(a: DeviceError, b: DeviceError) -> bool:
+def same_error(a: DeviceError, b: DeviceError) -> bool:
+    """The same failed task told twice (by the device log and by the host log)."""
     if a.serial is not None and a.serial == b.serial and a.device_id == b.device_id:
         return True
     return (

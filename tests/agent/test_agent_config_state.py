@@ -8,12 +8,9 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclmon.agent.dumps import (
-    MAX_ACL_JSON_BYTES,
-    classify_name,
-    read_acl_json,
-)
+from aclmon.agent.dumps import classify_name
 from aclmon.agent.state import RuntimeState
+from aclmon.dump.acljson import MAX_ACL_JSON_BYTES, read_acl_json
 from aclmon.events import (
     ContextCreated,
     DeviceSet,
