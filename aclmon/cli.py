@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("attach", "aclmon.tui.commands", "watch a running job that has the agent"),
     ("replay", "aclmon.tui.commands", "open a recording or a dump directory"),
     ("top", "aclmon.tui.host_commands", "every NPU and process on this host (DCMI or npu-smi)"),
+    ("watch", "aclmon.tui.watch_commands", "watch a CANN job that runs no agent (its logs, dumps)"),
     ("run", "aclmon.agent.commands", "run a script with the agent installed"),
     ("record", "aclmon.fleet.commands", "record a live job's events to a file"),
     ("relay", "aclmon.fleet.commands", "forward this host's agents to NATS (one per host)"),
@@ -58,7 +59,7 @@ def _prints_text(args: argparse.Namespace) -> bool:
     """The command writes lines of its own (no screen, and not a user's script)."""
     if args.command in ("demo", "run"):
         return False
-    if args.command in ("attach", "top"):
+    if args.command in ("attach", "top", "watch"):
         return bool(args.once)
     if args.command == "replay":
         return bool(args.json)

@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from aclmon.host.feed import FeedReader, HostFeed
-from aclmon.sources.base import KeptOpen
+from aclmon.sources.base import KeptOpen, Source
 from aclmon.sources.host import WithHost
 from aclmon.store import Store
 from aclmon.tui.app import AclmonApp, binding_rows, keymap_path
@@ -249,13 +249,18 @@ def run_job_screens(
     readonly: bool,
     token: str | None = None,
     home_options: dict[str, Any] | None = None,
+    around_host: Callable[[Source], Source] | None = None,
     **app_options: Any,
 ) -> int:
-    """``attach``/``demo`` with the Host view: the job's screens are home, other jobs
-    open from its Host view; the job's connection stays open meanwhile.
-    ``home_options`` go to the job's own screens only (its compare, ``--golden``)."""
+    """``attach``/``demo``/``watch`` with the Host view: the job's screens are home,
+    other jobs open from its Host view; the job's connection stays open meanwhile.
+    ``home_options`` go to the job's own screens only (its compare, ``--golden``);
+    ``around_host`` wraps the job's source with the host's readings in it (``watch``:
+    the readings of the job's own chips as its device samples)."""
     kept = KeptOpen(source)
-    home_source = WithHost(kept, feed.reader())
+    home_source: Source = WithHost(kept, feed.reader())
+    if around_host is not None:
+        home_source = around_host(home_source)
     store = Store()
 
     def home(note: str) -> App[Any]:
