@@ -138,6 +138,8 @@ class PlogEvents:
             if named is not None and len(self.op_types) < MAX_OP_TYPES:
                 self.op_types[named[0]] = named[1]
             line = self.clock.make(ev.LogLine, *entry.log_line_fields(path))
+            if entry.logged_ns:  # read late (the log is flushed in bursts): when it was said
+                line = line._replace(ts_ns=entry.logged_ns)
             out.append(line)
             if entry.level != "error":
                 continue
@@ -146,7 +148,8 @@ class PlogEvents:
             if failure is not None:
                 api, code, message, thread_id = failure
                 self.call_failures += 1
-                out.append(self.clock.make(ev.CallFailed, api, code, message, thread_id, -1))
+                failed = self.clock.make(ev.CallFailed, api, code, message, thread_id, -1)
+                out.append(failed._replace(ts_ns=line.ts_ns))
         self._note_changes()
         return out
 
