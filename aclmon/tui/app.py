@@ -525,7 +525,8 @@ class AclmonApp(InertApp[int]):
             self.open_pid = message.pid
             self.exit(0)
         else:
-            self.host_view.note = f"pid {message.pid}: open its screens with aclmon attach"
+            command = "attach" if message.agent else "watch"
+            self.host_view.note = f"pid {message.pid}: open its screens with aclmon {command}"
 
     @on(CompareView.Opened)
     def _compare_opened(self, message: CompareView.Opened) -> None:

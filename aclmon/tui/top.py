@@ -4,7 +4,8 @@
 NPU and every process of this machine, read by a :class:`HostFeed` on its own
 thread and folded into a store on the refresh timer. Enter on a process that
 runs aclmon's agent opens that job's screens (the single-agent app, with the
-Host view among them); Esc there comes back. The same move works from the Host
+Host view among them), Enter on one without it watches it (``aclmon watch``);
+Esc there comes back. The same move works from the Host
 view of ``attach`` and ``demo``: :func:`run_screens` is the loop that runs one
 screen after another (Textual runs one app at a time), as the fleet's
 drill-down does, and keeps what each screen reads open across the moves.
@@ -96,7 +97,7 @@ class TopApp(App[int]):
         self.view.note = self._note
         title = Text.assemble(
             (" aclmon top ", Style(bold=True)),
-            " every NPU and process on this machine; Enter on a ◆ process opens its job",
+            " every NPU and process on this machine; Enter opens a process's job (◆: with the agent)",
         )
         title.no_wrap, title.overflow = True, "ellipsis"
         self.title_bar.update(title)
@@ -208,6 +209,12 @@ def job_opener(
     from aclmon.sources.live import LiveSource
 
     def job(pid: int) -> App[Any]:
+        if pid not in registry.agent_pids():
+            # no agent: the job's logs, dumps and chips (aclmon watch)
+            from aclmon.sources.watch import DevicesFromHost, WatchSource, find_target
+
+            watched = WithHost(WatchSource(find_target(pid)), feed.reader())
+            return JobApp(DevicesFromHost(watched, pid), **app_options)
         address = registry.resolve_target(str(pid))
         live = LiveSource(address, token=token, readonly=readonly)
         return JobApp(WithHost(live, feed.reader()), **app_options)

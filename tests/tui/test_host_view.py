@@ -24,7 +24,7 @@ from tui_helpers import make_app, screen_text, wait_for
 from aclmon.host.source import HostStatus
 from aclmon.store import Store
 from aclmon.tui.top import BACK_BINDING, JobApp, TopApp, run_screens
-from aclmon.tui.views.host import NO_WATCH, SignalConfirm
+from aclmon.tui.views.host import SignalConfirm
 
 SIZE = (140, 42)
 
@@ -86,15 +86,19 @@ async def test_enter_on_this_jobs_process_shows_its_devices_and_without_a_loop_s
         assert "aclmon attach" in app.host_view.note
 
 
-async def test_enter_on_a_process_without_an_agent_says_watching_it_is_not_available():
+async def test_enter_on_a_process_without_an_agent_opens_it_to_be_watched():
     app = host_app(open_jobs=True)
     async with app.run_test(size=SIZE) as pilot:
         await show_host(pilot, 6161)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.is_running and app.open_pid is None
-        assert NO_WATCH in app.host_view.note
-        assert "not available in this version" in screen_text(app)
+        assert app.open_pid == 6161  # run_screens watches it (aclmon watch)
+    alone = host_app(open_jobs=False)
+    async with alone.run_test(size=SIZE) as pilot:
+        await show_host(pilot, 6161)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert alone.is_running and "aclmon watch" in alone.host_view.note
 
 
 async def test_T_asks_first_and_y_terminates_the_process(child):

@@ -46,10 +46,9 @@ MIB = 1 << 20
 #: the signals of T and K
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 WIDE = 120
+
+
 #: where watching a process without an agent will come from
-NO_WATCH = "watching a process without one (aclmon watch PID) is not available in this version"
-
-
 class ProcessRow(NamedTuple):
     reading: ProcessReading
     #: the process runs aclmon's agent
@@ -180,11 +179,12 @@ class HostView(ListView):
     """
 
     class AttachRequested(Message):
-        """Enter on a process that runs aclmon's agent: show that job."""
+        """Enter on a process: show that job (through its agent, or watched without one)."""
 
-        def __init__(self, pid: int) -> None:
+        def __init__(self, pid: int, agent: bool = True) -> None:
             super().__init__()
             self.pid = pid
+            self.agent = agent
 
     readonly: reactive[bool] = reactive(False)
     """Never signal a process (``--readonly``, a replay)."""
@@ -433,11 +433,8 @@ class HostView(ListView):
         row = self.row_at(message.index)
         if not isinstance(row, ProcessRow):
             return
-        if row.agent:
-            self.note = ""
-            self.post_message(self.AttachRequested(row.reading.pid))
-        else:
-            self.note = f"pid {row.reading.pid} runs no aclmon agent; {NO_WATCH}"
+        self.note = ""
+        self.post_message(self.AttachRequested(row.reading.pid, row.agent))
 
     def action_signal(self, name: str) -> None:
         row = self.selected_row()
