@@ -107,7 +107,6 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
     root = Path(directory)
     if not root.is_dir():
         raise AclmonError(f"{root}: not a directory")
-    from aclmon.dump.reader import read_dump
 
     dumps = exception_dumps(root)
     cases: list[Case] = []
@@ -123,23 +122,37 @@ def triage_directory(directory: str | os.PathLike[str]) -> list[Case]:
                 continue  # a host line with no device error of its own
             if any(same_error(error, case.error) for case in cases):
                 continue  # the same error in the device log and the host log
-            dump_path = match_dump(error, dumps)
-            notes = []
-            dump = None
-            if dump_path is not None:
-                try:
-                    dump = read_dump(dump_path)
-                except AclmonError as exc:
-                    notes.append(f"the exception dump cannot be read: {exc}")
-            else:
-                notes.append("no exception dump of this error in the directory")
-            notes.append("offline: no allocation table, so no address findings")
-            result = triage(
-                exception_facts(error), error, dump, None,
-                dump_path=str(dump_path) if dump_path else "", notes=notes, facts_source="",
+            result = triage_from_lines(
+                error, match_dump(error, dumps),
+                "offline: no allocation table, so no address findings",
+                missing="no exception dump of this error in the directory",
             )  # fmt: skip
             cases.append(Case(len(cases) + 1, error, result.dump_file, result, [str(log_file)]))
     return cases
+
+
+def triage_from_lines(
+    error: DeviceError, dump_path: Path | None, note: str, *, missing: str = ""
+) -> Triage:
+    """One failed task triaged from its device lines and its exception dump (where
+    found), with no allocation table; ``note`` says why there is none, ``missing``
+    what to say when there is no dump."""
+    from aclmon.dump.reader import read_dump
+
+    notes = []
+    dump = None
+    if dump_path is not None:
+        try:
+            dump = read_dump(dump_path)
+        except AclmonError as exc:
+            notes.append(f"the exception dump cannot be read: {exc}")
+    elif missing:
+        notes.append(missing)
+    notes.append(note)
+    return triage(
+        exception_facts(error), error, dump, None,
+        dump_path=str(dump_path) if dump_path else "", notes=notes, facts_source="",
+    )  # fmt: skip
 
 
 def same_error(a: DeviceError, b: DeviceError) -> bool:

@@ -456,24 +456,11 @@ class WatchSource(Source):
     def _triage(self, error: DeviceError) -> dict[str, Any] | None:
         """The Triage summary of a failed task, as ``aclmon triage`` makes it: its
         exception dump found under the dump directories, no allocation table."""
-        from aclmon.dump.reader import read_dump
-        from aclmon.dump.triage import triage
-        from aclmon.dump.triage_dir import exception_dumps, exception_facts, match_dump
+        from aclmon.dump.triage_dir import exception_dumps, match_dump, triage_from_lines
 
         dumps = [p for d in self.target.dump_dirs for p in exception_dumps(Path(d))]
-        dump_path = match_dump(error, dumps)
-        notes = []
-        dump = None
-        if dump_path is not None:
-            try:
-                dump = read_dump(dump_path)
-            except AclmonError as exc:
-                notes.append(f"the exception dump cannot be read: {exc}")
-        notes.append("watched without an agent: no allocation table, so no address findings")
-        result = triage(
-            exception_facts(error), error, dump, None,
-            dump_path=str(dump_path or ""), notes=notes, facts_source="",
-        )  # fmt: skip
+        note = "watched without an agent: no allocation table, so no address findings"
+        result = triage_from_lines(error, match_dump(error, dumps), note)
         return result.to_dict()
 
 

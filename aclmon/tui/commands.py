@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aclmon.tui.options import (
+    add_once_options,
     add_screen_options,
     add_view_options,
     check_interval,
@@ -63,17 +64,7 @@ def configure_attach(parser: argparse.ArgumentParser) -> None:
     from aclmon.fleet.commands import add_nats_credentials
 
     add_nats_credentials(parser)
-    parser.add_argument(
-        "--once", action="store_true", help="print one snapshot of the state and exit"
-    )
-    parser.add_argument("--json", action="store_true", help="with --once: print it as JSON")
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="with --once: how long to collect events after connecting (default 1 s)",
-    )
+    add_once_options(parser)
     parser.set_defaults(handler=attach_command)
 
 

@@ -51,6 +51,21 @@ def add_view_options(parser: argparse.ArgumentParser) -> None:
     add_screen_options(parser)
 
 
+def add_once_options(parser: argparse.ArgumentParser) -> None:
+    """``--once``, ``--json`` and ``--wait``: one snapshot of a job's state instead of the screens."""
+    parser.add_argument(
+        "--once", action="store_true", help="print one snapshot of the state and exit"
+    )
+    parser.add_argument("--json", action="store_true", help="with --once: print it as JSON")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="with --once: how long to collect events after connecting (default 1 s)",
+    )
+
+
 def check_interval(args: argparse.Namespace) -> None:
     if args.interval <= 0 or args.interval > 60:
         raise AclmonError(f"--interval must be between 0 and 60 seconds, not {args.interval}")

@@ -12,7 +12,13 @@ from __future__ import annotations
 import argparse
 
 from aclmon.errors import AclmonError
-from aclmon.tui.options import add_view_options, check_interval, check_theme, keymap_of
+from aclmon.tui.options import (
+    add_once_options,
+    add_view_options,
+    check_interval,
+    check_theme,
+    keymap_of,
+)
 
 
 def configure_watch(parser: argparse.ArgumentParser) -> None:
@@ -34,17 +40,7 @@ def configure_watch(parser: argparse.ArgumentParser) -> None:
         help="read the simulated host for the Host and Devices views (automatic for a sim job)",
     )
     add_view_options(parser)
-    parser.add_argument(
-        "--once", action="store_true", help="print one snapshot of the state and exit"
-    )
-    parser.add_argument("--json", action="store_true", help="with --once: print it as JSON")
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="with --once: how long to read after starting (default 1 s)",
-    )
+    add_once_options(parser)
     parser.set_defaults(handler=watch_command)
 
 
