@@ -25,8 +25,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from aclmon.dump.compare.engine import CompareOptions, Golden, run_compare
+from aclmon.dump.compare.engine import CompareOptions, run_compare
 from aclmon.dump.compare.live import LiveComparer, lower_thread_priority
+from aclmon.dump.compare.matching import Golden
 from aclmon.dump.compare.table import CompareTable
 from aclmon.errors import AclmonError
 
