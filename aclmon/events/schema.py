@@ -33,7 +33,8 @@ from aclmon.events.registry import KIND_NAMES, declared_commands, register
 #: 6: HostNpuSample (every NPU and process of the host, from the host source);
 #:    AclException gained launch_site; Triage and ClockOffset;
 #:    TxMark and TxRange gained the threads that made them.
-SCHEMA_VERSION = 6
+#: 7: OpTiming gained stream_id, task_id and task_type (msprof's exported files).
+SCHEMA_VERSION = 7
 
 Summary = dict[str, Any]
 
@@ -380,6 +381,13 @@ class OpTiming(NamedTuple):
     # (empty: none; live timings from model subscription never carry any).
     device_id: int = -1
     metrics: Summary = {}  # noqa: RUF012 (never mutated)
+    # Schema 7 (an older array decodes with these defaults): the physical stream
+    # and task the operator ran as, and its task type (``AI_CORE``, ``AI_CPU`` …),
+    # as msprof's exported files name them (-1 / "": not known; model
+    # subscription never knows them).
+    stream_id: int = -1
+    task_id: int = -1
+    task_type: str = ""
 
 
 @register(20, "tx_mark")

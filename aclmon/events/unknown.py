@@ -40,7 +40,7 @@ UNKNOWN_VALUES: dict[type, dict[str, object]] = {
     StreamSyncBegin: {"stream": DEVICE_SYNC},
     StreamSynchronized: {"stream": DEVICE_SYNC, "timeout_ms": -1},
     AclException: {"execution": 0},
-    OpTiming: {"device_id": -1},
+    OpTiming: {"device_id": -1, "stream_id": -1, "task_id": -1},
     TxMark: {"thread_id": 0},
     TxRange: {"thread_id": 0, "end_thread_id": 0},
     LogLine: {"pid": 0, "logged_ns": 0},

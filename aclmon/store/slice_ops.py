@@ -10,6 +10,9 @@ one that started before it is known.
 A single-operator launch (``acl.op``: a timing of model 0, no model at all) has
 no execution to wait for: it goes at once to its device's ``single operators``
 lane, at the time the job's thread launched it.
+
+A timing that names its device and stream (read from msprof's exported files)
+goes at once to that stream's lane, with its task id and type.
 """
 
 from __future__ import annotations
@@ -106,6 +109,9 @@ class Operators:
                 self._count -= 1
 
     def timing(self, e: ev.OpTiming, arrived_ns: int) -> None:
+        if e.stream_id >= 0 and e.device_id >= 0:
+            self._place_on_stream(e)
+            return
         if e.model_id == SINGLE_OPERATOR:
             self._place_single(e)
             return
@@ -198,6 +204,20 @@ class Operators:
         device = e.device_id if e.device_id >= 0 else UNKNOWN_DEVICE
         args: Args = {"OP Type": clip_text(e.op_type), "Launch": "single operator (acl.op)"}
         self._operator(self.book.single_ops(device), e.start_us * 1000, e.end_us * 1000, args, e)
+
+    def _place_on_stream(self, e: ev.OpTiming) -> None:
+        args: Args = {"Model Id": e.model_id, "Physic Stream Id": e.stream_id}
+        model_name = self._model_of(e.model_id)[1]
+        if model_name:
+            args["Model Name"] = model_name
+        if e.op_type:
+            args["OP Type"] = clip_text(e.op_type)
+        if e.task_id >= 0:
+            args["Task Id"] = e.task_id
+        if e.task_type:
+            args["Task Type"] = clip_text(e.task_type)
+        lane = self.book.stream(e.device_id, e.stream_id)
+        self._operator(lane, e.start_us * 1000, e.end_us * 1000, args, e)
 
     def _operator(self, lane: Lane, start: int, end: int, args: Args, e: ev.OpTiming) -> Slice:
         if e.metrics and isinstance(e.metrics, dict):

@@ -147,6 +147,30 @@ def test_single_operator_launches_go_at_once_to_their_devices_lane():
     assert not sink.flows[1:]  # a launch flows to its model's first operator only
 
 
+def test_timings_that_name_their_stream_go_at_once_to_it():
+    # as read from msprof's files: device, stream, task and task type known
+    us = T0 // 1000
+    events = [
+        ev.OpTiming(1, T0 + 2 * MS, 1, "conv1", "Conv2D", us + 1_000, us + 2_000, 1_000, 0,
+                    {"aic_mac_ratio": 0.5}, 7, 11, "AI_CORE"),
+        ev.OpTiming(2, T0 + 3 * MS, 0, "MemcpyAsync", "", us + 2_500, us + 3_000, 500, 1,
+                    {}, 9, 12, "MEMCPY_ASYNC"),
+    ]  # fmt: skip
+    sink = Collected()
+    SliceModel(sink).apply_many(events)  # no finish(): nothing waits
+    ops = sink.of(OPERATOR)
+    assert [(o.name, o.lane.title, o.lane.process.label) for o in ops] == [
+        ("conv1", "Stream 7", "NPU 0"),
+        ("MemcpyAsync", "Stream 9", "NPU 1"),
+    ]
+    assert ops[0].args == {
+        "Model Id": 1, "Physic Stream Id": 7, "OP Type": "Conv2D", "Task Id": 11,
+        "Task Type": "AI_CORE", "aic_mac_ratio": 0.5,
+    }  # fmt: skip
+    assert "OP Type" not in ops[1].args and ops[1].args["Task Type"] == "MEMCPY_ASYNC"
+    assert ops[0].start_ns == T0 + MS and ops[0].end_ns == T0 + 2 * MS
+
+
 def test_a_slice_that_would_cross_another_goes_to_the_overlapping_lane():
     job = Job().setup()
     job.sync(STREAM_A, 10, 20)
