@@ -12,7 +12,9 @@ no execution to wait for: it goes at once to its device's ``single operators``
 lane, at the time the job's thread launched it.
 
 A timing that names its device and stream (read from msprof's exported files)
-goes at once to that stream's lane, with its task id and type.
+goes at once to that stream's lane, with its task id and type; one of those
+files that names its task type but no stream (a communication operator) goes
+at once to its device's ``stream not known`` lane.
 """
 
 from __future__ import annotations
@@ -109,8 +111,8 @@ class Operators:
                 self._count -= 1
 
     def timing(self, e: ev.OpTiming, arrived_ns: int) -> None:
-        if e.stream_id >= 0 and e.device_id >= 0:
-            self._place_on_stream(e)
+        if (e.stream_id >= 0 or e.task_type) and e.device_id >= 0:
+            self._place_task(e)
             return
         if e.model_id == SINGLE_OPERATOR:
             self._place_single(e)
@@ -205,8 +207,10 @@ class Operators:
         args: Args = {"OP Type": clip_text(e.op_type), "Launch": "single operator (acl.op)"}
         self._operator(self.book.single_ops(device), e.start_us * 1000, e.end_us * 1000, args, e)
 
-    def _place_on_stream(self, e: ev.OpTiming) -> None:
-        args: Args = {"Model Id": e.model_id, "Physic Stream Id": e.stream_id}
+    def _place_task(self, e: ev.OpTiming) -> None:
+        args: Args = {"Model Id": e.model_id}
+        if e.stream_id >= 0:
+            args["Physic Stream Id"] = e.stream_id
         model_name = self._model_of(e.model_id)[1]
         if model_name:
             args["Model Name"] = model_name
@@ -216,7 +220,10 @@ class Operators:
             args["Task Id"] = e.task_id
         if e.task_type:
             args["Task Type"] = clip_text(e.task_type)
-        lane = self.book.stream(e.device_id, e.stream_id)
+        if e.stream_id >= 0:
+            lane = self.book.stream(e.device_id, e.stream_id)
+        else:
+            lane = self.book.unplaced(e.device_id)
         self._operator(lane, e.start_us * 1000, e.end_us * 1000, args, e)
 
     def _operator(self, lane: Lane, start: int, end: int, args: Args, e: ev.OpTiming) -> Slice:

@@ -147,7 +147,7 @@ def test_single_operator_launches_go_at_once_to_their_devices_lane():
     assert not sink.flows[1:]  # a launch flows to its model's first operator only
 
 
-def test_timings_that_name_their_stream_go_at_once_to_it():
+def test_timings_that_name_their_stream_or_task_type_go_at_once_to_their_device():
     # as read from msprof's files: device, stream, task and task type known
     us = T0 // 1000
     events = [
@@ -155,6 +155,9 @@ def test_timings_that_name_their_stream_go_at_once_to_it():
                     {"aic_mac_ratio": 0.5}, 7, 11, "AI_CORE"),
         ev.OpTiming(2, T0 + 3 * MS, 0, "MemcpyAsync", "", us + 2_500, us + 3_000, 500, 1,
                     {}, 9, 12, "MEMCPY_ASYNC"),
+        # a communication operator: its task type, but no stream or task
+        ev.OpTiming(3, T0 + 5 * MS, 0, "hcom_allReduce_1", "hcom_allReduce", us + 4_000,
+                    us + 5_000, 1_000, 0, {}, -1, -1, "COMMUNICATION"),
     ]  # fmt: skip
     sink = Collected()
     SliceModel(sink).apply_many(events)  # no finish(): nothing waits
@@ -162,12 +165,14 @@ def test_timings_that_name_their_stream_go_at_once_to_it():
     assert [(o.name, o.lane.title, o.lane.process.label) for o in ops] == [
         ("conv1", "Stream 7", "NPU 0"),
         ("MemcpyAsync", "Stream 9", "NPU 1"),
+        ("hcom_allReduce_1", "stream not known", "NPU 0"),
     ]
     assert ops[0].args == {
         "Model Id": 1, "Physic Stream Id": 7, "OP Type": "Conv2D", "Task Id": 11,
         "Task Type": "AI_CORE", "aic_mac_ratio": 0.5,
     }  # fmt: skip
     assert "OP Type" not in ops[1].args and ops[1].args["Task Type"] == "MEMCPY_ASYNC"
+    assert "Physic Stream Id" not in ops[2].args and "Task Id" not in ops[2].args
     assert ops[0].start_ns == T0 + MS and ops[0].end_ns == T0 + 2 * MS
 
 
