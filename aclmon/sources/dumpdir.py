@@ -15,6 +15,7 @@ from aclmon import events as ev
 from aclmon.bus.states import CONNECTED, ENDED
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source, WrappedSource
+from aclmon.sources.msprof_files import msprof_events
 from aclmon.sources.replay_inputs import Cancelled, ReplayInputs, dump_events, log_events
 
 
@@ -113,15 +114,18 @@ class WithDumpDirectory(WrappedSource):
 
 class DumpDirectorySource(Source):
     """Dump files found under PATH, summarised on a background thread and
-    delivered like the agent's ``DumpFileSeen`` events."""
+    delivered like the agent's ``DumpFileSeen`` events; with them the CANN log
+    lines and msprof's exported files found there (operator timings, msproftx)."""
 
     readonly = True
 
     def __init__(self, inputs: ReplayInputs) -> None:
         self.inputs = inputs
         self.description = f"dump directory {inputs.root}"
-        if inputs.log_files and not inputs.dump_files:
-            self.description = f"CANN logs {inputs.root}"
+        if not inputs.dump_files:
+            self.description = (
+                f"msprof files {inputs.root}" if inputs.msprof_files else f"CANN logs {inputs.root}"
+            )
         self._events: list[ev.Event] = []
         self._next = 0
         self._done = threading.Event()
@@ -141,7 +145,17 @@ class DumpDirectorySource(Source):
             events: list[ev.Event] = list(dump_events(self.inputs.dump_files, self._closing.is_set))
             logs, problems = log_events(self.inputs.log_files, first_seq=len(events) + 1)
             self.inputs.problems.extend(problems)
-            self._events = [*events, *logs]
+            timings, problems = msprof_events(self.inputs.msprof_files, len(events) + len(logs) + 1)
+            self.inputs.problems.extend(problems)
+            # What could not be read of msprof's files is said in the Logs view, at
+            # the time of its last event (the timeline's span stays the files').
+            said_at = timings[-1].ts_ns if timings else 0
+            first = len(events) + len(logs) + len(timings) + 1
+            said = [
+                ev.LogLine(seq, said_at, "warning", problem, "aclmon")
+                for seq, problem in enumerate(problems, start=first)
+            ]
+            self._events = [*events, *logs, *timings, *said]
         except Cancelled:
             pass
         except Exception as exc:  # shown in the header, never raised on a thread
@@ -152,7 +166,7 @@ class DumpDirectorySource(Source):
     @property
     def state(self) -> str:
         if not self._done.is_set():
-            return "reading dump files"
+            return "reading files"
         if self.error:
             return f"failed: {self.error}"
         return ENDED if self._next >= len(self._events) else CONNECTED

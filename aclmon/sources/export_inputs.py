@@ -84,15 +84,38 @@ def read_inputs(args: argparse.Namespace, inputs: Inputs) -> None:
         path = Path(source)
         if path.is_dir():
             found = find_inputs(path)
-            if found.recording is None:
-                raise AclmonError(f"{path}: no aclmon recording in it")
-            inputs.recordings.append(found.recording)
+            if found.recording is None and found.msprof_files:
+                _spool_msprof(found.msprof_files, inputs)
+            elif found.recording is None:
+                raise AclmonError(f"{path}: no aclmon recording or msprof export files in it")
+            else:
+                inputs.recordings.append(found.recording)
+                if found.msprof_files:
+                    inputs.notes.append(
+                        f"{len(found.msprof_files)} msprof file(s) beside the recording"
+                        " left out (aclmon replay shows them with it)"
+                    )
             if args.dumps is None:
                 _add_dumps(found.dump_files, inputs)
         elif is_recording(path):
             inputs.recordings.append(path)
         else:
             raise AclmonError(f"{source} is not an aclmon recording")
+
+
+def _spool_msprof(files: list[Path], inputs: Inputs) -> None:
+    """msprof's exported files as one temporary recording (one group)."""
+    from aclmon.sources.msprof_files import msprof_events
+
+    events, problems = msprof_events(files)
+    inputs.notes.extend(problems)
+    if not events:
+        raise AclmonError(f"{files[0].parent}: no operator or msproftx record in its msprof files")
+    spool = _Spool(inputs)
+    try:
+        spool.write("msprof", events)
+    finally:
+        spool.close()
 
 
 def _add_dumps(files: list[Path], inputs: Inputs) -> None:

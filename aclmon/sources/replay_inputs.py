@@ -1,11 +1,14 @@
-"""What ``aclmon replay PATH`` opens: finding recordings, dump files and CANN log
-files (plog), and turning a dump directory and log files into the events a live
-agent would have sent.
+"""What ``aclmon replay PATH`` opens: finding recordings, dump files, CANN log
+files (plog) and msprof's exported files, and turning a dump directory and log
+files into the events a live agent would have sent (msprof's files:
+:mod:`aclmon.sources.msprof_files`).
 
 A recording is recognised by its header (the magic bytes), never by its name;
-dump files by their names and first bytes (:func:`aclmon.dump.classify`). A
-directory is searched recursively, so ``PATH`` may be a recording, a dump
-directory, or a directory that holds both.
+dump files by their names and first bytes (:func:`aclmon.dump.classify`);
+msprof's files by their names (``op_summary_*.csv``, ``msprof_*.json``,
+``msprof_tx_*.csv``). A directory is searched recursively, so ``PATH`` may be a
+recording, a dump directory, an msprof ``PROF_*`` directory, or one that holds
+several of them.
 
 Nothing here imports Textual: ``aclmon replay --json`` uses it without a screen.
 """
@@ -42,6 +45,8 @@ class ReplayInputs:
     #: plog-{pid}_*.log / device-{pid}_*.log files (a recording's timeline takes
     #: those of its process; without a recording they are the logs shown)
     log_files: list[Path] = field(default_factory=list)
+    #: msprof's exported files (op_summary_*.csv, msprof_*.json, msprof_tx_*.csv)
+    msprof_files: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -67,6 +72,7 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     from aclmon.bus.recording import is_recording
     from aclmon.dump import classify
     from aclmon.dump.plog import log_file_pid
+    from aclmon.sources.msprof_files import msprof_file_kind
 
     root = Path(path)
     try:
@@ -79,13 +85,16 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     if stat.S_ISREG(mode):
         if is_recording(root):
             found.recordings.append(root)
+        elif msprof_file_kind(root.name) is not None:
+            found.msprof_files.append(root)
         elif classify(root) is not None:
             found.dump_files.append(root)
         elif log_file_pid(root.name) is not None:
             found.log_files.append(root)
         else:
             raise ReplayInputError(
-                f"{root}: neither an aclmon recording, a dump file nor a CANN log file"
+                f"{root}: neither an aclmon recording, a dump file, a CANN log file"
+                " nor an msprof export file"
             )
         return found
     if not stat.S_ISDIR(mode):
@@ -113,6 +122,8 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
                 continue
             if is_recording(file):
                 found.recordings.append(file)
+            elif msprof_file_kind(name) is not None:
+                found.msprof_files.append(file)
             elif classify(file) is not None:
                 found.dump_files.append(file)
             elif log_file_pid(name) is not None:
@@ -121,8 +132,10 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
 
 
 def _checked(found: ReplayInputs) -> ReplayInputs:
-    if not found.recordings and not found.dump_files and not found.log_files:
-        raise ReplayInputError(f"{found.root}: no aclmon recording, dump or CANN log files found")
+    if not (found.recordings or found.dump_files or found.log_files or found.msprof_files):
+        raise ReplayInputError(
+            f"{found.root}: no aclmon recording, dump, CANN log or msprof export files found"
+        )
     return found
 
 
@@ -293,6 +306,16 @@ def log_lines_beside(inputs: ReplayInputs, pid: Any) -> tuple[list[ev.LogLine], 
     lines, problems = log_events(files)
     inputs.problems.extend(problems)
     return [line._replace(seq=0) for line in lines], len(inputs.log_files) - len(files)
+
+
+def msprof_beside(inputs: ReplayInputs) -> list[ev.Event]:
+    """The events of the msprof files found beside a recording, with seq 0
+    (outside the recording's sequence); problems go to ``inputs.problems``."""
+    from aclmon.sources.msprof_files import msprof_events
+
+    events, problems = msprof_events(inputs.msprof_files)
+    inputs.problems.extend(problems)
+    return [event._replace(seq=0) for event in events]
 
 
 def resolve_dump_path(path: str, inputs: ReplayInputs) -> str:

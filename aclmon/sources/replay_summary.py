@@ -238,6 +238,42 @@ def logs_summary(inputs: ReplayInputs) -> dict[str, Any]:
     }
 
 
+def msprof_summary(inputs: ReplayInputs) -> dict[str, Any]:
+    """msprof's exported files: the operators as the Profiling view's table
+    shows them (by total time), the msproftx records and the time span."""
+    from aclmon.sources.msprof_files import msprof_events
+    from aclmon.store import Store
+
+    events, problems = msprof_events(inputs.msprof_files)
+    inputs.problems.extend(problems)
+    store = Store(op_limit=max(10_000, len(events)))
+    store.apply_many(events)
+    counts: Counter[str] = Counter(ev.KIND_NAMES[type(e)] for e in events)
+    times = [e.ts_ns for e in events if e.ts_ns]
+    operators = [
+        {
+            "op_name": o.op_name,
+            "op_type": o.op_type or None,
+            "device_id": o.device_id if o.device_id >= 0 else None,
+            "model_id": o.model_id,
+            "count": o.count,
+            "total_us": o.total_us,
+            "mean_us": round(o.mean_us, 3),
+            "min_us": o.min_us,
+            "max_us": o.max_us,
+            "metrics": {name: o.metric(name) for name in o.metric_sums},
+        }
+        for o in store.sorted_ops()[:LIST_LIMIT]
+    ]
+    return {
+        "files": [str(p) for p in inputs.msprof_files],
+        "counts": dict(sorted(counts.items())),
+        "time_span": _span(min(times) if times else None, max(times) if times else None),
+        "operators_total": len(store.state.ops),
+        "operators": operators,
+    }
+
+
 def replay_summary(inputs: ReplayInputs) -> dict[str, Any]:
     """The whole ``--json`` object for what ``find_inputs`` found."""
     chosen = inputs.recording
@@ -247,5 +283,6 @@ def replay_summary(inputs: ReplayInputs) -> dict[str, Any]:
         "other_recordings": [str(p) for p in inputs.recordings if p != chosen],
         "dumps": dumps_summary(inputs) if inputs.dump_files else None,
         "logs": logs_summary(inputs) if inputs.log_files else None,
+        "msprof": msprof_summary(inputs) if inputs.msprof_files else None,
         "problems": inputs.problems,
     }

@@ -14,6 +14,11 @@ torch_npu, MindSpore, a C++ ACL program or a pyACL script started without
   directory), and the exception dumps' ``extra-info/`` under
   ``$NPU_COLLECT_PATH``, ``$ASCEND_WORK_PATH`` or the working directory; the
   files there are announced as the agent's dump watcher announces them;
+* its **msprof output directory** (``--profiling DIR``, else the profiler
+  ``output`` of its acl.json): msprof's exported files (``op_summary_*.csv``,
+  ``msprof_*.json``, ``msprof_tx_*.csv``) as they appear, read by
+  :class:`~aclmon.sources.msprof_files.MsprofFollower` into operator timings and
+  msproftx records for the Profiling and Timeline views;
 * the process itself (``/proc`` through psutil): its CPU, memory and threads,
   and its end.
 
@@ -48,6 +53,7 @@ from aclmon.events.clock import rank_identity
 from aclmon.events.host import HostSnapshot
 from aclmon.events.redaction import redact_argv
 from aclmon.sources.base import Source, WrappedSource
+from aclmon.sources.msprof_files import MsprofFollower
 from aclmon.sources.plog_events import PlogEvents
 
 #: how often the thread reads; how often it looks for new files and samples the process
@@ -328,6 +334,7 @@ class WatchSource(Source):
         self.clock = ev.Clock()
         self.plog = PlogFiles(target.log_roots, target.pid)
         self.dumps = DumpFiles(target.dump_dirs)
+        self.profiling = MsprofFollower(target.profiling_dir) if target.profiling_dir else None
         self.derive = PlogEvents(self.clock, triage_of=self._triage)
         self._ready: list[ev.Event] = []
         self._lock = threading.Lock()
@@ -419,6 +426,8 @@ class WatchSource(Source):
                     discovered = now
                     self.plog.discover()
                     self._put(*self.dumps.scan(final))
+                    if self.profiling is not None:
+                        self._profiling(self.profiling, final)
                 ending = gone_at is not None and now - gone_at >= GRACE_S
                 for path, entries in self.plog.read(final or ending):
                     self._put(*self.derive.entries(entries, path))
@@ -432,6 +441,12 @@ class WatchSource(Source):
                 self._put(self.clock.make(ev.Goodbye, -1, False, "process ended"))
                 self._ended = True
             self._stop.wait(POLL_S)
+
+    def _profiling(self, follower: MsprofFollower, final: bool) -> None:
+        events, problems = follower.scan(final)
+        self._put(*events)
+        for problem in problems:
+            self._put(self.clock.make(ev.LogLine, "warning", f"aclmon watch: {problem}"))
 
     def _sample(self, process: Any) -> bool:
         """One HostSample of the process; False once it has gone (or its pid is another's)."""

@@ -18,7 +18,7 @@ from typing import Any
 from aclmon.errors import AclmonError
 from aclmon.sources.dumpdir import DumpDirectorySource
 from aclmon.sources.recording import LateIndex, RecordingSource
-from aclmon.sources.replay_inputs import ReplayInputs, log_lines_beside
+from aclmon.sources.replay_inputs import ReplayInputs, log_lines_beside, msprof_beside
 from aclmon.store import Store
 from aclmon.store.replay import ReplayEngine
 from aclmon.tui.app import AclmonApp
@@ -52,12 +52,15 @@ def build_app(
         # A dump directory alone: the plain app over its files, grouped, every
         # file kept (the live ring keeps the newest 2000).
         kwargs.setdefault("store", Store(dump_limit=max(2_000, len(inputs.dump_files))))
-        kwargs.setdefault("start_view", "dumps")
+        only_msprof = inputs.msprof_files and not inputs.dump_files
+        kwargs.setdefault("start_view", "profiling" if only_msprof else "dumps")
         return AclmonApp(DumpDirectorySource(inputs), group_dumps=True, **kwargs)
     index = LateIndex(recording)  # a bad header raises here: one clear error, no screen
     # The job's CANN log lines found beside the recording join its timeline at their
     # times (the store keeps one copy of a line the agent had also published).
-    side, others = log_lines_beside(inputs, index.header.source_info.get("pid"))
+    logs, others = log_lines_beside(inputs, index.header.source_info.get("pid"))
+    # So do the operator timings and msproftx records of msprof's files found there.
+    side = [*logs, *msprof_beside(inputs)]
     engine = ReplayEngine(index, recording, side_events=side)
     warnings = []
     if others:
