@@ -44,7 +44,7 @@ def test_hostile_files_never_raise_anything_but_one_clear_error(tmp_path_factory
     try:
         found = find_inputs(root)
     except ReplayInputError as exc:
-        assert "no aclmon recording, dump or CANN log files" in str(exc)
+        assert "no aclmon recording, dump, CANN log or msprof export files" in str(exc)
         return
     for recording in found.recordings:
         assert recording.read_bytes().startswith(RECORDING_MAGIC)
@@ -73,7 +73,7 @@ def test_a_single_file_is_a_recording_a_dump_or_one_clear_error(tmp_path, sim_se
     text = tmp_path / "readme.txt"
     text.write_text("not a dump")
     with pytest.raises(
-        ReplayInputError, match="neither an aclmon recording, a dump file nor a CANN log file"
+        ReplayInputError, match="neither an aclmon recording, a dump file, a CANN log file nor"
     ):
         find_inputs(text)
 
@@ -116,5 +116,5 @@ def test_replay_of_a_directory_reads_its_cann_log_files(tmp_path):
         "error": 1,
         "warning": 1,
     }
-    with pytest.raises(ReplayInputError, match="nor a CANN log file"):
+    with pytest.raises(ReplayInputError, match="nor an msprof export file"):
         find_inputs(tmp_path / "log" / "debug" / "plog" / "notes.log")

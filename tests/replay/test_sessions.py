@@ -275,7 +275,7 @@ def test_json_summary_of_a_truncated_recording(sim_session, tmp_path):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda p: p, "no aclmon recording, dump or CANN log files found"),
+        (lambda p: p, "no aclmon recording, dump, CANN log or msprof export files found"),
         (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "neither"),
         (lambda p: p / "missing", "missing: no such file or directory"),
     ],

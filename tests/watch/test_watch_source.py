@@ -146,6 +146,50 @@ def test_dumps_named_by_the_acl_json_on_its_command_line(
     assert seen.kind == ev.OP_DUMP and seen.path.endswith("Add.add_1.3.2.1765800000000000")
 
 
+def test_msprof_files_in_its_profiling_directory_as_they_appear(
+    tmp_path: Path, start_process: Callable[..., subprocess.Popen[str]]
+) -> None:
+    import msprof_exports as fx
+
+    profiling = tmp_path / "prof"
+    profiling.mkdir()
+    job = start_process(clean_env())
+    source = WatchSource(find_target(job.pid, profiling=str(profiling)))
+    store = Store()
+    source.start()
+    try:
+        store.apply_many(source.poll(1000))
+        assert not store.state.ops
+        # msprof --export writes the session's files after the job started
+        output = fx.write_session(profiling)
+        deadline = time.monotonic() + 30
+        while len(store.state.ops) < 5 or not store.state.tx_ranges:
+            assert time.monotonic() < deadline, store.state.ops
+            store.apply_many(source.poll(1000))
+            time.sleep(0.05)
+        # a file that changes is read again for what is new only
+        summary = next(output.glob("op_summary_*.csv"))
+        row = fx.OP_SUMMARY_ROWS[0].replace(
+            ",11,2,resnet/conv1/Conv2D,", ",21,2,resnet/conv1/Conv2D,"
+        )
+        row = row.replace("1733212345678901.234", "1733212345689901.234")
+        summary.write_text(fx.op_summary_text() + row + "\n")
+        while store.state.op_timings_total < 6:
+            assert time.monotonic() < deadline
+            store.apply_many(source.poll(1000))
+            time.sleep(0.05)
+        time.sleep(0.3)
+        store.apply_many(source.poll(1000))
+    finally:
+        source.close()
+    assert store.state.op_timings_total == 6  # 5 tasks, then the one new row
+    conv = next(o for o in store.state.ops.values() if o.op_name == "resnet/conv1/Conv2D")
+    assert conv.count == 2 and conv.op_type == "Conv2D" and conv.device_id == 0
+    assert store.state.tx_ranges == 1 and store.state.tx_marks == 1
+    said = [line.text for line in store.state.logs if "without a start" in line.text]
+    assert len(said) == 1  # said once, though the file was read twice
+
+
 def test_a_pid_that_does_not_exist_or_is_not_ours_is_one_clear_message(
     start_process: Callable[..., subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
