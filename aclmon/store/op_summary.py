@@ -6,7 +6,8 @@ Columns keep msprof's names and order: ``Device_id``, ``Model Name``,
 ``Task Start Time(us)``, ``Task Duration(us)``, ``Task Wait Time(us)``, then the
 AI Core metric columns the timings carry (by their op_summary names). What
 aclmon does not know prints ``N/A``, as msprof prints an absent value: the task
-id and type (model subscription does not give them). The stream is the one the
+id and type unless the timings came from msprof's own files (model
+subscription does not give them). The stream is the one the
 slice model placed the operator on. ``Task Wait Time(us)`` is the time since the
 previous operator on the same stream ended, as in msprof. A trace of several
 sources (a fleet) adds a ``Rank`` column at the end.
@@ -75,11 +76,11 @@ class OpSummaryWriter:
             device if device >= 0 else NOT_AVAILABLE,
             args.get("Model Name", NOT_AVAILABLE),
             args.get("Model Id", NOT_AVAILABLE),
-            NOT_AVAILABLE,
+            args.get("Task Id", NOT_AVAILABLE),
             args.get("Physic Stream Id", NOT_AVAILABLE),
             item.name,
             args.get("OP Type", NOT_AVAILABLE),
-            NOT_AVAILABLE,
+            args.get("Task Type", NOT_AVAILABLE),
             f"{item.start_ns / 1000:.3f}",
             f"{(item.end_ns - item.start_ns) / 1000:.3f}",
             f"{wait:.3f}",

@@ -4,6 +4,7 @@ and ``aclmon replay --json``."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import msprof_exports as fx
@@ -60,6 +61,17 @@ def test_export_trace_and_replay_json_show_the_operators(tmp_path, capsys):
     assert conv["args"]["Task Id"] == 11 and conv["args"]["OP Type"] == "Conv2D"
     assert conv["args"]["aic_mac_ratio"] == 0.678
     assert {e.get("cat") for e in slices} >= {TX_RANGE, TX_MARK}
+
+    table = tmp_path / "op_summary.csv"
+    assert main(["export", "--format", "op-summary", "-o", str(table), str(tmp_path)]) == 0
+    capsys.readouterr()
+    rows = {row["Op Name"]: row for row in csv.DictReader(table.open())}
+    assert set(rows) == OPERATORS
+    conv_csv = rows["resnet/conv1/Conv2D"]
+    assert (conv_csv["Task ID"], conv_csv["Stream ID"], conv_csv["Task Type"]) == (
+        "11", "2", "AI_CORE",
+    )  # fmt: skip
+    assert rows["hcom_allReduce_1"]["Stream ID"] == "N/A"
 
     assert main(["replay", "--json", str(tmp_path)]) == 0
     summary = json.loads(capsys.readouterr().out)
