@@ -51,7 +51,7 @@ def ceiling(events: list[Any]) -> float:
 
 
 def _produce(publisher: Publisher, events: list[Any]) -> None:
-    queue = publisher._queue
+    queue = publisher.ring
     publish = publisher.publish
     for start in range(0, len(events), 1000):
         # Keep below the queue bound: this measures throughput, not drops.
@@ -68,7 +68,7 @@ def _publisher_process(address: str, mix: str, count: int, ready: Any, go: Any) 
         ready.set()
         go.wait(30)
         _produce(publisher, events)
-        while publisher._queue:
+        while publisher.ring:
             time.sleep(0.01)
         time.sleep(1.0)
 
