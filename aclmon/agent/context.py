@@ -29,7 +29,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,7 +37,7 @@ from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.errorstate import ThreadErrors
 from aclmon.agent.history import DEFAULT_RECENT
 from aclmon.agent.state import RuntimeState
-from aclmon.bus.records import Record, build_numbered, build_plain, build_records
+from aclmon.bus.records import NUMBERED, PLAIN, Record, build_records
 from aclmon.events import Event, LogLine
 
 log = logging.getLogger("aclmon.agent")
@@ -143,6 +143,8 @@ class AgentContext:
         #: [time_ns() - perf_counter_ns()], re-synced by the control thread (``resync``) so
         #: the hottest hooks read one clock, not two; a list item store is atomic
         self.wall_offset = [time.time_ns() - time.perf_counter_ns()]
+        #: the hot wrappers' record builders, registered once each (see aclmon.agent.hot)
+        self.record_builders: dict[Hashable, int] = {}
         #: place -> failures of the agent's own code there
         self.failures: dict[str, int] = {}
         #: "rt.set_device" -> the unwrapped function (filled when the hooks install)
@@ -155,7 +157,7 @@ class AgentContext:
     # ------------------------------------------------------------ events
     def emit(self, cls: type, *fields: Any) -> bool:
         """Send ``cls(seq, now, *fields)``; the sink numbers it. ``False``: dropped."""
-        return self.sink.submit((build_plain, cls, time.time_ns(), fields))
+        return self.sink.submit((PLAIN, cls.KIND, time.time_ns(), fields))  # type: ignore[attr-defined]
 
     def make(self, cls: type, *fields: Any) -> Any:
         """A new event stamped now, to keep (in ``state``) and :meth:`publish`; its
@@ -164,7 +166,7 @@ class AgentContext:
 
     def publish(self, event: Any) -> bool:
         """Send a ready event (from :meth:`make`) with the next sequence number."""
-        return self.sink.submit((build_numbered, event))
+        return self.sink.submit((NUMBERED, event))
 
     def log_line(self, level: str, text: str) -> bool:
         """One of aclmon's own log lines."""

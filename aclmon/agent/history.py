@@ -38,6 +38,7 @@ store, the events from a replay) never counts one twice.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -45,7 +46,7 @@ from typing import Any
 
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.hot import EXECUTE_RECORD, SYNC_STREAM_RECORD
-from aclmon.bus.records import Record, build_records, skip_numbers
+from aclmon.bus.records import Record, build_records, builder_of, skip_numbers
 from aclmon.events import (
     AclException,
     CallFailed,
@@ -61,6 +62,8 @@ from aclmon.events import (
     StreamSynchronized,
     Triage,
 )
+
+log = logging.getLogger("aclmon.bus")
 
 #: exceptions and dump announcements kept for late viewers, by default
 DEFAULT_RECENT = 256
@@ -160,8 +163,11 @@ class HistoryKeeper:
             ContextDestroyed: self._context_destroyed,
         }
         self._contexts: dict[int, list[int]] = {}  # context -> stream handles
-        #: record builder -> its ``record_layout`` (0: none the history counts itself)
+        #: record builder (or its number) -> its ``record_layout`` (0: none the history
+        #: counts itself)
         self._layouts: dict[Any, int] = {}
+        #: the same builder -> its ``wire`` (the array of a record, no event built)
+        self._wires: dict[Any, Any] = {}
 
     # ------------------------------------------------------------ job threads
     def note_running_model(self, ts_ns: int, task_id: int, model_id: int) -> None:
@@ -234,14 +240,86 @@ class HistoryKeeper:
             self.last_seq += counted
         return failed
 
+    def observe_records(
+        self, records: list[Record], counter: Iterator[int]
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Take records whose events viewers will receive (the publisher calls this in
+        place of building and observing their events, then packing them): the history
+        and the numbering end as :meth:`fold` leaves them, and every event comes back, in
+        order, as the array the wire carries (``(kind, seq, ts_ns, ...)``; see
+        :func:`aclmon.events.wire.encode_arrays`). A successful synchronize or execute
+        goes from its record to its array, no event built: plain tuples of numbers,
+        which the GC stops tracking at once, where events would be promoted to the old
+        generations as they wait to be sent. Also returns how many records failed to
+        build."""
+        streams_get = self.streams.get
+        models_get = self.models.get
+        layout_of = self._layouts.get
+        handler_of = self._handlers.get
+        wire_of = self._wires.get
+        arrays: list[tuple[Any, ...]] = []
+        append = arrays.append
+        failed = 0
+        last_seq = 0
+        for record in records:
+            key = record[0]
+            layout = layout_of(key)
+            if layout is None:
+                layout = self._learn(key)
+            if layout and record[-1] is ACL_SUCCESS:
+                array = wire_of(key)(counter, record)  # type: ignore[misc]  # known: _learn
+                last_seq = array[1]
+                append(array)
+                if layout == SYNC_STREAM_RECORD:
+                    stream = streams_get(record[3])
+                    if stream is not None:
+                        stream.syncs += 1
+                        stream.unsynced = None
+                    continue
+                model = models_get(record[3])
+                if model is not None:
+                    model.executions += 1
+                    if record[4]:
+                        stream = streams_get(record[4])
+                        if stream is not None:
+                            stream.last_launch = stream.unsynced = (record[3], model.executions)
+                continue
+            try:
+                event = builder_of(key)(counter, record)
+            except Exception as exc:
+                failed += 1
+                if failed == 1:
+                    log.warning("event record dropped: %s: %s", type(exc).__name__, exc)
+                continue
+            if event is None:
+                continue
+            handler = handler_of(type(event))
+            if handler is not None:
+                replaced = handler(event)
+                if replaced is not None:
+                    event = replaced
+            if event.seq:  # snapshot-like events carry 0
+                last_seq = event.seq
+            append(event.KIND_TUPLE + event)
+        if last_seq:
+            self.last_seq = max(self.last_seq, last_seq)
+        return arrays, failed
+
     def _learn(self, builder: Any) -> int:
-        """The layout of ``builder``'s records if :meth:`fold` counts them, else 0."""
+        """The layout of the records of ``builder`` (a record's first item: the builder
+        or its number) if :meth:`fold` counts them, else 0."""
         if len(self._layouts) >= MAX_BUILDERS:
             self._layouts.clear()
-        layout = getattr(builder, "record_layout", 0)
+            self._wires.clear()
+        try:
+            found = builder_of(builder)
+        except IndexError:  # no such builder: building the record fails and counts it
+            found = None
+        layout = getattr(found, "record_layout", 0)
         if layout not in (SYNC_STREAM_RECORD, EXECUTE_RECORD):
             layout = 0
         self._layouts[builder] = layout
+        self._wires[builder] = getattr(found, "wire", None) if layout else None
         return layout
 
     def _build_and_observe(self, records: list[Record], counter: Iterator[int], skip: int) -> int:

@@ -28,13 +28,14 @@ import linecache
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.launches import LaunchSites, stack_of
 from aclmon.agent.wrappers import CallFailed, Wrapper, arg, ret_of
+from aclmon.bus.records import register_builder
 from aclmon.events import (
     DEVICE_SYNC,
     SLOW_CALL_NS,
@@ -43,6 +44,7 @@ from aclmon.events import (
     ExecuteEnd,
     StreamSyncBegin,
     StreamSynchronized,
+    kind_of,
 )
 
 if TYPE_CHECKING:
@@ -64,17 +66,20 @@ MAX_STACK_DEPTH = 64
 _get_ident = threading.get_ident
 _perf_ns = time.perf_counter_ns
 _tuple_new = tuple.__new__
+_SYNCHRONIZED = kind_of(StreamSynchronized)
+_EXECUTED = kind_of(ExecuteEnd)
 
 
 #: Record layouts the history can count without building the event
 #: (``HistoryKeeper.fold``), named on their builder (``build.record_layout``; 0 or
-#: none: build it). The call's result is always the record's last item.
+#: none: build it). The call's result is always the record's last item; ``build``
+#: is the builder's number (:func:`aclmon.bus.records.register_builder`).
 #: ``(build, start, end, stream, result)``
 SYNC_STREAM_RECORD = 1
 #: ``(build, start, end, model_id, stream, result)`` (``stream`` 0 for ``mdl.execute``)
 EXECUTE_RECORD = 2
-#: ``(build, start, end, args, kwargs, result)``: the rarer synchronize forms, whose
-#: builder reads the arguments on the publisher's thread
+#: ``(build, start, end, args, kwargs or None, result)``: the rarer synchronize forms,
+#: whose builder reads the arguments on the publisher's thread
 ARGS_RECORD = 0
 
 #: The one body of the wrappers that append a record: it is compiled once per record
@@ -135,7 +140,8 @@ _RECORDERS = {
         ' args[3] if len(args) > 3 else kwargs.get("stream", 0)',
     ),
     "execute": (EXECUTE_RECORD, 'args[0] if args else kwargs.get("model_id"), 0'),
-    "synchronize": (ARGS_RECORD, "args, kwargs"),
+    # kwargs only when there are any: a dict, even empty, keeps the record tracked
+    "synchronize": (ARGS_RECORD, "args, kwargs or None"),
 }
 
 
@@ -171,19 +177,26 @@ _LAUNCH_MAKERS = {
 
 def _recording(
     ctx: AgentContext, name: str, original: Callable[..., Any], call_failed: CallFailed,
-    function: str, build: Callable[..., Any], launches: LaunchSites | None = None,
+    function: str, key: Hashable, make_builder: Callable[[], Any],
+    launches: LaunchSites | None = None,
 ) -> Wrapper:  # fmt: skip
     """The recording wrapper ``function`` of the call ``name``: it appends its record,
-    which ``build`` turns into the event, to the sink's ring (or counts a drop when
-    the ring is full); with ``launches``, it first notes its launch site there."""
+    which the builder ``make_builder()`` gives turns into the event, to the sink's ring
+    (or counts a drop when the ring is full); with ``launches``, it first notes its
+    launch site there. The record names its builder by number, registered once per
+    context and ``key``, so it holds only numbers."""
     sink = ctx.sink
     ring = sink.ring
-    build.record_layout = _RECORDERS[function][0]  # type: ignore[attr-defined]  # read by history.fold
+    number = ctx.record_builders.get(key)
+    if number is None:
+        build = make_builder()
+        build.record_layout = _RECORDERS[function][0]  # read by history.fold
+        number = ctx.record_builders[key] = register_builder(build)
     maker = _MAKERS[function]
     if launches is not None:
         maker = _LAUNCH_MAKERS["stacks" if launches.stacks else "sites"]
     return maker(
-        name, original, call_failed, build, ring, sink.ring_limit, ring.append,
+        name, original, call_failed, number, ring, sink.ring_limit, ring.append,
         sink.count_drop, ctx.fail, f"hook {name}", launches,
     )  # fmt: skip
 
@@ -197,11 +210,12 @@ def synchronize(
     with a timeout, rarer, whose builder reads the arguments on the publisher's thread."""
     timed = name.endswith("_with_timeout")
     device = name.startswith("rt.synchronize_device")
+    offset = ctx.wall_offset
     if timed or device:
-        build = _sync_builder(ctx.wall_offset, device=device, timed=timed)
-        return _recording(ctx, name, original, call_failed, "synchronize", build)
-    build = _sync_stream_builder(ctx.wall_offset)
-    return _recording(ctx, name, original, call_failed, "synchronize_stream", build)
+        return _recording(ctx, name, original, call_failed, "synchronize", ("sync", device, timed),
+                          lambda: _sync_builder(offset, device=device, timed=timed))  # fmt: skip
+    return _recording(ctx, name, original, call_failed, "synchronize_stream", "sync_stream",
+                      lambda: _sync_stream_builder(offset))  # fmt: skip
 
 
 def execute(
@@ -214,9 +228,10 @@ def execute(
     """mdl.execute / execute_async: once per model step; a flat record. An
     ``execute_async`` also notes its launch site in ``launches``."""
     function = "execute_async" if name.endswith("_async") else "execute"
-    build = _execute_builder(ctx.wall_offset)
+    offset = ctx.wall_offset
     sites = launches if function == "execute_async" else None
-    return _recording(ctx, name, original, call_failed, function, build, sites)
+    return _recording(ctx, name, original, call_failed, function, "execute",
+                      lambda: _execute_builder(offset), sites)  # fmt: skip
 
 
 def set_context(
@@ -255,6 +270,7 @@ def _sync_builder(wall_offset: list[int], *, device: bool, timed: bool) -> Any:
 
     def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
         _, start, end, args, kwargs, result = record
+        kwargs = kwargs or {}
         if device:
             stream = DEVICE_SYNC
             timeout_ms = (args[0] if args else kwargs.get("timeout", -1)) if timed else -1
@@ -271,29 +287,35 @@ def _sync_builder(wall_offset: list[int], *, device: bool, timed: bool) -> Any:
 
 
 def _sync_stream_builder(wall_offset: list[int]) -> Any:
-    """The publisher-side half of the synchronize_stream wrapper."""
+    """The publisher-side half of the synchronize_stream wrapper. Its ``wire`` makes
+    the array the wire carries (kind first) straight from the record: a plain tuple
+    of numbers, which the GC stops tracking, where the event would stay tracked."""
 
-    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+    def wire(counter: Iterator[int], record: tuple[Any, ...]) -> tuple[Any, ...]:
         _, start, end, stream, result = record
         ret = result if type(result) is int else ret_of(result)
-        return _tuple_new(
-            StreamSynchronized,
-            (next(counter), end + wall_offset[0], stream, end - start, ret, -1),
-        )
+        return (_SYNCHRONIZED, next(counter), end + wall_offset[0], stream, end - start, ret, -1)
 
+    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+        return _tuple_new(StreamSynchronized, wire(counter, record)[1:])
+
+    build.wire = wire  # type: ignore[attr-defined]  # read by history.observe_records
     return build
 
 
 def _execute_builder(wall_offset: list[int]) -> Any:
-    """The publisher-side half of an execute wrapper: its record as ExecuteEnd."""
+    """The publisher-side half of an execute wrapper: its record as ExecuteEnd (and
+    ``wire``, as the synchronize_stream builder's)."""
 
-    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+    def wire(counter: Iterator[int], record: tuple[Any, ...]) -> tuple[Any, ...]:
         _, start, end, model_id, stream, result = record
         ret = result if type(result) is int else ret_of(result)
-        return _tuple_new(
-            ExecuteEnd, (next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
-        )
+        return (_EXECUTED, next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
 
+    def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
+        return _tuple_new(ExecuteEnd, wire(counter, record)[1:])
+
+    build.wire = wire  # type: ignore[attr-defined]  # read by history.observe_records
     return build
 
 

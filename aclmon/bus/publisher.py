@@ -33,7 +33,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgpack
@@ -42,11 +42,11 @@ from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_E
 from aclmon.bus import handshake
 from aclmon.bus.lograte import RateLimitedLog
 from aclmon.bus.records import (
+    PLAIN,
+    READY,
     DropCount,
     Observer,
     Record,
-    build_plain,
-    build_ready,
     build_records,
 )
 from aclmon.bus.transport import Address, Listener, as_address, default_address, listen
@@ -62,6 +62,7 @@ from aclmon.bus.viewers import (
 )
 from aclmon.errors import AclmonError
 from aclmon.events import (
+    KINDS,
     Clock,
     Drops,
     Event,
@@ -71,7 +72,14 @@ from aclmon.events import (
     RequestSnapshot,
     is_command,
 )
-from aclmon.events.wire import DEFAULT_MAX_FRAME, HEADER, FrameError, encode_frame, encode_frames
+from aclmon.events.wire import (
+    DEFAULT_MAX_FRAME,
+    HEADER,
+    FrameError,
+    encode_arrays,
+    encode_frame,
+    encode_frames,
+)
 
 log = logging.getLogger("aclmon.bus")
 
@@ -98,7 +106,19 @@ PUMP_TURN_S = 0.02
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
 
+#: the fewest bytes one event's frame takes: its length, then the array's header, the
+#: kind, ``seq`` and ``ts_ns`` (at least one byte each)
+_MIN_FRAME = HEADER.size + 4
+
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def _name_of(event: Any) -> str:
+    """What an event is, given as itself or as its array (kind first)."""
+    if type(event) is tuple and event and type(event[0]) is int:
+        cls = KINDS.get(event[0])
+        return cls.__name__ if cls is not None else f"kind {event[0]}"
+    return type(event).__name__
 
 
 class Publisher:
@@ -217,11 +237,19 @@ class Publisher:
     def publish(self, event: Event) -> bool:
         """Send one ready event as it is (its ``seq`` too) through the ring; never
         blocks. ``False``: dropped (and counted)."""
-        return self.submit((build_ready, event))
+        # submit() inlined: a tool that publishes every event it has pays this per event
+        ring = self.ring
+        if len(ring) >= self.ring_limit or self._closing:
+            self._queue_drops.add()
+            return False
+        ring.append((READY, event))
+        if not self._wake_pending:
+            self._wake_soon()
+        return True
 
     def emit(self, cls: type, *fields: Any) -> bool:
         """Publish ``cls(seq, now, *fields)``, numbered on the publisher's thread."""
-        return self.submit((build_plain, cls, time.time_ns(), fields))
+        return self.submit((PLAIN, cls.KIND, time.time_ns(), fields))  # type: ignore[attr-defined]
 
     def submit(self, record: Record) -> bool:
         """Append one record to the ring and wake the thread; never blocks.
@@ -526,41 +554,69 @@ class Publisher:
                 # Nobody listening: nothing to pack. An observer takes the records as they
                 # are; without one there is nothing even to number.
                 if observer is not None:
-                    try:
-                        self._queue_drops.add(observer.fold(records, counter))
-                    except Exception:
-                        log.exception("record fold failed; a batch was lost")
+                    self._fold(observer, records, counter)
                 continue
-            batch, failed = build_records(records, counter)
-            self._queue_drops.add(failed)
-            if not batch:
+            # A viewer whose buffer cannot take even the smallest frames of this batch
+            # loses it whatever it holds. When every viewer does, the batch is counted
+            # and lost, never built, observed as events or packed (a stalled viewer must
+            # not cost the job more than none).
+            least = _MIN_FRAME * len(records)
+            takers = [c for c in receivers if not c.out or len(c.out) + least <= c.out_limit]
+            if not takers and observer is not None:
+                lost = len(records) - self._fold(observer, records, counter)
+                self._lose(receivers, lost)
                 continue
-            if observer is not None:
+            if observer is None:
+                batch, failed = build_records(records, counter)
+                self._queue_drops.add(failed)
+                count = len(batch)
+                data = self._frames(encode_frames, batch) if takers and batch else b""
+            else:
                 # On this thread, in order, before anyone gets the batch (also when nobody
                 # listens): what a snapshot says stays in step with what follows it.
                 try:
-                    batch = observer.observe(batch)
+                    arrays, failed = observer.observe_records(records, counter)
                 except Exception:
-                    log.exception("event observer failed; batch sent as it was")
-                if not receivers:
+                    log.exception("event observer failed; a batch was lost")
+                    self._queue_drops.add(len(records))
                     continue
-            data = self._frames(batch)
-            count = len(batch)
+                self._queue_drops.add(failed)
+                count = len(arrays)
+                data = self._frames(encode_arrays, arrays) if takers and arrays else b""
+            if not count:
+                continue
             for conn in receivers:
                 # A subscriber with nothing waiting always gets the batch (the
                 # kernel takes what it can, the rest waits), so its buffer holds
                 # at most subscriber_buffer plus one batch.
-                if conn.out and len(conn.out) + len(data) > conn.out_limit:
-                    conn.drops.add(count)
-                    self._subscriber_drops.add(count)
+                if not data or (conn.out and len(conn.out) + len(data) > conn.out_limit):
+                    self._lose((conn,), count)
                     continue
                 self._send(conn, data)
 
-    def _frames(self, batch: list[Event]) -> bytes:
-        """``batch`` as frames in one buffer; an event msgpack cannot carry is dropped."""
-        data, failed = encode_frames(batch)
+    def _fold(self, observer: Observer, records: list[Record], counter: Iterator[int]) -> int:
+        """Hand ``records`` nobody will receive to the observer; how many failed to build
+        (counted as lost)."""
+        try:
+            failed = observer.fold(records, counter)
+        except Exception:
+            log.exception("record fold failed; a batch was lost")
+            failed = len(records)
+        self._queue_drops.add(failed)
+        return failed
+
+    def _lose(self, receivers: Iterable[Connection], count: int) -> None:
+        """``count`` events lost to each of ``receivers`` (too slow)."""
+        for conn in receivers:
+            conn.drops.add(count)
+            self._subscriber_drops.add(count)
+
+    def _frames(self, encode: Callable[[Any], tuple[bytes, list[Any]]], batch: Any) -> bytes:
+        """``batch`` (events, or their arrays: ``encode`` says) as frames in one buffer;
+        an event msgpack cannot carry is dropped."""
+        data, failed = encode(batch)
         for event, exc in failed:
-            log.warning("unencodable %s dropped: %s", type(event).__name__, exc)
+            log.warning("unencodable %s dropped: %s", _name_of(event), exc)
         self._queue_drops.add(len(failed))
         return data
 

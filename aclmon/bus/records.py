@@ -5,25 +5,38 @@ A thread that emits pays for one tuple and one deque append; building the event
 and giving it its sequence number happen later, on the publisher's thread, and
 only when someone listens. :class:`aclmon.agent.context.MemorySink` numbers them
 the same way without a socket.
+
+A record names its builder by number (:func:`register_builder`) rather than by the
+function itself: a tuple of numbers and strings is one the cyclic GC stops tracking
+at the first collection it meets, so records waiting in the ring are never promoted
+to the old generations, where each full collection of the job's whole heap would
+walk them again (holding the function kept every record tracked, and with a reading
+viewer the collections cost the job more than the hook itself).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, Protocol
 
-from aclmon.events import Event
+from aclmon.events import KINDS, Event
 
 log = logging.getLogger("aclmon.bus")
 
 #: An entry of :attr:`aclmon.bus.publisher.Publisher.ring`: a tuple whose first item
-#: builds the event, ``record[0](counter, record) -> Event | None``, taking
-#: ``next(counter)`` as its sequence number only when it returns an event. It runs
-#: on the publisher's thread, and only when someone listens.
+#: is the number of the :data:`Builder` of its event (:func:`register_builder`), or
+#: the builder itself (a record that holds a function stays tracked by the GC).
 Record = tuple[Any, ...]
+#: ``builder(counter, record) -> Event | None`` makes the event of ``record``, taking
+#: ``next(counter)`` as its sequence number only when it returns an event. It runs on
+#: the publisher's thread, and only when someone listens.
+Builder = Callable[[Iterator[int], Record], Any]
+
+#: the registered builders, by number
+_BUILDERS: list[Builder] = []
 
 _tuple_new = tuple.__new__
 
@@ -34,6 +47,15 @@ class Observer(Protocol):
 
     def observe(self, batch: list[Event]) -> list[Event]:
         """Take one batch of events; returns it, events possibly replaced."""
+        ...
+
+    def observe_records(
+        self, records: list[Record], counter: Iterator[int]
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """Take the records of events viewers will receive, in place of
+        :func:`build_records` and :meth:`observe` on their events: every event back, in
+        order, as the array the wire carries (``(kind, seq, ts_ns, ...)``), and how many
+        records failed to build."""
         ...
 
     def fold(self, records: list[Record], counter: Iterator[int]) -> int:
@@ -67,24 +89,43 @@ class DropCount:
         return True
 
 
+def register_builder(builder: Builder) -> int:
+    """The number records give to name ``builder``. Register a builder once (the
+    numbers are never freed), not once per record or per call."""
+    _BUILDERS.append(builder)
+    return len(_BUILDERS) - 1
+
+
+def builder_of(named: Any) -> Builder:
+    """The builder a record's first item names (a number, or the builder itself)."""
+    return _BUILDERS[named] if type(named) is int else named
+
+
 def build_plain(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(build_plain, cls, ts_ns, fields)``: the event ``cls(seq, ts_ns, *fields)``."""
-    event: Event = _tuple_new(record[1], (next(counter), record[2], *record[3]))
+    """The record ``(PLAIN, kind, ts_ns, fields)``: the event ``KINDS[kind](seq, ts_ns,
+    *fields)``."""
+    event: Event = _tuple_new(KINDS[record[1]], (next(counter), record[2], *record[3]))
     return event
 
 
 def build_numbered(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(build_numbered, event)``: a ready event, given the next number."""
+    """The record ``(NUMBERED, event)``: a ready event, given the next number."""
     ready: Event = record[1]
     event: Event = _tuple_new(type(ready), (next(counter), *ready[1:]))
     return event
 
 
 def build_ready(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(build_ready, event)``: the event as it was made, its ``seq``
+    """The record ``(READY, event)``: the event as it was made, its ``seq``
     kept (:meth:`~aclmon.bus.publisher.Publisher.publish`); takes no number."""
     event: Event = record[1]
     return event
+
+
+#: the numbers of the bus's own builders
+PLAIN = register_builder(build_plain)
+NUMBERED = register_builder(build_numbered)
+READY = register_builder(build_ready)
 
 
 def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:
@@ -92,10 +133,18 @@ def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[li
     (skipped: a bad record must not stop the others, nor take a number)."""
     events: list[Event] = []
     append = events.append
+    builders = _BUILDERS
+    ready = READY
     failed = 0
     for record in records:
         try:
-            event = record[0](counter, record)
+            build = record[0]
+            if type(build) is int:
+                if build == ready:  # a ready event, the most common record: no call
+                    append(record[1])
+                    continue
+                build = builders[build]
+            event = build(counter, record)
         except Exception as exc:
             failed += 1
             if failed == 1:

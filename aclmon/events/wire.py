@@ -7,7 +7,8 @@ frame is buffered, so a hostile peer cannot make us allocate more than it
 really sent (and never more than ``max_frame``).
 
 - :func:`encode_frame` / :func:`split_frames`: one frame out, frame offsets in;
-- :func:`encode_frames`: a batch of events out as one buffer of frames;
+- :func:`encode_frames`: a batch of events out as one buffer of frames (and
+  :func:`encode_arrays`: the same from the arrays the wire carries);
 - :class:`FrameDecoder` returns raw payloads (the command direction, tests and
   tools that want bytes);
 - :class:`BatchDecoder` turns the complete frames of one buffer into validated
@@ -78,8 +79,30 @@ def encode_frames(events: list[Event]) -> tuple[bytes, list[tuple[Event, Excepti
                 payloads.append(_pack((kind_of(type(event)), *event)))
             except Exception as exc:
                 failed.append((event, exc))
+    return _framed(payloads), failed
+
+
+def encode_arrays(arrays: list[tuple[Any, ...]]) -> tuple[bytes, list[tuple[Any, Exception]]]:
+    """Events given as the arrays the wire carries (``(kind, seq, ts_ns, ...)``, plain
+    tuples) as frames in one buffer, and the arrays msgpack cannot carry (left out,
+    with why)."""
+    failed: list[tuple[Any, Exception]] = []
+    try:
+        payloads = list(map(_pack, arrays))
+    except Exception:  # some array msgpack cannot carry: find it, leave it out
+        payloads = []
+        for array in arrays:
+            try:
+                payloads.append(_pack(array))
+            except Exception as exc:
+                failed.append((array, exc))
+    return _framed(payloads), failed
+
+
+def _framed(payloads: list[bytes]) -> bytes:
+    """The payloads as frames, in one buffer."""
     lengths = map(_pack_length, map(len, payloads))
-    return b"".join(itertools.chain.from_iterable(zip(lengths, payloads, strict=True))), failed
+    return b"".join(itertools.chain.from_iterable(zip(lengths, payloads, strict=True)))
 
 
 def split_frames(

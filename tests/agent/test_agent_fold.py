@@ -5,6 +5,7 @@ wrappers that write those records must still count drops and survive their own f
 
 from __future__ import annotations
 
+import gc
 import itertools
 import time
 from types import SimpleNamespace
@@ -156,18 +157,28 @@ def test_folding_records_leaves_the_history_and_numbering_of_observing_their_eve
     eager.observe(events)
 
     # The same records in batches, some folded (nobody listening), some built and
-    # observed (a viewer came and went): the publisher may do either at any batch.
+    # observed, some observed as the arrays the wire carries (a viewer came and went):
+    # the publisher may do any of these at any batch.
     lazy, lazy_numbers = HistoryKeeper(), itertools.count(1)
     bounds = [0, *sorted(set(cuts)), len(records)]
     lazy_failed = 0
+    sent: list[tuple[Any, ...]] = []
     for index, (start, stop) in enumerate(itertools.pairwise(bounds)):
         batch = records[start:stop]
-        if index % 2 == 0:
+        if index % 3 == 0:
             lazy_failed += lazy.fold(batch, lazy_numbers)
+        elif index % 3 == 1:
+            arrays, failed = lazy.observe_records(batch, lazy_numbers)
+            sent += arrays
+            lazy_failed += failed
         else:
             built, failed = build_records(batch, lazy_numbers)
             lazy.observe(built)
             lazy_failed += failed
+    # what viewers would receive: the eager events (exceptions completed), kind first
+    eager_arrays = {event.seq: event.KIND_TUPLE + event for event in events}
+    assert all(type(array) is tuple for array in sent)
+    assert sent == [eager_arrays[array[1]] for array in sent]
 
     assert _state(lazy) == _state(eager)
     assert next(lazy_numbers) == next(eager_numbers)  # every event took its number
@@ -202,6 +213,22 @@ def test_hot_wrappers_count_drops_when_the_ring_is_full_and_number_the_rest():
     assert job.sink.dropped == 3
     events = job.sink.take()
     assert [(type(e), e.seq) for e in events] == [(StreamSynchronized, n) for n in (1, 2, 3)]
+
+
+def test_hot_records_are_left_untracked_by_the_first_collection():
+    """A hot record holds numbers only (its builder too, by number): the cyclic GC stops
+    tracking it at the first collection, so records waiting in the ring never reach the
+    old generations, which every full collection of the job's heap walks."""
+    job = _Job()
+    job.call(job.sync, 0, 0xB0)
+    job.call(job.sync, FAIL, stream=0xB8)
+    job.call(job.sync_device, 0)
+    job.call(job.execute, 0, 1, "in", "out")
+    job.call(job.execute_async, 0, 1, "in", "out", 0xB0)
+    gc.collect()
+    assert len(job.sink.ring) == 5
+    assert not [record for record in job.sink.ring if gc.is_tracked(record)]
+    assert len(job.sink.take()) == 5  # and each still builds its event
 
 
 def test_a_failing_ring_is_counted_and_the_job_gets_its_result():

@@ -16,7 +16,7 @@ from aclmon.agent.exceptions import ExceptionCapture
 from aclmon.agent.hooks import Hooks
 from aclmon.agent.profiling import ProfilingController
 from aclmon.agent.sampler import Sampler
-from aclmon.bus.records import build_plain, build_records
+from aclmon.bus.records import PLAIN, build_records
 from aclmon.events import (
     AclException,
     CallFailed,
@@ -198,11 +198,11 @@ def test_a_record_that_fails_to_build_is_skipped_alone():
     ctx.log_line("info", "one")
     sink.submit((broken,))
     ctx.log_line("info", "two")
+    assert [record[0] for record in sink.ring] == [PLAIN, broken, PLAIN]  # emit()'s form
     events, failed = build_records(list(sink.ring), iter(range(1, 10)))
     assert failed == 1
     assert [(e.seq, e.text) for e in events] == [(1, "one"), (2, "two")]
     assert all(type(e) is LogLine and e.pid == ctx.pid and e.log_file == "" for e in events)
-    assert build_plain  # the plain form is what emit() sends
 
 
 def test_msproftx_marks_through_the_builder(sim_acl):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aclmon import events as ev
 from aclmon.bus.publisher import Publisher
-from aclmon.bus.records import build_plain
+from aclmon.bus.records import PLAIN
 from aclmon.bus.subscriber import Subscriber
 
 
@@ -19,7 +19,7 @@ def test_new_viewers_get_in_while_a_job_floods_the_ring(tmp_path: Path) -> None:
 
     def hot_job() -> None:  # what a hooked call in a tight loop does: append records
         submit = publisher.submit
-        record = (build_plain, ev.TxMark, 1, ("x",))
+        record = (PLAIN, ev.TxMark.KIND, 1, ("x",))
         while not stop.is_set():
             for _ in range(1000):
                 submit(record)
