@@ -61,16 +61,16 @@ def _produce(publisher: Publisher, events: list[Any]) -> None:
             publish(event)
 
 
-def _publisher_process(address: str, mix: str, count: int, ready: Any, go: Any) -> None:
+def _publisher_process(address: str, mix: str, count: int, ready: Any, go: Any, done: Any) -> None:
     kinds = MIX if mix == "mix" else tuple((cls, 1) for cls in SMALL_KINDS)
     events = event_mix(count, kinds)
     with Publisher(address, queue_size=1 << 20, subscriber_buffer=256 << 20) as publisher:
         ready.set()
         go.wait(30)
         _produce(publisher, events)
-        while publisher.ring:
-            time.sleep(0.01)
-        time.sleep(1.0)
+        # Open until the subscriber has it all: on a busy machine it may be seconds
+        # behind (closing after a fixed second lost the end of the stream).
+        done.wait(120)
 
 
 def _consume(subscriber: Subscriber, count: int) -> tuple[float, int]:
@@ -93,8 +93,8 @@ def through_processes(mix: str, count: int) -> float:
 
 def _through_processes(address: str, mix: str, count: int) -> float:
     ctx = multiprocessing.get_context("fork")
-    ready, go = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_publisher_process, args=(address, mix, count, ready, go))
+    ready, go, done = ctx.Event(), ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_publisher_process, args=(address, mix, count, ready, go, done))
     child.start()
     try:
         ready.wait(30)
@@ -104,6 +104,7 @@ def _through_processes(address: str, mix: str, count: int) -> float:
             elapsed, gaps = _consume(subscriber, count)
             assert gaps == 0 and subscriber.malformed == 0, (gaps, subscriber.malformed)
     finally:
+        done.set()
         child.join(30)
     return count / elapsed
 

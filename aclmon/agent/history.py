@@ -206,6 +206,9 @@ class HistoryKeeper:
         counted = 0
         failed = 0
         for record in records:
+            if type(record) is not tuple:  # a ready event
+                other.append(record)
+                continue
             layout = layout_of(record[0])
             if layout is None:
                 layout = self._learn(record[0])
@@ -261,11 +264,15 @@ class HistoryKeeper:
         append = arrays.append
         failed = 0
         last_seq = 0
+        key: Any
+        event: Any
         for record in records:
-            key = record[0]
-            layout = layout_of(key)
-            if layout is None:
-                layout = self._learn(key)
+            if type(record) is not tuple:  # a ready event
+                key, layout = None, 0
+            else:
+                key = record[0]
+                known = layout_of(key)
+                layout = self._learn(key) if known is None else known
             if layout and record[-1] is ACL_SUCCESS:
                 array = wire_of(key)(counter, record)  # type: ignore[misc]  # known: _learn
                 last_seq = array[1]
@@ -285,7 +292,7 @@ class HistoryKeeper:
                             stream.last_launch = stream.unsynced = (record[3], model.executions)
                 continue
             try:
-                event = builder_of(key)(counter, record)
+                event = record if key is None else builder_of(key)(counter, record)
             except Exception as exc:
                 failed += 1
                 if failed == 1:

@@ -26,9 +26,11 @@ from aclmon.events import KINDS, Event
 
 log = logging.getLogger("aclmon.bus")
 
-#: An entry of :attr:`aclmon.bus.publisher.Publisher.ring`: a tuple whose first item
-#: is the number of the :data:`Builder` of its event (:func:`register_builder`), or
-#: the builder itself (a record that holds a function stays tracked by the GC).
+#: An entry of :attr:`aclmon.bus.publisher.Publisher.ring`: a plain tuple whose first
+#: item is the number of the :data:`Builder` of its event (:func:`register_builder`),
+#: or the builder itself (a record that holds a function stays tracked by the GC); or
+#: a ready event itself (an instance of an event class, never a plain tuple), sent as
+#: it is, its ``seq`` kept (:meth:`~aclmon.bus.publisher.Publisher.publish`).
 Record = tuple[Any, ...]
 #: ``builder(counter, record) -> Event | None`` makes the event of ``record``, taking
 #: ``next(counter)`` as its sequence number only when it returns an event. It runs on
@@ -115,34 +117,25 @@ def build_numbered(counter: Iterator[int], record: Record) -> Event:
     return event
 
 
-def build_ready(counter: Iterator[int], record: Record) -> Event:
-    """The record ``(READY, event)``: the event as it was made, its ``seq``
-    kept (:meth:`~aclmon.bus.publisher.Publisher.publish`); takes no number."""
-    event: Event = record[1]
-    return event
-
-
 #: the numbers of the bus's own builders
 PLAIN = register_builder(build_plain)
 NUMBERED = register_builder(build_numbered)
-READY = register_builder(build_ready)
 
 
 def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[list[Event], int]:
     """The events of ``records`` in order, and how many records failed to build
     (skipped: a bad record must not stop the others, nor take a number)."""
-    events: list[Event] = []
+    events: list[Any] = []
     append = events.append
     builders = _BUILDERS
-    ready = READY
     failed = 0
     for record in records:
+        if type(record) is not tuple:  # a ready event
+            append(record)
+            continue
         try:
             build = record[0]
             if type(build) is int:
-                if build == ready:  # a ready event, the most common record: no call
-                    append(record[1])
-                    continue
                 build = builders[build]
             event = build(counter, record)
         except Exception as exc:

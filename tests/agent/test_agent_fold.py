@@ -22,6 +22,7 @@ from aclmon.bus.records import build_records
 from aclmon.events import (
     AclException,
     ContextDestroyed,
+    LogLine,
     ModelLoaded,
     ModelUnloaded,
     StreamCreated,
@@ -106,6 +107,8 @@ def _step(job: _Job, op: tuple[Any, ...]) -> None:
         ctx.publish(ctx.make(AclException, 0, stream_id, task, 1, FAIL, "mm1", "", (), (), "", 0))
     elif kind == "log":
         ctx.log_line("error", "EZ9999")
+    elif kind == "ready":  # an event sent as it is, its seq kept (Publisher.publish)
+        ctx.sink.submit(LogLine(0, 1, "warning", "ready", "", ctx.pid, "", 0, "", ""))
     else:
         ctx.sink.submit((_bad_builder,))
 
@@ -127,7 +130,7 @@ _ops = st.one_of(
     st.tuples(st.just("destroy_stream"), st.sampled_from(STREAMS), st.sampled_from((0, FAIL))),
     st.tuples(st.just("destroy_context"), st.sampled_from((0xA0, 0xA8))),
     st.tuples(st.just("exception"), st.sampled_from((1, 2, 3)), st.integers(1, 5)),
-    st.tuples(st.sampled_from(("log", "bad"))),
+    st.tuples(st.sampled_from(("log", "bad", "ready"))),
 )
 #: a job's first steps: models and streams to count on
 _SETUP = [("load", 1), ("load", 2)] + [("create_stream", handle) for handle in STREAMS]
