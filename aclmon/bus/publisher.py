@@ -557,12 +557,17 @@ class Publisher:
                 if observer is not None:
                     self._fold(observer, records, counter)
                 continue
-            # A viewer whose buffer cannot take even the smallest frames of this batch
-            # loses it whatever it holds. When every viewer does, the batch is counted
-            # and lost, never built, observed as events or packed (a stalled viewer must
-            # not cost the job more than none).
+            # A viewer loses this batch whatever it holds when its buffer cannot take
+            # even the smallest frames of it, or has not moved since it lost the last
+            # one (a viewer that stopped reading). When every viewer does, the batch is
+            # counted and lost, never built, observed as events or packed: a stalled
+            # viewer must not cost the job more than none.
             least = _MIN_FRAME * len(records)
-            takers = [c for c in receivers if not c.out or len(c.out) + least <= c.out_limit]
+            takers = [
+                c
+                for c in receivers
+                if not c.out or (len(c.out) != c.lost_at and len(c.out) + least <= c.out_limit)
+            ]
             if not takers and observer is not None:
                 lost = len(records) - self._fold(observer, records, counter)
                 self._lose(receivers, lost)
@@ -590,7 +595,7 @@ class Publisher:
                 # A subscriber with nothing waiting always gets the batch (the
                 # kernel takes what it can, the rest waits), so its buffer holds
                 # at most subscriber_buffer plus one batch.
-                if not data or (conn.out and len(conn.out) + len(data) > conn.out_limit):
+                if conn not in takers or (conn.out and len(conn.out) + len(data) > conn.out_limit):
                     self._lose((conn,), count)
                     continue
                 self._send(conn, data)
@@ -611,6 +616,7 @@ class Publisher:
         for conn in receivers:
             conn.drops.add(count)
             self._subscriber_drops.add(count)
+            conn.lost_at = len(conn.out)
 
     def _frames(self, encode: Callable[[Any], tuple[bytes, list[Any]]], batch: Any) -> bytes:
         """``batch`` (events, or their arrays: ``encode`` says) as frames in one buffer;

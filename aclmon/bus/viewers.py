@@ -56,6 +56,7 @@ class Connection:
         "drops",
         "hello",
         "ignored",
+        "lost_at",
         "name",
         "nonce",
         "opened",
@@ -84,6 +85,8 @@ class Connection:
         self.want_write = False
         #: batches this viewer lost for being too slow
         self.drops = DropCount()
+        #: how many bytes waited in ``out`` when it last lost a batch (-1: never)
+        self.lost_at = -1
         self.ignored = 0
 
     def admit(self, verdict: handshake.Verdict, out_limit: int) -> None:

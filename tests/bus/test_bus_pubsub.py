@@ -221,6 +221,33 @@ def test_stalled_subscriber_makes_the_publisher_drop_not_block(sock_path: str) -
             stalled.close()
 
 
+def test_a_stalled_subscriber_that_reads_again_receives_again(sock_path: str) -> None:
+    """Batches are dropped unpacked for a viewer whose buffer has not moved since it
+    lost one; once it reads, it gets the new ones again."""
+    with Publisher(sock_path, subscriber_buffer=16 * 1024) as publisher:
+        viewer = RawClient(publisher.address, rcvbuf=4096)
+        try:
+            assert viewer.handshake()["ok"]
+            assert wait_until(lambda: publisher.subscriber_count == 1)
+
+            def lost() -> bool:  # it reads nothing meanwhile
+                for i in range(200):
+                    publisher.emit(ev.LogLine, "info", f"{i}:" + "x" * 200)
+                return publisher.dropped > 0
+
+            assert wait_until(lost)
+            seen: list[ev.Event] = []
+
+            def marked() -> bool:
+                publisher.emit(ev.TxMark, "back")
+                seen.extend(viewer.events(0.2))
+                return any(isinstance(e, ev.TxMark) for e in seen)
+
+            assert wait_until(marked)
+        finally:
+            viewer.close()
+
+
 def test_garbage_peer_is_disconnected_and_others_unaffected(
     sock_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
