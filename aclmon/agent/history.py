@@ -46,7 +46,7 @@ from typing import Any
 
 from aclmon.acl_constants import ACL_SUCCESS
 from aclmon.agent.hot import EXECUTE_RECORD, SYNC_STREAM_RECORD
-from aclmon.bus.records import Record, build_records, builder_of, skip_numbers
+from aclmon.bus.records import Record, builder_of
 from aclmon.events import (
     AclException,
     CallFailed,
@@ -199,49 +199,7 @@ class HistoryKeeper:
         would leave them, in order, but a successful synchronize or execute (the hot
         records, :mod:`aclmon.agent.hot`) is counted from its record, its event never
         built; it still takes its number. Returns how many records failed to build."""
-        streams_get = self.streams.get
-        models_get = self.models.get
-        layout_of = self._layouts.get
-        other: list[Record] = []  # records to build, after the `counted` before them
-        counted = 0
-        failed = 0
-        for record in records:
-            if type(record) is not tuple:  # a ready event
-                other.append(record)
-                continue
-            layout = layout_of(record[0])
-            if layout is None:
-                layout = self._learn(record[0])
-            # A hot record's last item is the call's result. `is`: the int 0 and nothing
-            # else (not None, False or a numpy 0): any other result is built as an event.
-            if not layout or record[-1] is not ACL_SUCCESS:
-                other.append(record)
-                continue
-            if other:
-                failed += self._build_and_observe(other, counter, counted)
-                other, counted = [], 0
-            counted += 1
-            if layout == SYNC_STREAM_RECORD:
-                stream = streams_get(record[3])
-                if stream is not None:
-                    stream.syncs += 1
-                    stream.unsynced = None  # a successful synchronize settles the launch
-                continue
-            model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
-            if model is not None:
-                model.executions += 1
-                if record[4]:
-                    stream = streams_get(record[4])
-                    if stream is not None:
-                        stream.last_launch = stream.unsynced = (record[3], model.executions)
-        if other:
-            failed += self._build_and_observe(other, counter, counted)
-        elif counted:
-            skip_numbers(counter, counted)
-            # The counter gives every number in turn, and only here: these follow
-            # the last one taken.
-            self.last_seq += counted
-        return failed
+        return self._take(records, counter, None)
 
     def observe_records(
         self, records: list[Record], counter: Iterator[int]
@@ -255,13 +213,20 @@ class HistoryKeeper:
         which the GC stops tracking at once, where events would be promoted to the old
         generations as they wait to be sent. Also returns how many records failed to
         build."""
+        arrays: list[tuple[Any, ...]] = []
+        return arrays, self._take(records, counter, arrays)
+
+    def _take(
+        self, records: list[Record], counter: Iterator[int], arrays: list[tuple[Any, ...]] | None
+    ) -> int:
+        """:meth:`fold` (``arrays`` None) or :meth:`observe_records` (each event's array
+        appended to ``arrays``); how many records failed to build."""
         streams_get = self.streams.get
         models_get = self.models.get
         layout_of = self._layouts.get
         handler_of = self._handlers.get
         wire_of = self._wires.get
-        arrays: list[tuple[Any, ...]] = []
-        append = arrays.append
+        append = arrays.append if arrays is not None else None
         failed = 0
         last_seq = 0
         key: Any
@@ -273,17 +238,22 @@ class HistoryKeeper:
                 key = record[0]
                 known = layout_of(key)
                 layout = self._learn(key) if known is None else known
+            # A hot record's last item is the call's result. `is`: the int 0 and nothing
+            # else (not None, False or a numpy 0): any other result is built as an event.
             if layout and record[-1] is ACL_SUCCESS:
-                array = wire_of(key)(counter, record)  # type: ignore[misc]  # known: _learn
-                last_seq = array[1]
-                append(array)
+                if append is None:
+                    last_seq = next(counter)  # its number; its event is never built
+                else:
+                    array = wire_of(key)(counter, record)  # type: ignore[misc]  # _learn
+                    last_seq = array[1]
+                    append(array)
                 if layout == SYNC_STREAM_RECORD:
                     stream = streams_get(record[3])
                     if stream is not None:
                         stream.syncs += 1
-                        stream.unsynced = None
+                        stream.unsynced = None  # a successful synchronize settles the launch
                     continue
-                model = models_get(record[3])
+                model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
                 if model is not None:
                     model.executions += 1
                     if record[4]:
@@ -307,10 +277,11 @@ class HistoryKeeper:
                     event = replaced
             if event.seq:  # snapshot-like events carry 0
                 last_seq = event.seq
-            append(event.KIND_TUPLE + event)
+            if append is not None:
+                append(event.KIND_TUPLE + event)
         if last_seq:
             self.last_seq = max(self.last_seq, last_seq)
-        return arrays, failed
+        return failed
 
     def _learn(self, builder: Any) -> int:
         """The layout of the records of ``builder`` (a record's first item: the builder
@@ -328,16 +299,6 @@ class HistoryKeeper:
         self._layouts[builder] = layout
         self._wires[builder] = getattr(found, "wire", None) if layout else None
         return layout
-
-    def _build_and_observe(self, records: list[Record], counter: Iterator[int], skip: int) -> int:
-        """Observe the events of ``records``, numbered after ``skip`` numbers taken by the
-        records counted before them; how many failed to build."""
-        if skip:
-            skip_numbers(counter, skip)
-            self.last_seq += skip
-        events, failed = build_records(records, counter)
-        self.observe(events)
-        return failed
 
     def snapshot_events(self) -> list[Any]:
         """Models unloaded (their load and unload), recent exceptions and their triage,

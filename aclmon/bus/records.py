@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from typing import Any, Protocol
 
 from aclmon.events import KINDS, Event
@@ -146,9 +145,3 @@ def build_records(records: Iterable[Record], counter: Iterator[int]) -> tuple[li
         if event is not None:
             append(event)
     return events, failed
-
-
-def skip_numbers(counter: Iterator[int], count: int) -> None:
-    """Take ``count`` numbers from ``counter`` (``count`` > 0), for records counted
-    without their events being built."""
-    next(islice(counter, count - 1, None))
