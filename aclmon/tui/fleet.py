@@ -60,6 +60,7 @@ from aclmon.store.fleet import EXITED, LIVE, STALE, Anomaly, FleetRow, FleetStor
 from aclmon.tui import fmt
 from aclmon.tui.anomaly import alert_text, bound_key, reveal_at_start
 from aclmon.tui.app import AclmonApp
+from aclmon.tui.columns import Column, Layout
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.heatmap import HeatLine, HeatMap
 from aclmon.tui.host_commands import host_feed, host_opener
@@ -89,29 +90,20 @@ CATCH_UP_PAUSE_S = 0.001
 PAINT_SPACING = 4.0
 #: in one rank's screens: back to the fleet
 BACK_BINDING = Binding("escape", "back_to_fleet", "Fleet", id="fleet.back")
-#: (name, width, right-aligned) of each column of a rank's row; width 0: the rest
+#: the columns of a rank's row, wide and narrow (the rest: ``state``)
 WIDE_COLUMNS = (
-    ("rank", 5, True), ("host", 16, False), ("pid", 7, True), ("dev", 7, False),
-    ("AI Core", 21, False), ("HBM", 17, True), ("exec/s", 7, True), ("execs", 8, True),
-    ("fail", 5, True), ("exc", 5, True), ("ovf", 4, True), ("last error", 20, False),
-    ("state", 0, False),
+    Column("rank", 5, True), Column("host", 16, cut="middle"), Column("pid", 7, True),
+    Column("dev", 7),
+    Column("AI Core", 21, True), Column("HBM", 17, True), Column("exec/s", 7, True),
+    Column("execs", 8, True), Column("fail", 5, True), Column("exc", 5, True),
+    Column("ovf", 4, True), Column("last error", 20, cut="middle"), Column("state", 0),
 )  # fmt: skip
 NARROW_COLUMNS = (
-    ("rank", 5, True), ("host", 12, False), ("pid", 7, True), ("util", 4, True),
-    ("exec/s", 7, True), ("exc", 4, True), ("last error", 16, False), ("state", 0, False),
+    Column("rank", 5, True), Column("host", 12, cut="middle"), Column("pid", 7, True),
+    Column("util", 4, True), Column("exec/s", 7, True), Column("exc", 4, True),
+    Column("last error", 16, cut="middle"),
+    Column("state", 0),
 )  # fmt: skip
-
-
-def _fit(cells: list[tuple[str, int, bool]]) -> str:
-    """One line of cells, each cut or padded to its column."""
-    return "".join(
-        f" {text[:width]:>{width}}"
-        if right
-        else f" {text[:width]:<{width}}"
-        if width
-        else f" {text}"
-        for text, width, right in cells
-    )
 
 
 def sort_rows(
@@ -479,11 +471,14 @@ class FleetApp(InertApp["SourceKey | None"]):
         return self.size.width >= 120
 
     def _colhead_text(self) -> Text:
-        head = _fit(list(self._columns()))
-        return Text(head, style=Style(bold=True))
+        text, _clicks = self.column_layout().header(style=Style(bold=True))
+        return text
 
-    def _columns(self) -> tuple[tuple[str, int, bool], ...]:
-        return WIDE_COLUMNS if self._wide() else NARROW_COLUMNS
+    def column_layout(self) -> Layout:
+        """The columns of the rows' width, as the header and the rows draw them."""
+        width = self.vlist.scrollable_content_region.width or self.size.width
+        columns = WIDE_COLUMNS if self._wide() else NARROW_COLUMNS
+        return Layout(columns, width, indent=1, gap=1)
 
     def _render_row(self, index: int, width: int) -> Text:
         if not 0 <= index < len(self.rows):
@@ -492,7 +487,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
         cells = {
             "rank": "-" if r.rank is None else str(r.rank),
-            "host": middle(r.host, 16),
+            "host": r.host,
             "pid": str(r.pid),
             "dev": ",".join(map(str, r.devices)) or "-",
             "util": util,
@@ -501,13 +496,12 @@ class FleetApp(InertApp["SourceKey | None"]):
             "fail": str(r.failures),
             "exc": str(r.exceptions),
             "ovf": str(r.overflows),
-            "last error": middle(r.last_error, 20),
+            "last error": r.last_error,
             "state": r.state if r.health == "OK" else f"{r.state} {inert_line(r.health)}",
         }
         if self._wide():
-            cells["AI Core"] = f"{util} {fmt.sparkline(r.cube_history, 16)}"
+            cells["AI Core"] = f"{fmt.sparkline(r.cube_history, 16)} {util}"
             cells["HBM"] = fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-"
-        line = _fit([(cells[name], w, right) for name, w, right in self._columns()])
         style = Style()
         if r.exceptions:
             style = self._style("error", bold=r.key == self._first)
@@ -515,7 +509,7 @@ class FleetApp(InertApp["SourceKey | None"]):
             style = self._style("foreground-muted")
         elif r.state == STALE:
             style = self._style("warning")
-        text = Text(line[:width], style=style)
+        text = self.column_layout().row(cells, style=style)
         if r.key == self._first:
             text = Text("◆", style=self._style("error", bold=True)) + text[1:]
         return text

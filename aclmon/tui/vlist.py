@@ -34,7 +34,8 @@ class VirtualList(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"vlist--cursor"}
     DEFAULT_CSS = """
-    VirtualList { background: $surface; }
+    /* the scrollbar's room is kept: rows and the header over them share one width */
+    VirtualList { background: $surface; scrollbar-gutter: stable; scrollbar-size-vertical: 1; }
     VirtualList > .vlist--cursor { background: $aclmon-cursor; }
     VirtualList:focus > .vlist--cursor { background: $aclmon-cursor; text-style: bold; }
     """
@@ -90,8 +91,15 @@ class VirtualList(ScrollView, can_focus=True):
     def first_index(self) -> int:
         return self._offset
 
-    def set_rows(self, offset: int, count: int) -> None:
-        """The data now holds rows ``offset .. offset+count-1`` (absolute numbers)."""
+    def set_rows(self, offset: int, count: int, *, cursor: int | None = None) -> None:
+        """The data now holds rows ``offset .. offset+count-1`` (absolute numbers).
+        ``cursor``: where the record under the cursor is now (rows reordered or
+        filtered anew), when not following; it stays on it."""
+        if cursor is not None and not self.follow and 0 <= cursor - offset < count:
+            moved = cursor != self.cursor
+            self.cursor = cursor
+            if moved:
+                self.call_after_refresh(self.scroll_to_cursor)
         if offset == self._offset and count == self._count:
             return
         self._offset, self._count = offset, count

@@ -21,7 +21,7 @@ async def test_exception_row_and_detail_name_the_model_execution():
         await pilot.pause()
         view = app.query_one(ExceptionsView)
         row = view._render_row(6, 160).plain
-        assert "  resnet50/fc/MatMulV2  resnet50 run 47  " in row
+        assert "  resnet50/fc/MatMulV2  " in row and "  resnet50 run 47  " in row
         await pilot.press("up", "enter")
         await pilot.pause()
         assert "model resnet50 · execution 47" in static_text(app.screen, "#detail-title")

@@ -12,8 +12,8 @@ rows exist, how one matches a text, which columns it has and how a row looks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from aclmon.tui.columns import Cell, Column, Layout
 from aclmon.tui.style import theme_style
 from aclmon.tui.views.base import View
 from aclmon.tui.views.filterbar import FilterBar
@@ -134,17 +135,6 @@ class FilteredView(View):
         )
 
 
-class Column(NamedTuple):
-    """One column of a list: its header, width and the sort a click on it picks."""
-
-    label: str
-    #: characters; 0 for the rest of the line
-    width: int
-    right: bool = False
-    #: the key in :attr:`ListView.SORTS` its header selects ("" for none)
-    sort: str = ""
-
-
 def follow_binding(view: str) -> Binding:
     """``f``: follow the newest row, or stop (:meth:`ListView.action_toggle_follow`);
     its id is ``<view>.follow``."""
@@ -181,25 +171,55 @@ class ListView(FilteredView):
         self._head_spans: list[tuple[int, int, str]] = []
         #: what each one-line Static shows now (selector -> text)
         self._shown_lines: dict[str, tuple[Text, Any]] = {}
+        self._layouts: dict[int, Layout] = {}
+        self._drawn_columns: list[Column] = []
 
     # ------------------------------------------------------------ what a view says
     def source_rows(self) -> tuple[list[Any], int]:
         """The store's records (a copy) and how many were dropped before the first."""
         raise NotImplementedError
 
-    def row_text(self, row: Any) -> str:
-        """What ``/`` matches a row against (lower case); "" never matches."""
+    def columns(self, width: int) -> list[Column]:
+        """The columns at ``width`` (a :class:`Layout` drops those with a ``drop``
+        rank that do not fit)."""
         raise NotImplementedError
 
-    def columns(self, width: int) -> list[Column]:
+    def cells(self, row: Any) -> Mapping[str, Cell]:
+        """What each column shows of a row (by :attr:`Column.cell_key`), whole: the
+        layout cuts it to its column, and ``/`` matches the shown columns' cells."""
         raise NotImplementedError
 
     def render_row(self, row: Any, width: int) -> Text:
-        raise NotImplementedError
+        """A row drawn by the layout the header is drawn by (a view overrides it
+        only for rows that are not records, such as group headings)."""
+        return self.column_layout(width).row(self.cells(row))
+
+    def row_text(self, row: Any) -> str:
+        """What ``/`` matches a row against (lower case): the cells of the columns
+        on screen, whole; "" never matches."""
+        return self.column_layout(self.list_width).words(self.cells(row)).lower()
 
     def describe(self, text: Text, state: Any, dim: Style) -> None:
         """Append to ``text`` what the status line above the header says."""
         raise NotImplementedError
+
+    def measure_rows(self, rows: list[Any]) -> None:
+        """Called with the rows to show before the columns are laid out: a view
+        that sizes columns by their content (or fits names among them) looks here."""
+
+    def column_layout(self, width: int) -> Layout:
+        """The columns placed at ``width``, as the header and the rows draw them
+        (worked out again at each redraw: a view may size columns by their content)."""
+        found = self._layouts.get(width)
+        if found is None:
+            found = self._layouts[width] = Layout(self.columns(width), width)
+        return found
+
+    @property
+    def list_width(self) -> int:
+        """The width the rows are drawn at, and so the header."""
+        width = self.vlist.scrollable_content_region.width if self.is_mounted else 0
+        return width or max(1, self.width - 3)
 
     def draw_status(self) -> None:
         if self.store is None or not self.is_mounted:
@@ -297,15 +317,28 @@ class ListView(FilteredView):
         if self.store is None or not self.is_mounted:
             return
         records, dropped = self.source_rows()
+        vlist = self.vlist
         if self.plain:
             self._rows, self._offset = records, dropped
+            vlist.set_rows(self._offset, len(self._rows))
         else:
+            selected = None if vlist.follow else self.row_at(vlist.cursor)
             chosen = self.narrow(records)
             if self.filtered:
                 chosen = [r for r in chosen if self.matches(r)]
             self._rows, self._offset = self.order_rows(chosen), 0
-            self.vlist.clear_cache()  # row numbers mean other rows after a change
-        self.vlist.set_rows(self._offset, len(self._rows))
+            vlist.clear_cache()  # row numbers mean other rows after a change
+            # the cursor stays on its record wherever the new order puts it
+            at = next((n for n, r in enumerate(self._rows) if r is selected), None)
+            vlist.set_rows(0, len(self._rows), cursor=at)
+        self.measure_rows(self._rows)
+        self._layouts.clear()
+        columns = self.column_layout(self.list_width).columns
+        if (
+            columns != self._drawn_columns
+        ):  # a column changed its width: rows drawn before are stale
+            self._drawn_columns = columns
+            vlist.clear_cache()
         self.draw_header()
         self.draw_status()
 
@@ -332,6 +365,14 @@ class ListView(FilteredView):
                 self.vlist.move_cursor_to(self._offset + row)
                 self.call_after_refresh(self.vlist.scroll_to_cursor)
                 self.draw_status()
+                return True
+        return False
+
+    def select_where(self, wanted: Callable[[Any], bool]) -> bool:
+        """Put the cursor on the first row shown that ``wanted`` accepts (False: none)."""
+        for n, row in enumerate(self._rows):
+            if wanted(row):
+                self.vlist.move_cursor_to(self._offset + n)
                 return True
         return False
 
@@ -377,30 +418,10 @@ class ListView(FilteredView):
     def draw_header(self) -> None:
         if not self.is_mounted:
             return
-        # the rows start one column in, as their text does
-        text = Text(" ", style="bold", no_wrap=True, overflow="ellipsis")
-        spans: list[tuple[int, int, str]] = []
         shows_order = self.sort != self.default_sort or self.sort_reverse
-        for column in self.columns(self.width):
-            label = column.label
-            sorted_here = bool(column.sort) and column.sort == self.sort and shows_order
-            if sorted_here:
-                arrow = "▼" if self.sort_reverse else "▲"
-                fits = not column.width or len(label) + 2 <= column.width
-                label = f"{label} {arrow}" if fits else label[: column.width - 1] + arrow
-            start = len(text)
-            if column.width:
-                label = label[: column.width]
-                text.append(f"{label:>{column.width}}" if column.right else
-                            f"{label:<{column.width}}")  # fmt: skip
-                text.append("  ")
-            else:
-                text.append(label)
-            if sorted_here:
-                text.stylize("underline", start, start + column.width if column.width else None)
-            if column.sort:
-                spans.append((start, len(text), column.sort))
-        self._head_spans = spans
+        text, self._head_spans = self.column_layout(self.list_width).header(
+            self.sort if shows_order else "", self.sort_reverse, style=Style(bold=True)
+        )
         self.show_line(f"#{self.id}-header", text)
 
     def on_click(self, event: events.Click) -> None:

@@ -9,7 +9,7 @@ important first; nothing wraps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -24,7 +24,9 @@ from aclmon.store import Store, StoreState
 from aclmon.store.ops import METRIC_SORT
 from aclmon.store.state import OpKey, OpStats
 from aclmon.tui import fmt
-from aclmon.tui.style import middle, theme_style
+from aclmon.tui.columns import Cell, Column, Layout
+from aclmon.tui.names import NameFitter
+from aclmon.tui.style import theme_style
 from aclmon.tui.vlist import VirtualList
 
 #: the operator name's column never gets narrower than this
@@ -39,14 +41,6 @@ _SHORT = (
     ("_cube", ""), ("_bw", ""), ("_miss_allocate", "_miss"), ("fixpipe", "fixp"),
     ("_fp16", "16"), ("_fp32", "32"), ("_int32", "i32"), ("_int8", "i8"),
 )  # fmt: skip
-
-
-class Column(NamedTuple):
-    label: str
-    sort: str  # key for Store.sorted_ops
-    width: int
-    right: bool  # right-aligned (numbers)
-    cell: Callable[[OpStats], str]
 
 
 def metric_label(name: str) -> str:
@@ -70,17 +64,6 @@ def metric_cell(name: str, value: float | None) -> str:
     return fmt.count(value)
 
 
-def _metric_column(name: str) -> Column:
-    label = metric_label(name)
-    return Column(
-        label,
-        METRIC_SORT + name,
-        len(label) + 2,  # room for the sort arrow
-        True,
-        lambda o: metric_cell(name, o.metric(name)),
-    )
-
-
 def _device(o: OpStats) -> str:
     return str(o.device_id) if o.device_id >= 0 else "–"
 
@@ -89,23 +72,43 @@ def _model(o: OpStats) -> str:
     return o.model_name or (f"#{o.model_id}" if o.model_id >= 0 else "–")
 
 
-OPERATOR = Column("OPERATOR", "op", OP_MIN, False, lambda o: o.op_name)
+#: what each fixed column (by its sort key) shows of an operator
+CELLS: dict[str, Callable[[OpStats], str]] = {
+    "op": lambda o: o.op_name,
+    "total": lambda o: fmt.duration_us(o.total_us),
+    "model": _model,
+    "device": _device,
+    "count": lambda o: fmt.count(o.count),
+    "mean": lambda o: fmt.duration_us(o.mean_us),
+    "max": lambda o: fmt.duration_us(o.max_us),
+    "type": lambda o: o.op_type,
+    "last": lambda o: fmt.duration_us(o.last_us),
+    "min": lambda o: fmt.duration_us(o.min_us),
+}
+OPERATOR = Column("OPERATOR", 0, sort="op", least=OP_MIN)
 #: the fixed columns, most important first (the order they are kept when narrow)
 KEPT_FIRST = (
-    Column("TOTAL", "total", 8, True, lambda o: fmt.duration_us(o.total_us)),
-    Column("MODEL", "model", 14, False, _model),
-    Column("DEV", "device", 5, True, _device),
-    Column("COUNT", "count", 7, True, lambda o: fmt.count(o.count)),
-    Column("MEAN", "mean", 8, True, lambda o: fmt.duration_us(o.mean_us)),
+    Column("TOTAL", 8, True, "total"),
+    Column("MODEL", 14, False, "model", cut="middle"),
+    Column("DEV", 5, True, "device"),
+    Column("COUNT", 7, True, "count"),
+    Column("MEAN", 8, True, "mean"),
 )
 KEPT_LAST = (
-    Column("MAX", "max", 8, True, lambda o: fmt.duration_us(o.max_us)),
-    Column("TYPE", "type", 14, False, lambda o: o.op_type),
-    Column("LAST", "last", 8, True, lambda o: fmt.duration_us(o.last_us)),
-    Column("MIN", "min", 8, True, lambda o: fmt.duration_us(o.min_us)),
+    Column("MAX", 8, True, "max"),
+    Column("TYPE", 14, False, "type"),
+    Column("LAST", 8, True, "last"),
+    Column("MIN", 8, True, "min"),
 )
 #: left-to-right order of the columns that fit (metrics after MAX)
 ORDER = ("op", "type", "model", "device", "count", "total", "mean", "min", "max", "last")
+#: the gap between two columns
+GAP = 1
+
+
+def _metric_column(name: str) -> Column:
+    label = metric_label(name)
+    return Column(label, len(label) + 2, True, METRIC_SORT + name)  # room for the sort arrow
 
 
 def columns_for(width: int, metrics: list[str]) -> list[Column]:
@@ -115,20 +118,14 @@ def columns_for(width: int, metrics: list[str]) -> list[Column]:
     room = width - OP_MIN
     kept: list[Column] = []
     for column in candidates:
-        if column.width + 1 <= room:
+        if column.width + GAP <= room:
             kept.append(column)
-            room -= column.width + 1
+            room -= column.width + GAP
     fixed = sorted(
         (c for c in kept if not c.sort.startswith(METRIC_SORT)), key=lambda c: ORDER.index(c.sort)
     )
     shown = [c for c in kept if c.sort.startswith(METRIC_SORT)]
-    operator = OPERATOR._replace(width=OP_MIN + room)
-    return [operator, *fixed, *shown]
-
-
-def _pad(text: str, width: int, right: bool) -> str:
-    text = middle(text, width)
-    return text.rjust(width) if right else text.ljust(width)
+    return [OPERATOR, *fixed, *shown]
 
 
 class OpList(VirtualList):
@@ -181,8 +178,9 @@ class OpTable(Vertical):
         self.store: Store | None = None
         self.rows: list[OpStats] = []
         self.columns: list[Column] = []
+        #: the columns placed, as the header and the rows draw them
+        self.column_layout = Layout([], 0)
         self._spans: list[tuple[int, int, str]] = []
-        self._width = 0
         self._metrics: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -219,8 +217,9 @@ class OpTable(Vertical):
 
     @on(events.Click, "#ops-header")
     def _header_clicked(self, event: events.Click) -> None:
+        x = event.x - 1  # the header's padding
         for start, end, sort in self._spans:
-            if start <= event.x < end:
+            if start <= x < end:
                 self.sort_by(sort)
                 return
 
@@ -233,13 +232,16 @@ class OpTable(Vertical):
         oplist = self.oplist
         width = max(OP_MIN, oplist.scrollable_content_region.width or (self.size.width - 1))
         metrics = list(store.state.op_metrics)
-        self._width, self._metrics = width, metrics
+        self._metrics = metrics
         self.columns = columns_for(width, metrics)
         if self.sort.startswith(METRIC_SORT) and self.sort.removeprefix(METRIC_SORT) not in metrics:
             self.sort = "total"  # the metric group changed under the sort
             return
         selected = self._key(oplist.cursor)
         self.rows = store.sorted_ops(self.sort, self.reverse)
+        names = NameFitter(o.op_name for o in self.rows)
+        columns = [c._replace(cut=names.fit) if c.sort == "op" else c for c in self.columns]
+        self.column_layout = Layout(columns, width, indent=0, gap=GAP)
         oplist.set_rows(0, len(self.rows))
         oplist.clear_cache()
         if selected is not None:
@@ -286,23 +288,13 @@ class OpTable(Vertical):
         self.query_one("#ops-title", Static).update(title)
 
     def _draw_header(self) -> None:
-        dim = theme_style(self, "aclmon-dim", bold=True)
-        key = theme_style(self, "footer-key-foreground", bold=True)
-        text = Text(no_wrap=True, overflow="crop")
-        spans: list[tuple[int, int, str]] = []
-        for i, column in enumerate(self.columns):
-            if i:
-                text.append(" ")
-            start = len(text)
-            label = column.label
-            if column.sort == self.sort:
-                label += " ▲" if self.reverse else " ▼"
-            text.append(
-                _pad(label, column.width, column.right),
-                style=key if column.sort == self.sort else dim,
-            )
-            spans.append((start + 1, len(text) + 1, column.sort))  # +1: the header's padding
-        self._spans = spans
+        # the table's default order is the largest first: ▼ unless reversed
+        text, self._spans = self.column_layout.header(
+            self.sort,
+            not self.reverse,
+            style=theme_style(self, "aclmon-dim", bold=True),
+            marked=theme_style(self, "footer-key-foreground", bold=True),
+        )
         self.query_one("#ops-header", Static).update(text)
 
     def draw_more(self) -> None:
@@ -329,16 +321,18 @@ class OpTable(Vertical):
 
     def _render_row(self, index: int, width: int) -> Text:
         o = self.rows[index] if 0 <= index < len(self.rows) else None
-        text = Text(no_wrap=True, overflow="crop")
         if o is None:
-            return text
+            return Text("")
         dim = theme_style(self, "aclmon-dim")
-        for i, column in enumerate(self.columns):
-            if i:
-                text.append(" ")
-            cell = _pad(column.cell(o), column.width, column.right)
-            text.append(cell, style=dim if column.sort in ("device", "type") else Style())
-        return text
+        cells: dict[str, Cell] = {}
+        for c in self.column_layout.columns:
+            metric = c.sort.removeprefix(METRIC_SORT)
+            if metric != c.sort:
+                cells[c.cell_key] = metric_cell(metric, o.metric(metric))
+            else:
+                style = dim if c.sort in ("device", "type") else Style()
+                cells[c.cell_key] = Text(CELLS[c.sort](o), style=style)
+        return self.column_layout.row(cells)
 
     def on_resize(self) -> None:
         self.show(self.store)
