@@ -14,6 +14,7 @@ from aclmon.acl_constants import (
     ACL_FLOAT16,
     ACL_FORMAT_FRACTAL_Z,
     ACL_FORMAT_NC1HWC0,
+    error_name,
 )
 from aclmon.tui.screens import ExceptionDetail
 from aclmon.tui.views.exceptions import short_error
@@ -119,26 +120,33 @@ async def test_dump_detail_is_key_value_lines_when_narrow(size):
 
 
 @pytest.mark.parametrize("size", NARROW, ids=["80x24", "100x30"])
-async def test_exception_row_shows_the_op_name_before_a_readable_error_name(size):
+async def test_exception_row_shows_the_op_name_its_model_run_and_a_readable_error_name(size):
     app = make_app(events=wide_failure())
     async with app.run_test(size=size) as pilot:
         await pilot.press("2")
         await pilot.pause()
-        rows = [r for r in screen_text(app).split("\n") if "507016" in r]
-        assert rows
-        for row in rows:
-            assert row.index("/") < row.index("AIC")  # the op name first
-            assert row.rstrip().endswith(("AIC_TRAP_EXC", "AICORE_TRAP_EXC"))
-        assert "bert/embeddings/GatherV2" in screen_text(app) or size[0] == 80
+        rows = [r for r in screen_text(app).split("\n") if "MatMul_fused_bias" in r]
+        assert len(rows) == 1
+        row = rows[0]
+        # the operator's last segments, the model and its run, the error's short name;
+        # at 100 columns the code too (at 80 the short name stands in its place)
+        assert "/MatMul_fused_bias" in row and "run 118" in row and "bert_la" in row
+        assert "AIC_TRAP_EXC" in row or "AICORE_TRAP_EXC" in row
+        assert ("507016" in row) == (size[0] >= 100)
+        assert "/embeddings/GatherV2" in screen_text(app)
 
 
 def test_error_names_shorten_word_by_word_before_any_cut():
-    assert short_error(ACL_ERROR_RT_AICORE_EXCEPTION, 40) == "ACL_ERROR_RT_AICORE_EXCEPTION"
-    assert short_error(ACL_ERROR_RT_AICORE_EXCEPTION, 16) == "AICORE_EXCEPTION"
-    assert short_error(ACL_ERROR_RT_AICORE_EXCEPTION, 12) == "AICORE_EXC"
-    assert short_error(ACL_ERROR_RT_AICORE_TRAP_EXCEPTION, 12) == "AIC_TRAP_EXC"
-    assert short_error(ACL_ERROR_RT_AICORE_TRAP_EXCEPTION, 10) == "AIC_…P_EXC"
-    assert short_error(999_999, 12) == "ACL e…999999"  # unknown: cut where it shows
+    aicore, trap = (
+        error_name(ACL_ERROR_RT_AICORE_EXCEPTION),
+        error_name(ACL_ERROR_RT_AICORE_TRAP_EXCEPTION),
+    )
+    assert short_error(aicore, 40) == "ACL_ERROR_RT_AICORE_EXCEPTION"
+    assert short_error(aicore, 16) == "AICORE_EXCEPTION"
+    assert short_error(aicore, 12) == "AICORE_EXC"
+    assert short_error(trap, 12) == "AIC_TRAP_EXC"
+    assert short_error(trap, 10) == "AIC_…P_EXC"
+    assert short_error(error_name(999_999), 12) == "ACL e…999999"  # unknown: cut where it shows
 
 
 @pytest.mark.parametrize("size", NARROW, ids=["80x24", "100x30"])

@@ -17,8 +17,10 @@ from aclmon import events as ev
 from aclmon.acl_constants import error_name
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
+from aclmon.tui.columns import Cell, Column, content_width
+from aclmon.tui.names import NameFitter
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.listview import Column, ListView, follow_binding
+from aclmon.tui.views.listview import ListView, follow_binding
 from aclmon.tui.vlist import VirtualList
 
 
@@ -38,12 +40,11 @@ ABBREVIATIONS = (
 )  # fmt: skip
 
 
-def short_error(code: int, width: int) -> str:
-    """The error's name in ``width`` characters: whole when it fits, else without
+def short_error(name: str, width: int) -> str:
+    """An error's name in ``width`` characters: whole when it fits, else without
     the ``ACL_ERROR_RT_``/``ACL_ERROR_`` prefix, then with its long words
     shortened (``AICORE_TRAP_EXCEPTION`` -> ``AIC_TRAP_EXC``), and only then cut
-    with an ellipsis. The numeric code beside it identifies the error anyway."""
-    name = error_name(code)
+    with an ellipsis."""
     if len(name) <= width:
         return name
     name = name.removeprefix("ACL_ERROR_RT_").removeprefix("ACL_ERROR_")
@@ -54,29 +55,25 @@ def short_error(code: int, width: int) -> str:
     return name if len(name) <= width else middle(name, width) if width > 8 else name[:width]
 
 
-def exception_text(e: ev.AclException) -> str:
-    """What ``/`` matches an exception against."""
-    return (
-        f"{e.op_name} {e.op_type} {e.model_name} dev{e.device_id} device {e.device_id} {e.error_code} "
-        f"{error_name(e.error_code)} stream {e.stream_id} task {e.task_id}"
-    ).lower()
+def cut_model_run(value: str, width: int) -> str:
+    """ "bert_base_seq128 run 60" in ``width``: the model's name is cut, its run kept."""
+    name, found, run = value.rpartition(" run ")
+    tail = f" run {run}"
+    if not found or len(tail) + 2 > width:
+        return middle(value, width)
+    return name[: width - len(tail) - 1] + "…" + tail
 
 
-class Columns(NamedTuple):
-    op: int
-    op_type: int
-    error: int
+def error_cell(code: int) -> str:
+    """The ERROR column's value: the code's name; "–" for an exception known
+    only from its dump, which records no code."""
+    return error_name(code) if code else "–"
 
 
-def columns_for(width: int) -> Columns:
-    """Column widths at ``width``: the operator's name comes before the error's
-    name (the numeric code already identifies the error), and gets the most room."""
-    rest = max(0, width - 46)  # time, dev, stream, task, code and the gaps
-    op_type = 16 if width >= 120 else 0
-    rest -= op_type + (2 if op_type else 0)
-    error = min(30, max(12, rest // 3))
-    op = max(12, rest - error - 2)
-    return Columns(op, op_type, error)
+#: list widths below which time, stream and task take less room (and below
+#: NARROW the error is said by its short name only, in the code's place)
+NARROW = 96
+MEDIUM = 136
 
 
 def last_of(row: ev.AclException | Group) -> ev.AclException:
@@ -91,7 +88,7 @@ def by_fields(*fields: str) -> Callable[[Any], tuple[Any, ...]]:
 class ExceptionsView(ListView):
     """Live tail of exceptions; Enter opens the detail."""
 
-    FILTER_HINT = "operator, type, model, device, code or error"
+    FILTER_HINT = "what the columns show: time, operator, model, code…"
     BINDINGS: ClassVar[list[BindingType]] = [
         follow_binding("exceptions"),
         Binding("c", "toggle_grouped", "Group", id="exceptions.group"),
@@ -128,6 +125,9 @@ class ExceptionsView(ListView):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._total_when_left = 0
+        #: the operator names of the rows, fitted so that they stay told apart
+        self.names = NameFitter()
+        self._widths = {"model": 5, "op_type": 7, "error": 5, "ids": 9}
 
     def tab_count(self, state: StoreState) -> str:
         return f" ({state.exceptions_total})" if state.exceptions_total else ""
@@ -169,9 +169,6 @@ class ExceptionsView(ListView):
         # One copy per refresh: deque indexing is O(n) away from the ends.
         return list(self.store.state.exceptions), self.store.state.exceptions_dropped
 
-    def row_text(self, row: Any) -> str:
-        return exception_text(last_of(row))
-
     def order_rows(self, rows: list[Any]) -> list[Any]:
         if self.grouped:
             groups: dict[tuple[str, int, int], Group] = {}
@@ -184,24 +181,65 @@ class ExceptionsView(ListView):
             rows = list(groups.values())
         return self.sorted(rows)
 
+    def measure_rows(self, rows: list[Any]) -> None:
+        exceptions = [last_of(row) for row in rows]
+        self.names = NameFitter(e.op_name for e in exceptions)
+        runs = {(e.model_name, e.execution) for e in exceptions}
+        self._widths = {
+            "model": content_width((fmt.model_run(*run) or "–" for run in runs), 5, 24),
+            "op_type": content_width((e.op_type or "–" for e in exceptions), 7, 16),
+            "error": content_width((error_cell(e.error_code) for e in exceptions), 5, 30),
+            "ids": content_width((f"{e.stream_id}/{e.task_id}" for e in exceptions), 9, 13),
+        }
+
     def columns(self, width: int) -> list[Column]:
-        c = columns_for(width - (7 if self.grouped else 0))  # the COUNT column
+        w = self._widths
+        time = Column("TIME (UTC)", 12, sort="time", key="time", cut="start")
+        ids = [Column("STREAM", 6, right=True, key="stream"), Column("TASK", 6, right=True, key="task")]  # fmt: skip
+        code = [Column("CODE", 6, right=True, sort="code", key="code")]
+        error = Column("ERROR", min(w["error"], 20), key="error", cut=short_error)
+        if width < MEDIUM:
+            time = Column("TIME", 6, sort="time", key="time", cut="start")  # "18.862": seconds
+            ids = [Column("STRM/TASK", w["ids"], right=True, key="ids")]
+            error = error._replace(width=min(w["error"], 12))
+        if width < NARROW:  # the short name in the code's place (the detail has both)
+            code, error = [error._replace(sort="code")], None
         return [
-            Column("TIME (UTC)", 12, sort="time"),
-            Column("DEV", 3, right=True, sort="device"),
-            Column("STREAM", 6, right=True),
-            Column("TASK", 6, right=True),
-            Column("CODE", 6, right=True, sort="code"),
-            *([Column("COUNT", 5, right=True)] if self.grouped else []),
-            # the model and its run follow the operator's name in the rows
-            *(
-                [Column("OP NAME", 7, sort="op"), Column("MODEL", c.op - 9, sort="model")]
-                if c.op >= 24
-                else [Column("OP NAME", c.op, sort="op")]
+            time,
+            Column("DEV", 3, right=True, sort="device", key="device"),
+            *ids,
+            *code,
+            *([Column("COUNT", 5, right=True, key="count")] if self.grouped else []),
+            Column("OP NAME", 0, sort="op", key="op", cut=self.names.fit, least=20),
+            Column(
+                "MODEL",
+                min(w["model"], 16 if width < NARROW else 24),
+                sort="model",
+                key="model",
+                cut=cut_model_run,
             ),
-            *([Column("OP TYPE", c.op_type)] if c.op_type else []),
-            Column("ERROR", 0),
+            *([Column("OP TYPE", w["op_type"], key="op_type", drop=2)] if width >= MEDIUM else []),
+            *([error._replace(drop=1)] if error is not None else []),
         ]
+
+    def cells(self, row: Any) -> dict[str, Cell]:
+        e, count = (row.last, row.size) if isinstance(row, Group) else (row, 1)
+        dim = theme_style(self, "aclmon-dim")
+        stream = "–" if e.stream_id < 0 else str(e.stream_id)
+        return {
+            "time": Text(fmt.utc_time(e.ts_ns), style=dim),
+            "device": str(e.device_id),
+            "stream": stream,
+            "task": str(e.task_id),
+            "ids": f"{stream}/{e.task_id}",
+            "code": str(e.error_code) if e.error_code else "–",
+            "count": Text(f"×{count}", style=Style(bold=count > 1)),
+            "op": Text(e.op_name, style=Style(bold=True)),
+            # the model and which of its executions ("run", as the models list says) raised it
+            "model": Text(fmt.model_run(e.model_name, e.execution) or "–", style=dim),
+            "op_type": e.op_type or "–",
+            "error": Text(error_cell(e.error_code), style=theme_style(self, "aclmon-bad")),
+        }
 
     def describe(self, text: Text, s: StoreState, dim: Style) -> None:
         text.append(f"{s.exceptions_total} exception(s)", style=Style(bold=True))
@@ -225,25 +263,3 @@ class ExceptionsView(ListView):
 
     def _shown_count(self) -> int:
         return sum(r.size if isinstance(r, Group) else 1 for r in self._rows)
-
-    def render_row(self, row: Any, width: int) -> Text:
-        e, count = (row.last, row.size) if isinstance(row, Group) else (row, 1)
-        c = columns_for(width - (7 if self.grouped else 0))
-        dim = theme_style(self, "aclmon-dim")
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {fmt.utc_time(e.ts_ns):<12}  ", style=dim)
-        text.append(f"{e.device_id:>3}  {e.stream_id:>6}  {e.task_id:>6}  {e.error_code:>6}  ")
-        if self.grouped:
-            text.append(f"{'×' + str(count):>5}  ", style=Style(bold=count > 1))
-        # the model and which of its executions ("run", as the models list says) raised it
-        run = fmt.model_run(e.model_name, e.execution) or "–"  # no model known: said
-        if run and c.op - len(run) - 2 >= 12:
-            name = middle(e.op_name, c.op - len(run) - 2)
-            text.append(name, style=Style(bold=True))
-            text.append(f"  {run}".ljust(c.op - len(name)) + "  ", style=dim)
-        else:
-            text.append(f"{middle(e.op_name, c.op):<{c.op}}  ", style=Style(bold=True))
-        if c.op_type:
-            text.append(f"{middle(e.op_type or '–', c.op_type):<{c.op_type}}  ")
-        text.append(short_error(e.error_code, c.error), style=theme_style(self, "aclmon-bad"))
-        return text
