@@ -10,14 +10,23 @@ the same iteration of the same model on the same device.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from aclmon import events as ev
 from aclmon.dump.opdebug import overflow_target
+from aclmon.sources.replay_inputs import DumpGroup, dump_group
 
 
 def _summary(dump: ev.DumpFileSeen) -> dict[str, Any]:
     return dump.summary if isinstance(dump.summary, dict) else {}
+
+
+@lru_cache(maxsize=8_192)
+def dump_place(path: str) -> DumpGroup:
+    """The device, model and step a file belongs to, from the directories it sits in."""
+    return dump_group(Path(path))
 
 
 def overflow_targets(dump: ev.DumpFileSeen) -> list[tuple[int, int | None]]:

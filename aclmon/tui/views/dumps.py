@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -20,32 +20,42 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.dump.naming import parse_dump_name
+from aclmon.dump.summary import summary_operator
 from aclmon.store import Store
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
+from aclmon.tui.columns import Cell, Column, content_width
 from aclmon.tui.dumpdetail import overflowing_operator, render_summary
+from aclmon.tui.names import NameFitter
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import Command
 from aclmon.tui.views.dumplinks import (
+    dump_place,
     operator_name,
     overflow_operator,
     overflow_targets,
     overflows_of_step,
 )
-from aclmon.tui.views.listview import Column, ListView, sort_key_of
+from aclmon.tui.views.listview import ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 OVERFLOW_GROUP = "Overflow records"
 #: below this width the detail pane moves under the list (beside it, at 100
 #: columns, the list's file names and the pane would both be cut short)
 NARROW = 120
+#: list widths below which the time is its seconds and the size goes first
+NARROW_LIST = 80
+#: the KIND column's word for a file kind (the rest as the agent names them)
+KIND_WORDS = {ev.EXCEPTION_DUMP: "exception"}
 
 
-def dump_text(d: ev.DumpFileSeen) -> str:
-    """What ``/`` matches a dump file against: kind, operator, file name."""
-    summary = d.summary if isinstance(d.summary, dict) else {}
-    op = " ".join(str(summary.get(k, "")) for k in ("op_type", "op_name", "operator"))
-    return f"{d.kind} {op} {os.path.basename(d.path)}".lower()
+class OverflowStep(NamedTuple):
+    """The overflow records of one step (device, model, step) as one row: the
+    first of them, and how many there were (``c``)."""
+
+    first: ev.DumpFileSeen
+    count: int
 
 
 def group_of(d: ev.DumpFileSeen) -> str:
@@ -55,29 +65,45 @@ def group_of(d: ev.DumpFileSeen) -> str:
     return str(summary.get("group") or "other files")
 
 
-def overflow_meaning(summary: dict[str, Any]) -> str:
-    """The first status word that says something overflowed (or the error)."""
-    if summary.get("error"):
-        return str(summary["error"])
-    for item in summary.get("records") or ():
-        if isinstance(item, dict):
-            for line in item.get("explained") or ():
-                if not str(line).endswith("no overflow"):
-                    return str(line)
-    return "no overflow bit set"
-
-
 def dump_op(d: ev.DumpFileSeen) -> str:
-    """The operator a dump file belongs to, as far as its summary says."""
+    """The operator a dump file is about (for an overflow record: the one that
+    overflowed), as far as its summary says; "" when it says nothing."""
     summary = d.summary if isinstance(d.summary, dict) else {}
-    return str(summary.get("op_name") or summary.get("operator") or "")
+    if d.kind == ev.OVERFLOW_DUMP:
+        operator = summary_operator(summary)  # "MatMul mm1"
+        return operator.partition(" ")[2] or operator
+    return str(summary.get("op_name") or "")
+
+
+def shown_op(d: ev.DumpFileSeen) -> str:
+    """The OPERATOR column's value: the operator, else what is known of it."""
+    name = dump_op(d)
+    if name:
+        return name
+    summary = d.summary if isinstance(d.summary, dict) else {}
+    if d.kind == ev.OVERFLOW_DUMP:
+        return overflowing_operator(summary)
+    parsed = parse_dump_name(os.path.basename(d.path))  # its name, as file names spell it
+    return parsed.op_name if parsed is not None else os.path.basename(d.path)
+
+
+def step_key(d: ev.DumpFileSeen) -> tuple[int, str, int, int]:
+    """(device, model, model id, step) of the directory a file sits in; -1 / "" unknown."""
+    place = dump_place(d.path)
+    return (
+        -1 if place.device is None else place.device,
+        place.model,
+        -1 if place.model_id is None else place.model_id,
+        -1 if place.step is None else place.step,
+    )
 
 
 class DumpsView(ListView):
     """Dump and overflow files; Enter asks for the selected one to be decoded."""
 
-    FILTER_HINT = "kind, operator or file name"
+    FILTER_HINT = "what the columns show: kind, model, step, operator…"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "toggle_per_step", "Per step", id="dumps.per_step"),
         Binding("t", "to_operator", "To operator", show=False, id="dumps.to_operator"),
         Binding("F", "first_overflow", "First overflow", show=False, id="dumps.first_overflow"),
         Binding("o", "toggle_overflow_only", "Overflow only", id="dumps.overflow_only"),
@@ -89,11 +115,12 @@ class DumpsView(ListView):
     SORTS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "time": lambda d: d.ts_ns,
         "kind": sort_key_of(lambda d: d.kind, lambda d: d.ts_ns),
-        "op": sort_key_of(dump_op, lambda d: os.path.basename(d.path)),
+        "step": sort_key_of(step_key, lambda d: d.ts_ns),
+        "op": sort_key_of(shown_op, lambda d: os.path.basename(d.path)),
         "size": sort_key_of(lambda d: d.size, lambda d: d.ts_ns),
     }
 
-    REDRAWN_BY = ("grouped", "overflow_only")
+    REDRAWN_BY = ("grouped", "overflow_only", "per_step")
 
     class _AboutDump(Message):
         def __init__(self, dump: ev.DumpFileSeen) -> None:
@@ -111,11 +138,17 @@ class DumpsView(ListView):
     """Files under a heading per group (overflow records first): a dump directory."""
     overflow_only: reactive[bool] = reactive(False)
     """Only overflow files."""
+    per_step: reactive[bool] = reactive(False)
+    """Only the first overflow record of each step (device, model, step), with
+    how many the step had."""
     detail_shown: reactive[bool] = reactive(False, init=False)
     """The pane holds a decoded file (new files must not replace it)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        #: the operator names of the rows, fitted so that they stay told apart
+        self.names = NameFitter()
+        self._widths = {"model": 5, "step": 4, "kind": 7}
         self._placed = False
         #: where a jump came from: (file, overflow only, filter), newest last
         self._back: list[tuple[ev.DumpFileSeen | None, bool, str]] = []
@@ -135,11 +168,14 @@ class DumpsView(ListView):
 
     @property
     def narrowed(self) -> bool:
-        return self.grouped or self.overflow_only
+        return self.grouped or self.overflow_only or self.per_step
 
     # ------------------------------------------------------------ state
     def action_toggle_overflow_only(self) -> None:
         self.overflow_only = not self.overflow_only
+
+    def action_toggle_per_step(self) -> None:
+        self.per_step = not self.per_step
 
     @on(VirtualList.Selected, "#dumps-list")
     def _selected(self, message: VirtualList.Selected) -> None:
@@ -249,15 +285,17 @@ class DumpsView(ListView):
             self._show_dump(dump)
 
     def _show_dump(self, dump: ev.DumpFileSeen) -> bool:
-        for row, entry in enumerate(self._rows):
-            if entry is dump or entry == dump:
-                self.detail_shown = False
-                self.vlist.move_cursor_to(self._offset + row)
-                self.vlist.focus()
-                # the list may have just grown (a toggle lifted): scroll once it is laid out
-                self.call_after_refresh(self.vlist.scroll_to_cursor)
-                return True
-        return False
+        def shows(entry: Any) -> bool:
+            entry = entry.first if isinstance(entry, OverflowStep) else entry
+            return entry is dump or entry == dump
+
+        self.detail_shown = False
+        if not self.select_where(shows):
+            return False
+        self.vlist.focus()
+        # the list may have just grown (a toggle lifted): scroll once it is laid out
+        self.call_after_refresh(self.vlist.scroll_to_cursor)
+        return True
 
     def action_export(self) -> None:
         dump = self.selected_dump()
@@ -294,6 +332,8 @@ class DumpsView(ListView):
     # ------------------------------------------------------------ rows
     def dump_at(self, index: int) -> ev.DumpFileSeen | None:
         entry = self.row_at(index)
+        if isinstance(entry, OverflowStep):
+            return entry.first
         return entry if isinstance(entry, ev.DumpFileSeen) else None
 
     def on_resize(self) -> None:
@@ -305,12 +345,23 @@ class DumpsView(ListView):
         return list(self.store.state.dumps), self.store.state.dumps_dropped
 
     def row_text(self, row: Any) -> str:
-        return dump_text(row) if isinstance(row, ev.DumpFileSeen) else ""
+        return "" if isinstance(row, str) else super().row_text(row)
 
     def narrow(self, rows: list[Any]) -> list[Any]:
-        return [d for d in rows if d.kind == ev.OVERFLOW_DUMP] if self.overflow_only else rows
+        only_overflows = self.overflow_only or self.per_step
+        return [d for d in rows if d.kind == ev.OVERFLOW_DUMP] if only_overflows else rows
 
     def order_rows(self, rows: list[Any]) -> list[Any]:
+        if self.per_step:
+            steps: dict[tuple[int, str, int, int], list[ev.DumpFileSeen]] = {}
+            for d in rows:
+                steps.setdefault(step_key(d), []).append(d)
+            firsts = [
+                OverflowStep(min(same, key=lambda d: (d.ts_ns, d.seq)), len(same))
+                for same in steps.values()
+            ]
+            key = self.SORTS.get(self.sort, self.SORTS["time"])
+            return sorted(firsts, key=lambda g: key(g.first), reverse=self.sort_reverse)
         rows = self.sorted(rows)
         if not self.grouped:
             return rows
@@ -323,13 +374,54 @@ class DumpsView(ListView):
             out.extend(by_group[name])
         return out
 
-    def columns(self, width: int) -> list[Column]:
-        return [
-            Column("TIME (UTC)", 12, sort="time"),
-            Column("KIND", 9, sort="kind"),
-            Column("SIZE", 9, right=True, sort="size"),
-            Column("FILE", 0, sort="op"),
+    def measure_rows(self, rows: list[Any]) -> None:
+        dumps = [
+            r.first if isinstance(r, OverflowStep) else r for r in rows if not isinstance(r, str)
         ]
+        self.names = NameFitter(dump_op(d) for d in dumps)
+        places = {os.path.dirname(d.path): dump_place(d.path) for d in dumps}.values()
+        self._widths = {
+            "model": content_width((p.model or "–" for p in places), 5, 20),
+            "step": content_width((str(p.step) for p in places if p.step is not None), 4, 8),
+            "kind": content_width((KIND_WORDS.get(d.kind, d.kind) for d in dumps), 4, 9),
+        }
+
+    def columns(self, width: int) -> list[Column]:
+        w = self._widths
+        narrow = width < NARROW_LIST
+        return [
+            Column("TIME", 6, sort="time", key="time", cut="start")
+            if narrow
+            else Column("TIME (UTC)", 12, sort="time", key="time", cut="start"),
+            Column("KIND", w["kind"], sort="kind", key="kind"),
+            Column("DEV", 3, right=True, sort="step", key="device"),
+            Column("MODEL", w["model"], sort="step", key="model", cut="middle"),
+            Column("STEP", w["step"], right=True, sort="step", key="step"),
+            *([Column("COUNT", 5, right=True, key="count")] if self.per_step else []),
+            Column("SIZE", 9, right=True, sort="size", key="size", drop=1),
+            Column("OPERATOR", 0, sort="op", key="op", cut=self.names.fit, least=16),
+        ]
+
+    def cells(self, row: Any) -> dict[str, Cell]:
+        dump, count = (row.first, row.count) if isinstance(row, OverflowStep) else (row, 1)
+        dim = theme_style(self, "aclmon-dim")
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        place = dump_place(dump.path)
+        named = bool(dump_op(dump))
+        return {
+            "time": Text(fmt.utc_time(dump.ts_ns), style=dim),
+            "kind": Text(
+                KIND_WORDS.get(dump.kind, dump.kind),
+                style=bad if dump.kind in (ev.OVERFLOW_DUMP, ev.EXCEPTION_DUMP) else Style(),
+            ),
+            "device": "–" if place.device is None else str(place.device),
+            "model": Text(place.model or "–", style=dim),
+            "step": "–" if place.step is None else str(place.step),
+            "count": Text(f"×{count}", style=Style(bold=count > 1)),
+            "size": fmt.size(dump.size),
+            # an overflow record's file is the debug task's: the operator that overflowed
+            "op": Text(shown_op(dump), style=Style(bold=True) if named else dim),
+        }
 
     def redraw(self) -> None:
         if self.store is None or not self.is_mounted:
@@ -354,7 +446,14 @@ class DumpsView(ListView):
         if self.grouped:
             groups = sum(1 for r in self._rows if isinstance(r, str))
             text.append(f"  ·  {groups} group(s)", style=dim)
-        if self.overflow_only:
+        if self.per_step:
+            steps = len(self._rows)
+            text.append(
+                f"  ·  first overflow of each of {steps} step(s)"
+                f" ({self.key('dumps.per_step', 'c')})",
+                style=dim,
+            )
+        elif self.overflow_only:
             text.append(f"  ·  overflow only ({self.key('dumps.overflow_only', 'o')})", style=dim)
         shown = sum(1 for r in self._rows if not isinstance(r, str))
         text.append(self.filter_note(shown, self.match_count()), style=dim)
@@ -368,7 +467,15 @@ class DumpsView(ListView):
         }
         entry = self.row_at(index)
         renderable: RenderableType
-        if isinstance(entry, str):
+        if isinstance(entry, OverflowStep):
+            first = Text(
+                f"the first of {entry.count} overflow record(s) of this step\n",
+                style=styles["bad"],
+            )
+            renderable = Group(
+                first, render_summary(entry.first, styles), self._action_hints(entry.first)
+            )
+        elif isinstance(entry, str):
             renderable = Text(entry, style=Style(bold=True))
             renderable.append("\n\nmove to a file; Enter decodes it", style=styles["dim"])
         elif entry is None:
@@ -401,33 +508,6 @@ class DumpsView(ListView):
         self.query_one("#dump-detail-scroll", VerticalScroll).scroll_home(animate=False)
 
     def render_row(self, row: Any, width: int) -> Text:
-        dim = theme_style(self, "aclmon-dim")
-        if isinstance(row, str):
+        if isinstance(row, str):  # a group's heading (a dump directory)
             return Text(f" {row}", style=Style(bold=True, underline=True), no_wrap=True)
-        entry: ev.DumpFileSeen = row
-        indent = "  " if self.grouped else " "
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{indent}{fmt.utc_time(entry.ts_ns):<12}  ", style=dim)
-        if entry.kind == ev.OVERFLOW_DUMP and self.grouped:
-            summary = entry.summary if isinstance(entry.summary, dict) else {}
-            text.append("overflow  ", style=theme_style(self, "aclmon-bad", bold=True))
-            # the operator first: what a narrow row must keep
-            text.append(f"→ {overflowing_operator(summary)}  ", style=Style(bold=True))
-            text.append(overflow_meaning(summary))
-            return text
-        bad = theme_style(self, "aclmon-bad", bold=True)
-        # an exception dump: what the runtime saved of an operator that raised
-        kind = "exception" if entry.kind == ev.EXCEPTION_DUMP else entry.kind
-        text.append(f"{kind:<9}", style=bad if entry.kind == ev.OVERFLOW_DUMP else Style())
-        text.append(f"  {fmt.size(entry.size):>9}  ")
-        if entry.kind == ev.OVERFLOW_DUMP:  # its file name is the debug task's: name the operator
-            summary = entry.summary if isinstance(entry.summary, dict) else {}
-            target = f"→ {overflowing_operator(summary)}"
-            room = width - len(text)
-            if room < len(target) + 14:  # the operator first; the file's name if it fits
-                text.append(middle(target, room), style=Style(bold=True))
-                return text
-            text.append(f"{target}  ", style=Style(bold=True))
-        name_width = max(8, width - len(text))
-        text.append(middle(os.path.basename(entry.path), name_width))
-        return text
+        return super().render_row(row, width)
