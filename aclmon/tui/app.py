@@ -32,6 +32,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
+from aclmon.acl_constants import error_name
 from aclmon.bus.states import CONNECTED
 from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
@@ -40,6 +41,7 @@ from aclmon.sources.golden import GoldenCompare
 from aclmon.store import Store
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
+from aclmon.tui import fmt
 from aclmon.tui.comparedetail import CompareDetail
 from aclmon.tui.dumpdetail import decode_for_view, render_report
 from aclmon.tui.footer import FittingFooter
@@ -79,7 +81,7 @@ from aclmon.tui.views import (
 )
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.views.listview import FilteredView, ListView
-from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near
+from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near, source_of
 from aclmon.tui.views.profiling import ProfilingConfig, reply_text
 from aclmon.tui.vlist import VirtualList
 
@@ -500,21 +502,36 @@ class AclmonApp(InertApp[int]):
         self.logs_view.show_near(exception, self._job_pid())
         self.action_show_view("logs")
 
-    @on(LogsView.ExceptionWanted)
-    def _exception_of_line(self, message: LogsView.ExceptionWanted) -> None:
-        """The exception the line belongs to (a failed synchronize that reported it
-        too: the exception carries the runtime's message); else the failed call
-        it is about (a line ending ``result = N``)."""
+    @on(LogsView.LineOpened)
+    def _line_opened(self, message: LogsView.LineOpened) -> None:
+        """The line whole; from there ``e`` opens the exception it belongs to (a failed
+        synchronize that reported it too: the exception carries the runtime's
+        message), else the failed call it is about (a line ending ``result = N``)."""
         line = message.line
         s = self.store.state
         exception = next((e for e in reversed(s.exceptions) if belongs_to(line, e)), None)
         failure = failure_of_line(line, list(s.call_failures)) if exception is None else None
+        related = ""
         if exception is not None:
-            self.open_exception(exception)
+            related = (
+                f"the exception at {fmt.utc_time(exception.ts_ns)}: {error_name(exception.error_code)}"
+                f" in {exception.op_name or 'an unnamed operator'} (task {exception.task_id})"
+            )
         elif failure is not None:
-            self.open_call_failure(failure)
-        else:  # the line itself, whole (a row shows the start of its first line)
-            self.push_screen(LogLineDetail(line))
+            related = (
+                f"the failed call acl.{failure.event.api} at {fmt.utc_time(failure.event.ts_ns)}:"
+                f" {error_name(failure.event.ret)}"
+            )
+
+        def closed(result: str | None) -> None:
+            if result != "related":
+                return
+            if exception is not None:
+                self.open_exception(exception)
+            elif failure is not None:
+                self.open_call_failure(failure)
+
+        self.push_screen(LogLineDetail(line, source_of(line), related), closed)
 
     @on(HostView.AttachRequested)
     def _attach_requested(self, message: HostView.AttachRequested) -> None:

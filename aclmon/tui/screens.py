@@ -340,19 +340,35 @@ class CallFailureDetail(ScrollingModal[None]):
         self.query_one("#failure-body", Static).update(body)
 
 
-class LogLineDetail(ScrollingModal[None]):
+class LogLineDetail(ScrollingModal[str | None]):
     """One log line whole: where it comes from, and all of its text (a 1 MB
-    line too: drawn a screenful at a time)."""
+    line too: drawn a screenful at a time); ``e`` (when the line belongs to one)
+    goes on to its exception or failed call: the screen is dismissed with
+    ``"related"``."""
 
     DEFAULT_CSS = "LogLineDetail { align: center middle; }"
     PREFIX = "detail"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,enter", "app.pop_screen", "Close", id="detail.close"),
+        Binding("escape,q,enter", "close", "Close", id="detail.close"),
+        Binding("e", "related", "Its exception", id="detail.related"),
     ]
 
-    def __init__(self, line: ev.LogLine) -> None:
+    def __init__(self, line: ev.LogLine, source: str, related: str = "") -> None:
         super().__init__()
         self.line = line
+        #: where the line comes from, in words ("CANN log", "job output", "agent")
+        self.source = source
+        #: the exception or failed call the line belongs to, in words ("" for none)
+        self.related = related
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return bool(self.related) if action == "related" else True
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_related(self) -> None:
+        self.dismiss("related")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="detail-box"):
@@ -365,21 +381,28 @@ class LogLineDetail(ScrollingModal[None]):
     def on_mount(self) -> None:
         line = self.line
         dim = theme_style(self, "aclmon-dim")
-        when = line.logged_ns or line.ts_ns
-        self.query_one("#detail-title", Static).update(
-            Text(f"{line.level.upper()} log line at {fmt.utc_time(when)} UTC", style="bold")
-        )
+        bad = theme_style(self, "aclmon-bad", bold=True)
+        title = Text(f"{line.level.upper()}  ", style=bad if line.level == "error" else "bold")
+        title.append(f"{inert_line(line.module or 'aclmon')} · {self.source}", style="bold")
+        self.query_one("#detail-title", Static).update(title)
+        when = f"{fmt.utc_time(line.logged_ns or line.ts_ns)} UTC"
+        if line.logged_ns and abs(line.ts_ns - line.logged_ns) >= 1_000_000:
+            when += f" (read {fmt.utc_time(line.ts_ns)})"
         fields = [
-            ("module", line.module or "aclmon"),
-            ("pid", str(line.pid or "–")),
-            ("process", line.process),
+            ("time", when),
+            ("process", f"{line.pid or ''} {line.process}".strip()),
             ("location", line.location),
-            ("log file", line.log_file),
+            ("file", line.log_file),
             ("length", f"{len(line.text):,} characters, {line.text.count(chr(10)) + 1} line(s)"),
         ]
         rows = [(key, Text(inert(value))) for key, value in fields if value]
-        self.query_one("#detail-body", Static).update(Group(key_values(rows, dim), Text("")))
-        self.query_one("#detail-end", Static).update(Text("\nEsc closes", style=dim))
+        parts: list[RenderableType] = [key_values(rows, dim), Text("")]
+        note = "Esc closes"
+        if self.related:  # before the text, which may be long
+            parts[1:1] = [Text(""), Text(f"belongs to {inert(self.related)}", style=bad)]
+            note += " · e opens it"
+        self.query_one("#detail-body", Static).update(Group(*parts))
+        self.query_one("#detail-end", Static).update(Text(f"\n{note}", style=dim))
 
 
 class HelpScreen(ScrollingModal[None]):

@@ -17,7 +17,7 @@ from tui_scenario import T0, build_events
 from aclmon import events as ev
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
 from aclmon.tui.app import AclmonApp
-from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen
+from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen, LogLineDetail
 from aclmon.tui.views.optable import OpTable
 from aclmon.tui.vlist import VirtualList
 
@@ -418,9 +418,7 @@ async def test_an_unknown_keymap_id_and_a_broken_theme_file_are_reported_once(mo
         rows = [
             app.logs_view._render_row(i, 140).plain for i in range(app.logs_view.vlist.row_count)
         ]
-        assert any(
-            "WARNING" in r and "keymap: unknown binding id(s) view.nosuch" in r for r in rows
-        )
+        assert any("WARN" in r and "keymap: unknown binding id(s) view.nosuch" in r for r in rows)
 
 
 async def test_the_palette_offers_every_theme():
@@ -719,18 +717,28 @@ async def test_logs_view_filters_searches_follows_and_links_back_to_the_exceptio
         assert not view.vlist.follow
         await pilot.press("f")
         assert view.vlist.follow
-        # The ERROR line that names the exception's task and stream opens its detail.
-        index = [line.seq for line in app.store.state.logs].index(50_001)
-        view.vlist.move_cursor_to(view.vlist.first_index + index)
+        # Enter opens the line whole; from the ERROR line that names the exception's
+        # task and stream, e goes on to its detail.
+        assert view.select_where(lambda line: line.seq == 50_001)
         await pilot.press("enter")
+        assert isinstance(app.screen, LogLineDetail)
+        body = static_text(app, "#detail-body")
+        assert "fault kernel_name=conv" in body and "stream.cc:1043" in body
+        assert "belongs to the exception at" in body
+        await pilot.press("e")
         assert isinstance(app.screen, ExceptionDetail)
         assert app.screen.exception.seq == exception.seq
         await pilot.press("escape")
-        # Another ERROR line has no exception within 1 s: said, nothing opens.
-        view.vlist.move_cursor_to(view.vlist.first_index + index + 1)
+        # An ERROR line with no exception within 1 s opens whole, and e opens nothing.
+        assert view.select_where(lambda line: line.seq == 50_002)
         await pilot.press("enter")
+        assert isinstance(app.screen, LogLineDetail)
+        assert "belongs to" not in static_text(app, "#detail-body")
+        await pilot.press("e")
         await pilot.pause()
-        assert not isinstance(app.screen, ExceptionDetail)
+        assert isinstance(app.screen, LogLineDetail)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, LogLineDetail)
 
 
 async def test_an_error_line_about_a_failed_call_opens_that_call():
@@ -758,9 +766,8 @@ async def test_an_error_line_about_a_failed_call_opens_that_call():
         await wait_for(pilot, lambda: app.store.state.call_failures_total == 1)
         await pilot.press("5")
         view = app.logs_view
-        seqs = [line.seq for line in app.store.state.logs]
-        view.vlist.move_cursor_to(view.vlist.first_index + seqs.index(seq + 2))
-        await pilot.press("enter")
+        assert view.select_where(lambda line: line.seq == seq + 2)
+        await pilot.press("enter", "e")
         assert isinstance(app.screen, CallFailureDetail)
         assert app.screen.failure.event.api == "rt.set_device"
         body = static_text(app, "#failure-body")
@@ -769,8 +776,8 @@ async def test_an_error_line_about_a_failed_call_opens_that_call():
         assert "LOG LINES WITHIN ±1 s" in body and "aclrtSetDevice" in body
         await pilot.press("escape")
         assert not isinstance(app.screen, CallFailureDetail)
-        view.vlist.move_cursor_to(view.vlist.first_index + seqs.index(seq + 3))
-        await pilot.press("enter")
+        assert view.select_where(lambda line: line.seq == seq + 3)
+        await pilot.press("enter", "e")
         assert isinstance(app.screen, ExceptionDetail)
         assert (app.screen.exception.seq, app.screen.exception.task_id) == (
             exception.seq,

@@ -10,7 +10,7 @@ from tui_scenario import build_events
 
 from aclmon import events as ev
 from aclmon.tui.footer import FittingFooter
-from aclmon.tui.screens import ExceptionDetail, HelpScreen
+from aclmon.tui.screens import ExceptionDetail, HelpScreen, LogLineDetail
 from aclmon.tui.views.optable import OpList, OpTable
 
 
@@ -57,7 +57,7 @@ async def test_in_the_dumps_list_a_click_selects_a_double_click_decodes_a_headin
         assert view.sort_reverse and sizes == sorted(sizes, reverse=True)
 
 
-async def test_in_the_logs_list_a_click_selects_a_double_click_opens_its_exception():
+async def test_in_the_logs_list_a_click_selects_a_double_click_opens_the_line():
     events = build_events()
     exception = [e for e in events if isinstance(e, ev.AclException)][-3]
     pid = events[0].pid
@@ -70,11 +70,17 @@ async def test_in_the_logs_list_a_click_selects_a_double_click_opens_its_excepti
         await pilot.press("5")
         view = app.logs_view
         assert view.vlist.row_count == 2 and view.vlist.follow
+        # in the order each line was logged: the error line (logged at the exception) first
+        assert view.line_at(view.vlist.first_index).seq == 50_001
+        await pilot.click("#logs-list", offset=(5, 1))
+        assert view.vlist.cursor == view.vlist.first_index + 1 and view.vlist.follow
         await pilot.click("#logs-list", offset=(5, 0))
         assert view.vlist.cursor == view.vlist.first_index and not view.vlist.follow
-        assert not isinstance(app.screen, ExceptionDetail)
-        await pilot.double_click("#logs-list", offset=(5, 1))
+        assert not isinstance(app.screen, LogLineDetail)
+        await pilot.double_click("#logs-list", offset=(5, 0))
         await pilot.pause()
+        assert isinstance(app.screen, LogLineDetail)
+        await pilot.press("e")
         assert isinstance(app.screen, ExceptionDetail)
         assert app.screen.exception.seq == exception.seq
         await pilot.press("escape")

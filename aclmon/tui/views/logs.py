@@ -1,10 +1,12 @@
-"""The Logs view: the job's CANN log lines (plog) and the agent's own, with a
+"""The Logs view: the job's CANN log lines (plog), its stdout/stderr and the
+agent's own, in the order of the time each states (stdout by arrival), with a
 level filter, a module filter, ``/`` search and follow; a time window around
-an exception; Enter on an ERROR line asks for the exception or the failed call
-it belongs to."""
+an exception; Enter opens a line whole (and from there the exception or the
+failed call it belongs to)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from functools import partial
@@ -23,10 +25,11 @@ from aclmon import events as ev
 from aclmon.store import Store
 from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
+from aclmon.tui.columns import Cell, Column, content_width
 from aclmon.tui.inert import LINE_LIMIT, inert_line
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import Command
-from aclmon.tui.views.listview import Column, ListView, follow_binding, sort_key_of
+from aclmon.tui.views.listview import ListView, follow_binding, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 #: the lowest level shown, cycled by ``v``.
@@ -43,6 +46,11 @@ SOURCE_TITLES = (
 )
 #: the ``module`` of a forwarded stdout/stderr line
 OUTPUT_MODULES = ("stdout", "stderr")
+#: the LEVEL column's word for a level (five letters at most: it fits 80 columns)
+LEVEL_WORDS = {"warning": "WARN", "error": "ERROR", "info": "INFO", "debug": "DEBUG",
+               "event": "EVENT"}  # fmt: skip
+#: list widths below which the time is its seconds and level and module are short
+NARROW = 96
 
 
 def source_of(line: ev.LogLine) -> str:
@@ -142,8 +150,14 @@ class LogsView(ListView):
 
     REDRAWN_BY = ("level", "source", "module", "window")
 
-    class ExceptionWanted(Message):
-        """Enter on a log line: show the exception it belongs to, if any."""
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._in_order = True
+        self._pids = 0
+        self._module_width = 6
+
+    class LineOpened(Message):
+        """Enter on a log line: show it whole (and what it belongs to)."""
 
         def __init__(self, line: ev.LogLine) -> None:
             super().__init__()
@@ -207,7 +221,7 @@ class LogsView(ListView):
         message.stop()
         line = self.line_at(message.index)
         if line is not None:
-            self.post_message(self.ExceptionWanted(line))
+            self.post_message(self.LineOpened(line))
 
     def on_virtual_list_follow_changed(self) -> None:
         self.draw_status()
@@ -223,10 +237,10 @@ class LogsView(ListView):
 
     def source_rows(self) -> tuple[list[Any], int]:
         assert self.store is not None
-        return list(self.store.state.logs), self.store.state.logs_dropped
-
-    def row_text(self, row: Any) -> str:
-        return f"{row.text} {row.module} {row.location} {row.level}".lower()
+        rows = list(self.store.state.logs)
+        times = [line_time(line) for line in rows]
+        self._in_order = all(a <= b for a, b in itertools.pairwise(times))
+        return rows, self.store.state.logs_dropped
 
     @property
     def narrowed(self) -> bool:
@@ -253,21 +267,64 @@ class LogsView(ListView):
             out.append(line)
         return out
 
+    @property
+    def plain(self) -> bool:
+        # the store keeps lines as they arrived: a plog line read after the stdout
+        # line of the same moment is put back in its place
+        return super().plain and self._in_order
+
     def order_rows(self, rows: list[Any]) -> list[Any]:
-        if self.window is not None and self.sort == self.default_sort and not self.sort_reverse:
-            # around an exception, in the order they were logged (as its detail lists
-            # them): the job's stdout arrives at once, its plog lines a poll later
-            return sorted(rows, key=line_time)
+        if self.sort == self.default_sort and not self.sort_reverse:
+            return sorted(rows, key=line_time)  # stable: lines of one time keep their order
         return super().order_rows(rows)
 
+    def measure_rows(self, rows: list[Any]) -> None:
+        self._pids = len({line.pid for line in rows if line.pid})
+        self._module_width = content_width((line.module or "aclmon" for line in rows), 6, 10)
+
     def columns(self, width: int) -> list[Column]:
+        narrow = width < NARROW
         return [
-            Column("TIME (UTC)", 12, sort="time"),
-            Column("LEVEL", 7, sort="level"),
-            Column("MODULE", 10, sort="module"),
-            Column("PID", 7, right=True, sort="pid"),
-            Column("MESSAGE", 0),
+            Column("TIME", 6, sort="time", key="time", cut="start")
+            if narrow
+            else Column("TIME (UTC)", 12, sort="time", key="time", cut="start"),
+            Column("LEVEL", 5, sort="level", key="level"),
+            Column(
+                "MODULE",
+                min(self._module_width, 7 if narrow else 10),
+                sort="module",
+                key="module",
+                cut="middle",
+            ),
+            # the process only when the lines come from more than one
+            *([Column("PID", 7, right=True, sort="pid", key="pid")] if self._pids > 1 else []),
+            Column("MESSAGE", 0, key="message"),
         ]
+
+    def cells(self, row: Any) -> dict[str, Cell]:
+        line: ev.LogLine = row
+        dim = theme_style(self, "aclmon-dim")
+        level = theme_style(self, "aclmon-bad", bold=True) if line.level == "error" else (
+            theme_style(self, "aclmon-busy") if line.level == "warning" else Style()
+        )  # fmt: skip
+        # a row shows at most LINE_LIMIT characters of a line however long it is
+        # (the detail, Enter, shows all of it)
+        first = line.text[: LINE_LIMIT + 1].partition("\n")[0]
+        message = Text(
+            inert_line(first, LINE_LIMIT), style=level if line.level == "error" else Style()
+        )
+        more = line.text.count("\n")
+        if more:
+            message.append(f"  (+{more} lines)", style=dim)
+        if line.location:
+            message.append(f"  {middle(line.location, 40)}", style=dim)
+        return {
+            "time": Text(fmt.utc_time(line_time(line)), style=dim),
+            "level": Text(LEVEL_WORDS.get(line.level, line.level.upper()), style=level),
+            "module": Text(line.module or "aclmon", style=dim),
+            "pid": Text(str(line.pid or ""), style=dim),
+            "message": message,
+        }
 
     def redraw(self) -> None:
         super().redraw()
@@ -302,7 +359,6 @@ class LogsView(ListView):
             text.append(f"  ·  {self.source} ({self.key('logs.source', 'o')})", style=dim)
         if self.module:
             text.append(f"  ·  module {self.module} ({self.key('logs.module', 'M')})", style=dim)
-        text.append(self.filter_note(len(self._rows), self.match_count()), style=dim)
         if self.window is not None:
             centre, pid, task = self.window
             text.append(
@@ -310,39 +366,18 @@ class LogsView(ListView):
                 + (f", pid {pid}" if pid else ""),
                 style=theme_style(self, "aclmon-busy"),
             )
+        # how many are shown: said once, by the filter's note when there is one
+        note = self.filter_note(len(self._rows), self.match_count())
+        if not note and self.narrowed:
+            note = f"  ·  {len(self._rows)} shown"
+        text.append(note, style=dim)
+        if self.filter_text or self.window is not None or self.source != "all":
+            text.append("  (Esc clears)", style=dim)
         text.append(self.sort_note(), style=dim)
-        if not self.plain:
-            text.append(f"  ·  {len(self._rows)} shown  (Esc clears)", style=dim)
-        elif self.vlist.follow:
+        if self.vlist.follow:
             text.append("  ·  following", style=theme_style(self, "aclmon-idle"))
         else:
             text.append(
                 f"  ·  paused ({self.key('logs.follow', 'f')} follows)",
                 style=theme_style(self, "aclmon-busy"),
             )
-
-    def render_row(self, row: Any, width: int) -> Text:
-        line: ev.LogLine = row
-        styles = {
-            "error": theme_style(self, "aclmon-bad", bold=True),
-            "warning": theme_style(self, "aclmon-busy"),
-        }
-        dim = theme_style(self, "aclmon-dim")
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {fmt.utc_time(line_time(line)):<12}  ", style=dim)
-        text.append(f"{line.level.upper()[:7]:<7}  ", style=styles.get(line.level, Style()))
-        text.append(f"{middle(line.module or 'aclmon', 10):<10}  ", style=dim)
-        text.append(f"{line.pid or '':>7}  ", style=dim)
-        # a row shows at most LINE_LIMIT characters of a line however long it is
-        # (the detail, Enter, shows all of it)
-        first = line.text[: LINE_LIMIT + 1].partition("\n")[0]
-        text.append(
-            inert_line(first, LINE_LIMIT),
-            style=styles.get(line.level, Style()) if line.level == "error" else Style(),
-        )
-        more = line.text.count("\n")
-        if more:
-            text.append(f"  (+{more} lines)", style=dim)
-        if line.location:
-            text.append(f"  {middle(line.location, 40)}", style=dim)
-        return text
