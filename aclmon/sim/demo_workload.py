@@ -52,7 +52,9 @@ MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 WORKLOAD = (
     ("resnet_tiny.json", 1, (0.05, 0.20), 0),
     ("mlp_head.json", 1, (0.03, 0.12), 0),
-    ("attention_tiny.json", 1, (0.06, 0.25), 1),
+    # a 12-layer BERT encoder: operator names as real jobs have them (and 157 of them
+    # a run, so it runs less often than the others)
+    ("bert_tiny.json", 1, (0.4, 1.2), 1),
 )
 CONTEXTS_PER_DEVICE = 2
 GIB = 1 << 30
@@ -66,10 +68,25 @@ SIM_FAULTS = [
     },
     {
         "kind": "overflow",
-        "op": "attn/scale",
-        "model": "attention_tiny",
+        "op": "bert/encoder/layer_11/attention/self/Mul",
+        "model": "bert_tiny",
         "every_s": 15,
         "jitter_s": 15,
+    },
+    # two operators whose names differ only in the layer
+    {
+        "kind": "aicore_exception",
+        "op": "bert/encoder/layer_1/attention/self/query/MatMul",
+        "model": "bert_tiny",
+        "every_s": 20,
+        "jitter_s": 20,
+    },
+    {
+        "kind": "aicore_exception",
+        "op": "bert/encoder/layer_11/attention/self/query/MatMul",
+        "model": "bert_tiny",
+        "every_s": 25,
+        "jitter_s": 20,
     },
 ]
 #: modelled operator time x20 so the devices look busy at a few iterations/s.

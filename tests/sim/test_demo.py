@@ -24,7 +24,12 @@ def test_demo_runs_recovers_and_writes_dumps(acl, tmp_path, monkeypatch, capsys)
                     "model": "resnet_tiny",
                     "every_s": 0.5,
                 },
-                {"kind": "overflow", "op": "attn/scale", "model": "attention_tiny", "every_s": 0.5},
+                {
+                    "kind": "overflow",
+                    "op": "bert/encoder/layer_11/attention/self/Mul",
+                    "model": "bert_tiny",
+                    "every_s": 0.5,
+                },
             ]
         ),
     )
@@ -112,4 +117,4 @@ def test_profiling_the_demo_from_another_thread(acl, tmp_path):
     for device in (0, 1):
         rows = (session / f"device_{device}/data/task_time.jsonl").read_text().splitlines()
         models = {json.loads(r)["model_name"] for r in rows}
-        assert models == {"resnet_tiny", "mlp_head", "attention_tiny"}
+        assert models == {"resnet_tiny", "mlp_head", "bert_tiny"}
