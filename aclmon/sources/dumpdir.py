@@ -16,7 +16,13 @@ from aclmon.bus.states import CONNECTED, ENDED
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source, WrappedSource
 from aclmon.sources.msprof_files import msprof_events
-from aclmon.sources.replay_inputs import Cancelled, ReplayInputs, dump_events, log_events
+from aclmon.sources.replay_inputs import (
+    Cancelled,
+    ReplayInputs,
+    dump_events,
+    exception_events,
+    log_events,
+)
 
 
 class DumpDirectoryScan:
@@ -142,7 +148,9 @@ class DumpDirectorySource(Source):
 
     def _load(self) -> None:
         try:
-            events: list[ev.Event] = list(dump_events(self.inputs.dump_files, self._closing.is_set))
+            dumps = dump_events(self.inputs.dump_files, self._closing.is_set)
+            # what an exception dump holds is an exception: a row of its own
+            events: list[ev.Event] = [*dumps, *exception_events(dumps, len(dumps) + 1)]
             logs, problems = log_events(self.inputs.log_files, first_seq=len(events) + 1)
             self.inputs.problems.extend(problems)
             timings, problems = msprof_events(self.inputs.msprof_files, len(events) + len(logs) + 1)

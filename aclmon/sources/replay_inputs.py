@@ -264,6 +264,72 @@ def dump_events(
     return [event._replace(seq=n) for n, (_, event) in enumerate(rows, start=1)]
 
 
+def _acl_number(names: Any, short: str) -> int:
+    """The pyACL enum value whose display name is ``short`` (a dump's ``DT_FLOAT16``
+    is ``FLOAT16``; its ``FRACTAL_NZ`` the same); -1 when pyACL has none of that name."""
+    wanted = short.removeprefix("DT_").removeprefix("FORMAT_").upper()
+    return next((value for value in names if names.short(value).upper() == wanted), -1)
+
+
+def _tensor_desc(tensor: Any) -> ev.TensorDesc | None:
+    """A tensor of a dump's summary as the exception callback would describe it:
+    dtype and format by pyACL's numbering (matched by name: the dump's own enums
+    number them differently), the shape, no address (a summary keeps none)."""
+    from aclmon.acl_constants import DATA_TYPE_NAMES, FORMAT_NAMES
+
+    if not isinstance(tensor, dict):
+        return None
+    shape = tensor.get("original_shape") or tensor.get("shape") or ()
+    size = tensor.get("size")
+    return ev.TensorDesc(
+        _acl_number(DATA_TYPE_NAMES, str(tensor.get("dtype", ""))),
+        _acl_number(FORMAT_NAMES, str(tensor.get("format", ""))),
+        tuple(int(d) for d in shape if isinstance(d, int)),
+        0,
+        size if isinstance(size, int) else 0,
+        "",
+    )
+
+
+def exception_events(dumps: list[ev.DumpFileSeen], first_seq: int = 1) -> list[ev.AclException]:
+    """An exception per exception dump (what the runtime saved of an operator that
+    raised an AI Core exception), as far as the dump tells: its time, device (its
+    directory), operator, task and tensors. The dump records no stream, error code,
+    thread or model: stream -1, code 0 ("not recorded"), thread 0, no model. In
+    time order, numbered from ``first_seq``."""
+    out = []
+    for dump in dumps:
+        if dump.kind != ev.EXCEPTION_DUMP:
+            continue
+        summary = dump.summary if isinstance(dump.summary, dict) else {}
+        tensors = summary.get("tensors") if isinstance(summary.get("tensors"), list) else []
+        by_role: dict[str, list[ev.TensorDesc]] = {"input": [], "output": []}
+        for tensor in tensors or ():
+            desc = _tensor_desc(tensor)
+            role = tensor.get("role") if isinstance(tensor, dict) else None
+            if desc is not None and role in by_role:
+                by_role[role].append(desc)
+        place = dump_group(Path(dump.path))
+        task = summary.get("task_id")
+        out.append(
+            ev.AclException(
+                0,
+                dump.ts_ns,
+                -1 if place.device is None else place.device,
+                -1,
+                task if isinstance(task, int) else 0,
+                0,
+                0,
+                str(summary.get("op_name") or ""),
+                "",
+                tuple(by_role["input"]),
+                tuple(by_role["output"]),
+            )
+        )
+    out.sort(key=lambda e: e.ts_ns)
+    return [e._replace(seq=n) for n, e in enumerate(out, start=first_seq)]
+
+
 def log_events(
     files: list[Path], first_seq: int = 1, threshold: str = "warning"
 ) -> tuple[list[ev.LogLine], list[str]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name, error_text
-from aclmon.sources.replay_inputs import ReplayInputs, dump_events, log_events
+from aclmon.sources.replay_inputs import ReplayInputs, dump_events, exception_events, log_events
 
 #: items listed per section at most; totals are always exact.
 LIST_LIMIT = 1_000
@@ -49,8 +49,9 @@ def exception_json(e: ev.AclException) -> dict[str, Any]:
         "stream_id": e.stream_id,
         "task_id": e.task_id,
         "error_code": e.error_code,
-        "error_name": error_name(e.error_code),
-        "meaning": error_text(e.error_code),
+        # 0: not recorded (an exception dump says which operator failed, not how)
+        "error_name": error_name(e.error_code) if e.error_code else None,
+        "meaning": error_text(e.error_code) if e.error_code else None,
         "op_name": e.op_name,
         "op_type": e.op_type,
     }
@@ -212,10 +213,14 @@ def dumps_summary(inputs: ReplayInputs) -> dict[str, Any]:
             errors.append({"path": d.path, "error": summary["error"]})
     times = [d.ts_ns for d in events if d.ts_ns]
     overflows = [overflow_json(d) for d in events if d.kind == ev.OVERFLOW_DUMP]
+    exceptions = [exception_json(e) for e in exception_events(events)]
     return {
         "files": len(events),
         "counts": dict(sorted(counts.items())),
         "time_span": _span(min(times) if times else None, max(times) if times else None),
+        # one per exception dump, as the replay's Exceptions view lists them
+        "exceptions_total": len(exceptions),
+        "exceptions": exceptions[:LIST_LIMIT],
         "overflows_total": len(overflows),
         "overflows": overflows[:LIST_LIMIT],
         "op_dumps_by_group": dict(groups),

@@ -267,11 +267,20 @@ def _head(
     """The error and where it happened: two lines when wide, key/value lines
     (nothing cut, nothing broken mid-field) when narrow."""
     when = f"{fmt.utc_time(e.ts_ns)} UTC ({_relative(e.ts_ns, newest_ns)})"
-    where = f"device {e.device_id} · stream {e.stream_id} · task {e.task_id} · thread {e.thread_id}"
-    wide = Text(error_text(e.error_code), style=bad)
+    # an exception known from its exception dump: its stream and thread not recorded
+    stream = str(e.stream_id) if e.stream_id >= 0 else "–"
+    device = str(e.device_id) if e.device_id >= 0 else "–"
+    thread = str(e.thread_id) if e.thread_id > 0 else "–"
+    where = f"device {device} · stream {stream} · task {e.task_id} · thread {thread}"
+    if e.error_code:
+        headline = error_text(e.error_code)
+        error = Text(f"{error_name(e.error_code)} ({e.error_code})", style=bad)
+        meaning = error_text(e.error_code).partition(": ")[2]
+    else:
+        headline = "error code not recorded: known from the exception dump the runtime wrote"
+        error, meaning = Text("not recorded", style=bad), "known from its exception dump"
+    wide = Text(headline, style=bad)
     wide.append(f"\n{when} · {where}", style=dim)
-    error = Text(f"{error_name(e.error_code)} ({e.error_code})", style=bad)
-    meaning = error_text(e.error_code).partition(": ")[2]
     if meaning:
         error.append(f"\n{meaning}")
     narrow = key_values([("error", error), ("time", Text(when)), ("where", Text(where))], dim)

@@ -194,7 +194,9 @@ async def test_a_dump_directory_opens_grouped_in_the_dumps_view(sim_session):
         assert {"app.quit", "app.help", "dumps.overflow_only"} <= shown
         rows = [view._render_row(i, 140).plain for i in range(view.vlist.row_count)]
         assert rows[0].startswith(" Overflow records")
-        assert "AI Core: floating-point computation overflow" in rows[1] and "→ Add add1" in rows[1]
+        # the operator that overflowed, where (device, model, step); what it means beside
+        assert rows[1].split()[1:5] == ["overflow", "0", "tiny", "2"] and "add1" in rows[1]
+        assert "AI Core: floating-point computation overflow" in text_of(app, "#dump-detail")
         assert sum("device 0 · model tiny (1) · step" in r for r in rows) == 10
         assert "11 dump file(s)" in text_of(app, "#dumps-status")
         assert view.vlist.cursor == 1  # on the overflow record, not following the end

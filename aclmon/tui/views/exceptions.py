@@ -65,9 +65,13 @@ def cut_model_run(value: str, width: int) -> str:
 
 
 def error_cell(code: int) -> str:
-    """The ERROR column's value: the code's name; "–" for an exception known
-    only from its dump, which records no code."""
-    return error_name(code) if code else "–"
+    """The ERROR column's value: the code's name; for an exception known only from
+    its dump (which records no code), where it comes from."""
+    return error_name(code) if code else FROM_A_DUMP
+
+
+#: the ERROR column of an exception known only from its exception dump
+FROM_A_DUMP = "from a dump"
 
 
 #: list widths below which time, stream and task take less room (and below
@@ -183,7 +187,10 @@ class ExceptionsView(ListView):
 
     def measure_rows(self, rows: list[Any]) -> None:
         exceptions = [last_of(row) for row in rows]
-        self.names = NameFitter(e.op_name for e in exceptions)
+        # fitted among every exception's name, not only those shown: a filter or a
+        # grouping does not change how a name reads
+        assert self.store is not None
+        self.names = self.names.updated(e.op_name for e in self.store.state.exceptions)
         runs = {(e.model_name, e.execution) for e in exceptions}
         self._widths = {
             "model": content_width((fmt.model_run(*run) or "–" for run in runs), 5, 24),
@@ -228,7 +235,7 @@ class ExceptionsView(ListView):
         stream = "–" if e.stream_id < 0 else str(e.stream_id)
         return {
             "time": Text(fmt.utc_time(e.ts_ns), style=dim),
-            "device": str(e.device_id),
+            "device": str(e.device_id) if e.device_id >= 0 else "–",
             "stream": stream,
             "task": str(e.task_id),
             "ids": f"{stream}/{e.task_id}",

@@ -26,8 +26,9 @@ def tensor_table(title: str, tensors: tuple[ev.TensorDesc, ...], dim: Style) -> 
         table.add_row("", Text("none reported", style=dim))
     narrow: list[tuple[str, RenderableType]] = []
     for i, t in enumerate(tensors):
-        dtype, form, address, size = (data_type_name(t.dtype), format_name(t.format),
-                                      f"0x{t.address:x}", fmt.size(t.size))  # fmt: skip
+        # no address: a tensor known from a dump's header (which keeps none)
+        address = f"0x{t.address:x}" if t.address else "–"
+        dtype, form, size = data_type_name(t.dtype), format_name(t.format), fmt.size(t.size)
         table.add_row(str(i), t.name or "–", dtype, form, fmt.shape(t.dims), address, size)
         # the name on its own line, then the rest: the shape without spaces stays whole
         value = Text(t.name or "–", style=Style(bold=True))
