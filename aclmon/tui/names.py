@@ -24,7 +24,7 @@ from aclmon.tui.style import middle
 SEPARATOR = "/"
 ELLIPSIS = "…"
 #: names compared against one name at most (the cost of a fit stays bounded)
-MAX_RIVALS = 2_000
+MAX_RIVALS = 512
 #: fitted names remembered, per fitter
 CACHE_SIZE = 4_096
 
@@ -41,6 +41,12 @@ class NameFitter:
             parts = tuple(name.split(SEPARATOR))
             self._by_last.setdefault(parts[-1], []).append(parts)
         self._cache: dict[tuple[str, int], str] = {}
+
+    def updated(self, names: Iterable[str]) -> NameFitter:
+        """The fitter of ``names``: this one (and what it fitted) when they are the
+        same names, else a new one. A list keeps its fitter across redraws so."""
+        wanted = frozenset(names)
+        return self if wanted == self.names else NameFitter(wanted)
 
     def fit(self, name: str, width: int) -> str:
         """``name`` in at most ``width`` characters (whole when it fits)."""

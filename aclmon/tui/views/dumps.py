@@ -378,7 +378,9 @@ class DumpsView(ListView):
         dumps = [
             r.first if isinstance(r, OverflowStep) else r for r in rows if not isinstance(r, str)
         ]
-        self.names = NameFitter(dump_op(d) for d in dumps)
+        # fitted among every file's operator, not only those shown (as Exceptions)
+        assert self.store is not None
+        self.names = self.names.updated(dump_op(d) for d in self.store.state.dumps)
         places = {os.path.dirname(d.path): dump_place(d.path) for d in dumps}.values()
         self._widths = {
             "model": content_width((p.model or "–" for p in places), 5, 20),
@@ -443,7 +445,7 @@ class DumpsView(ListView):
             text.append(f"  ·  {overflow} overflow", style=theme_style(self, "aclmon-bad"))
         if s.dumps_dropped:
             text.append(f"  ·  {s.dumps_dropped} older dropped", style=dim)
-        if self.grouped:
+        if self.grouped and not self.per_step:
             groups = sum(1 for r in self._rows if isinstance(r, str))
             text.append(f"  ·  {groups} group(s)", style=dim)
         if self.per_step:

@@ -182,6 +182,8 @@ class OpTable(Vertical):
         self.column_layout = Layout([], 0)
         self._spans: list[tuple[int, int, str]] = []
         self._metrics: list[str] = []
+        #: the operators' names, fitted so that they stay told apart
+        self.names = NameFitter()
 
     def compose(self) -> ComposeResult:
         yield Static(id="ops-title")
@@ -239,8 +241,8 @@ class OpTable(Vertical):
             return
         selected = self._key(oplist.cursor)
         self.rows = store.sorted_ops(self.sort, self.reverse)
-        names = NameFitter(o.op_name for o in self.rows)
-        columns = [c._replace(cut=names.fit) if c.sort == "op" else c for c in self.columns]
+        self.names = self.names.updated(o.op_name for o in self.rows)
+        columns = [c._replace(cut=self.names.fit) if c.sort == "op" else c for c in self.columns]
         self.column_layout = Layout(columns, width, indent=0, gap=GAP)
         oplist.set_rows(0, len(self.rows))
         oplist.clear_cache()
