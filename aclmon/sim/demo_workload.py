@@ -16,7 +16,8 @@ overflow every ~15-30 s; its acl.json turns on overflow detection
 (``dump_debug``) and dumps a few operators. It does not start profiling
 itself, but works while someone else (the aclmon agent) profiles it. Each
 worker marks its batches with msproftx: a push/pop range around every ten
-requests and a mark every fifty.
+requests and a mark every fifty. SIGTERM stops it as a service stops: the
+workers finish, everything is released and it exits 0.
 
     demo_workload.py [--seconds N] [--devices N] [--first-device D] [--dump-path DIR] [--quiet]
 """
@@ -26,6 +27,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import tempfile
 import threading
@@ -327,6 +329,9 @@ def main(argv=None):
                     daemon=True,
                 )
                 threads.append(thread)
+    if threading.current_thread() is threading.main_thread():
+        # stopped as a service is: the workers finish their batch, the job exits 0
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     for thread in threads:
         thread.start()
     started = time.monotonic()
@@ -337,6 +342,8 @@ def main(argv=None):
             stop.wait(1.0)
     except KeyboardInterrupt:
         log("interrupted")
+    if stop.is_set():
+        log("stopping: asked to (SIGTERM)")
     stop.set()
     for thread in threads:
         thread.join()

@@ -69,6 +69,10 @@ class Source(ABC):
         files where the job wrote them; they may have moved since)."""
         return path
 
+    def why_gone(self, path: str) -> str:
+        """Why a file the events name is not there, in words."""
+        return "it was deleted or moved since the job wrote it"
+
     def stop_reconnecting(self) -> None:  # noqa: B027 (optional hook: only live sources retry)
         """The job said goodbye: stop trying to reach it (called on the UI
         thread; must not block)."""

@@ -5,7 +5,13 @@ and ``demo --ranks N``, N of them as the ranks of one job (:class:`RankedDemo`).
 The subprocess gets its own session (so a Ctrl+C meant for the viewer does
 not hit it mid-write) and its output goes to a log file (so it cannot scribble
 over the screen). :class:`DemoJob` always stops it: SIGTERM to its process
-group, then SIGKILL if it has not gone within a grace period.
+group (the workload stops its workers and exits 0, as a service does), then
+SIGKILL if it has not gone within a grace period.
+
+Its log, profiling output and dumps live in aclmon's runtime directory and are
+removed when a later demo starts; a recorded demo (``--record FILE``) keeps its
+dumps beside the recording instead (:func:`dumps_beside`), so the recording
+can be replayed after the next demo.
 """
 
 from __future__ import annotations
@@ -27,6 +33,28 @@ from aclmon.errors import AclmonError
 WORKLOAD_MODULE = "aclmon.sim.demo_workload"
 START_TIMEOUT = 20.0
 STOP_GRACE = 3.0
+
+
+#: what a demo's files in the runtime directory are called: ``demo-{pid}-{n}…``
+SCRATCH_PREFIX = "demo-"
+
+
+def dumps_beside(recording: str | os.PathLike[str]) -> Path:
+    """Where a recorded demo keeps its dump files: ``FILE.dumps`` beside ``FILE``."""
+    path = Path(recording)
+    return path.with_name(path.name + ".dumps")
+
+
+def is_demo_scratch(path: str | os.PathLike[str]) -> bool:
+    """A file in the scratch directory of a demo that was not recorded (the runtime
+    directory's ``demo-*``), which the next demo removes."""
+    from aclmon.bus import runtime_dir
+
+    try:
+        relative = Path(path).resolve().relative_to(runtime_dir().resolve())
+    except (ValueError, OSError):
+        return False
+    return bool(relative.parts) and relative.parts[0].startswith(SCRATCH_PREFIX)
 
 
 class DemoError(AclmonError):
@@ -59,7 +87,10 @@ class DemoJob:
         self.log_path = directory / f"demo-{stamp}.log"
         # Profiling started from the viewer writes here, not into the user's cwd.
         self.profiling_path = directory / f"demo-{stamp}-prof"
-        self.dump_path = directory / f"demo-{stamp}-dump"
+        # a recording names the dump files: they stay with it, not in the scratch
+        self.dump_path = (
+            dumps_beside(Path(record).absolute()) if record else directory / f"demo-{stamp}-dump"
+        )
         self.record = record
         self.extra_args = list(extra_args or [])
         self.process: subprocess.Popen[bytes] | None = None
@@ -74,8 +105,8 @@ class DemoJob:
     def remove_stale_files(self) -> None:
         """Logs, profiling output and dumps of earlier demos whose viewer has
         gone (its pid is in the name), so demos do not pile up."""
-        for path in self.log_path.parent.glob("demo-*"):
-            pid_text = path.name.removeprefix("demo-").split("-", 1)[0]
+        for path in self.log_path.parent.glob(f"{SCRATCH_PREFIX}*"):
+            pid_text = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
             if path.suffix == ".sock" or not pid_text.isdigit() or int(pid_text) == os.getpid():
                 continue
             try:

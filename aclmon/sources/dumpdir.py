@@ -113,6 +113,9 @@ class WithDumpDirectory(WrappedSource):
             found + self.inner.poll(max_events - len(found)) if len(found) < max_events else found
         )
 
+    def why_gone(self, path: str) -> str:
+        return self.inner.why_gone(path)
+
     def finish_reading(self, timeout: float) -> None:
         self.scan.done.wait(timeout)
         self.inner.finish_reading(timeout)

@@ -12,7 +12,7 @@ import numpy as np
 from aclmon import events as ev
 from aclmon.bus.states import ENDED
 from aclmon.sources.base import Source
-from aclmon.sources.replay_inputs import ReplayInputs, resolve_dump_path
+from aclmon.sources.replay_inputs import ReplayInputs, resolve_dump_path, why_gone
 from aclmon.store.replay import ReplayEngine
 
 PLAYING = "playing"
@@ -109,6 +109,9 @@ class RecordingSource(Source):
         # The recording names files where the job wrote them; the directory
         # may have moved since: look for the same name under PATH.
         return resolve_dump_path(path, self._inputs) if self._inputs is not None else path
+
+    def why_gone(self, path: str) -> str:
+        return why_gone(path)
 
     @property
     def state(self) -> str:

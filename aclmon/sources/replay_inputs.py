@@ -24,6 +24,7 @@ from typing import Any
 
 from aclmon import events as ev
 from aclmon.errors import AclmonError, no_such_file
+from aclmon.sources.demo import dumps_beside, is_demo_scratch
 
 #: directories deeper than this below PATH are not searched (symlink loops, huge trees).
 MAX_DEPTH = 16
@@ -85,6 +86,10 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
     if stat.S_ISREG(mode):
         if is_recording(root):
             found.recordings.append(root)
+            # a recorded demo's dump files, kept beside it (aclmon demo --record)
+            beside = dumps_beside(root)
+            if beside.is_dir():
+                _walk(found, beside)
         elif msprof_file_kind(root.name) is not None:
             found.msprof_files.append(root)
         elif classify(root) is not None:
@@ -99,6 +104,16 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
         return found
     if not stat.S_ISDIR(mode):
         raise ReplayInputError(f"{root}: not a file or directory")
+    _walk(found, root)
+    return _checked(found)
+
+
+def _walk(found: ReplayInputs, root: Path) -> None:
+    """Add the recordings, dump files and CANN log files under ``root`` to ``found``."""
+    from aclmon.bus.recording import is_recording
+    from aclmon.dump import classify
+    from aclmon.dump.plog import log_file_pid
+
     seen = 0
     base_depth = len(root.parts)
 
@@ -113,7 +128,7 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
             seen += 1
             if seen > MAX_FILES:
                 found.problems.append(f"stopped after {MAX_FILES} files")
-                return _checked(found)
+                return
             file = Path(current, name)
             try:
                 if not stat.S_ISREG(os.stat(file).st_mode):
@@ -128,7 +143,6 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
                 found.dump_files.append(file)
             elif log_file_pid(name) is not None:
                 found.log_files.append(file)
-    return _checked(found)
 
 
 def _checked(found: ReplayInputs) -> ReplayInputs:
@@ -382,6 +396,20 @@ def msprof_beside(inputs: ReplayInputs) -> list[ev.Event]:
     events, problems = msprof_events(inputs.msprof_files)
     inputs.problems.extend(problems)
     return [event._replace(seq=0) for event in events]
+
+
+def why_gone(path: str) -> str:
+    """Why a dump file a recording names is not where it was, in words."""
+    if is_demo_scratch(path):
+        return (
+            "it was written by an aclmon demo that was not recorded with its dumps: a demo's"
+            " files in the runtime directory are removed when the next demo starts"
+            " (aclmon demo --record FILE keeps them beside FILE, in FILE.dumps)"
+        )
+    return (
+        "it was moved or deleted since it was recorded; replaying a directory that holds"
+        " the recording and the dump files finds them there by name"
+    )
 
 
 def resolve_dump_path(path: str, inputs: ReplayInputs) -> str:

@@ -552,17 +552,28 @@ class AclmonApp(InertApp[int]):
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, self.dumps_view.show_detail)
+        self._decode_dump(message.dump.path, message.dump.kind, self.dumps_view.show_detail)
 
     @on(ExceptionDetail.DecodeRequested)
     def _detail_decode_requested(self, message: ExceptionDetail.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.detail.show_decoded)
+        self._decode_dump(message.dump.path, message.dump.kind, message.detail.show_decoded)
 
     @work(thread=True, exclusive=True, group="dump-decode")
-    def _decode_dump(self, path: str, show: Callable[[RenderableType], None]) -> None:
+    def _decode_dump(self, path: str, kind: str, show: Callable[[RenderableType], None]) -> None:
         """Decode in a worker; the newest request wins (an older one is cancelled)."""
-        report = decode_for_view(self.source.resolve_path(path))
+        found, gone = self._locate(path)
+        # a file that is gone: said in the pane, with what it was
+        report = {"path": path, "kind": kind, "error": gone} if gone else decode_for_view(found)
         self._call_ui(self._show_dump_report, report, show)
+
+    def _locate(self, path: str) -> tuple[str, str]:
+        """Where a file the events name is now, and "" or why it is not there."""
+        found = self.source.resolve_path(path)
+        if os.path.exists(found):
+            return found, ""
+        return found, f"{os.path.basename(path)} is gone from {os.path.dirname(path)}: " + (
+            self.source.why_gone(path)
+        )
 
     @on(DumpsView.ExportRequested)
     def _export_requested(self, message: DumpsView.ExportRequested) -> None:
@@ -573,12 +584,16 @@ class AclmonApp(InertApp[int]):
         """A file's tensors as ``aclmon convert`` writes them (.npy), off the UI thread."""
         from aclmon.dump.convert import convert_file
 
+        found, gone = self._locate(path)
+        if gone:
+            self._call_ui(self._exported, gone, [])
+            return
         try:
             os.makedirs(out_dir, exist_ok=True)
         except OSError as exc:
             self._call_ui(self._exported, f"cannot create {out_dir}: {exc.strerror or exc}", [])
             return
-        result = convert_file(self.source.resolve_path(path), out_dir)
+        result = convert_file(found, out_dir)
         self._call_ui(self._exported, result.error or "", result.written, out_dir)
 
     def _exported(self, error: str, written: list[str], out_dir: str = "") -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+import time
 
 import pytest
 
@@ -62,3 +64,67 @@ def test_stop_kills_a_job_that_ignores_sigterm(tmp_path, monkeypatch):
     # SIGTERM was ignored: the grace period ran out and SIGKILL finished it
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_recorded_demo_keeps_its_dumps_beside_the_recording_and_ends_as_a_job_that_exited(
+    tmp_path,
+):
+    """Quitting the demo stops the job with SIGTERM: the workload finishes its
+    batch and exits 0, so the recording ends with "job exited (status 0)", not
+    "killed by SIGTERM"; its dumps are beside it, where the next demo leaves them."""
+    from aclmon.bus.recording import RecordingReader
+    from aclmon.sources.demo import dumps_beside
+    from aclmon.sources.replay_inputs import find_inputs
+    from aclmon.tui.fmt import job_end_text
+
+    recording = tmp_path / "demo.aclmrec"
+    (tmp_path / "run").mkdir()
+    with DemoJob(record=str(recording), directory=tmp_path / "run") as job:
+        assert job.dump_path == dumps_beside(recording) == tmp_path / "demo.aclmrec.dumps"
+        deadline = time.monotonic() + 30
+        while not any(job.dump_path.rglob("*.*.*.*")) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the first step of mlp_head is dumped
+    with RecordingReader(recording, background=False) as reader:
+        events = list(reader.iter_events())
+    goodbye = events[-1]
+    assert type(goodbye).__name__ == "Goodbye", goodbye
+    assert job_end_text(goodbye) == "job exited (status 0)"
+    # replaying the recording alone finds the dumps beside it
+    inputs = find_inputs(recording)
+    assert inputs.dump_files and all(job.dump_path in p.parents for p in inputs.dump_files)
+
+
+async def test_a_dump_file_that_is_gone_says_so_and_why(tmp_path):
+    """A recording of an unrecorded demo's dumps (in the runtime directory, which the
+    next demo cleans): decoding one says it is gone, and why."""
+    from tui_helpers import static_text
+
+    from aclmon import events as ev
+    from aclmon.bus import runtime_dir
+    from aclmon.bus.recording import RecordingWriter
+    from aclmon.sources.replay_inputs import find_inputs
+    from aclmon.tui.replay import build_app
+
+    gone = runtime_dir() / "demo-1-2-dump" / "0" / "MatMul.mm.7.3.1764669648123456"
+    recording = tmp_path / "old.aclmrec"
+    with RecordingWriter(recording, {"source": "test"}) as writer:
+        writer.write(ev.DumpFileSeen(1, 1_764_669_648_123_456_000, str(gone), "op-dump", 64,
+                                     {"kind": "op-dump", "op_name": "mm"}))  # fmt: skip
+    app = build_app(find_inputs(recording), interval=30.0, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not (app.engine.index.indexed and app.engine.ready):
+            await asyncio.sleep(0.02)
+        await pilot.press("4", "E")
+        while app.engine.position < len(app.engine):
+            await asyncio.sleep(0.02)
+        app.tick()
+        await pilot.pause()
+        await pilot.press("enter")
+        for _ in range(200):
+            text = static_text(app, "#dump-detail")
+            if "is gone" in text:
+                break
+            await pilot.pause(0.02)
+        text = " ".join(text.split())
+        assert "MatMul.mm.7.3.1764669648123456 is gone" in text
+        assert "removed when the next demo starts" in text
