@@ -124,11 +124,16 @@ class Layout:
         return Text.assemble(pad, cell) if column.right else Text.assemble(cell, pad)
 
     def words(self, cells: Mapping[str, Cell]) -> str:
-        """The cells the columns show, whole (not cut): what ``/`` matches a row by."""
+        """What ``/`` matches a row by: the cells the columns show, whole and as cut
+        to their columns (a name shortened to ``AIC_TRAP_EXC`` matches as shown)."""
         texts = []
         for column in self.columns:
             value = cells.get(column.cell_key, "")
-            texts.append(value.plain if isinstance(value, Text) else value)
+            whole = value.plain if isinstance(value, Text) else value
+            texts.append(whole)
+            shown = cut_text(whole, column.width, column.cut)
+            if shown != whole:
+                texts.append(shown)
         return " ".join(texts)
 
     # ------------------------------------------------------------ header

@@ -107,12 +107,16 @@ NARROW_COLUMNS = (
 
 
 def sort_rows(
-    rows: list[FleetRow], sort: str, first: SourceKey | None, text: str = ""
+    rows: list[FleetRow],
+    sort: str,
+    first: SourceKey | None,
+    text: str = "",
+    columns: tuple[Column, ...] = WIDE_COLUMNS,
 ) -> list[FleetRow]:
     """Rows with exceptions first (earliest first), then by ``sort``; only
-    those whose text contains ``text`` (case-insensitive) when it is given."""
+    those whose ``columns`` show ``text`` (case-insensitive) when it is given."""
     if text:
-        rows = [r for r in rows if text.lower() in row_words(r)]
+        rows = [r for r in rows if text.lower() in row_words(r, columns)]
 
     def rank_key(r: FleetRow) -> tuple[Any, ...]:
         return (r.rank if r.rank is not None else 1 << 30, r.host, r.pid)
@@ -133,9 +137,31 @@ def sort_rows(
     return alerts + rest
 
 
-def row_words(row: FleetRow) -> str:
-    rank = "" if row.rank is None else f"rank {row.rank} r{row.rank}"
-    return f"{row.host} {row.pid} {rank} {row.state} {row.last_error} {row.health}".lower()
+def row_cells(r: FleetRow) -> dict[str, str]:
+    """What each column (of the wide and the narrow set) shows of a rank."""
+    util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
+    return {
+        "rank": "-" if r.rank is None else str(r.rank),
+        "host": r.host,
+        "pid": str(r.pid),
+        "dev": ",".join(map(str, r.devices)) or "-",
+        "AI Core": f"{fmt.sparkline(r.cube_history, 16)} {util}",
+        "util": util,
+        "HBM": fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-",
+        "exec/s": f"{r.executions_per_s:.1f}",
+        "execs": str(r.executions),
+        "fail": str(r.failures),
+        "exc": str(r.exceptions),
+        "ovf": str(r.overflows),
+        "last error": r.last_error,
+        "state": r.state if r.health == "OK" else f"{r.state} {inert_line(r.health)}",
+    }
+
+
+def row_words(r: FleetRow, columns: tuple[Column, ...]) -> str:
+    """What ``/`` matches a rank's row by: what ``columns`` show of it."""
+    cells = row_cells(r)
+    return " ".join(cells[c.cell_key] for c in columns).lower()
 
 
 def _row_name(row: FleetRow) -> str:
@@ -258,9 +284,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.heat_note = Static(id="heat-note")
         self.colhead = Static(id="colhead")
         self.vlist = VirtualList(self._render_row, id="rows")
-        self.filter_input = FilterBar(
-            "host, rank, pid, state, error", searchable=False, id="filter"
-        )
+        self.filter_input = FilterBar("what the columns show", searchable=False, id="filter")
         yield self.header
         yield self.heat
         yield self.heat_note
@@ -323,7 +347,7 @@ class FleetApp(InertApp["SourceKey | None"]):
         self.alert.display = bool(order)
         key = self.selected_key() or self._cursor_key
         rows = self.fleet.rows()
-        self.rows = sort_rows(rows, self.sort, self._first, self.filter_text)
+        self.rows = sort_rows(rows, self.sort, self._first, self.filter_text, self._columns())
         self.vlist.set_rows(0, len(self.rows))
         if key is not None:
             for index, row in enumerate(self.rows):
@@ -477,31 +501,16 @@ class FleetApp(InertApp["SourceKey | None"]):
     def column_layout(self) -> Layout:
         """The columns of the rows' width, as the header and the rows draw them."""
         width = self.vlist.scrollable_content_region.width or self.size.width
-        columns = WIDE_COLUMNS if self._wide() else NARROW_COLUMNS
-        return Layout(columns, width, indent=1, gap=1)
+        return Layout(self._columns(), width, indent=1, gap=1)
+
+    def _columns(self) -> tuple[Column, ...]:
+        return WIDE_COLUMNS if self._wide() else NARROW_COLUMNS
 
     def _render_row(self, index: int, width: int) -> Text:
         if not 0 <= index < len(self.rows):
             return Text("")
         r = self.rows[index]
-        util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
-        cells = {
-            "rank": "-" if r.rank is None else str(r.rank),
-            "host": r.host,
-            "pid": str(r.pid),
-            "dev": ",".join(map(str, r.devices)) or "-",
-            "util": util,
-            "exec/s": f"{r.executions_per_s:.1f}",
-            "execs": str(r.executions),
-            "fail": str(r.failures),
-            "exc": str(r.exceptions),
-            "ovf": str(r.overflows),
-            "last error": r.last_error,
-            "state": r.state if r.health == "OK" else f"{r.state} {inert_line(r.health)}",
-        }
-        if self._wide():
-            cells["AI Core"] = f"{fmt.sparkline(r.cube_history, 16)} {util}"
-            cells["HBM"] = fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-"
+        cells = row_cells(r)
         style = Style()
         if r.exceptions:
             style = self._style("error", bold=r.key == self._first)

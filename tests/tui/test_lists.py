@@ -204,3 +204,34 @@ async def test_a_click_on_a_footer_key_does_what_the_key_does():
         await pilot.click(keys["help"])
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_slash_matches_what_the_columns_show_and_nothing_hidden():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        view = app.exceptions_view
+
+        async def shown_for(text: str) -> int:
+            await pilot.press("slash", *text, "enter")
+            count = view.vlist.row_count
+            await pilot.press("escape")
+            return count
+
+        assert await shown_for("dev") == 0  # no "device N" behind the DEV column
+        assert await shown_for("stream") == 0
+        # the time as it reads (its seconds here) and whole; the model's run; a code;
+        # an error's name as it is cut to fit, and whole
+        assert await shown_for("03.7") == 3
+        assert await shown_for("10:01:03") == 4
+        assert await shown_for("run 45") == 1
+        assert await shown_for("bert_base") == 1
+        assert await shown_for("aic_trap_exc") == 1
+        assert await shown_for("aicore_trap_exception") == 1
+        assert await shown_for("9/37") == 1
+        await pilot.press("4")
+        dumps = app.dumps_view
+        await pilot.press("slash", *"opdebug", "enter")
+        assert dumps.vlist.row_count == 0  # an overflow file's own name is not shown
+        await pilot.press("escape", "slash", *"overflow", "enter")
+        assert dumps.vlist.row_count == 1
