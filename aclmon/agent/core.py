@@ -447,7 +447,7 @@ class Agent:
         current = self.state.current
         if len(current) <= MAX_CURRENT_THREADS:
             return
-        alive = {thread.ident for thread in threading.enumerate()}
+        alive = {thread.native_id for thread in threading.enumerate()}
         for thread_id in [t for t in list(current) if t not in alive]:
             current.pop(thread_id, None)
 

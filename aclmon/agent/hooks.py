@@ -64,7 +64,8 @@ if TYPE_CHECKING:
     from aclmon.agent.exceptions import ExceptionCapture
     from aclmon.agent.profiling import ProfilingController
 
-_get_ident = threading.get_ident
+#: the thread id plog prints and the runtime reports (not Python's own ident)
+_get_ident = threading.get_native_id
 
 
 class Hooks:

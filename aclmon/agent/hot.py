@@ -63,7 +63,8 @@ SLOW_CALLS = {
 #: frames searched per thread for a synchronize/execute wrapper
 MAX_STACK_DEPTH = 64
 
-_get_ident = threading.get_ident
+#: the thread id plog prints and the runtime reports (not Python's own ident)
+_get_ident = threading.get_native_id
 _perf_ns = time.perf_counter_ns
 _tuple_new = tuple.__new__
 _SYNCHRONIZED = kind_of(StreamSynchronized)
@@ -337,13 +338,16 @@ class SlowCalls:
             self.codes[wrapper.__code__] = what
 
     def waiting(self, *, returning: bool = False) -> Iterator[tuple[int, dict[str, Any], str]]:
-        """(thread, the wrapper frame's locals, what) of each hot call that has not
-        returned yet; with ``returning``, also those back from the runtime whose
-        wrapper has not returned (their record may not be in the ring yet)."""
+        """(thread's native id, the wrapper frame's locals, what) of each hot call
+        that has not returned yet; with ``returning``, also those back from the
+        runtime whose wrapper has not returned (their record may not be in the ring yet)."""
         codes = self.codes
         if not codes:
             return
-        for thread, top in list(sys._current_frames().items()):
+        # frames come by Python's thread ident; events name the native id plog prints
+        native = {t.ident: t.native_id for t in threading.enumerate()}
+        for ident, top in list(sys._current_frames().items()):
+            thread = native.get(ident) or ident
             frame: FrameType | None = top
             depth = 0
             while frame is not None and depth < MAX_STACK_DEPTH and frame.f_code not in codes:

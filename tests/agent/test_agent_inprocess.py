@@ -644,7 +644,7 @@ def test_threads_that_ended_leave_the_snapshot(agent_factory, sim_acl, model_pat
     for thread in threads:
         thread.join()
     agent._prune_current_contexts()
-    assert set(agent.state.current) == {threading.get_ident()}
+    assert set(agent.state.current) == {threading.get_native_id()}
 
 
 def test_a_failing_step_never_stops_the_control_thread(agent_factory, sim_acl, monkeypatch):
