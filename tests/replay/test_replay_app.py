@@ -300,6 +300,8 @@ async def test_the_timeline_status_never_wraps_over_its_bar(recorded, size):
         status, bar = shown()
         assert status.startswith(" ⏸ paused x1  10:00:00") and "ahead 29✖ 13▲" in status
         assert bar.lstrip().startswith("●") and "✖" in bar and "ahead" not in bar
+        # the keys to start with: a wording that fits (none at 80 columns), never cut short
+        assert "…" not in status and ("space plays" in status) == (size[0] >= 100)
 
 
 async def test_r_reverses_a_lists_sort_in_a_replay_as_live_and_S_still_seeks_the_start(recorded):

@@ -517,6 +517,29 @@ async def test_devices_view_cursor_keys_move_a_line_and_the_scroll_follows():
         assert view.cursor == -1 and scroll.scroll_y == 0  # up past the first: the top
 
 
+async def test_devices_view_pages_and_goes_to_the_ends_like_every_list():
+    app = make_app()
+    async with app.run_test(size=(140, 20)) as pilot:
+        view = app.devices_view
+        scroll = app.query_one("#devices-scroll")
+        await pilot.pause()
+        page = scroll.scrollable_content_region.height - 1
+        await pilot.press("pagedown")
+        assert view.cursor == page - 1  # from the top (-1), a screenful of lines down
+        await pilot.press("pageup")
+        assert view.cursor == -1
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.cursor == len(view._lines) - 1 and scroll.scroll_y > 0
+        await pilot.press("home")
+        await pilot.pause()
+        assert view.cursor == -1 and scroll.scroll_y == 0
+        await pilot.press("G")
+        assert view.cursor == len(view._lines) - 1
+        await pilot.press("g")
+        assert view.cursor == -1
+
+
 async def test_devices_tree_n_and_N_go_through_the_matches_of_a_search():
     app = make_app()
     async with app.run_test(size=(140, 20)) as pilot:

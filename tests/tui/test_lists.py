@@ -235,3 +235,19 @@ async def test_slash_matches_what_the_columns_show_and_nothing_hidden():
         assert dumps.vlist.row_count == 0  # an overflow file's own name is not shown
         await pilot.press("escape", "slash", *"overflow", "enter")
         assert dumps.vlist.row_count == 1
+
+
+async def test_tab_goes_into_the_dumps_pane_and_back_and_f_says_it_toggles():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        dumps = app.dumps_view
+        pane = app.query_one("#dump-detail-scroll")
+        assert dumps.vlist.has_focus
+        await pilot.press("tab")
+        assert pane.has_focus
+        await pilot.press("tab")
+        assert dumps.vlist.has_focus
+        await pilot.press("2")
+        shown = {k.hint.description for k in app.screen.query(FooterKey)}
+        assert "Follow on/off" in shown

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tui_helpers import SIZE, FakeAgent, make_app, static_text, wait_for
+from tui_helpers import SIZE, FakeAgent, make_app, screen_text, static_text, wait_for
 from tui_scenario import T0, build_events
 
 from aclmon import events as ev
@@ -143,3 +143,43 @@ async def test_a_readonly_viewer_offers_no_profiling_entry_and_no_cursor():
         await wait_for(pilot, lambda: "read-only" in static_text(app, "#header").splitlines()[0])
         header = static_text(app, "#header").splitlines()[0]
         assert "read-only" in header and header.index("read-only") < header.index("ev/s")
+
+
+def _before_any_timing(*extra: ev.Event) -> list[ev.Event]:
+    """The scenario up to its operator timings (none of them yet), then ``extra``."""
+    events = [e for e in build_events() if not isinstance(e, ev.OpTiming)]
+    seq = max(e.seq for e in events)
+    return [*events, *(e._replace(seq=seq + n) for n, e in enumerate(extra, start=1))]
+
+
+async def test_hints_fit_the_mode_read_only_and_profiling_to_files():
+    from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_TASK_TIME
+
+    async with profiling_view(events=_before_any_timing(), readonly=True) as (app, _pilot, _agent):
+        title = static_text(app, "#ops-title")
+        assert "none yet" in title and "(t)" not in title  # no key a read-only viewer lacks
+        assert " t " not in static_text(app, "#prof-state")
+    to_files = ev.ProfilingState(0, T0 + 10**12, True, True, ACL_PROF_TASK_TIME,
+                                 ACL_AICORE_PIPE_UTILIZATION, (0,), "/tmp/prof", "aclmon", False,
+                                 ACL_PROF_TASK_TIME, ACL_AICORE_PIPE_UTILIZATION, (0,))  # fmt: skip
+    async with profiling_view(events=_before_any_timing(to_files)) as (app, _pilot, _agent):
+        state = static_text(app, "#prof-state")
+        assert "● profiling to files" in state and "not while profiling to files" in state
+        assert "t start" not in state
+        title = static_text(app, "#ops-title")
+        assert "profiling files" in title and "live operator timings" not in title
+
+
+async def test_the_state_lines_stay_in_sight_while_the_checklist_scrolls_at_80x24():
+    agent = FakeAgent()
+    app = make_app(agent=agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", *["down"] * 5)
+        await pilot.pause()
+        state = app.screen.query_one("#prof-state")
+        # the state is not in the part that scrolls to the checklist's cursor
+        assert state.parent is app.profiling_view
+        assert state.region.y == 2 and state.region.height >= 5
+        shown = screen_text(app).split("\n")
+        assert shown[2].startswith(" PROFILING") and "LIVE OPERATOR TIMINGS" in shown[3]
+        assert "›" in "".join(shown[4:16])  # and the cursor's row is on screen too

@@ -86,15 +86,17 @@ class Timeline(Static):
         narrow = self.size.width < 110
         if now:
             line.append(f"{fmt.utc_time(now)}{'' if narrow else ' UTC'}  ")
-            sep = "/" if narrow else " / "
-            line.append(f"{_clock(now - first)}{sep}{_clock(last - first)}  ", style=dim)
+            if narrow:  # whole seconds: the time beside it has the milliseconds
+                line.append(f"{_clock(now - first)[:-4]}/{_clock(last - first)[:-4]}  ", style=dim)
+            else:
+                line.append(f"{_clock(now - first)} / {_clock(last - first)}  ", style=dim)
         exceptions, overflows = engine.markers(EXCEPTION), engine.markers(OVERFLOW)
         ahead_exc = _count_after(exceptions, pos)
         ahead_ovf = _count_after(overflows, pos)
         if narrow:
             if ahead_exc or ahead_ovf:
                 line.append(f"ahead {ahead_exc}✖ {ahead_ovf}▲  ", style=dim)
-            line.append(f"event {pos:,}/{n:,}", style=dim)
+            line.append(f"#{pos:,}/{n:,}", style=dim)
         else:
             line.append(f"event {pos:,} / {n:,}", style=dim)
             if ahead_exc or ahead_ovf:
@@ -105,10 +107,10 @@ class Timeline(Static):
             done = engine.scanned / n if n else 0.0
             line.append(f"  ·  indexing {done:.0%}", style=busy)
         if pos == 0 and not self.playing and not self.seeking and n:
-            line.append(
-                "  ·  space plays · E goes to the end · > finds the next exception or overflow",
-                style=dim,
-            )
+            # the longest wording of the keys that fits: a hint is never cut
+            room = self.size.width - 2 - line.cell_len
+            hint = next((h for h in START_HINTS if len(h) <= room), "")
+            line.append(hint, style=dim)
         for warning in self.warnings:
             line.append(f"  ·  ⚠ {warning}", style=bad)
         width = max(10, self.size.width - 2)
@@ -132,6 +134,15 @@ class Timeline(Static):
             self._marks = sorted(cells.items())
             self._marks_key = key
         return self._marks
+
+
+#: the keys to start with, longest wording first (the one that fits is shown)
+START_HINTS = (
+    "  ·  space plays · E goes to the end · > finds the next exception or overflow",
+    "  ·  space plays · E to the end · > next exception/overflow",
+    "  ·  space plays · E end · > next ✖▲",
+    "  space plays",
+)
 
 
 def _bar(

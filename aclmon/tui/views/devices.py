@@ -90,6 +90,10 @@ class DevicesView(FilteredView):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "cursor(1)", "Down", show=False, id="devices.down"),
         Binding("up,k", "cursor(-1)", "Up", show=False, id="devices.up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="devices.page_down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="devices.page_up"),
+        Binding("home,g", "first", "Top", show=False, id="devices.first"),
+        Binding("end,G", "last", "Last line", show=False, id="devices.last"),
         Binding("d", "toggle_destroyed", "Destroyed", id="devices.destroyed"),
     ]
     can_focus = True
@@ -158,6 +162,18 @@ class DevicesView(FilteredView):
     def action_cursor(self, delta: int) -> None:
         """Down/up a tree line; up from the first goes back to the top of the view."""
         self.cursor = max(-1, min(self.cursor + delta, len(self._lines) - 1))
+
+    def action_page(self, direction: int) -> None:
+        """A screenful of tree lines down or up (as every list's PgDn/PgUp)."""
+        height = self.query_one("#devices-scroll", VerticalScroll).scrollable_content_region.height
+        self.action_cursor(direction * max(1, height - 1))
+
+    def action_first(self) -> None:
+        """Back to the top of the view (the device table)."""
+        self.cursor = -1
+
+    def action_last(self) -> None:
+        self.cursor = len(self._lines) - 1
 
     def watch_cursor(self) -> None:
         self.call_after_refresh(self._scroll_to_cursor)

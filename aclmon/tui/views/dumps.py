@@ -104,6 +104,8 @@ class DumpsView(ListView):
     FILTER_HINT = "what the columns show: kind, model, step, operator…"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "toggle_per_step", "Per step", id="dumps.per_step"),
+        # into the pane (to scroll a long decode) and back to the list
+        Binding("tab", "toggle_pane", "List/pane", show=False, id="dumps.pane"),
         Binding("t", "to_operator", "To operator", show=False, id="dumps.to_operator"),
         Binding("F", "first_overflow", "First overflow", show=False, id="dumps.first_overflow"),
         Binding("o", "toggle_overflow_only", "Overflow only", id="dumps.overflow_only"),
@@ -176,6 +178,13 @@ class DumpsView(ListView):
 
     def action_toggle_per_step(self) -> None:
         self.per_step = not self.per_step
+
+    def action_toggle_pane(self) -> None:
+        pane = self.query_one("#dump-detail-scroll", VerticalScroll)
+        if pane.has_focus:
+            self.vlist.focus()
+        else:
+            pane.focus()
 
     @on(VirtualList.Selected, "#dumps-list")
     def _selected(self, message: VirtualList.Selected) -> None:

@@ -138,7 +138,7 @@ class FilteredView(View):
 def follow_binding(view: str) -> Binding:
     """``f``: follow the newest row, or stop (:meth:`ListView.action_toggle_follow`);
     its id is ``<view>.follow``."""
-    return Binding("f", "toggle_follow", "Follow", id=f"{view}.follow")
+    return Binding("f", "toggle_follow", "Follow on/off", id=f"{view}.follow")
 
 
 def sort_key_of(*fields: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:

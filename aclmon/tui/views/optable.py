@@ -172,6 +172,8 @@ class OpTable(Vertical):
     """The column the rows are sorted by (a key of Store.sorted_ops)."""
     reverse: reactive[bool] = reactive(False)
     """Sorted the other way round (smallest / Z first)."""
+    readonly: bool = False
+    """The viewer cannot start anything: hints name no key."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -281,13 +283,19 @@ class OpTable(Vertical):
             if shown < len(self._metrics):
                 title.append(f" ({len(self._metrics) - shown} columns need more width)", style=dim)
         elif not s.ops:
-            title.append(
-                " · none yet: live operator timings (t), or profiling to files"
-                " with TASK_TIME / AICORE_METRICS",
-                style=dim,
-            )
+            title.append(f" · none yet: {self._where_timings_come_from(s)}", style=dim)
         title.truncate(max(1, self.size.width - 2), overflow="ellipsis")
         self.query_one("#ops-title", Static).update(title)
+
+    def _where_timings_come_from(self, s: StoreState) -> str:
+        """Where the rows will come from, as the profiling state and the viewer allow."""
+        prof = s.profiling
+        if prof is not None and prof.running and not prof.subscribed:
+            return "the profiling files' TASK_TIME / AICORE_METRICS fill it as they are written"
+        files = "profiling to files with TASK_TIME / AICORE_METRICS"
+        if self.readonly:
+            return f"live operator timings or {files}, started by a viewer that may"
+        return f"live operator timings (t), or {files}"
 
     def _draw_header(self) -> None:
         # the table's default order is the largest first: ▼ unless reversed

@@ -135,8 +135,9 @@ class ProfilingView(View):
     """What happened to the last command (sent, failed); empty when settled."""
 
     def compose(self) -> ComposeResult:
+        # the state stays in sight; the checklist scrolls under it when the screen is short
+        yield Static(id="prof-state", classes="panel")
         with _Controls(id="prof-controls"):
-            yield Static(id="prof-state", classes="panel")
             yield Static(id="prof-flags", classes="panel")
             yield Static(id="prof-reply", classes="panel")
         yield OpTable(id="prof-table")
@@ -177,6 +178,8 @@ class ProfilingView(View):
         self.redraw()
 
     def watch_readonly(self) -> None:
+        if self.is_mounted:
+            self.query_one(OpTable).readonly = self.readonly
         self.redraw()
         self.refresh_bindings()
 
@@ -369,7 +372,10 @@ class ProfilingView(View):
         text.append("\nLIVE OPERATOR TIMINGS  ", style=bold)
         live = prof is not None and prof.subscribed
         text.append("● on" if live else "○ off", style=good if live else dim)
-        if not self.readonly and not self._foreign:
+        to_files = prof is not None and prof.running and not prof.subscribed
+        if to_files:  # CANN runs one kind at a time: t would only be refused
+            text.append("   not while profiling to files", style=dim)
+        elif not self.readonly and not self._foreign:
             text.append(f"   {self.key('profiling.live', 't')} ", style=key)
             text.append("stop" if live else "start", style=dim)
         wanted = self.wanted
@@ -515,7 +521,7 @@ class ProfilingView(View):
 
 
 class _Controls(VerticalScroll, can_focus=False):
-    """The state, checklist and reply: as tall as they are, at most half the view
+    """The checklist and the reply: as tall as they are, at most half the view
     (then they scroll, following the checklist's cursor)."""
 
     DEFAULT_CSS = """
