@@ -429,6 +429,7 @@ class AclmonApp(InertApp[int]):
                 for e in self.view_entries
             ),
             ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
+            ("Log line detail", binding_rows(list(LogLineDetail.BINDINGS), keymap)),
             ("Timeline detail", binding_rows(list(SliceDetail.BINDINGS), keymap)),
             ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
             ("Detail and help (scrolling)", binding_rows(list(ScrollingModal.BINDINGS), keymap)),
