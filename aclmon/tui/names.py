@@ -6,8 +6,9 @@ and the names of one model share most of them, so a cut in the middle
 :class:`NameFitter` cuts by path segments instead: it keeps the last segment
 (what the operator is), then the segments that tell this name from the other
 names of the list ending the same way (``layer_11`` against ``layer_1``,
-``query`` against ``key``), most telling first, then as many of the rest as fit,
-nearest the end first; every run of dropped segments becomes one ``…``:
+``query`` against ``key``), most telling first, then the other segments that
+differ from those names, then as many of the rest as fit, nearest the end
+first; every run of dropped segments becomes one ``…``:
 ``…/layer_11/…/query/MatMul``.
 
 Every view that shows operator names uses it (the Exceptions, Dumps and
@@ -77,25 +78,31 @@ class NameFitter:
         return render(parts, kept)
 
     def telling(self, parts: tuple[str, ...]) -> list[int]:
-        """The segments (indices) that tell this name from the others ending the
-        same way: each time the one that sets it apart from most of those still
-        alike, until none is alike or no segment tells them apart."""
+        """The segments (indices) that differ from the other names ending the same
+        way, the most telling first: each time the one that sets this name apart
+        from most of those still alike, until none is alike; then the other
+        differing ones (the layer of a name the part alone told apart), those that
+        differ from most names first."""
         name = SEPARATOR.join(parts)
         alike = [p for p in self._by_last.get(parts[-1], ()) if p != parts][:MAX_RIVALS]
         if not alike and name not in self.names:
             # a name the fitter was not built with: compare against every name
             alike = [tuple(n.split(SEPARATOR)) for n in self.names][:MAX_RIVALS]
-        chosen: list[int] = []
         candidates = range(len(parts) - 1)
+        differing = {i: sum(1 for other in alike if differs(parts, other, i)) for i in candidates}
+        chosen: list[int] = []
         while alike:
             counts = {i: sum(1 for other in alike if differs(parts, other, i))
                       for i in candidates if i not in chosen}  # fmt: skip
-            best = max(counts, key=lambda i: (counts[i], -i), default=None)
+            # ties: the segment nearer the end (it says more about the operator)
+            best = max(counts, key=lambda i: (counts[i], i), default=None)
             if best is None or counts[best] == 0:
                 break
             chosen.append(best)
             alike = [other for other in alike if not differs(parts, other, best)]
-        return chosen
+        rest = sorted((i for i in candidates if differing[i] and i not in chosen),
+                      key=lambda i: (differing[i], i), reverse=True)  # fmt: skip
+        return [*chosen, *rest]
 
 
 def differs(parts: tuple[str, ...], other: tuple[str, ...], index: int) -> bool:

@@ -10,45 +10,17 @@ with the gap before each column blank (nothing spills over from its left).
 from __future__ import annotations
 
 import pytest
-from test_names import BERT
 from textual.geometry import Region
 from tui_helpers import make_app, screen_text
-from tui_scenario import T0, build_events
+from tui_scenario import BERT, T0, bert_events, build_events
 
 from aclmon import events as ev
-from aclmon.acl_constants import ACL_ERROR_RT_AICORE_EXCEPTION
 from aclmon.store.fleet import FleetStore
 from aclmon.tui.columns import Layout
 from aclmon.tui.fleet import FleetApp
 
 SIZES = [(80, 24), (100, 30), (160, 48)]
 IDS = ["80x24", "100x30", "160x48"]
-
-
-def bert_events() -> list[ev.Event]:
-    """The scenario, with exceptions and dumps of BERT-length names over several steps."""
-    events = build_events()
-    seq = max(e.seq for e in events)
-    for n, name in enumerate(BERT[:: len(BERT) // 6]):
-        seq += 1
-        events.append(
-            ev.AclException(seq, T0 + (90 + n) * 10**9, n % 4, 12, 4000 + n, 77,
-                            ACL_ERROR_RT_AICORE_EXCEPTION, name, "MatMul", (), (),
-                            "bert_base_seq128", 1200 + n)
-        )  # fmt: skip
-        seq += 1
-        step = f"/dump/20251202100000/{n % 4}/bert_base_seq128/2/{10 * n}"
-        events.append(
-            ev.DumpFileSeen(seq, T0 + (90 + n) * 10**9 + 1, f"{step}/MatMul.x.{4000 + n}.12.1",
-                            "op-dump", 4096 * (n + 1),
-                            {"kind": "op-dump", "op_type": "MatMul", "op_name": name})
-        )  # fmt: skip
-        seq += 1
-        events.append(
-            ev.LogLine(seq, T0 + (90 + n) * 10**9 + 2, "error", f"aicore error in {name}",
-                       "RUNTIME", 4242 + n % 2, "python", T0 + (90 + n) * 10**9, "stream.cc:1")
-        )  # fmt: skip
-    return events
 
 
 def problems(layout: Layout, lines: list[str], header: Region, rows: Region) -> list[str]:

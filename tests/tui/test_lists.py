@@ -208,7 +208,7 @@ async def test_a_click_on_a_footer_key_does_what_the_key_does():
 
 async def test_slash_matches_what_the_columns_show_and_nothing_hidden():
     app = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("2")
         view = app.exceptions_view
 

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tui_scenario import BERT
 
 from aclmon.tui.names import ELLIPSIS, NameFitter, fit_name
-
-BERT = [
-    f"bert/encoder/layer_{layer}/attention/self/{part}/MatMul"
-    for layer in range(12)
-    for part in ("query", "key", "value")
-] + [
-    f"bert/encoder/layer_{layer}/attention/output/dense/MatMul" for layer in range(12)
-] + ["bert/embeddings/GatherV2", "bert/pooler/dense/Tanh"]  # fmt: skip
 
 
 def test_names_that_differ_only_in_the_layer_index_stay_told_apart():
@@ -76,3 +69,18 @@ def test_two_names_differing_in_one_segment_differ_when_there_is_room(parts, one
     fitter = NameFitter([first, second])
     width = len(parts[-1]) + max(len(one), len(other)) + 2 * len(ELLIPSIS) + 3
     assert fitter.fit(first, width) != fitter.fit(second, width)
+
+
+async def test_bert_names_that_differ_only_in_the_layer_stay_apart_on_screen_at_80x24():
+    from tui_helpers import make_app, screen_text
+    from tui_scenario import bert_events
+
+    app = make_app(events=bert_events())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        rows = screen_text(app).split("\n")
+        layer_1 = [r for r in rows if "…/layer_1/…/query/MatMul" in r]
+        layer_11 = [r for r in rows if "…/layer_11/…/query/MatMul" in r]
+        assert len(layer_1) == 1 and len(layer_11) == 1
+        assert "run 1200" in layer_1[0] and "run 1201" in layer_11[0]

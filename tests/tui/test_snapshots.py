@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 from tui_helpers import compare_app, make_app, over_the_wire
-from tui_scenario import build_events
+from tui_scenario import bert_events, build_events
 
 from aclmon.bus.recording import RecordingWriter
 from aclmon.sources.replay_inputs import find_inputs
@@ -38,6 +38,34 @@ VIEW_KEYS = {
 @pytest.mark.parametrize("view", list(VIEW_KEYS))
 def test_view(snap_compare, view, theme, size):
     assert snap_compare(make_app(theme=theme), press=VIEW_KEYS[view], terminal_size=SIZES[size])
+
+
+#: the lists with a BERT-shaped job's names (dumps: the first overflow of each step)
+BERT_VIEW_KEYS = {
+    "exceptions": ["2"],
+    "dumps-per-step": ["4", "c"],
+    "logs": ["5"],
+    "profiling-table": ["3", "tab"],
+}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("view", list(BERT_VIEW_KEYS))
+def test_bert_names(snap_compare, view, size):
+    """Operator names as long as BERT's: names that differ only in the layer stay
+    apart at 80x24, each heading over its values."""
+    events = bert_events()
+    seq = max(e.seq for e in events)
+    from tui_scenario import BERT, T0
+
+    from aclmon import events as ev
+
+    events += [
+        ev.OpTiming(seq + n, T0 + 10**12 + n, 2, name, "MatMul", 0, 90 + n, 90 + n)
+        for n, name in enumerate(BERT, start=1)
+    ]
+    assert snap_compare(make_app(events=events), press=BERT_VIEW_KEYS[view],
+                        terminal_size=SIZES[size])  # fmt: skip
 
 
 def test_profiling_pending_and_reply(snap_compare):

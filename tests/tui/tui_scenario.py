@@ -297,3 +297,63 @@ def build_triage_events() -> list[ev.Event]:
         else:
             out.append(event)
     return [event._replace(seq=number) for number, event in enumerate(out, start=1)]
+
+
+#: operator names of a 12-layer BERT encoder, as TensorFlow's BERT names them
+BERT = [
+    f"bert/encoder/layer_{layer}/attention/self/{part}/MatMul"
+    for layer in range(12)
+    for part in ("query", "key", "value")
+] + [
+    f"bert/encoder/layer_{layer}/attention/output/dense/MatMul" for layer in range(12)
+] + ["bert/embeddings/GatherV2", "bert/pooler/dense/Tanh"]  # fmt: skip
+#: the operators that fail in :func:`bert_events`: two differ only in the layer
+BERT_FAILING = (
+    "bert/encoder/layer_1/attention/self/query/MatMul",
+    "bert/encoder/layer_11/attention/self/query/MatMul",
+    "bert/encoder/layer_11/attention/self/key/MatMul",
+    "bert/encoder/layer_1/attention/output/dense/MatMul",
+    "bert/encoder/layer_0/attention/self/value/MatMul",
+    "bert/embeddings/GatherV2",
+)
+
+
+def bert_events() -> list[ev.Event]:
+    """The scenario and, later, a BERT-shaped job's failures: exceptions in operators
+    whose names differ only in the layer, their dumps and log lines, and overflow
+    records over several steps (two in some), on two processes' logs."""
+    events = build_events()
+    seq = max(e.seq for e in events)
+    for n, name in enumerate(BERT_FAILING):
+        seq += 1
+        events.append(
+            ev.AclException(seq, T0 + (90 + n) * 10**9, n % 4, 12, 4000 + n, 77,
+                            ACL_ERROR_RT_AICORE_EXCEPTION, name, "MatMul", (), (),
+                            "bert_base_seq128", 1200 + n)
+        )  # fmt: skip
+        seq += 1
+        step = f"/dump/20251202100000/{n % 4}/bert_base_seq128/2/{10 * n}"
+        events.append(
+            ev.DumpFileSeen(seq, T0 + (90 + n) * 10**9 + 1, f"{step}/MatMul.x.{4000 + n}.12.1",
+                            "op-dump", 4096 * (n + 1),
+                            {"kind": "op-dump", "op_type": "MatMul", "op_name": name})
+        )  # fmt: skip
+        if n % 2 == 0:  # overflow records: one a step, two in every other step
+            for k in range(1 + n % 4 // 2):
+                seq += 1
+                events.append(
+                    ev.DumpFileSeen(seq, T0 + (90 + n) * 10**9 + 3 + k,
+                                    f"{step}/Opdebug.Node_OpDebug.{4100 + n + k}.12.{n}{k}",
+                                    "overflow", 2_460,
+                                    {"kind": "overflow", "op_type": "MatMul", "op_name": name,
+                                     "task_id": 4000 + n, "stream_id": 12, "records": [
+                                         {"output": 0, "explained": [
+                                             "AI Core: floating-point computation overflow (0x020)"
+                                         ]}]})
+                )  # fmt: skip
+        seq += 1
+        events.append(
+            ev.LogLine(seq, T0 + (90 + n) * 10**9 + 2, "error", f"aicore error in {name}",
+                       "RUNTIME", 4242 + n % 2, "python", T0 + (90 + n) * 10**9, "stream.cc:1")
+        )  # fmt: skip
+    return events

@@ -74,10 +74,12 @@ def error_cell(code: int) -> str:
 FROM_A_DUMP = "from a dump"
 
 
-#: list widths below which time, stream and task take less room (and below
-#: NARROW the error is said by its short name only, in the code's place)
+#: list widths below which time, stream and task take less room (MEDIUM) and
+#: the model's column is narrower (NARROW)
 NARROW = 96
 MEDIUM = 136
+#: the operator's name is not made narrower than this while another column can go
+OP_LEAST = 26
 
 
 def last_of(row: ev.AclException | Group) -> ev.AclException:
@@ -201,32 +203,34 @@ class ExceptionsView(ListView):
 
     def columns(self, width: int) -> list[Column]:
         w = self._widths
-        time = Column("TIME (UTC)", 12, sort="time", key="time", cut="start")
-        ids = [Column("STREAM", 6, right=True, key="stream"), Column("TASK", 6, right=True, key="task")]  # fmt: skip
-        code = [Column("CODE", 6, right=True, sort="code", key="code")]
-        error = Column("ERROR", min(w["error"], 20), key="error", cut=short_error)
-        if width < MEDIUM:
-            time = Column("TIME", 6, sort="time", key="time", cut="start")  # "18.862": seconds
+        narrow, medium = width < NARROW, width < MEDIUM
+        if medium:  # "18.862": the time to its seconds; stream and task in one column
+            time = Column("TIME", 6, sort="time", key="time", cut="start")
             ids = [Column("STRM/TASK", w["ids"], right=True, key="ids")]
-            error = error._replace(width=min(w["error"], 12))
-        if width < NARROW:  # the short name in the code's place (the detail has both)
-            code, error = [error._replace(sort="code")], None
+        else:
+            time = Column("TIME (UTC)", 12, sort="time", key="time", cut="start")
+            ids = [Column("STREAM", 6, right=True, key="stream"),
+                   Column("TASK", 6, right=True, key="task")]  # fmt: skip
         return [
             time,
             Column("DEV", 3, right=True, sort="device", key="device"),
             *ids,
-            *code,
+            Column("CODE", 6, right=True, sort="code", key="code"),
             *([Column("COUNT", 5, right=True, key="count")] if self.grouped else []),
-            Column("OP NAME", 0, sort="op", key="op", cut=self.names.fit, least=20),
+            # the name keeps room for a layer and a part (…/layer_11/…/query/MatMul):
+            # the error's name gives way first, then the type (the code stays)
+            Column("OP NAME", 0, sort="op", key="op", cut=self.names.fit, least=OP_LEAST),
             Column(
                 "MODEL",
-                min(w["model"], 16 if width < NARROW else 24),
+                min(w["model"], 15 if narrow else 18 if medium else 24),
                 sort="model",
                 key="model",
                 cut=cut_model_run,
             ),
-            *([Column("OP TYPE", w["op_type"], key="op_type", drop=2)] if width >= MEDIUM else []),
-            *([error._replace(drop=1)] if error is not None else []),
+            *([Column("OP TYPE", w["op_type"], key="op_type", drop=2)] if not medium else []),
+            Column(
+                "ERROR", min(w["error"], 12 if medium else 20), key="error", cut=short_error, drop=1
+            ),
         ]
 
     def cells(self, row: Any) -> dict[str, Cell]:
