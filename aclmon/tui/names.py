@@ -4,11 +4,11 @@ Real operator names are paths (``bert/encoder/layer_11/attention/self/query/MatM
 and the names of one model share most of them, so a cut in the middle
 (``bert/enc…query/MatMul``) hides exactly what tells two of them apart.
 :class:`NameFitter` cuts by path segments instead: it keeps the last segment
-(what the operator is), then the segments that tell this name from the other
-names of the list ending the same way (``layer_11`` against ``layer_1``,
-``query`` against ``key``), most telling first, then the other segments that
-differ from those names, then as many of the rest as fit, nearest the end
-first; every run of dropped segments becomes one ``…``:
+(what the operator is), then, of the segments that differ from the other names
+of the list ending the same way (``layer_11`` against ``layer_1``, ``query``
+against ``key``), those that fit and tell it from most of them, then as many of
+the rest as fit, nearest the end first; every run of dropped segments becomes
+one ``…``:
 ``…/layer_11/…/query/MatMul``.
 
 Every view that shows operator names uses it (the Exceptions, Dumps and
@@ -26,6 +26,8 @@ SEPARATOR = "/"
 ELLIPSIS = "…"
 #: names compared against one name at most (the cost of a fit stays bounded)
 MAX_RIVALS = 512
+#: segments weighed against each other at most (all their combinations are tried)
+MAX_DIFFERING = 6
 #: fitted names remembered, per fitter
 CACHE_SIZE = 4_096
 
@@ -66,43 +68,47 @@ class NameFitter:
         if len(parts) == 1 or width <= 0:
             return middle(name, width)
         last = len(parts) - 1
-        kept = {last}
-        if len(render(parts, kept)) > width:  # the last segment alone is too long
+        if len(render(parts, {last})) > width:  # the last segment alone is too long
             lead = ELLIPSIS + SEPARATOR
             return (
                 lead + middle(parts[last], width - len(lead)) if width > 4 else middle(name, width)
             )
-        for index in [*self.telling(parts), *range(last - 1, -1, -1)]:
+        kept = {last, *self.telling(parts, width)}
+        for index in range(last - 1, -1, -1):  # then what fits, nearest the end first
             if index not in kept and len(render(parts, kept | {index})) <= width:
                 kept.add(index)
         return render(parts, kept)
 
-    def telling(self, parts: tuple[str, ...]) -> list[int]:
-        """The segments (indices) that differ from the other names ending the same
-        way, the most telling first: each time the one that sets this name apart
-        from most of those still alike, until none is alike; then the other
-        differing ones (the layer of a name the part alone told apart), those that
-        differ from most names first."""
+    def telling(self, parts: tuple[str, ...], width: int) -> tuple[int, ...]:
+        """The segments (indices) to keep so that this name, cut to ``width``, tells
+        itself from as many of the others ending the same way as it can: of the
+        sets of segments that differ from them and fit, the one that tells it from
+        most names (one that differs in a single segment counting most), then the
+        one with most segments, then the one nearer the end."""
         name = SEPARATOR.join(parts)
         alike = [p for p in self._by_last.get(parts[-1], ()) if p != parts][:MAX_RIVALS]
         if not alike and name not in self.names:
             # a name the fitter was not built with: compare against every name
             alike = [tuple(n.split(SEPARATOR)) for n in self.names][:MAX_RIVALS]
-        candidates = range(len(parts) - 1)
-        differing = {i: sum(1 for other in alike if differs(parts, other, i)) for i in candidates}
-        chosen: list[int] = []
-        while alike:
-            counts = {i: sum(1 for other in alike if differs(parts, other, i))
-                      for i in candidates if i not in chosen}  # fmt: skip
-            # ties: the segment nearer the end (it says more about the operator)
-            best = max(counts, key=lambda i: (counts[i], i), default=None)
-            if best is None or counts[best] == 0:
-                break
-            chosen.append(best)
-            alike = [other for other in alike if not differs(parts, other, best)]
-        rest = sorted((i for i in candidates if differing[i] and i not in chosen),
-                      key=lambda i: (differing[i], i), reverse=True)  # fmt: skip
-        return [*chosen, *rest]
+        last = len(parts) - 1
+        differing = [i for i in range(last) if any(differs(parts, o, i) for o in alike)]
+        differing = differing[-MAX_DIFFERING:]  # the nearest the end, when very many
+        # each other name as the set (bits over ``differing``) of segments it differs in
+        masks = [sum(1 << b for b, i in enumerate(differing) if differs(parts, o, i))
+                 for o in alike]  # fmt: skip
+        # a name that differs in one segment only is told apart by that one or not at
+        # all: it weighs more than one that differs in several (its own cut differs)
+        weights = [1 / mask.bit_count() for mask in masks]
+        best: tuple[tuple[float, int, int], tuple[int, ...]] = ((-1.0, 0, 0), ())
+        for chosen in range(1 << len(differing)):
+            indices = tuple(i for b, i in enumerate(differing) if chosen >> b & 1)
+            if len(render(parts, {last, *indices})) > width:
+                continue
+            told = sum(w for mask, w in zip(masks, weights, strict=True) if mask & chosen)
+            score = (told, len(indices), sum(indices))
+            if score > best[0]:
+                best = (score, indices)
+        return best[1]
 
 
 def differs(parts: tuple[str, ...], other: tuple[str, ...], index: int) -> bool:
