@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
@@ -97,7 +96,7 @@ def test_a_recorded_demo_keeps_its_dumps_beside_the_recording_and_ends_as_a_job_
 async def test_a_dump_file_that_is_gone_says_so_and_why(tmp_path):
     """A recording of an unrecorded demo's dumps (in the runtime directory, which the
     next demo cleans): decoding one says it is gone, and why."""
-    from tui_helpers import static_text
+    from tui_helpers import replay_to_the_end, static_text
 
     from aclmon import events as ev
     from aclmon.bus import runtime_dir
@@ -112,13 +111,7 @@ async def test_a_dump_file_that_is_gone_says_so_and_why(tmp_path):
                                      {"kind": "op-dump", "op_name": "mm"}))  # fmt: skip
     app = build_app(find_inputs(recording), interval=30.0, clock=lambda: 0.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        while not (app.engine.index.indexed and app.engine.ready):
-            await asyncio.sleep(0.02)
-        await pilot.press("4", "E")
-        while app.engine.position < len(app.engine):
-            await asyncio.sleep(0.02)
-        app.tick()
-        await pilot.pause()
+        await replay_to_the_end(app, pilot, "4")
         await pilot.press("enter")
         for _ in range(200):
             text = static_text(app, "#dump-detail")

@@ -7,10 +7,8 @@ look at every SVG in tests/tui/__snapshots__ before committing it.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from tui_helpers import compare_app, make_app, over_the_wire
+from tui_helpers import compare_app, make_app, over_the_wire, replay_to_the_end
 from tui_scenario import bert_events, build_events
 
 from aclmon.bus.recording import RecordingWriter
@@ -96,13 +94,7 @@ def test_replay(snap_compare, tmp_path, theme, size):
     app = build_app(find_inputs(path), interval=30.0, clock=lambda: 0.0, theme=theme)
 
     async def to_the_end(pilot):
-        while not (app.engine.index.indexed and app.engine.ready):
-            await asyncio.sleep(0.02)
-        await pilot.press("2", "E")
-        while app.engine.position < len(app.engine):
-            await asyncio.sleep(0.02)
-        app.tick()
-        await pilot.pause()
+        await replay_to_the_end(app, pilot, "2")
 
     assert snap_compare(app, run_before=to_the_end, terminal_size=SIZES[size])
 

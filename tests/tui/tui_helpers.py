@@ -129,6 +129,17 @@ def screen_text(app: AclmonApp) -> str:
     return console.export_text()
 
 
+async def replay_to_the_end(app, pilot, view_key: str) -> None:
+    """A replay app, once indexed, at the end of its recording, in a view."""
+    while not (app.engine.index.indexed and app.engine.ready):
+        await asyncio.sleep(0.02)
+    await pilot.press(view_key, "E")
+    while app.engine.position < len(app.engine):
+        await asyncio.sleep(0.02)
+    app.tick()
+    await pilot.pause()
+
+
 async def wait_for(pilot, predicate, timeout: float = 3.0) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
