@@ -72,7 +72,7 @@ async def test_overflows_show_device_model_and_step_and_c_keeps_the_first_of_eac
         await pilot.pause()
         rows = [view.row_at(view.vlist.first_index + n) for n in range(view.vlist.row_count)]
         assert all(isinstance(row, OverflowStep) for row in rows)
-        steps = {row.first.path.split("/")[-2]: row.count for row in rows}
+        steps = {row.first.path.split("/")[-2]: row.records for row in rows}
         assert steps == dict(per_step)
         for row in rows:  # the first of its step
             same = [d for d in app.store.state.dumps if d.kind == "overflow"

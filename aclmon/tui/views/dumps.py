@@ -55,7 +55,8 @@ class OverflowStep(NamedTuple):
     first of them, and how many there were (``c``)."""
 
     first: ev.DumpFileSeen
-    count: int
+    #: overflow records the step had
+    records: int
 
 
 def group_of(d: ev.DumpFileSeen) -> str:
@@ -414,7 +415,7 @@ class DumpsView(ListView):
         ]
 
     def cells(self, row: Any) -> dict[str, Cell]:
-        dump, count = (row.first, row.count) if isinstance(row, OverflowStep) else (row, 1)
+        dump, count = (row.first, row.records) if isinstance(row, OverflowStep) else (row, 1)
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
         place = dump_place(dump.path)
@@ -480,7 +481,7 @@ class DumpsView(ListView):
         renderable: RenderableType
         if isinstance(entry, OverflowStep):
             first = Text(
-                f"the first of {entry.count} overflow record(s) of this step\n",
+                f"the first of {entry.records} overflow record(s) of this step\n",
                 style=styles["bad"],
             )
             renderable = Group(
