@@ -86,9 +86,11 @@ async def test_replay_rows_and_detail_show_the_model_or_a_dash(tmp_path):
         await pilot.press("2")
         await pilot.pause()
         view = app.query_one(ExceptionsView)
-        rows = [view._render_row(n, 150).plain for n in range(3)]
-        assert "conv1  resnet run 3" in rows[0] and "dense  mlp run 1" in rows[1]
-        assert "gather  –" in rows[2]
+        rows = [view._render_row(n, 150).plain.split() for n in range(3)]
+        # the operator, then its model and run (a column of its own)
+        assert rows[0][5:9] == ["conv1", "resnet", "run", "3"]
+        assert rows[1][5:9] == ["dense", "mlp", "run", "1"]
+        assert rows[2][5:7] == ["gather", "–"]
         await pilot.press("end", "enter")
         await pilot.pause()
         title = text_of(app, "#detail-title")
