@@ -35,9 +35,10 @@ from aclmon.host.processes import SignalRefused, SignalTarget, send_signal, sign
 from aclmon.host.source import HostStatus
 from aclmon.store.state import ChipHistory, HostNpus, StoreState
 from aclmon.tui import fmt
+from aclmon.tui.columns import Cell, Column
 from aclmon.tui.style import Roles, key_values, roles, theme_style
 from aclmon.tui.views.devices import command_line
-from aclmon.tui.views.listview import Column, ListView, sort_key_of
+from aclmon.tui.views.listview import ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
 
 #: what the screen shows for a value the back end could not read
@@ -244,11 +245,6 @@ class HostView(ListView):
         ]
         return sorted(rows, key=self.SORTS["npu"]), 0
 
-    def row_text(self, row: ProcessRow) -> str:
-        p = row.reading
-        agent = "agent" if row.agent else ""
-        return f"npu {row.chip} {p.pid} {p.user or ''} {p.name or ''} {p.command or ''} {agent}".lower()
-
     def columns(self, width: int) -> list[Column]:
         if width >= WIDE:
             return [
@@ -262,31 +258,20 @@ class HostView(ListView):
             Column("AGENT", 5), Column("COMMAND", 0),
         ]  # fmt: skip
 
-    def render_row(self, row: ProcessRow, width: int) -> Text:
+    def cells(self, row: ProcessRow) -> dict[str, Cell]:
         p = row.reading
         r = roles(self)
-        cells = {
+        # the script first, as the Devices view names the job: it survives the cut
+        command = command_line(p.command.split()) if p.command else p.name or UNKNOWN
+        return {
             "NPU": row.chip,
             "PID": str(p.pid),
             "USER": p.user or UNKNOWN,
             "HBM": UNKNOWN if p.memory_mb is None else fmt.size(p.memory_mb * MIB),
             "CPID": shown(p.container_pid),
-            "AGENT": ("◆ " if width >= WIDE else "◆") + "yes" if row.agent else "",
-            # the script first, as the Devices view names the job: it survives the cut
-            "COMMAND": command_line(p.command.split()) if p.command else p.name or UNKNOWN,
+            "AGENT": Text("◆ yes", style=r.good) if row.agent else "",
+            "COMMAND": Text(command, style=r.dim) if command == UNKNOWN else command,
         }
-        text = Text(" ", no_wrap=True, overflow="ellipsis")
-        for column in self.columns(width):
-            value = cells[column.label]
-            style = r.good if column.label == "AGENT" else Style()
-            if column.width:
-                value = value[: column.width]
-                value = f"{value:>{column.width}}" if column.right else f"{value:<{column.width}}"
-                text.append(value, style)
-                text.append("  ")
-            else:
-                text.append(value, r.dim if value == UNKNOWN else style)
-        return text
 
     def draw_header(self) -> None:
         super().draw_header()
