@@ -29,7 +29,8 @@ MAX_REMEMBERED = 4096
 #: push ranges open at once on one thread, at most
 MAX_PUSH_DEPTH = 256
 
-_get_ident = threading.get_ident
+#: the thread id plog prints and the runtime reports (not Python's own ident)
+_get_ident = threading.get_native_id
 _time_ns = time.time_ns
 
 

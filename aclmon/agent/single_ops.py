@@ -118,7 +118,7 @@ class SingleOps:
         made current (no call), else asked on the job's thread, inside the fence that
         leaves its error state the job's."""
         ctx = self.ctx
-        current = ctx.state.current.get(threading.get_ident())
+        current = ctx.state.current.get(threading.get_native_id())
         if current is not None:
             device = ctx.state.device_of_context(current.context)
             if device >= 0:

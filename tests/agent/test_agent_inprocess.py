@@ -511,7 +511,7 @@ def test_msproftx_marks_and_ranges(agent_factory, sim_acl, tmp_path):
         what="two ranges",
     )
     assert all(r.message == "step 1" and r.start_ns <= r.end_ns for r in ranges)
-    me = threading.get_ident()
+    me = threading.get_native_id()
     assert all(r.thread_id == r.end_thread_id == me for r in ranges)
     assert all(m.thread_id == me for m in events.events if type(m) is TxMark)
     events.drain(0.2)
@@ -530,7 +530,7 @@ def test_msproftx_range_closed_on_another_thread_names_both(agent_factory, sim_a
     stopped_on: list[int] = []
 
     def stop() -> None:
-        stopped_on.append(threading.get_ident())
+        stopped_on.append(threading.get_native_id())
         assert prof.range_stop(range_id) == 0
 
     worker = threading.Thread(target=stop)
@@ -540,7 +540,7 @@ def test_msproftx_range_closed_on_another_thread_names_both(agent_factory, sim_a
         lambda evs: [e for e in evs if type(e) is TxRange] or None, what="the range"
     )
     assert tx.message == "request 7"
-    assert tx.thread_id == threading.get_ident() and tx.end_thread_id == stopped_on[0]
+    assert tx.thread_id == threading.get_native_id() and tx.end_thread_id == stopped_on[0]
     assert tx.thread_id != tx.end_thread_id
     prof.destroy_stamp(stamp)
     assert prof.stop(handle) == 0 and prof.destroy_config(handle) == 0 and prof.finalize() == 0
