@@ -742,7 +742,7 @@ async def test_logs_view_filters_searches_follows_and_links_back_to_the_exceptio
         assert view.vlist.follow
         # Enter opens the line whole; from the ERROR line that names the exception's
         # task and stream, e goes on to its detail.
-        assert view.select_where(lambda line: line.seq == 50_001)
+        assert view.select(lambda line: line.seq == 50_001)
         await pilot.press("enter")
         assert isinstance(app.screen, LogLineDetail)
         body = static_text(app, "#detail-body")
@@ -753,7 +753,7 @@ async def test_logs_view_filters_searches_follows_and_links_back_to_the_exceptio
         assert app.screen.exception.seq == exception.seq
         await pilot.press("escape")
         # An ERROR line with no exception within 1 s opens whole, and e opens nothing.
-        assert view.select_where(lambda line: line.seq == 50_002)
+        assert view.select(lambda line: line.seq == 50_002)
         await pilot.press("enter")
         assert isinstance(app.screen, LogLineDetail)
         assert "belongs to" not in static_text(app, "#detail-body")
@@ -789,7 +789,7 @@ async def test_an_error_line_about_a_failed_call_opens_that_call():
         await wait_for(pilot, lambda: app.store.state.call_failures_total == 1)
         await pilot.press("5")
         view = app.logs_view
-        assert view.select_where(lambda line: line.seq == seq + 2)
+        assert view.select(lambda line: line.seq == seq + 2)
         await pilot.press("enter", "e")
         assert isinstance(app.screen, CallFailureDetail)
         assert app.screen.failure.event.api == "rt.set_device"
@@ -799,7 +799,7 @@ async def test_an_error_line_about_a_failed_call_opens_that_call():
         assert "LOG LINES WITHIN ±1 s" in body and "aclrtSetDevice" in body
         await pilot.press("escape")
         assert not isinstance(app.screen, CallFailureDetail)
-        assert view.select_where(lambda line: line.seq == seq + 3)
+        assert view.select(lambda line: line.seq == seq + 3)
         await pilot.press("enter", "e")
         assert isinstance(app.screen, ExceptionDetail)
         assert (app.screen.exception.seq, app.screen.exception.task_id) == (

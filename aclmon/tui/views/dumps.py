@@ -300,7 +300,7 @@ class DumpsView(ListView):
             return entry is dump or entry == dump
 
         self.detail_shown = False
-        if not self.select_where(shows):
+        if not self.select(shows):
             return False
         self.vlist.focus()
         # the list may have just grown (a toggle lifted): scroll once it is laid out

@@ -368,14 +368,6 @@ class ListView(FilteredView):
                 return True
         return False
 
-    def select_where(self, wanted: Callable[[Any], bool]) -> bool:
-        """Put the cursor on the first row shown that ``wanted`` accepts (False: none)."""
-        for n, row in enumerate(self._rows):
-            if wanted(row):
-                self.vlist.move_cursor_to(self._offset + n)
-                return True
-        return False
-
     # ------------------------------------------------------------ keys
     def cursor_row(self) -> int:
         return self.vlist.cursor - self._offset
