@@ -17,6 +17,7 @@ from tui_scenario import T0, build_events
 from aclmon import events as ev
 from aclmon.acl_constants import AICORE_METRICS, PROF_FLAGS
 from aclmon.tui.app import AclmonApp
+from aclmon.tui.pager import TextPager
 from aclmon.tui.screens import CallFailureDetail, ExceptionDetail, HelpScreen, LogLineDetail
 from aclmon.tui.views.optable import OpTable
 from aclmon.tui.vlist import VirtualList
@@ -746,8 +747,8 @@ async def test_logs_view_filters_searches_follows_and_links_back_to_the_exceptio
         await pilot.press("enter")
         assert isinstance(app.screen, LogLineDetail)
         body = static_text(app, "#detail-body")
-        assert "fault kernel_name=conv" in body and "stream.cc:1043" in body
-        assert "belongs to the exception at" in body
+        assert "fault kernel_name=conv" in app.screen.query_one(TextPager).text  # the line whole
+        assert "stream.cc:1043" in body and "belongs to the exception at" in body
         await pilot.press("e")
         assert isinstance(app.screen, ExceptionDetail)
         assert app.screen.exception.seq == exception.seq

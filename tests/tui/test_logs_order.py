@@ -6,6 +6,7 @@ from tui_helpers import make_app, screen_text, static_text
 from tui_scenario import T0
 
 from aclmon import events as ev
+from aclmon.tui.pager import TextPager
 from aclmon.tui.screens import LogLineDetail
 from aclmon.tui.views.logs import line_time
 
@@ -71,7 +72,8 @@ async def test_enter_opens_any_line_whole():
         await pilot.press("enter")
         assert isinstance(app.screen, LogLineDetail)
         body = static_text(app, "#detail-body")
-        assert "detail 11" in body and "graph.cc:3" in body and "/p.log" in body
+        assert "detail 11" in app.screen.query_one(TextPager).text  # every line of its text
+        assert "graph.cc:3" in body and "/p.log" in body
         assert "belongs to" not in body  # an INFO line of no exception: nothing to go on to
         await pilot.press("escape")
         assert not isinstance(app.screen, LogLineDetail)
