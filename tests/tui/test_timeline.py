@@ -205,3 +205,30 @@ async def test_replay_builds_the_timeline_and_follows_the_cursor(tmp_path):
         assert "following the replay" in static_text(app, "#timeline-status")
         exceptions = [e for e in build_events() if isinstance(e, ev.AclException)]
         assert view.timeline.index.find(exceptions[0]) is not None
+
+
+async def test_operator_bars_are_cut_by_path_segments_so_layers_stay_apart():
+    """Two operators whose names differ only in the layer, in bars too narrow for
+    their names: each bar keeps the layer (…/layer_11/…), as every list does."""
+    events = build_events()
+    begins = [e for e in events if isinstance(e, ev.ExecuteBegin) and e.model_id == 2]
+    ends = [e for e in events if isinstance(e, ev.ExecuteEnd) and e.model_id == 2]
+    run_start_ns = ends[-1].ts_ns - 88_000_000
+    assert begins[-1].ts_ns <= run_start_ns < ends[-1].ts_ns
+    start_us = run_start_ns // 1000 + 100
+    seq, ts = events[-1].seq, events[-1].ts_ns
+    for layer in (1, 11, 1, 11):
+        name = f"bert/encoder/layer_{layer}/attention/self/query/MatMul"
+        seq, ts = seq + 1, ts + 1
+        events.append(ev.OpTiming(seq, ts, 2, name, "MatMul", start_us, start_us + 20_000, 20_000))
+        start_us += 21_000
+    app = make_app(events=events)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        view = app.timeline_view
+        await wait_for(pilot, lambda: view.timeline is not None and view.timeline.index.span())
+        put_cursor_on(view, run_start_ns + 44_000_000, 100_000_000)
+        await pilot.pause()
+        shown = screen_text(app)
+        assert "…/layer_1/…/query/MatMul" in shown and "…/layer_11/…/query/MatMul" in shown
+        assert "bert/encoder/lay…" not in shown  # no cut in the middle of a segment

@@ -33,9 +33,10 @@ from textual.widgets import Static
 
 from aclmon.store import Store
 from aclmon.store.slice_index import IndexedTimeline
-from aclmon.store.slices import Instant, Lane, Slice
+from aclmon.store.slices import OPERATOR, Instant, Lane, Slice
 from aclmon.tui import fmt
 from aclmon.tui.messages import AboutWidget
+from aclmon.tui.names import NameFitter
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import View
 from aclmon.tui.views.timeline_draw import (
@@ -59,6 +60,9 @@ PAN_PART = 0.125
 NEAR_COLUMNS = 2
 #: the shortest window: a nanosecond per column
 MIN_NS_PER_COLUMN = 1
+#: operator names the bars' names are told apart among, at most (a model's
+#: operators are a few hundred; past this, names drawn are fitted among these)
+FITTED_NAMES = 4096
 
 Item = Slice | Instant
 
@@ -142,6 +146,9 @@ class TimelineView(View):
         self._top = 0
         self._palette: tuple[str, Palette] | None = None
         self._drawn_version = -1
+        #: the operator names drawn so far: a bar's name is cut by path segments
+        #: so that it stays told apart from them (…/layer_11/…/query/MatMul)
+        self._names = NameFitter()
 
     def compose(self) -> ComposeResult:
         yield Static(id="timeline-status", classes="status")
@@ -293,8 +300,17 @@ class TimelineView(View):
         return [
             Segment(" " + label, label_style),
             Segment("│", palette.dim),
-            *draw_row(palette, cells, marks, cursor),
+            *draw_row(palette, cells, marks, cursor, self._fitter(cells).fit),
         ]
+
+    def _fitter(self, cells: list[Slice | None]) -> NameFitter:
+        """The names' fitter, knowing the operators of ``cells`` too."""
+        known = self._names.names
+        if len(known) < FITTED_NAMES:
+            new = {c.name for c in cells if c is not None and c.kind == OPERATOR} - known
+            if new:
+                self._names = self._names.updated(known | new)
+        return self._names
 
     def _draw_status(self) -> None:
         dim = theme_style(self, "aclmon-dim")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -166,9 +166,11 @@ def draw_row(
     cells: Sequence[Slice | None],
     marks: Sequence[Instant | None],
     cursor: int,
+    fit: Callable[[str, int], str] = middle,
 ) -> list[Segment]:
     """One row of the canvas: each run of columns a slice covers in its colour with
-    its name in it (cut to fit), the markers over them, the cursor's column."""
+    its name in it (cut to fit by ``fit``: an operator's by path segments, as every
+    view cuts them), the markers over them, the cursor's column."""
     width = len(cells)
     chars = [" "] * width
     styles = [palette.empty] * width
@@ -188,7 +190,7 @@ def draw_row(
         style = shades[1] if previous is shades and previous_first is shades[0] else shades[0]
         previous, previous_first = shades, style
         run = end - column
-        text = middle(shown_name(item.name), run) if run >= 6 else ""
+        text = fit(shown_name(item.name), run) if run >= 6 else ""
         for offset in range(run):
             styles[column + offset] = style
         for offset, char in enumerate(text):
