@@ -21,6 +21,7 @@ from aclmon.store.fleet import NAN_INF, OVERFLOW, Anomaly
 from aclmon.store.state import CallFailure
 from aclmon.tui import fmt
 from aclmon.tui.keys import key_display
+from aclmon.tui.names import fit_name
 
 if TYPE_CHECKING:
     from aclmon.tui.app import AclmonApp
@@ -28,41 +29,64 @@ if TYPE_CHECKING:
 KIND_WORDS = {OVERFLOW: "overflow", NAN_INF: "NaN/Inf input"}
 #: at least this wide: the verdict and the ranks that followed fit on the line
 WIDE = 120
+#: the operator's room on the alert line when the rest takes the width
+LEAST_OPERATOR = 12
 
 
 def alert_text(order: list[Anomaly], width: int, bad: Style, dim: Style, key: str) -> Text:
     """The alert line for ``order`` (the first anomaly first); empty when there is none.
     Wide: the host, the kind in words, the time on the server's clock and the rank
-    that followed; at 80 columns, the rank, device, kind, operator and time."""
+    that followed; at 80 columns, the rank, device, kind, operator and time. The
+    operator's name gets the room the rest leaves, cut by path segments."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if not order:
         return text
     first, after = order[0], order[1:]
     device = f" dev {first.device_id}" if first.device_id is not None else ""
     kind = KIND_WORDS.get(first.kind, "exception")
-    operator = f"{first.op_type} {first.op_name}".strip() or "–"
     when = fmt.utc_time(first.server_ns)
+    hint = f"  {key}: go to it"
     if width >= WIDE:
+        clock = "UTC" if first.offset_ns is not None else "UTC, host clock"
+        then = ""
+        if after:
+            gap = fmt.duration_ns(max(0, after[0].server_ns - first.server_ns))
+            more = f" and {len(after) - 1} more" if len(after) > 1 else ""
+            then = f" · then {_who(after[0])} +{gap}{more}"
+        head = f" {_who(first)} ({first.key[0]}){device} · {kind} · "
+        tail = f" · {when} {clock}"
+        operator = _operator(first, width - len(" ▲ FIRST ANOMALY " + head + tail + then + hint))
         text.append(" ▲ FIRST ANOMALY ", style=bad + Style(reverse=True))
         text.append(f" {_who(first)}", style=bad)
         text.append(f" ({first.key[0]}){device} · {kind} · ")
         text.append(operator, style=Style(bold=True))
-        clock = "UTC" if first.offset_ns is not None else "UTC, host clock"
-        text.append(f" · {when} {clock}")
-        if after:
-            gap = fmt.duration_ns(max(0, after[0].server_ns - first.server_ns))
-            more = f" and {len(after) - 1} more" if len(after) > 1 else ""
-            text.append(f" · then {_who(after[0])} +{gap}{more}", style=dim)
+        text.append(tail)
+        text.append(then, style=dim)
     else:
+        more = f" +{len(after)} rank{'s' if len(after) > 1 else ''}" if after else ""
+        head = f" {_who(first)}{device} {kind} "
+        operator = _operator(first, width - len(" ▲ first " + head + f" {when}" + more + hint))
         text.append(" ▲ first ", style=bad + Style(reverse=True))
         text.append(f" {_who(first)}", style=bad)
         text.append(f"{device} {kind} ")
         text.append(operator, style=Style(bold=True))
         text.append(f" {when}")
-        if after:
-            text.append(f" +{len(after)} rank{'s' if len(after) > 1 else ''}", style=dim)
-    text.append(f"  {key}: go to it", style=dim)
+        text.append(more, style=dim)
+    text.append(hint, style=dim)
     return text
+
+
+def _operator(anomaly: Anomaly, room: int) -> str:
+    """The anomaly's operator type and name in ``room`` characters (at least
+    :data:`LEAST_OPERATOR`), its name cut by path segments; the type only when the
+    name does not end with it."""
+    room = max(room, LEAST_OPERATOR)
+    op_type = anomaly.op_type
+    if anomaly.op_name.rsplit("/", 1)[-1] == op_type:
+        op_type = ""
+    name_room = room - len(op_type) - 1 if op_type else room
+    operator = f"{op_type} {fit_name(anomaly.op_name, name_room)}".strip()
+    return operator or "–"
 
 
 def _who(anomaly: Anomaly) -> str:

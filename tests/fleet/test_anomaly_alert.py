@@ -3,11 +3,13 @@ to one, and ``a``, which opens that rank's screens on it."""
 
 from __future__ import annotations
 
+from rich.style import Style
 from test_fleet_store_and_screen import FixedFeed, hello, rank_events
 
 from aclmon import events as ev
-from aclmon.store.fleet import FleetStore
-from aclmon.tui.anomaly import reveal_at_start
+from aclmon.store.fleet import EXCEPTION, Anomaly, FleetStore
+from aclmon.tui import fmt
+from aclmon.tui.anomaly import alert_text, reveal_at_start
 from aclmon.tui.fleet import FleetApp, FleetCommands, rank_app
 from aclmon.tui.screens import ExceptionDetail
 
@@ -70,6 +72,21 @@ async def test_the_alert_line_fits_80_columns():
         alert = str(app.alert.render())
         assert alert.startswith(" ▲ first  rank 1 dev 5 exception Conv2D conv2 ")
         assert alert.rstrip().endswith("a: go to it") and len(alert.rstrip()) <= 80
+
+
+def test_a_long_operator_name_takes_the_room_the_rest_leaves():
+    """A BERT-shaped name on the alert line: cut by path segments to the room the
+    rest leaves, so the time and the key stay on the line at 80 columns; whole
+    where it fits."""
+    name = "bert/encoder/layer_11/attention/self/query/MatMul"
+    first = Anomaly(("node3", 103), 3, EXCEPTION, 5, "MatMul", name, T + 5 * MS, 0)
+    then = Anomaly(("node0", 100), 0, EXCEPTION, 1, "MatMul", name, T + 9 * MS, 0)
+    for width in (80, 120, 160):
+        alert = alert_text([first, then], width, Style(), Style(), "a").plain
+        assert len(alert) <= width and ("…/MatMul" in alert or name in alert)
+        assert fmt.utc_time(first.server_ns) in alert and alert.endswith("a: go to it")
+        assert "MatMul …" not in alert  # the type is not said twice
+    assert name in alert_text([first, then], 160, Style(), Style(), "a").plain
 
 
 async def test_no_anomaly_no_alert_line_and_a_says_so():
