@@ -398,7 +398,8 @@ class TxMark(NamedTuple):
     ts_ns: int
     message: str
     # Schema 6 (an older array decodes with this default): the host thread that
-    # marked (``threading.get_ident()``, as StreamSyncBegin's; 0: not known).
+    # marked (its native id, ``threading.get_native_id()``, as StreamSyncBegin's;
+    # 0: not known).
     thread_id: int = 0
 
 

@@ -93,7 +93,7 @@ class Lane:
     #: (device, stream id) of a device stream lane or of a host lane of calls about
     #: a stream; (device, -1) for device-wide calls; None for thread and other lanes
     stream: tuple[int, int] | None = None
-    #: the host thread (``threading.get_ident()``) of a thread lane
+    #: the host thread (its native id, ``threading.get_native_id()``) of a thread lane
     thread: int | None = None
     #: what proves a new slice nests here (None: an async lane)
     guard: NestingGuard | None = field(default=None, repr=False)
