@@ -27,7 +27,12 @@ GATED_JOB = ROOT / "tests" / "replay" / "gated_job.py"
 #: the demo's own faults, sooner (the demo asks for one every 10-30 s)
 FAULTS = [
     {"kind": "aicore_exception", "op": "layer1/conv2", "model": "resnet_tiny", "every_s": 1.5},
-    {"kind": "overflow", "op": "attn/scale", "model": "attention_tiny", "every_s": 2},
+    {
+        "kind": "overflow",
+        "op": "bert/encoder/layer_11/attention/self/Mul",
+        "model": "bert_tiny",
+        "every_s": 2,
+    },
 ]
 
 
