@@ -109,10 +109,11 @@ def find_inputs(path: str | os.PathLike[str]) -> ReplayInputs:
 
 
 def _walk(found: ReplayInputs, root: Path) -> None:
-    """Add the recordings, dump files and CANN log files under ``root`` to ``found``."""
+    """Add the recordings, msprof exports, dump files and CANN log files under ``root`` to ``found``."""
     from aclmon.bus.recording import is_recording
     from aclmon.dump import classify
     from aclmon.dump.plog import log_file_pid
+    from aclmon.sources.msprof_files import msprof_file_kind
 
     seen = 0
     base_depth = len(root.parts)
