@@ -73,6 +73,9 @@ def make_event(cls: type, seq: int, rng: random.Random) -> Any:
             850,
             rng.randrange(8),
             {},  # live timings from model subscription carry no metrics
+            rng.randrange(16),  # stream and task as msprof's exported files name them
+            rng.randrange(1 << 16),
+            "AI_CORE",
         )
     elif cls is ev.AclException:
         fields = (
