@@ -87,7 +87,7 @@ def test_host_view(snap_compare, theme, size):
     from host_scenario import host_app
 
     async def on_a_process(pilot):
-        await pilot.press("6", "down", "down")
+        await pilot.press("7", "down", "down")
         await pilot.pause()
 
     app = host_app(theme=theme)
