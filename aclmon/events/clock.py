@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aclmon import __version__
@@ -39,15 +40,25 @@ def missed_between(previous: int, seq: int) -> int:
     return 1 if missed > IMPLAUSIBLE_GAP else missed
 
 
-def hello_fields(runtime: str, soc_name: str, device_count: int) -> tuple[Any, ...]:
-    """The fields of a Hello for this process (after seq and ts_ns)."""
-    identity = rank_identity(os.environ, sys.argv)
+def hello_fields(
+    runtime: str,
+    soc_name: str,
+    device_count: int,
+    *,
+    pid: int | None = None,
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Any, ...]:
+    """The fields of a Hello (after seq and ts_ns) for this process, or for the
+    process ``pid`` with its own ``argv`` and ``environ`` (``aclmon watch``)."""
+    argv = list(sys.argv if argv is None else argv)
+    identity = rank_identity(os.environ if environ is None else environ, argv)
     return (
         SCHEMA_VERSION,
         __version__,
-        os.getpid(),
+        os.getpid() if pid is None else pid,
         socket.gethostname(),
-        redact_argv(sys.argv),
+        redact_argv(argv),
         runtime,
         soc_name,
         device_count,

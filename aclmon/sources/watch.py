@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
-import socket
 import stat
 import threading
 import time
@@ -42,16 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aclmon import __version__
 from aclmon import events as ev
 from aclmon.bus.states import CONNECTED, ENDED
 from aclmon.dump.device_errors import DeviceError
 from aclmon.dump.plog import PlogParser, find_log_files, log_root, logs_go_to_stdout
 from aclmon.dump.walk import walk_files
 from aclmon.errors import AclmonError
-from aclmon.events.clock import rank_identity
 from aclmon.events.host import HostSnapshot
-from aclmon.events.redaction import redact_argv
 from aclmon.sources.base import Source, WrappedSource
 from aclmon.sources.msprof_files import MsprofFollower
 from aclmon.sources.plog_events import PlogEvents
@@ -385,24 +381,8 @@ class WatchSource(Source):
 
     def _hello(self) -> ev.Hello:
         t = self.target
-        identity = rank_identity(t.environ, list(t.argv))
-        hello: ev.Hello = self.clock.make(
-            ev.Hello,
-            ev.SCHEMA_VERSION,
-            __version__,
-            t.pid,
-            socket.gethostname(),
-            redact_argv(t.argv),
-            "no agent",
-            "",
-            0,
-            identity["job"],
-            identity["rank"],
-            identity["rank_size"],
-            identity["local_rank"],
-            identity["device_id"],
-            identity["rank_env"],
-        )
+        fields = ev.hello_fields("no agent", "", 0, pid=t.pid, argv=t.argv, environ=t.environ)
+        hello: ev.Hello = self.clock.make(ev.Hello, *fields)
         return hello
 
     def _run(self) -> None:
