@@ -25,11 +25,12 @@ from aclmon.tui.replay import ReplayApp, build_app
 
 SIZE = (150, 44)
 #: sampled kinds: a live viewer may join after the first few samples were sent
-SAMPLED = {"host_sample", "device_sample", "hello"}
-#: a History comes with each snapshot the agent sends (at a viewer's start, and its
-#: last before the Goodbye): how many a viewer and the recording hold depends on when
-#: each joined, not on the job (the totals they carry are compared with the state)
-RESTATED = {"history"}
+SAMPLED = {"host_sample", "device_sample"}
+#: a Hello and a History come with each snapshot the agent sends (at a viewer's
+#: start, and its last before the Goodbye): how many a viewer and the recording hold
+#: depends on when each joined, not on the job (what they carry is compared with the
+#: state above)
+RESTATED = {"hello", "history"}
 
 
 def without_resent_stamps(state: dict) -> dict:
