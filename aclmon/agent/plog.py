@@ -48,6 +48,7 @@ from aclmon.dump.plog import (
     logs_go_to_stdout,
 )
 from aclmon.events import Drops, LogLine, optypes
+from aclmon.growing_file import GrowingFile
 
 if TYPE_CHECKING:
     from aclmon.agent.context import AgentContext
@@ -69,15 +70,12 @@ DISCOVER_INTERVAL_S = 2.0
 THRESHOLD = "warning"
 
 
-class _Followed:
-    __slots__ = ("inode", "not_regular", "offset", "parser", "partial", "path")
+class _Followed(GrowingFile):
+    __slots__ = ("not_regular", "parser")
 
     def __init__(self, path: Path, offset: int, inode: int) -> None:
-        self.path = path
-        self.offset = offset
-        self.inode = inode
+        super().__init__(path, READ_PER_FILE, offset, inode)
         self.parser = PlogParser()
-        self.partial = b""
         #: said once: it is not a regular file (a FIFO, a device), so it is not read
         self.not_regular = False
 
@@ -199,11 +197,7 @@ class PlogTail:
                     last = followed.parser.flush()  # the file's last entry is complete
                     return self._publish(last, followed.path) if last is not None else 0
                 followed.not_regular = False
-                if info.st_ino != followed.inode or info.st_size < followed.offset:
-                    # replaced or truncated: start over
-                    followed.inode = info.st_ino
-                    followed.offset = 0
-                    followed.partial = b""
+                followed.restart_if_replaced(info)
                 if info.st_size - followed.offset > MAX_BACKLOG:
                     self._skip_to_newest(followed, handle, info.st_size)
                 budget = min(READ_PER_FILE, int(self._byte_tokens))
@@ -214,15 +208,9 @@ class PlogTail:
             except OSError:
                 return 0
         self._byte_tokens -= len(data)
-        followed.offset += len(data)
         entries: list[PlogEntry] = []
         if data:
-            data = followed.partial + data
-            cut = data.rfind(b"\n") + 1
-            followed.partial = data[cut:]
-            if len(followed.partial) > READ_PER_FILE:  # no newline for ages: not log text
-                followed.partial = b""
-            lines = data[:cut].decode("utf-8", "replace").splitlines()
+            lines = followed.whole_lines(data).decode("utf-8", "replace").splitlines()
             entries = followed.parser.feed(lines)
         else:
             # The writer is quiet: the open entry is as complete as it gets.
@@ -242,9 +230,7 @@ class PlogTail:
         head = handle.read(min(PARSE_RATE, 64 * 1024))
         newline = head.find(b"\n")
         resume = start + newline + 1 if newline >= 0 else size
-        self.skipped_bytes += resume - followed.offset
-        followed.offset = resume
-        followed.partial = b""
+        self.skipped_bytes += followed.resume_at(resume)
         followed.parser = PlogParser()  # an entry cut in two is not half published
 
     def _publish(self, entry: PlogEntry, path: Path) -> int:

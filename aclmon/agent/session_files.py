@@ -28,6 +28,7 @@ from aclmon.acl_constants import (
     ACL_PROF_TASK_TIME_L0,
 )
 from aclmon.events import OpTiming
+from aclmon.growing_file import GrowingFile
 
 if TYPE_CHECKING:
     from aclmon.agent.context import AgentContext
@@ -39,14 +40,12 @@ MAX_SESSIONS = 8
 START_SLACK_US = 5_000_000
 
 
-class _File:
-    __slots__ = ("device", "offset", "partial", "path")
+class _File(GrowingFile):
+    __slots__ = ("device",)
 
     def __init__(self, path: Path, device: int) -> None:
-        self.path = path
+        super().__init__(path, READ_PER_FILE)
         self.device = device
-        self.offset = 0
-        self.partial = b""
 
 
 class SessionFiles:
@@ -111,14 +110,8 @@ class SessionFiles:
             return 0
         if not data:
             return 0
-        followed.offset += len(data)
-        data = followed.partial + data
-        cut = data.rfind(b"\n") + 1
-        followed.partial = data[cut:]
-        if len(followed.partial) > READ_PER_FILE:  # no newline for ages: not JSON lines
-            followed.partial = b""
         published = 0
-        for line in data[:cut].splitlines():
+        for line in followed.whole_lines(data).splitlines():
             event = self._timing(line, followed.device)
             if event is None:
                 self.bad_lines += 1

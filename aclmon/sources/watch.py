@@ -48,6 +48,7 @@ from aclmon.dump.plog import PlogParser, find_log_files, log_root, logs_go_to_st
 from aclmon.dump.walk import walk_files
 from aclmon.errors import AclmonError
 from aclmon.events.host import HostSnapshot
+from aclmon.growing_file import GrowingFile
 from aclmon.sources.base import Source, WrappedSource
 from aclmon.sources.msprof_files import MsprofFollower
 from aclmon.sources.plog_events import PlogEvents
@@ -187,17 +188,14 @@ def acl_json_candidates(argv: tuple[str, ...], cwd: str) -> list[str]:
     return found
 
 
-class _Followed:
+class _Followed(GrowingFile):
     """One log file being followed: where we are in it, its parser, a cut line."""
 
-    __slots__ = ("inode", "offset", "parser", "partial", "path")
+    __slots__ = ("parser",)
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.inode = -1
+        super().__init__(path, READ_PER_FILE)
         self.parser = PlogParser()
-        self.partial = b""
 
 
 class PlogFiles:
@@ -243,15 +241,9 @@ class PlogFiles:
                 if not stat.S_ISREG(info.st_mode):
                     self.not_regular.add(followed.path)
                     return []
-                if info.st_ino != followed.inode or info.st_size < followed.offset:
-                    followed.inode = info.st_ino  # new, replaced or truncated: from the start
-                    followed.offset = 0
-                    followed.partial = b""
+                followed.restart_if_replaced(info)
                 if info.st_size - followed.offset > MAX_BACKLOG:
-                    resume = info.st_size - MAX_BACKLOG
-                    self.skipped_bytes += resume - followed.offset
-                    followed.offset = resume
-                    followed.partial = b""
+                    self.skipped_bytes += followed.resume_at(info.st_size - MAX_BACKLOG)
                     followed.parser = PlogParser()
                 handle.seek(followed.offset)
                 data = handle.read(READ_PER_FILE)
@@ -260,13 +252,8 @@ class PlogFiles:
         if not data:
             last = followed.parser.flush()  # the writer is quiet: its entry is complete
             return [last] if last is not None else []
-        followed.offset += len(data)
-        data = followed.partial + data
-        cut = data.rfind(b"\n") + 1
-        followed.partial = data[cut:]
-        if len(followed.partial) > READ_PER_FILE:  # no newline for ages: not log text
-            followed.partial = b""
-        return followed.parser.feed(data[:cut].decode("utf-8", "replace").splitlines())
+        lines = followed.whole_lines(data)
+        return followed.parser.feed(lines.decode("utf-8", "replace").splitlines())
 
 
 class DumpFiles:
