@@ -26,6 +26,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aclmon.acl_constants import (
@@ -270,23 +271,12 @@ class Agent:
         if self._control is not None and self._control is not threading.current_thread():
             self._control.join(timeout=2.0)
         self._final_polls()
-        # On the thread that stops the agent (the job's, or the one exiting): its error
-        # state stays the job's.
-        kept = self.context.errors.kept if self.context is not None else contextlib.nullcontext
         if self.profiling is not None:
-            try:
-                with kept():
-                    self.profiling.close()
-            except Exception as exc:
-                self.fail("profiling shutdown", exc)
+            self._shutdown_step("profiling shutdown", self.profiling.close)
         if restore:
             workers.stop_watching_spawned_children()
             if self.exceptions is not None:
-                try:
-                    with kept():
-                        self.exceptions.unregister()
-                except Exception as exc:
-                    self.fail("exception callback shutdown", exc)
+                self._shutdown_step("exception callback shutdown", self.exceptions.unregister)
             if self.hooks is not None:
                 self.hooks.uninstall()
         if self.config.register:
@@ -313,6 +303,17 @@ class Agent:
             self.recorder.close()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
+
+    def _shutdown_step(self, where: str, step: Callable[[], object]) -> None:
+        """One pyACL-calling step of :meth:`close`, on the thread that stops the agent
+        (the job's, or the one exiting): that thread's error state stays the job's,
+        and a failure is counted, not raised."""
+        kept = self.context.errors.kept if self.context is not None else contextlib.nullcontext
+        try:
+            with kept():
+                step()
+        except Exception as exc:
+            self.fail(where, exc)
 
     def _final_polls(self) -> None:
         """The last look at the dump directory and the plog, and the triage of what
