@@ -84,6 +84,14 @@ class ScrollingModal(ModalScreen[ResultT]):
             yield Static(id=f"{self.PREFIX}-title", classes="title")
             with VerticalScroll(id=f"{self.PREFIX}-scroll"):
                 yield Static(id=f"{self.PREFIX}-body")
+                yield from self.compose_below_body()
+
+    def compose_below_body(self) -> ComposeResult:
+        """The widgets that scroll with the body, under it (none by default)."""
+        yield from ()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
     def show(self, title: RenderableType, parts: list[RenderableType], note: str) -> None:
         """The title, the body's parts and a closing line (dim) under them."""
@@ -138,25 +146,18 @@ class ExceptionDetail(ScrollingModal[str | None]):
         #: what the runtime said about the failed call (acl.get_recent_err_msg)
         self.runtime_message = runtime_message
 
-    def action_close(self) -> None:
-        self.dismiss(None)
-
     def action_logs(self) -> None:
         self.dismiss("logs")
 
     def action_timeline(self) -> None:
         self.dismiss("timeline")
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="detail-box"):
-            yield Static(id="detail-title", classes="title")
-            with VerticalScroll(id="detail-scroll"):
-                yield Static(id="detail-body")
-                yield Static(id="detail-files-title")
-                if self.dumps:
-                    yield VirtualList(self._render_file, id="detail-files")
-                yield Static(id="detail-decoded")
-                yield Static(id="detail-logs")
+    def compose_below_body(self) -> ComposeResult:
+        yield Static(id="detail-files-title")
+        if self.dumps:
+            yield VirtualList(self._render_file, id="detail-files")
+        yield Static(id="detail-decoded")
+        yield Static(id="detail-logs")
 
     def on_mount(self) -> None:
         e = self.exception
@@ -373,19 +374,12 @@ class LogLineDetail(ScrollingModal[str | None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return bool(self.related) if action == "related" else True
 
-    def action_close(self) -> None:
-        self.dismiss(None)
-
     def action_related(self) -> None:
         self.dismiss("related")
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="detail-box"):
-            yield Static(id="detail-title", classes="title")
-            with VerticalScroll(id="detail-scroll"):
-                yield Static(id="detail-body")
-                yield TextPager(self.line.text, id="detail-text")
-                yield Static(id="detail-end")
+    def compose_below_body(self) -> ComposeResult:
+        yield TextPager(self.line.text, id="detail-text")
+        yield Static(id="detail-end")
 
     def on_mount(self) -> None:
         line = self.line
