@@ -10,6 +10,8 @@ agree on every number to float32 rounding.
 from __future__ import annotations
 
 import math
+import sys
+from unittest import mock
 
 import ml_dtypes
 import numpy as np
@@ -298,3 +300,66 @@ def test_a_large_tensor_with_nan_or_inf_falls_back_to_the_literal_formulas():
     x[5], y[7] = 1.0, np.nan
     got = m.compare_arrays(x, y)
     assert got.values[m.ACC_REL] == "0.000000" and got.values[m.COSINE] == "nan"
+
+
+def _one_shot(x, y):
+    """The same call with every tensor on the literal path (the whole arrays at once)."""
+    with mock.patch.object(m, "LITERAL_MAX", sys.maxsize):
+        return m.compare_arrays(x, y, my_file="L", golden_file="R")
+
+
+@settings(deadline=None, max_examples=20)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["none", "zeros_in_mine", "zeros_in_golden", "zeros_in_both"]),
+    st.sampled_from(["x_low_last", "y_low_first", "spans_apart"]),
+    st.sampled_from([0.0, 1e-3, 0.2]),
+)
+def test_the_block_path_equals_the_one_shot_path_across_block_borders(seed, zeros, extremes, noise):
+    """Tensors of two blocks and a part: a run of zeros across the first border (a
+    golden at 0 masks the relative errors in both blocks it touches), each side's
+    minimum and maximum in different blocks (the KL divergence normalises by the
+    whole tensor's, which the block path learns in its first pass and uses in a
+    second: it is the one metric that reads the tensors twice). Both paths must
+    print the same text to float32 rounding."""
+    rng = np.random.default_rng(seed)
+    size, border = 2 * m.CHUNK + 37, m.CHUNK
+    x = rng.normal(1.0, 2.0, size).astype(np.float32)
+    y = (x * (1 + rng.normal(0, noise, size))).astype(np.float32)
+    run = slice(border - 40, border + 40)
+    if zeros in ("zeros_in_mine", "zeros_in_both"):
+        x[run] = 0
+    if zeros in ("zeros_in_golden", "zeros_in_both"):
+        y[run] = 0
+    if extremes == "x_low_last":
+        x[-3], x[5] = -50.0, 40.0
+    elif extremes == "y_low_first":
+        y[7], y[-9] = -60.0, 30.0
+    else:
+        x[border], y[border - 1] = 70.0, -70.0
+    assert x.size > m.LITERAL_MAX
+    assert_agrees(
+        m.compare_arrays(x, y, my_file="L", golden_file="R"),
+        _as_expected(_one_shot(x, y)),
+        rel=2e-5,
+    )
+
+
+def _as_expected(results):
+    """A result in the reference's form (column -> (text, reason))."""
+    return {name: (text, "") for name, text in results.values.items()}
+
+
+@pytest.mark.parametrize("where", [m.CHUNK - 1, m.CHUNK, 2 * m.CHUNK])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("side", ["mine", "golden"])
+def test_nan_or_inf_at_a_block_border_prints_what_the_one_shot_path_prints(where, value, side):
+    """A sum that is not finite sends the tensor back to the one-shot formulas, so
+    the text is msaccucmp's to the letter, wherever the NaN or Inf stands."""
+    rng = np.random.default_rng(where)
+    x = rng.normal(0, 1, 2 * m.CHUNK + 5).astype(np.float32)
+    y = (x * np.float32(1.01)).astype(np.float32)
+    y[m.CHUNK - 3 : m.CHUNK + 3] = 0
+    (x if side == "mine" else y)[where] = value
+    blocks = m.compare_arrays(x, y, my_file="L", golden_file="R")
+    assert blocks == _one_shot(x, y)
