@@ -363,3 +363,17 @@ def test_nan_or_inf_at_a_block_border_prints_what_the_one_shot_path_prints(where
     (x if side == "mine" else y)[where] = value
     blocks = m.compare_arrays(x, y, my_file="L", golden_file="R")
     assert blocks == _one_shot(x, y)
+
+
+@pytest.mark.parametrize("golden", ["scaled", "offset"])
+def test_alike_values_sum_without_a_bias_on_the_block_path(golden):
+    """A golden off by one factor (every relative error the same) or one offset
+    (every |x - y| the same): the printed sums stay within 1e-6 of the float64 sum,
+    as msaccucmp's own pairwise float32 sum does (a float32 running sum of equal
+    values drifts by 4e-6, which moves the sixth decimal of a sum in the hundreds)."""
+    x = np.random.default_rng(3).normal(0, 1, 2 * m.CHUNK + 5).astype(np.float32)
+    y = (x * np.float32(1.01) if golden == "scaled" else x + np.float32(0.7)).astype(np.float32)
+    got = m.compare_arrays(x, y)
+    expected = _vector_reference(x, y)
+    for name in (m.ACC_REL, m.MEAN_ABS, m.MEAN_REL):
+        assert float(got.values[name]) == pytest.approx(float(expected[name][0]), rel=1e-6), name
