@@ -377,3 +377,21 @@ def test_alike_values_sum_without_a_bias_on_the_block_path(golden):
     expected = _vector_reference(x, y)
     for name in (m.ACC_REL, m.MEAN_ABS, m.MEAN_REL):
         assert float(got.values[name]) == pytest.approx(float(expected[name][0]), rel=1e-6), name
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-5, 1e-3])
+def test_the_kl_pass_without_the_golden_scale_prints_what_it_prints_with_it(noise):
+    """Q's scale cancels in the KL divergence: leaving it out when both spans nearly
+    agree (as the block pass does) must print the same as applying it."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(2, 1, 2 * m.CHUNK + 9).astype(np.float32)
+    y = (x * (1 + rng.normal(0, noise, x.size))).astype(np.float32)
+    y[x.argmin()] = x.min()
+    y[x.argmax()] = x.max() + np.float32(1e-3)  # spans 2e-4 apart: within the slack
+    span_ratio = float((x.max() - x.min()) / (y.max() - y.min()))
+    assert span_ratio != 1 and abs(span_ratio - 1) <= m.KL_SCALE_SLACK
+    unscaled = m.compare_arrays(x, y, (m.KL,))
+    with mock.patch.object(m, "KL_SCALE_SLACK", -1.0):
+        scaled = m.compare_arrays(x, y, (m.KL,))
+    assert unscaled == scaled
+    assert_agrees(unscaled, {m.KL: _vector_reference(x, y)[m.KL]}, rel=2e-5)
