@@ -16,8 +16,9 @@ server has JetStream), then:
   ``events`` (a few events per second per rank, for very large jobs; there
   are no execution counts then).
 
-Each message holds whole frames of one source, decoded by that source's own
-:class:`~aclmon.events.wire.StreamDecoder`. Relays' heartbeats are kept for
+Each message holds whole frames of one source; the messages of one turn of the
+event loop, from every source, are decoded as one batch
+(:class:`~aclmon.fleet.message_decoder.MessageDecoder`). Relays' heartbeats are kept for
 :meth:`NatsFeed.take_heartbeats` (staleness in the fleet store; the clocks are
 compared by the relays' ``ClockOffset`` events, which come with the events).
 
@@ -49,6 +50,7 @@ from aclmon.errors import CommandRefused
 from aclmon.events.wire import FrameDecoder, FrameError, StreamDecoder, encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials, NatsError, connect
+from aclmon.fleet.message_decoder import Message, MessageDecoder
 from aclmon.store.fleet import SourceKey
 
 #: decoded events held for poll() before new ones are dropped (and counted)
@@ -59,6 +61,8 @@ _QUIET_S = 0.5
 STREAM_WAIT_S = 5.0
 #: heartbeats held for take_heartbeats() (newest kept)
 MAX_HEARTBEATS = 1024
+#: subjects whose source key is kept (one per source and class; past it, parsed afresh)
+MAX_SUBJECTS = 65_536
 #: a heartbeat is a tiny map; anything bigger is not one
 MAX_HEARTBEAT_BYTES = 256
 
@@ -94,7 +98,11 @@ class NatsFeed:
         self.messages = 0
         self.lost = 0  # events dropped because poll() fell behind, or by slow-consumer limits
         self._buffer_limit = buffer_events
-        self._decoders: dict[SourceKey, StreamDecoder] = {}
+        self._decoder = MessageDecoder()
+        #: messages of this event-loop turn, decoded together at its end
+        self._incoming: list[Message] = []
+        #: subject -> source key, so that a subject is parsed once
+        self._keys: dict[str, SourceKey] = {}
         self._ready: collections.deque[tuple[SourceKey, list[ev.Event]]] = collections.deque()
         self._buffered = 0
         self._lock = threading.Lock()
@@ -135,8 +143,7 @@ class NatsFeed:
 
     def decoder_counts(self, key: SourceKey | None = None) -> tuple[int, int]:
         """(malformed, unknown) input skipped: from every source, or from the one of ``key``."""
-        decoders = [d for k, d in list(self._decoders.items()) if key in (None, k)]
-        return (sum(d.malformed for d in decoders), sum(d.unknown for d in decoders))
+        return self._decoder.counts(key)
 
     def send_command(
         self, key: SourceKey, cls: type, *fields: Any, timeout: float = 5.0
@@ -433,6 +440,7 @@ class NatsFeed:
             self._on_state(msg)
 
     def _on_state(self, msg: Any) -> None:
+        self._decode_incoming()  # events that came before this snapshot go before it
         parsed = sj.parse_subject(msg.subject)
         if parsed is None:
             return
@@ -453,20 +461,25 @@ class NatsFeed:
             self._push(key, events)
 
     def _deliver(self, subject: str, data: bytes) -> None:
-        parsed = sj.parse_subject(subject)
-        if parsed is None:
-            return
-        key = (parsed.host, parsed.pid)
-        decoder = self._decoders.get(key)
-        if decoder is None:
-            decoder = self._decoders[key] = StreamDecoder(source=subject)
+        key = self._keys.get(subject)
+        if key is None:
+            parsed = sj.parse_subject(subject)
+            if parsed is None:
+                return
+            if len(self._keys) >= MAX_SUBJECTS:
+                self._keys.clear()
+            key = self._keys[subject] = (parsed.host, parsed.pid)
         self.messages += 1
-        try:
-            events = decoder.feed(data)
-        except FrameError:
-            self._decoders[key] = StreamDecoder(source=subject)
+        if not self._incoming:
+            asyncio.get_running_loop().call_soon(self._decode_incoming)
+        self._incoming.append((key, subject, data))
+
+    def _decode_incoming(self) -> None:
+        """What came in this turn of the event loop, every source at once."""
+        messages, self._incoming = self._incoming, []
+        if self._closing:
             return
-        if events:
+        for key, events in self._decoder.decode(messages):
             self._push(key, events)
 
     def _push(self, key: SourceKey, events: list[ev.Event]) -> None:
