@@ -107,7 +107,7 @@ def parse_stream_limits(items: list[str]) -> Any:
     from dataclasses import replace
 
     from aclmon.errors import AclmonError
-    from aclmon.fleet.relay import DEFAULT_STREAM_LIMITS
+    from aclmon.fleet.streams import DEFAULT_STREAM_LIMITS
 
     limits = dict(DEFAULT_STREAM_LIMITS)
     for item in items:

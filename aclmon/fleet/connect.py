@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -184,3 +186,19 @@ async def connect(
         raise NatsError(f"cannot connect to {url}: {why}") from exc
     connected = True
     return client
+
+
+async def close_flushed(nc: Any) -> None:
+    """Close without losing queued publishes: nats-py's flush() can return
+    before publishes queued ahead of its PING were written, so wait until
+    nothing is pending, flush, close, and keep the loop alive briefly."""
+    if nc is None:
+        return
+    with contextlib.suppress(Exception):
+        deadline = time.monotonic() + 10.0
+        while nc.pending_data_size and time.monotonic() < deadline:
+            await nc.flush(timeout=5)
+        await nc.flush(timeout=5)
+    with contextlib.suppress(Exception):
+        await nc.close()
+    await asyncio.sleep(0.5)

@@ -29,26 +29,18 @@ when it stops.
 All subjects carry the relay's host name (``--host``, default this host's):
 a relay's credentials allow exactly its host's subjects.
 
-Commands arrive as NATS requests on ``aclmon.<job>.<host>.<pid>.cmd``: one
-framed command in, one framed ``Reply`` out. Only command kinds are
-accepted, and a request for an agent that allows the relay no commands is
-answered with a refusal.
+Commands arrive as NATS requests on ``aclmon.<job>.<host>.<pid>.cmd``
+(:mod:`aclmon.fleet.relay_commands`).
 
 Only the Hello of each agent is decoded (its job name picks the subjects);
 Replies are decoded to match requests.
 
 The relay also measures its host's clock against the NATS server's (at start,
-then every ``clock_every_s``): it stores a few empty probe messages in
-``ACLMON_EVENTS`` (on ``aclmon._clock.<host>.0.events``, a subject no job uses)
-and reads back the time the server stamped on each; the probe with the
-shortest round trip gives the offset, within half that round trip (its
-JetStream requests' replies come to ``_INBOX.relay.<host>``, which its
-credentials may read, not to everyone's ``_INBOX``). The result
-goes to every agent's subjects as a :class:`~aclmon.events.ClockOffset` (``seq =
-0``; ``events`` and ``alerts``, and after the frames of each ``state`` snapshot
-sent from then on), so that a fleet viewer,
-even one that joins after the jobs exited, can order the ranks' events by one
-clock (``first_anomaly``).
+then every ``clock_every_s``; :mod:`aclmon.fleet.relay_clock`) and sends the
+result to every agent's subjects as a :class:`~aclmon.events.ClockOffset`
+(``seq = 0``; ``events`` and ``alerts``, and after the frames of each
+``state`` snapshot sent from then on), so that a fleet viewer, even one that
+joins after the jobs exited, can order the ranks' events by one clock.
 """
 
 from __future__ import annotations
@@ -61,19 +53,13 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 
 from aclmon import events as ev
-from aclmon.acl_constants import (
-    ACL_ERROR_API_NOT_SUPPORT,
-    ACL_ERROR_INVALID_PARAM,
-    ACL_ERROR_RT_WAIT_TIMEOUT,
-)
-from aclmon.bus import handshake, registry
-from aclmon.bus.transport import Address, parse_address
+from aclmon.bus import registry
+from aclmon.bus.transport import parse_address
 from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
     HEADER_SIZE,
@@ -83,7 +69,15 @@ from aclmon.events.wire import (
     split_frames,
 )
 from aclmon.fleet import subjects as sj
-from aclmon.fleet.connect import Credentials, NatsError, connect
+from aclmon.fleet.agent_link import AgentLink, job_of, open_link
+from aclmon.fleet.connect import Credentials, NatsError, close_flushed, connect
+from aclmon.fleet.relay_clock import DEFAULT_CLOCK_EVERY_S, keep_clock, measure_clock
+from aclmon.fleet.relay_commands import (
+    ask_for_snapshots,
+    on_command,
+    requires_authentication,
+)
+from aclmon.fleet.streams import DEFAULT_STREAM_LIMITS, StreamLimits, ensure_streams
 
 log = logging.getLogger("aclmon.relay")
 
@@ -91,19 +85,11 @@ DEFAULT_FLUSH_MS = 20.0
 DEFAULT_MAX_BYTES = 64 * 1024
 DEFAULT_MAX_FRAMES = 1024
 DEFAULT_STATE_EVERY_S = 30.0
-DEFAULT_CLOCK_EVERY_S = 30.0
-#: probes per clock measurement (the one with the shortest round trip counts)
-CLOCK_PROBES = 5
-#: the job token of the clock probes' subject (a leading "_": no job is named so)
-CLOCK_JOB = "_clock"
 REGISTRY_POLL_S = 1.0
 #: how often the registry directory's modification time is looked at
 REGISTRY_WATCH_S = 0.02
-COMMAND_TIMEOUT_S = 5.0
 #: the latest snapshot of an agent is published at most this often
 STATE_MIN_INTERVAL_S = 1.0
-#: ephemeral consumers a stream the relay creates allows (viewers make one or two each)
-DEFAULT_MAX_CONSUMERS = 256
 _READ_SIZE = 256 * 1024
 _length = struct.Struct("<I").unpack_from
 #: kind byte -> extra classes of the frame (besides events)
@@ -114,99 +100,6 @@ _ROUTES: dict[int, str] = {
 #: ``Drops.where`` of what the relay lost: events frames, and copies of them
 RELAY_DROPS = "relay -> nats"
 RELAY_COPY_DROPS = "relay -> nats (copies)"
-
-
-@dataclass(frozen=True)
-class StreamLimits:
-    """JetStream limits of one class's stream."""
-
-    max_age_s: float
-    max_bytes: int
-    max_msgs_per_subject: int = -1
-    max_consumers: int = DEFAULT_MAX_CONSUMERS
-
-
-#: defaults sized in docs/fleet.md ("Streams and their sizing").
-DEFAULT_STREAM_LIMITS: dict[str, StreamLimits] = {
-    sj.EVENTS: StreamLimits(600, 1 << 30),
-    sj.SUMMARY: StreamLimits(6 * 3600, 1 << 30),
-    sj.ALERTS: StreamLimits(7 * 86400, 256 << 20),
-    sj.STATE: StreamLimits(86400, 64 << 20, 1),
-}
-
-
-class _Batch:
-    __slots__ = ("frames", "parts", "size", "started")
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.frames = 0
-        self.started = 0.0
-
-    def add(self, frame: bytes, now: float, frames: int = 1) -> None:
-        """Append one frame, or ``frames`` whole frames in one piece."""
-        if not self.parts:
-            self.started = now
-        self.parts.append(frame)
-        self.size += len(frame)
-        self.frames += frames
-
-    def take(self) -> tuple[bytes, int]:
-        data = b"".join(self.parts)
-        frames = self.frames
-        self.parts = []
-        self.size = 0
-        self.frames = 0
-        return data, frames
-
-
-@dataclass
-class AgentLink:
-    """One agent the relay follows."""
-
-    pid: int
-    host: str  # subject token
-    address: Address
-    job: str | None = None
-    commands: bool = False
-    writer: asyncio.StreamWriter | None = None
-    batches: dict[str, _Batch] = field(default_factory=lambda: {c: _Batch() for c in sj.CLASSES})
-    state_frames: list[bytes] = field(default_factory=list)
-    state_dirty: bool = False
-    replies: dict[int, asyncio.Future[bytes]] = field(default_factory=dict)
-    frames_in: int = 0
-    published: int = 0
-    #: events frames that never reached NATS (any reason)
-    dropped: int = 0
-    drops_reported: int = 0
-    #: summary/alerts/state messages lost (their frames are in events too)
-    copies_dropped: int = 0
-    copies_reported: int = 0
-    #: frames over the bus limit, skipped with the connection kept
-    oversized: int = 0
-    #: bytes of an oversized frame still to skip
-    skip: int = 0
-    state_size: int = 0
-    state_published: float = 0.0
-    #: its Hello's host was compared with the relay's
-    host_checked: bool = False
-    #: the relay's clock offset frame is still to be sent on this agent's subjects
-    clock_pending: bool = True
-    task: asyncio.Task[None] | None = None
-
-    def subject(self, cls: str) -> str:
-        return sj.subject(self.job or "_", self.host, self.pid, cls)
-
-
-def job_of(hello: ev.Hello) -> str:
-    """The job an agent belongs to, as a subject token: the name its Hello
-    carries, else the script's name."""
-    if hello.job:
-        return sj.token(hello.job)
-    script = next((a for a in hello.argv if a.endswith(".py")), hello.argv[0] if hello.argv else "")
-    name = os.path.basename(script)
-    return sj.token(name[:-3] if name.endswith(".py") else name or "job")
 
 
 class Relay:
@@ -254,7 +147,7 @@ class Relay:
         self._registry_dir = registry_dir
         self._watch_registry = agents is None
         self._on_connected = on_connected
-        self._note = on_note or (lambda text: log.info("%s", text))
+        self.note = on_note or (lambda text: log.info("%s", text))
         self.links: dict[int, AgentLink] = {}
         self._refused: set[int] = set()
         self.allow_anonymous_commands = allow_anonymous_commands
@@ -284,7 +177,7 @@ class Relay:
             self._on_connected()  # e.g. `aclmon relay` takes the host's relay lock now
         self.anonymous_server = not requires_authentication(self.nc)
         if self.anonymous_server:
-            self._note(
+            self.note(
                 f"{self.url} lets anyone connect: "
                 + (
                     "forwarding commands anyway (--allow-anonymous-commands)"
@@ -300,9 +193,9 @@ class Relay:
             tasks = [
                 asyncio.create_task(self._discover(stop)),
                 asyncio.create_task(self._flusher(stop)),
-                asyncio.create_task(self._snapshots(stop)),
+                asyncio.create_task(ask_for_snapshots(self, stop)),
                 asyncio.create_task(self._heartbeats(stop)),
-                asyncio.create_task(self._clock(stop)),
+                asyncio.create_task(keep_clock(self, stop)),
             ]
             await stop.wait()
             for task in tasks:
@@ -316,61 +209,11 @@ class Relay:
             for link in list(self.links.values()):
                 await self._flush_link(link, force=True)
         finally:
-            await self._safe_close()
-
-    async def _safe_close(self) -> None:
-        """Close without losing queued publishes: nats-py's flush() can return
-        before publishes queued ahead of its PING were written, so wait until
-        nothing is pending, flush, close, and keep the loop alive briefly."""
-        nc = self.nc
-        if nc is None:
-            return
-        with contextlib.suppress(Exception):
-            deadline = time.monotonic() + 10.0
-            while nc.pending_data_size and time.monotonic() < deadline:
-                await nc.flush(timeout=5)
-            await nc.flush(timeout=5)
-        with contextlib.suppress(Exception):
-            await nc.close()
-        await asyncio.sleep(0.5)
+            await close_flushed(self.nc)
 
     async def ensure_streams(self) -> None:
         """Create the class streams that do not exist yet (file storage, limits)."""
-        from nats.js.api import DiscardPolicy, StorageType, StreamConfig
-        from nats.js.errors import NotFoundError
-
-        js = self.nc.jetstream()
-        for cls, name in sj.STREAMS.items():
-            limits = self.stream_limits[cls]
-            try:
-                await js.stream_info(name)
-                continue
-            except NotFoundError:
-                pass
-            except (
-                Exception
-            ) as exc:  # a timeout: no answer for a relay without JetStream API rights
-                raise NatsError(
-                    f"cannot look up stream {name} ({type(exc).__name__}: {exc}); a relay whose"
-                    " credentials may not use the JetStream API runs with --no-setup-streams"
-                    " (an operator creates the streams)"
-                ) from exc
-            subject = sj.subject("*", "*", "*", cls)
-            config = StreamConfig(
-                name=name,
-                subjects=[subject],
-                storage=StorageType.FILE,
-                max_age=limits.max_age_s,
-                max_bytes=limits.max_bytes,
-                max_msgs_per_subject=limits.max_msgs_per_subject,
-                max_consumers=limits.max_consumers,
-                discard=DiscardPolicy.OLD,
-            )
-            try:
-                await js.add_stream(config)
-            except Exception as exc:  # nats-py raises its API errors with the server's text
-                raise NatsError(f"cannot create stream {name}: {exc}") from exc
-            self._note(f"created stream {name} on {subject}")
+        await ensure_streams(self.nc, self.stream_limits, self.note)
 
     async def _reconnected(self) -> None:
         """Back on the server: one restarted without its store has lost the
@@ -381,7 +224,7 @@ class Relay:
             try:
                 await self.ensure_streams()
             except Exception as exc:  # keep relaying live traffic
-                self._note(f"after reconnecting: {exc}")
+                self.note(f"after reconnecting: {exc}")
         for link in self.links.values():
             link.state_dirty = bool(link.state_frames)
             link.state_published = 0.0
@@ -441,34 +284,11 @@ class Relay:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), REGISTRY_WATCH_S)
 
-    async def _open(self, link: AgentLink) -> tuple[asyncio.StreamReader, bytes]:
-        address = link.address
-        if address.scheme == "unix":
-            reader, writer = await asyncio.open_unix_connection(address.path, limit=1 << 20)
-        else:
-            reader, writer = await asyncio.open_connection(address.host, address.port)
-        link.writer = writer
-
-        async def message() -> Any:
-            (length,) = _length(await reader.readexactly(HEADER_SIZE))
-            if length > handshake.MAX_HANDSHAKE_FRAME:
-                raise ValueError(f"handshake message of {length} bytes is too big")
-            return msgpack.unpackb(await reader.readexactly(length), raw=False)
-
-        answer = handshake.client_hello(await message(), self.agent_token, readonly=False)
-        writer.write(encode_frame(msgpack.packb(answer, use_bin_type=True)))
-        verdict = await message()
-        if not isinstance(verdict, dict) or not verdict.get("ok"):
-            why = verdict.get("why") if isinstance(verdict, dict) else "refused"
-            raise PermissionError(str(why))
-        link.commands = bool(verdict.get("commands"))
-        return reader, b""
-
     async def _follow(self, link: AgentLink) -> None:
         try:
-            reader, _ = await asyncio.wait_for(self._open(link), 5.0)
+            reader = await asyncio.wait_for(open_link(link, self.agent_token), 5.0)
         except PermissionError as exc:
-            self._note(f"agent pid {link.pid} refused the relay: {exc}")
+            self.note(f"agent pid {link.pid} refused the relay: {exc}")
             self._refused.add(link.pid)
             self.links.pop(link.pid, None)
             return
@@ -476,7 +296,7 @@ class Relay:
             log.info("cannot connect to agent pid %s yet: %s", link.pid, exc)
             self.links.pop(link.pid, None)
             return
-        self._note(
+        self.note(
             f"following pid {link.pid} at {link.address}"
             + ("" if link.commands else " (the agent allows no commands)")
         )
@@ -513,7 +333,7 @@ class Relay:
                     link.oversized += 1
                     link.dropped += 1
                     if link.oversized == 1 or link.oversized % 1000 == 0:
-                        self._note(
+                        self.note(
                             f"agent pid {link.pid}: a frame of {length} bytes is over the"
                             f" {DEFAULT_MAX_FRAME} limit: skipped ({link.oversized} so far),"
                             " the connection kept"
@@ -540,7 +360,7 @@ class Relay:
         self._ended["dropped"] += link.dropped
         self._ended["copies_dropped"] += link.copies_dropped
         self._ended["oversized"] += link.oversized
-        self._note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
+        self.note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
 
     async def _route(
         self, link: AgentLink, buffer: bytearray, offsets: list[int], stop: int
@@ -603,7 +423,7 @@ class Relay:
             if isinstance(hello, ev.Hello) and not link.host_checked:
                 link.host_checked = True
                 if sj.short_host(hello.host) != self.host:
-                    self._note(
+                    self.note(
                         f"agent pid {link.pid} says its host is {hello.host!r}, published as"
                         f" {self.host}: viewers refuse a source whose Hello and subject"
                         f" disagree (start the relay with --host {sj.short_host(hello.host)})"
@@ -725,8 +545,23 @@ class Relay:
         tick = max(self.flush_s / 2, 0.002)
         while not stop.is_set():
             await asyncio.sleep(tick)
-            for link in list(self.links.values()):
+            now = time.monotonic()
+            # Only the links with something due: a host of many quiet ranks
+            # would otherwise cost a coroutine per rank every tick.
+            for link in [lk for lk in self.links.values() if self._due(lk, now)]:
                 await self._flush_link(link)
+
+    def _due(self, link: AgentLink, now: float) -> bool:
+        """Whether :meth:`_flush_link` has anything to send for ``link`` now."""
+        if (
+            link.state_dirty
+            or link.dropped != link.drops_reported
+            or link.copies_dropped != link.copies_reported
+            or (link.clock_pending and link.published and self.clock_frame is not None)
+        ):
+            return True
+        flush_s = self.flush_s
+        return any(b.frames and now - b.started >= flush_s for b in link.batches.values())
 
     async def _heartbeats(self, stop: asyncio.Event) -> None:
         """Every second, for each job served: this relay is alive (its send time is
@@ -742,118 +577,13 @@ class Relay:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), sj.HEARTBEAT_EVERY_S)
 
-    async def _snapshots(self, stop: asyncio.Event) -> None:
-        """Ask every agent for its snapshot now and then, so ``state`` stays current."""
-        while not stop.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.state_every_s)
-            if stop.is_set():
-                return
-            for link in list(self.links.values()):
-                if link.commands and link.writer is not None:
-                    command = ev.RequestSnapshot(
-                        1, time.time_ns(), int.from_bytes(os.urandom(7), "big")
-                    )
-                    with contextlib.suppress(Exception):
-                        link.writer.write(encode_frame(ev.encode(command)))
-
     # ------------------------------------------------------------ the clock
     async def measure_clock(self) -> tuple[int, int]:
-        """(offset_ns, uncertainty_ns) of this host's clock against the server's: add
-        the offset to a time of this host to get the server's. Raises NatsError."""
-        js = self.nc.jetstream()
-        subject = sj.subject(CLOCK_JOB, self.host, 0, sj.EVENTS)
-        probes: list[tuple[int, int, int]] = []
-        for _ in range(CLOCK_PROBES):
-            try:
-                sent = time.time_ns()
-                ack = await js.publish(subject, b"")
-                acked = time.time_ns()
-                stored = await js.get_msg(ack.stream, ack.seq)
-            except Exception as exc:  # no JetStream, no permission on the stream's API
-                raise NatsError(f"cannot measure the clock against the server: {exc}") from exc
-            if stored.time is not None:
-                probes.append((sent, acked, _epoch_ns(stored.time)))
-        measured = clock_offset(probes)
-        if measured is None:
-            raise NatsError("the server stamped no time on the clock probes")
-        return measured
+        """(offset_ns, uncertainty_ns) of this host's clock against the server's."""
+        return await measure_clock(self.nc, self.host)
 
-    async def _clock(self, stop: asyncio.Event) -> None:
-        """Measure the clock now and every ``clock_every_s``; tell every agent's viewers."""
-        warned = False
-        while not stop.is_set():
-            try:
-                offset, uncertainty = await self.measure_clock()
-            except NatsError as exc:
-                if not warned:
-                    self._note(f"{exc}; viewers will compare this host's times as they are")
-                    warned = True
-            else:
-                event = ev.ClockOffset(0, time.time_ns(), self.host, offset, uncertainty)
-                self.clock_frame = encode_frame(ev.encode(event))
-                for link in list(self.links.values()):
-                    link.clock_pending = True
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.clock_every_s)
-
-    # ------------------------------------------------------------ commands
     async def _on_command(self, msg: Any) -> None:
-        if not msg.reply:
-            return
-        try:
-            answer = await self._command(msg.subject, msg.data)
-        except Exception as exc:  # never let one request end the subscription
-            log.exception("command on %s failed", msg.subject)
-            answer = _refusal(0, ACL_ERROR_API_NOT_SUPPORT, f"relay error: {exc}")
-        with contextlib.suppress(Exception):
-            await msg.respond(answer)
-
-    async def _command(self, subject: str, data: bytes) -> bytes:
-        parsed = sj.parse_subject(subject)
-        if parsed is None:
-            return _refusal(
-                0, ACL_ERROR_INVALID_PARAM, f"not an agent's command subject: {subject}"
-            )
-        offsets: list[int] = []
-        stop = 0
-        with contextlib.suppress(FrameError):
-            offsets, stop = split_frames(data, 0, len(data), 64 * 1024, "command request")
-        if len(offsets) != 1 or stop != len(data):
-            return _refusal(0, ACL_ERROR_INVALID_PARAM, "a command request is exactly one frame")
-        payload = data[HEADER_SIZE:]
-        command = ev.EventDecoder().decode_payload(payload)
-        if command is None or not ev.is_command(command):
-            return _refusal(0, ACL_ERROR_INVALID_PARAM, "only command kinds are accepted")
-        request_id = command.request_id
-        if self.anonymous_server and not self.allow_anonymous_commands:
-            # Anyone who can reach such a server could command this user's agents.
-            return _refusal(
-                request_id,
-                ACL_ERROR_API_NOT_SUPPORT,
-                f"commands refused: the NATS server {self.url} requires no authentication"
-                " (the relay forwards commands only from a server with auth, or when started"
-                " with --allow-anonymous-commands)",
-            )
-        link = self.links.get(parsed.pid)
-        if link is None or link.writer is None or link.job != parsed.job:
-            return _refusal(request_id, ACL_ERROR_INVALID_PARAM,
-                            f"no agent pid {parsed.pid} of job {parsed.job} on {self.host}")  # fmt: skip
-        if not link.commands:
-            return _refusal(
-                request_id, ACL_ERROR_API_NOT_SUPPORT,
-                f"agent pid {link.pid} accepts no commands from the relay (commands are off)",
-            )  # fmt: skip
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        link.replies[request_id] = future
-        try:
-            link.writer.write(data)
-            return await asyncio.wait_for(future, COMMAND_TIMEOUT_S)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            return _refusal(request_id, ACL_ERROR_RT_WAIT_TIMEOUT,
-                            f"no reply from agent pid {link.pid}")  # fmt: skip
-        finally:
-            link.replies.pop(request_id, None)
+        await on_command(self, msg)
 
     def totals(self) -> dict[str, int]:
         """Agents followed and their frames, over the relay's whole run."""
@@ -867,37 +597,3 @@ class Relay:
             "copies_dropped": sum(lk.copies_dropped for lk in links) + ended["copies_dropped"],
             "oversized": sum(lk.oversized for lk in links) + ended["oversized"],
         }
-
-
-def requires_authentication(nc: Any) -> bool:
-    """Whether the server we are connected to asked for credentials (a token, a
-    user, an nkey or a JWT) or verifies client certificates, from its INFO."""
-    # nats-py keeps the server's INFO in a private attribute only.
-    info = getattr(nc, "_server_info", None) or {}
-    return bool(info.get("auth_required") or info.get("tls_verify"))
-
-
-def clock_offset(probes: list[tuple[int, int, int]]) -> tuple[int, int] | None:
-    """(offset_ns, uncertainty_ns) from clock probes ``(sent, acked, stored)``: the
-    server stamped each (``stored``, its clock) between its send and its ack (this
-    host's clock), so the probe least delayed, the one with the shortest round
-    trip, is taken at its midpoint, off by at most half that round trip. None
-    without a probe."""
-    best = min(probes, key=lambda probe: probe[1] - probe[0], default=None)
-    if best is None:
-        return None
-    sent, acked, stored = best
-    return stored - (sent + acked) // 2, (acked - sent) // 2
-
-
-def _epoch_ns(stamp: Any) -> int:
-    """A server time stamp (an aware datetime) as ns since the epoch, exactly (no float)."""
-    from datetime import datetime, timezone
-
-    delta = stamp - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-
-
-def _refusal(request_id: int, code: int, message: str) -> bytes:
-    reply = ev.Reply(0, time.time_ns(), request_id, code, message, {"from": "relay"})
-    return encode_frame(ev.encode(reply))

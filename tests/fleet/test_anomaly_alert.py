@@ -10,7 +10,8 @@ from aclmon import events as ev
 from aclmon.store.fleet import EXCEPTION, Anomaly, FleetStore
 from aclmon.tui import fmt
 from aclmon.tui.anomaly import alert_text, reveal_at_start
-from aclmon.tui.fleet import FleetApp, FleetCommands, rank_app
+from aclmon.tui.fleet import FleetApp, FleetCommands
+from aclmon.tui.fleet_rank import rank_app
 from aclmon.tui.screens import ExceptionDetail
 
 MS = 1_000_000

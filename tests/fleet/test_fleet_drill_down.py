@@ -17,7 +17,8 @@ from aclmon import events as ev
 from aclmon.bus.states import CONNECTED
 from aclmon.errors import CommandRefused
 from aclmon.store.fleet import FleetStore, SourceKey
-from aclmon.tui.fleet import FleetApp, FleetCommands, rank_app
+from aclmon.tui.fleet import FleetApp, FleetCommands
+from aclmon.tui.fleet_rank import rank_app
 from aclmon.tui.screens import ExceptionDetail, HelpScreen
 from aclmon.tui.vlist import VirtualList
 

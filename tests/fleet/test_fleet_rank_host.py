@@ -8,7 +8,7 @@ from host_scenario import LIVE, FixedHost, host_events
 from test_fleet_drill_down import RANK, SIZE, ScenarioFeed, open_rank, scenario
 from tui_helpers import static_text, wait_for
 
-from aclmon.tui.fleet import RankHosts, rank_app
+from aclmon.tui.fleet_rank import RankHosts, rank_app
 
 #: generous: a deadline for a busy machine, never a speed asserted
 WAIT = 30.0

@@ -9,7 +9,8 @@ import pytest
 from aclmon import events as ev
 from aclmon.errors import CommandRefused
 from aclmon.store.fleet import EXITED, FleetStore
-from aclmon.tui.fleet import FleetApp, sort_rows
+from aclmon.tui.fleet import FleetApp
+from aclmon.tui.fleet_rows import sort_rows
 
 
 def hello(pid: int, host: str, rank: int = -1) -> ev.Hello:
@@ -184,7 +185,7 @@ async def test_fleet_keys_s_sorts_slash_filters_escape_clears_and_q_or_ctrl_c_qu
 
 
 async def test_escape_in_one_ranks_screens_clears_a_filter_first_then_goes_back_to_the_fleet():
-    from aclmon.tui.fleet import rank_app
+    from aclmon.tui.fleet_rank import rank_app
 
     feed = FixedFeed([])
     fleet = FleetStore()

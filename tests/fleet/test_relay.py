@@ -14,7 +14,8 @@ from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT
 from aclmon.bus import registry
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.nats_source import NatsFeed
-from aclmon.fleet.relay import Relay, clock_offset
+from aclmon.fleet.relay import Relay
+from aclmon.fleet.relay_clock import clock_offset
 from aclmon.store.fleet import FleetStore
 
 HOST = sj.short_host(socket.gethostname())

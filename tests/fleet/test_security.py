@@ -21,7 +21,8 @@ from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
 from aclmon.fleet.connect import Credentials
 from aclmon.fleet.nats_source import NatsFeed
-from aclmon.fleet.relay import DEFAULT_STREAM_LIMITS, Relay
+from aclmon.fleet.relay import Relay
+from aclmon.fleet.streams import DEFAULT_STREAM_LIMITS
 from aclmon.store.fleet import FleetStore
 
 pytestmark = pytest.mark.slow
