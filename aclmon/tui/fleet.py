@@ -24,15 +24,14 @@ ranks refreshes less often rather than fall behind; keys repaint at once):
   first, that one marked); then the chosen sort (``s`` cycles rank, host,
   exec/s, exceptions, utilization); ``/`` filters by any text in the row.
 
-Enter opens the single-agent screens for the rank under the cursor (its own
-store, fed from the same feed; the other ranks keep being folded in the
-background); Esc there comes back here. Their Host view reads this machine
-(:class:`RankHosts`) when the rank runs here, and says so when it does not.
+Enter opens the single-agent screens for the rank under the cursor
+(:mod:`aclmon.tui.fleet_rank`: its own store, fed from the same feed; the other
+ranks keep being folded in the background); Esc there comes back here. The
+rows' columns, sorts and filter are :mod:`aclmon.tui.fleet_rows`.
 """
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 from functools import partial
@@ -47,23 +46,25 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.widgets import Static
 
-from aclmon import events as ev
 from aclmon.bus.states import AUTH_FAILED, CONNECTED
 from aclmon.errors import AclmonError
-from aclmon.events.names import short_host
-from aclmon.host.feed import FeedReader, HostFeed
 from aclmon.locations import keymap_path
-from aclmon.sources.base import Source
-from aclmon.sources.fleet import Feed, MemberSource, drain
-from aclmon.sources.host import WithHost
+from aclmon.sources.fleet import Feed, drain
 from aclmon.store.fleet import EXITED, LIVE, STALE, Anomaly, FleetRow, FleetStore, SourceKey
 from aclmon.tui import fmt
 from aclmon.tui.anomaly import alert_text, bound_key, reveal_at_start
-from aclmon.tui.app import AclmonApp
 from aclmon.tui.columns import Column, Layout
+from aclmon.tui.fleet_rank import BACK_BINDING, RankHosts, rank_app
+from aclmon.tui.fleet_rows import (
+    NARROW_COLUMNS,
+    SORTS,
+    WIDE_COLUMNS,
+    row_cells,
+    row_name,
+    sort_rows,
+)
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.heatmap import HeatLine, HeatMap
-from aclmon.tui.host_commands import host_feed, host_opener
 from aclmon.tui.inert import InertApp, inert, inert_line
 from aclmon.tui.keys import binding_rows, quit_bindings
 from aclmon.tui.lifetime import run_app_result
@@ -76,7 +77,6 @@ from aclmon.tui.views.base import Command
 from aclmon.tui.views.filterbar import FilterBar
 from aclmon.tui.vlist import VirtualList
 
-SORTS = ("rank", "host", "exec/s", "exceptions", "util")
 #: heat-map shades from idle to busy
 SHADES = " ░▒▓█"
 #: hosts on their own heat-map line up to this many; past it, a flat grid
@@ -88,84 +88,6 @@ FOLD_CHUNK = 5_000
 CATCH_UP_PAUSE_S = 0.001
 #: after a repaint that took t seconds, the next one from the timer waits t times this
 PAINT_SPACING = 4.0
-#: in one rank's screens: back to the fleet
-BACK_BINDING = Binding("escape", "back_to_fleet", "Fleet", id="fleet.back")
-#: the columns of a rank's row, wide and narrow (the rest: ``state``)
-WIDE_COLUMNS = (
-    Column("rank", 5, True), Column("host", 16, cut="middle"), Column("pid", 7, True),
-    Column("dev", 7),
-    Column("AI Core", 21, True), Column("HBM", 17, True), Column("exec/s", 7, True),
-    Column("execs", 8, True), Column("fail", 5, True), Column("exc", 5, True),
-    Column("ovf", 4, True), Column("last error", 20, cut="middle"), Column("state", 0),
-)  # fmt: skip
-NARROW_COLUMNS = (
-    Column("rank", 5, True), Column("host", 12, cut="middle"), Column("pid", 7, True),
-    Column("util", 4, True), Column("exec/s", 7, True), Column("exc", 4, True),
-    Column("last error", 16, cut="middle"),
-    Column("state", 0),
-)  # fmt: skip
-
-
-def sort_rows(
-    rows: list[FleetRow],
-    sort: str,
-    first: SourceKey | None,
-    text: str = "",
-    columns: tuple[Column, ...] = WIDE_COLUMNS,
-) -> list[FleetRow]:
-    """Rows with exceptions first (earliest first), then by ``sort``; only
-    those whose ``columns`` show ``text`` (case-insensitive) when it is given."""
-    if text:
-        rows = [r for r in rows if text.lower() in row_words(r, columns)]
-
-    def rank_key(r: FleetRow) -> tuple[Any, ...]:
-        return (r.rank if r.rank is not None else 1 << 30, r.host, r.pid)
-
-    keys = {
-        "rank": rank_key,
-        "host": lambda r: (r.host, *rank_key(r)),
-        "exec/s": lambda r: (-r.executions_per_s, *rank_key(r)),
-        "exceptions": lambda r: (-r.exceptions, *rank_key(r)),
-        "util": lambda r: (-r.cube_util, *rank_key(r)),
-    }
-    alerts = sorted(
-        (r for r in rows if r.exceptions), key=lambda r: (r.first_exception_ns or 0, r.key)
-    )
-    rest = sorted((r for r in rows if not r.exceptions), key=keys[sort])
-    if first is not None:
-        alerts.sort(key=lambda r: r.key != first)  # stable: the earliest stays on top
-    return alerts + rest
-
-
-def row_cells(r: FleetRow) -> dict[str, str]:
-    """What each column (of the wide and the narrow set) shows of a rank."""
-    util = "  ?" if r.cube_util < 0 else f"{r.cube_util:>3}%"
-    return {
-        "rank": "-" if r.rank is None else str(r.rank),
-        "host": r.host,
-        "pid": str(r.pid),
-        "dev": ",".join(map(str, r.devices)) or "-",
-        "AI Core": f"{fmt.sparkline(r.cube_history, 16)} {util}",
-        "util": util,
-        "HBM": fmt.size_pair(r.hbm_used, r.hbm_total) if r.hbm_total else "-",
-        "exec/s": f"{r.executions_per_s:.1f}",
-        "execs": str(r.executions),
-        "fail": str(r.failures),
-        "exc": str(r.exceptions),
-        "ovf": str(r.overflows),
-        "last error": r.last_error,
-        "state": r.state if r.health == "OK" else f"{r.state} {inert_line(r.health)}",
-    }
-
-
-def row_words(r: FleetRow, columns: tuple[Column, ...]) -> str:
-    """What ``/`` matches a rank's row by: what ``columns`` show of it."""
-    cells = row_cells(r)
-    return " ".join(cells[c.cell_key] for c in columns).lower()
-
-
-def _row_name(row: FleetRow) -> str:
-    return f"Rank {row.rank}" if row.rank is not None else f"PID {row.pid}"
 
 
 class FleetCommands(CommandsProvider):
@@ -187,7 +109,7 @@ class FleetCommands(CommandsProvider):
             )  # fmt: skip
         out += [
             Command(
-                f"{_row_name(row)} on {row.host}: open its screens",
+                f"{row_name(row)} on {row.host}: open its screens",
                 partial(app.exit, row.key),
                 "the single-agent screens of that rank (Esc there comes back)",
             )
@@ -579,94 +501,6 @@ class FleetApp(InertApp["SourceKey | None"]):
             return
         self.jump = order[0]
         self.exit(order[0].key)
-
-
-class RankApp(AclmonApp):
-    """One rank's screens: the single-agent app over the rank's own store, fed by
-    a :class:`~aclmon.sources.fleet.MemberSource`; Esc goes back to the fleet.
-    ``host_note`` says in its Host view why it holds no readings."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [*AclmonApp.BINDINGS, BACK_BINDING]
-
-    #: left with Esc, back to the fleet (not quit)
-    went_back = False
-    host_note = ""
-
-    def on_mount(self) -> None:  # before AclmonApp's own (Textual calls both)
-        self.host_view.note = self.host_note
-
-    def action_back_to_fleet(self) -> None:
-        self.went_back = True
-        self.exit(0)
-
-
-def _open_host_feed(sim: bool) -> HostFeed:
-    return host_feed(host_opener("auto", sim=sim, timeout=5.0, details="rotate"))
-
-
-class RankHosts:
-    """This machine's NPU readings for the Host view of the ranks that run here.
-
-    A feed is started when the first such rank is opened (the simulated host for
-    a rank on the simulator, as ``aclmon demo`` reads it) and read on by each of
-    those ranks through its own reader, kept across visits, so the rank's store
-    never folds a reading twice. A rank on another host gets none: this machine's
-    readings are not its NPUs.
-    """
-
-    def __init__(
-        self,
-        here: str | None = None,
-        open_feed: Callable[[bool], HostFeed] = _open_host_feed,
-    ) -> None:
-        self.here = short_host(here or socket.gethostname())
-        self._open_feed = open_feed
-        self._feeds: dict[bool, HostFeed] = {}
-        self._readers: dict[SourceKey, FeedReader] = {}
-
-    def reader(self, key: SourceKey, hello: ev.Hello | None) -> FeedReader | None:
-        """The rank's reader (None: it runs on another host); ``key[0]`` is its host."""
-        if key[0] != self.here:
-            return None
-        reader = self._readers.get(key)
-        if reader is None:
-            sim = hello is not None and hello.runtime == "sim"
-            feed = self._feeds.get(sim)
-            if feed is None:
-                feed = self._feeds[sim] = self._open_feed(sim)
-                feed.start()
-            reader = self._readers[key] = feed.reader()
-        return reader
-
-    def close(self) -> None:
-        for feed in self._feeds.values():
-            feed.close()
-
-
-def rank_app(
-    feed: Feed,
-    fleet: FleetStore,
-    key: SourceKey,
-    *,
-    interval: float,
-    theme: str | None = None,
-    keymap: dict[str, str] | None = None,
-    hosts: RankHosts | None = None,
-) -> RankApp:
-    """The screens of the rank ``key`` (see :class:`RankApp`), with this machine's
-    NPUs in its Host view when ``hosts`` has them for the rank."""
-    entry = fleet.sources[key]
-    source: Source = MemberSource(feed, fleet, key)
-    reader = hosts.reader(key, entry.hello) if hosts is not None else None
-    if reader is not None:
-        source = WithHost(source, reader)
-    app = RankApp(source, interval=interval, theme=theme, keymap=keymap, store=entry.store)
-    if hosts is not None and reader is None:
-        app.host_note = (
-            f"host readings are not available for a rank on another host ({key[0]});"
-            " aclmon top there shows its NPUs"
-        )
-    return app
 
 
 def run_fleet_app(
