@@ -26,14 +26,26 @@ joiner's events/s over the socketpair ceiling) compares runs on a machine
 whose load changes.
 
     PYTHONPATH=. python bench/bench_fleet.py [--seconds 32] [--publishers 16]
+
+``--sources N`` is the large-fleet run instead (:func:`fleet_main`): N synthetic
+ranks (``fleet_load.py``, niced: they stand for other hosts' jobs) through 8
+relays into one nats-server and the fleet screen. Its lag is over the events of
+the steady load (the ranks' set-up burst apart: ``setup_lag_p99_ms``), and it
+reports CPU per event of the viewer, the relays and the load, which the
+machine's load does not change, and the load's share of the machine.
+
+    PYTHONPATH=. python bench/bench_fleet.py --sources 1024 [--rate 20] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
 import contextlib
+import itertools
 import json
+import operator
 import os
 import signal
 import socket
@@ -60,6 +72,7 @@ from aclmon.fleet.nats_source import NatsFeed
 from aclmon.fleet.server import LocalNatsServer
 
 JOB = "bench"
+_ts_ns = operator.attrgetter("ts_ns")
 TICK_S = 0.01
 BLAST_EVENTS = 1_000_000
 #: after the publishers are done, the viewer waits this long for more before counting the rest lost
@@ -363,6 +376,22 @@ FLEET_HOSTS = 8
 FLEET_FAULTY = (37, 512, 901)
 #: the fleet screen's size for frame_ms and the live viewer
 SCREEN = (160, 48)
+#: the synthetic ranks stand for the jobs of other hosts: on one small machine
+#: they run at a lower priority, so that they take the CPU the viewer and the
+#: relays leave rather than starve them (their share is reported: load_cpu_percent)
+LOAD_NICE = 10
+
+
+def niced_child() -> Any:
+    """The ``preexec_fn`` of a load process: dies with this one, runs at ``LOAD_NICE``."""
+    die = dies_with_me()
+
+    def preexec() -> None:
+        if die is not None:
+            die()
+        os.nice(LOAD_NICE)
+
+    return preexec
 
 
 def fleet_viewer_main(url: str, sources: int) -> None:
@@ -377,28 +406,36 @@ def fleet_viewer_main(url: str, sources: int) -> None:
     from aclmon.tui.fleet import FleetApp
 
     class MeasuredFeed(NatsFeed):
+        """Notes each event's lag, each source's count and its sequence gaps as
+        the feed decodes, in C-level calls: the measurement must not be what
+        slows the viewer (per event Python loops here once cost as much as the
+        decoding itself)."""
+
         def __init__(self, *a: Any, **k: Any) -> None:
             super().__init__(*a, **k)
             self.counted: dict[tuple[str, int], int] = {}
+            self.total = 0
             self.last_seq: dict[tuple[str, int], int] = {}
             self.gaps = 0
-            self.lags: list[np.ndarray] = []
+            self.stamps = array.array("q")
+            self.arrivals = array.array("q")
             self.newest = time.monotonic()
 
         def _push(self, key: Any, events: list[Any]) -> None:
             now = time.time_ns()
-            live = [e for e in events if e.seq and type(e) is not ev.Reply]
-            if live:
+            sequenced = [e for e in events if e.seq]  # not the snapshot (seq 0)
+            if sequenced:
+                # A source's events come in order: what the numbers skipped.
                 previous = self.last_seq.get(key, 0)
-                for event in events:
-                    if event.seq:
-                        if previous and event.seq != previous + 1:
-                            self.gaps += max(event.seq - previous - 1, 0)
-                        previous = event.seq
-                self.last_seq[key] = previous
+                if previous:
+                    self.gaps += max(sequenced[-1].seq - previous - len(sequenced), 0)
+                self.last_seq[key] = sequenced[-1].seq
+                # What the load emitted: not the Replies to the relay's requests.
+                live = [e for e in sequenced if type(e) is not ev.Reply]
                 self.counted[key] = self.counted.get(key, 0) + len(live)
-                stamps = np.fromiter((e.ts_ns for e in live), dtype=np.int64, count=len(live))
-                self.lags.append((now - stamps) / 1e6)
+                self.total += len(live)
+                self.stamps.extend(map(_ts_ns, live))
+                self.arrivals.extend(itertools.repeat(now, len(live)))
                 self.newest = time.monotonic()
             super()._push(key, events)
 
@@ -424,20 +461,36 @@ def fleet_viewer_main(url: str, sources: int) -> None:
             time.sleep(0.005)
         cpu_before, wall_before = me.cpu_times(), time.monotonic()
         offered = int(sys.stdin.readline().split()[1])
-        while sum(feed.counted.values()) < offered and time.monotonic() - feed.newest < QUIET_S:
+        while feed.total < offered and time.monotonic() - feed.newest < QUIET_S:
             time.sleep(0.05)
         cpu_after, wall_after = me.cpu_times(), time.monotonic()
         time.sleep(1.0)  # the screen folds the last of it
         used = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
-        lag = np.concatenate(feed.lags) if feed.lags else np.zeros(1)
+        stamps = np.frombuffer(feed.stamps, dtype=np.int64)
+        arrivals = np.frombuffer(feed.arrivals, dtype=np.int64)
+        all_lags = (arrivals - stamps) / 1e6 if len(stamps) else np.zeros(1)
+        # The ranks' set-up (Hello, device, context, stream, model of 1,024 ranks
+        # at once, before the load starts) is the job starting, not its steady
+        # flow: its lag is reported apart.
+        steady = stamps >= int(start_at * 1e9)
+        lag = all_lags[steady] if steady.any() else all_lags
+        setup = all_lags[~steady] if len(stamps) and (~steady).any() else np.zeros(1)
+        seconds = (stamps[steady] - int(start_at * 1e9)) // 10**9
+        lag_by_second = {
+            int(second): round(float(np.percentile(lag[seconds == second], 99)), 1)
+            for second in np.unique(seconds)
+        }
         report.update(
-            received=sum(feed.counted.values()),
+            received=feed.total,
             per_source=len(feed.counted),
             gaps=feed.gaps,
             feed_lost=feed.lost,
             lag_p50_ms=float(np.percentile(lag, 50)),
             lag_p99_ms=float(np.percentile(lag, 99)),
             lag_max_ms=float(lag.max()),
+            lag_all_p99_ms=float(np.percentile(all_lags, 99)),
+            setup_lag_p99_ms=float(np.percentile(setup, 99)),
+            lag_p99_ms_by_second=lag_by_second,
             viewer_cpu_s=used,
             viewer_wall_s=wall_after - wall_before,
             rss_before_mb=rss_before / 1e6,
@@ -621,7 +674,7 @@ def fleet_run(args: argparse.Namespace, root: str) -> dict[str, Any]:
                      "--rate", str(args.rate), "--seconds", str(args.seconds),
                      "--start-at", str(start_at), "--faulty", faulty],
                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                    preexec_fn=dies_with_me(),
+                    preexec_fn=niced_child(),
                 ))  # fmt: skip
             viewer.stdin.write(f"start {start_at}\n")
             viewer.stdin.flush()
@@ -700,6 +753,8 @@ def fleet_main(args: argparse.Namespace) -> None:
             f" on {os.cpu_count()} cores)",
             flush=True,
         )
+        print(f"  lag p99 by second of the load (ms): {run['lag_p99_ms_by_second']};"
+              f" the ranks' set-up: p99 {run['setup_lag_p99_ms']:.1f} ms", flush=True)  # fmt: skip
     busy_ms, idle_ms = fleet_frame_ms(args.sources)
     print(f"fleet screen at {SCREEN[0]}x{SCREEN[1]} with {args.sources} ranks: a refresh"
           f" that folds 1/{FLEET_HOSTS} of them {busy_ms:.1f} ms, one with nothing new"
@@ -732,6 +787,29 @@ def fleet_main(args: argparse.Namespace) -> None:
                         (r["rss_after_mb"] - r["rss_before_mb"]) / args.sources for r in runs
                     ),
                     3,
+                ),
+                # CPU per event (microseconds): what the load does not change
+                "viewer_cpu_us_per_event": round(
+                    statistics.median(
+                        1e6 * r["viewer_cpu_s"] / max(r["received"], 1) for r in runs
+                    ),
+                    1,
+                ),
+                "relay_cpu_us_per_event": round(
+                    statistics.median(1e6 * r["relay_cpu_s"] / max(r["offered"], 1) for r in runs),
+                    1,
+                ),
+                "load_cpu_us_per_event": round(
+                    statistics.median(1e6 * r["load_cpu_s"] / max(r["offered"], 1) for r in runs),
+                    1,
+                ),
+                # the synthetic ranks' share of the machine (percent of all its cores)
+                "load_cpu_percent": round(
+                    statistics.median(
+                        100 * r["load_cpu_s"] / r["viewer_wall_s"] / (os.cpu_count() or 1)
+                        for r in runs
+                    ),
+                    1,
                 ),
                 "relay_cpu_percent": round(
                     statistics.median(
