@@ -87,6 +87,21 @@ class AgentLink:
     def subject(self, cls: str) -> str:
         return sj.subject(self.job or "_", self.host, self.pid, cls)
 
+    def reports(self, clock_known: bool) -> bool:
+        """A snapshot, a drop count or the clock offset (when one is known) to send."""
+        return (
+            self.state_dirty
+            or self.dropped != self.drops_reported
+            or self.copies_dropped != self.copies_reported
+            or (self.clock_pending and self.published > 0 and clock_known)
+        )
+
+    def due(self, now: float, flush_s: float, clock_known: bool) -> bool:
+        """Whether anything is to be sent now (a batch once ``flush_s`` old)."""
+        if self.reports(clock_known):
+            return True
+        return any(b.frames and now - b.started >= flush_s for b in self.batches.values())
+
 
 def job_of(hello: ev.Hello) -> str:
     """The job an agent belongs to, as a subject token: the name its Hello

@@ -340,7 +340,8 @@ class Relay:
                         )
                 # Batches due go out now, not at the flusher's next tick:
                 # on a busy machine a timer fires late, a read does not wait.
-                await self._flush_link(link)
+                if link.due(time.monotonic(), self.flush_s, self.clock_frame is not None):
+                    await self._flush_link(link)
         except (OSError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -546,22 +547,13 @@ class Relay:
         while not stop.is_set():
             await asyncio.sleep(tick)
             now = time.monotonic()
+            clock_known = self.clock_frame is not None
             # Only the links with something due: a host of many quiet ranks
             # would otherwise cost a coroutine per rank every tick.
-            for link in [lk for lk in self.links.values() if self._due(lk, now)]:
+            for link in [
+                lk for lk in self.links.values() if lk.due(now, self.flush_s, clock_known)
+            ]:
                 await self._flush_link(link)
-
-    def _due(self, link: AgentLink, now: float) -> bool:
-        """Whether :meth:`_flush_link` has anything to send for ``link`` now."""
-        if (
-            link.state_dirty
-            or link.dropped != link.drops_reported
-            or link.copies_dropped != link.copies_reported
-            or (link.clock_pending and link.published and self.clock_frame is not None)
-        ):
-            return True
-        flush_s = self.flush_s
-        return any(b.frames and now - b.started >= flush_s for b in link.batches.values())
 
     async def _heartbeats(self, stop: asyncio.Event) -> None:
         """Every second, for each job served: this relay is alive (its send time is
