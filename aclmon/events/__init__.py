@@ -4,6 +4,8 @@
   once with ``@register(kind, name)`` (:mod:`aclmon.events.registry`, which
   keeps ``KINDS`` and ``KIND_NAMES``); ``COMMAND_KINDS`` and ``Event`` derive
   from those declarations.
+- :mod:`aclmon.events.commands`: the commands a viewer sends an agent and the
+  agent's ``Reply`` (registered as events, with ``command=True``).
 - :mod:`aclmon.events.unknown`: the field values that stand for "not known"
   (``UNKNOWN_VALUES``, ``known``).
 - :mod:`aclmon.events.codec`: ``encode`` and the validating ``EventDecoder``
@@ -25,6 +27,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from aclmon.events.clock import Clock, hello_fields, missed_between
+from aclmon.events.commands import (
+    Ping,
+    Reply,
+    RequestSnapshot,
+    SetProfilingConfig,
+    StartProfiling,
+    StopProfiling,
+)
 from aclmon.events.json import JSON_RENAMED_FIELDS, to_json
 from aclmon.events.registry import KIND_NAMES, KINDS, kind_of, register
 from aclmon.events.schema import (
@@ -62,13 +72,7 @@ from aclmon.events.schema import (
     ModelLoaded,
     ModelUnloaded,
     OpTiming,
-    Ping,
     ProfilingState,
-    Reply,
-    RequestSnapshot,
-    SetProfilingConfig,
-    StartProfiling,
-    StopProfiling,
     StreamCreated,
     StreamDestroyed,
     StreamSyncBegin,
