@@ -42,6 +42,8 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator
+from itertools import islice, repeat
+from operator import itemgetter
 from typing import Any
 
 from aclmon.acl_constants import ACL_SUCCESS
@@ -62,6 +64,7 @@ from aclmon.events import (
     StreamSynchronized,
     Triage,
 )
+from aclmon.events.wire import encode_columns
 
 log = logging.getLogger("aclmon.bus")
 
@@ -73,11 +76,18 @@ MAX_TRACKED = 4096
 MAX_PENDING = 1024
 #: record builders whose layout the history remembers (they are made when hooks install)
 MAX_BUILDERS = 256
+#: the shortest run of successful synchronizes or executes whose arrays are made in
+#: bulk (a shorter one costs less one record at a time)
+BULK_RUN = 8
 #: failed executions remembered per model, so a failure seen twice (an exception,
 #: then the failed synchronize it causes) counts once
 FAILED_RUNS_KEPT = 64
 #: unloaded models whose figures the snapshot still carries (newest kept)
 UNLOADED_KEPT = 64
+
+_ITEM3 = itemgetter(3)
+#: takes an iterator to its end, keeping nothing
+_consume = deque
 
 
 class _Model:
@@ -199,68 +209,67 @@ class HistoryKeeper:
         would leave them, in order, but a successful synchronize or execute (the hot
         records, :mod:`aclmon.agent.hot`) is counted from its record, its event never
         built; it still takes its number. Returns how many records failed to build."""
-        return self._take(records, counter, None)
+        return self._take(records, counter, None)[0]
 
     def observe_records(
         self, records: list[Record], counter: Iterator[int]
-    ) -> tuple[list[tuple[Any, ...]], int]:
+    ) -> tuple[list[Any], int, int]:
         """Take records whose events viewers will receive (the publisher calls this in
         place of building and observing their events, then packing them): the history
         and the numbering end as :meth:`fold` leaves them, and every event comes back, in
-        order, as the array the wire carries (``(kind, seq, ts_ns, ...)``; see
-        :func:`aclmon.events.wire.encode_arrays`). A successful synchronize or execute
-        goes from its record to its array, no event built: plain tuples of numbers,
-        which the GC stops tracking at once, where events would be promoted to the old
-        generations as they wait to be sent. Also returns how many records failed to
-        build."""
-        arrays: list[tuple[Any, ...]] = []
-        return arrays, self._take(records, counter, arrays)
+        order, for the wire: segments that are lists of arrays (``(kind, seq, ts_ns,
+        ...)``, :func:`aclmon.events.wire.encode_arrays`) or buffers of frames already
+        made (:func:`aclmon.events.wire.encode_segments`). A successful synchronize or
+        execute goes from its record to its array, no event built: plain tuples of
+        numbers, which the GC stops tracking at once, where events would be promoted to
+        the old generations as they wait to be sent; a run of them goes from the records
+        to their frames by column (:func:`aclmon.events.wire.encode_columns`), no array
+        made. Returns the segments, how many events they hold and how many records
+        failed to build."""
+        segments: list[Any] = []
+        failed, packed = self._take(records, counter, segments)
+        count = packed + sum(len(s) for s in segments if type(s) is list)
+        return segments, count, failed
 
     def _take(
-        self, records: list[Record], counter: Iterator[int], arrays: list[tuple[Any, ...]] | None
-    ) -> int:
-        """:meth:`fold` (``arrays`` None) or :meth:`observe_records` (each event's array
-        appended to ``arrays``); how many records failed to build."""
-        streams_get = self.streams.get
-        models_get = self.models.get
+        self, records: list[Record], counter: Iterator[int], segments: list[Any] | None
+    ) -> tuple[int, int]:
+        """:meth:`fold` (``segments`` None) or :meth:`observe_records` (the events
+        appended to ``segments``): how many records failed to build, and how many events
+        went into ``segments`` as frames."""
         layout_of = self._layouts.get
         handler_of = self._handlers.get
-        wire_of = self._wires.get
-        append = arrays.append if arrays is not None else None
-        failed = 0
-        last_seq = 0
+        arrays: list[tuple[Any, ...]] | None = [] if segments is not None else None
+        failed = packed = last_seq = 0
+        #: consecutive hot records of one builder whose call succeeded, taken together
+        run: list[Record] = []
+        run_key: Any = None
         key: Any
         event: Any
         for record in records:
-            if type(record) is not tuple:  # a ready event
-                key, layout = None, 0
-            else:
-                key = record[0]
-                known = layout_of(key)
-                layout = self._learn(key) if known is None else known
             # A hot record's last item is the call's result. `is`: the int 0 and nothing
             # else (not None, False or a numpy 0): any other result is built as an event.
-            if layout and record[-1] is ACL_SUCCESS:
-                if append is None:
-                    last_seq = next(counter)  # its number; its event is never built
-                else:
-                    array = wire_of(key)(counter, record)  # type: ignore[misc]  # _learn
-                    last_seq = array[1]
-                    append(array)
-                if layout == SYNC_STREAM_RECORD:
-                    stream = streams_get(record[3])
-                    if stream is not None:
-                        stream.syncs += 1
-                        stream.unsynced = None  # a successful synchronize settles the launch
+            if type(record) is tuple and record[-1] is ACL_SUCCESS:
+                key = record[0]
+                if key == run_key:
+                    run.append(record)
                     continue
-                model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
-                if model is not None:
-                    model.executions += 1
-                    if record[4]:
-                        stream = streams_get(record[4])
-                        if stream is not None:
-                            stream.last_launch = stream.unsynced = (record[3], model.executions)
-                continue
+                known = layout_of(key)
+                if self._learn(key) if known is None else known:
+                    if run:
+                        last_seq, frames = self._take_run(run_key, run, counter, arrays)
+                        if frames:
+                            packed += len(run)
+                            arrays = self._cut(segments, arrays, frames)
+                    run, run_key = [record], key
+                    continue
+            if run:
+                last_seq, frames = self._take_run(run_key, run, counter, arrays)
+                if frames:
+                    packed += len(run)
+                    arrays = self._cut(segments, arrays, frames)
+                run, run_key = [], None
+            key = record[0] if type(record) is tuple else None
             try:
                 event = record if key is None else builder_of(key)(counter, record)
             except Exception as exc:
@@ -277,11 +286,85 @@ class HistoryKeeper:
                     event = replaced
             if event.seq:  # snapshot-like events carry 0
                 last_seq = event.seq
-            if append is not None:
-                append(event.KIND_TUPLE + event)
+            if arrays is not None:
+                arrays.append(event.KIND_TUPLE + event)
+        if run:
+            last_seq, frames = self._take_run(run_key, run, counter, arrays)
+            if frames:
+                packed += len(run)
+                arrays = self._cut(segments, arrays, frames)
+        if segments is not None and arrays:
+            segments.append(arrays)
         if last_seq:
             self.last_seq = max(self.last_seq, last_seq)
-        return failed
+        return failed, packed
+
+    @staticmethod
+    def _cut(
+        segments: list[Any] | None, arrays: list[tuple[Any, ...]] | None, frames: bytes
+    ) -> list[tuple[Any, ...]]:
+        """``frames`` go after the arrays so far; the arrays after them start anew."""
+        assert segments is not None
+        if arrays:
+            segments.append(arrays)
+        segments.append(frames)
+        return []
+
+    def _take_run(
+        self,
+        key: Any,
+        run: list[Record],
+        counter: Iterator[int],
+        arrays: list[tuple[Any, ...]] | None,
+    ) -> tuple[int, bytes | None]:
+        """Count a run of successful synchronizes or executes of the builder ``key`` from
+        their records (their events are never built); unless ``arrays`` is None, give
+        their events too: a short run appends their arrays to ``arrays``, a long one
+        returns them as frames (``columns``: C-level maps and slice copies, no Python
+        code per record). Returns the last number they took, and those frames."""
+        count = len(run)
+        # (the builders are learnt anew when a job made more than MAX_BUILDERS of them)
+        layout = self._layouts.get(key) or self._learn(key)
+        frames = None
+        if arrays is None:
+            if count > 1:
+                _consume(islice(counter, count - 1), maxlen=0)
+            last = next(counter)
+        elif count < BULK_RUN:
+            wire = self._wires[key][0]
+            for record in run:
+                arrays.append(wire(counter, record))
+            last = arrays[-1][1]
+        else:
+            columns = self._wires[key][1](counter, run)
+            last = columns[1][-1]
+            frames = encode_columns(columns, count)
+            if frames is None:  # values msgpack packs its own way: array by array
+                arrays.extend(
+                    zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
+                )
+        streams_get = self.streams.get
+        if layout == SYNC_STREAM_RECORD:
+            handles = list(map(_ITEM3, run))
+            first = handles[0]
+            # one stream (the usual run): one update; else one per record
+            syncs = [(first, count)] if handles.count(first) == count else zip(handles, repeat(1))
+            for handle, synced in syncs:
+                stream = streams_get(handle)
+                if stream is not None:
+                    stream.syncs += synced
+                    stream.unsynced = None  # a successful synchronize settles the launch
+            return last, frames
+        models_get = self.models.get
+        for record in run:  # EXECUTE_RECORD, the other one _learn knows; in order
+            model = models_get(record[3])
+            if model is not None:
+                model.executions += 1
+                if record[4]:
+                    stream = streams_get(record[4])
+                    if stream is not None:
+                        stream.last_launch = stream.unsynced = (record[3], model.executions)
+        return last, frames
 
     def _learn(self, builder: Any) -> int:
         """The layout of the records of ``builder`` (a record's first item: the builder
@@ -297,7 +380,8 @@ class HistoryKeeper:
         if layout not in (SYNC_STREAM_RECORD, EXECUTE_RECORD):
             layout = 0
         self._layouts[builder] = layout
-        self._wires[builder] = getattr(found, "wire", None) if layout else None
+        wires = (getattr(found, "wire", None), getattr(found, "columns", None))
+        self._wires[builder] = wires if layout else None
         return layout
 
     def snapshot_events(self) -> list[Any]:

@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
+from itertools import islice, repeat
+from operator import add, itemgetter, sub
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,8 @@ _perf_ns = time.perf_counter_ns
 _tuple_new = tuple.__new__
 _SYNCHRONIZED = kind_of(StreamSynchronized)
 _EXECUTED = kind_of(ExecuteEnd)
+#: a hot record's items (see the record layouts below)
+_START, _END, _ITEM3, _ITEM4 = itemgetter(1), itemgetter(2), itemgetter(3), itemgetter(4)
 
 
 #: Record layouts the history can count without building the event
@@ -290,33 +294,53 @@ def _sync_builder(wall_offset: list[int], *, device: bool, timed: bool) -> Any:
 def _sync_stream_builder(wall_offset: list[int]) -> Any:
     """The publisher-side half of the synchronize_stream wrapper. Its ``wire`` makes
     the array the wire carries (kind first) straight from the record: a plain tuple
-    of numbers, which the GC stops tracking, where the event would stay tracked."""
+    of numbers, which the GC stops tracking, where the event would stay tracked; its
+    ``columns``, the arrays of a run of records whose call succeeded, column by column
+    (:func:`aclmon.events.wire.encode_columns` packs them at once)."""
 
     def wire(counter: Iterator[int], record: tuple[Any, ...]) -> tuple[Any, ...]:
         _, start, end, stream, result = record
         ret = result if type(result) is int else ret_of(result)
         return (_SYNCHRONIZED, next(counter), end + wall_offset[0], stream, end - start, ret, -1)
 
+    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any]:
+        # the arrays of records whose call succeeded, by column (see encode_columns):
+        # C-level maps, no Python code per record
+        ends = list(map(_END, records))
+        return [
+            _SYNCHRONIZED, list(islice(counter, len(records))),
+            list(map(add, ends, repeat(wall_offset[0]))), list(map(_ITEM3, records)),
+            list(map(sub, ends, map(_START, records))), ACL_SUCCESS, -1,
+        ]  # fmt: skip
+
     def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
         return _tuple_new(StreamSynchronized, wire(counter, record)[1:])
 
-    build.wire = wire  # type: ignore[attr-defined]  # read by history.observe_records
+    build.wire, build.columns = wire, columns  # type: ignore[attr-defined]  # history
     return build
 
 
 def _execute_builder(wall_offset: list[int]) -> Any:
     """The publisher-side half of an execute wrapper: its record as ExecuteEnd (and
-    ``wire``, as the synchronize_stream builder's)."""
+    ``wire`` and ``columns``, as the synchronize_stream builder's)."""
 
     def wire(counter: Iterator[int], record: tuple[Any, ...]) -> tuple[Any, ...]:
         _, start, end, model_id, stream, result = record
         ret = result if type(result) is int else ret_of(result)
         return (_EXECUTED, next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
 
+    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any]:
+        ends = list(map(_END, records))
+        return [
+            _EXECUTED, list(islice(counter, len(records))),
+            list(map(add, ends, repeat(wall_offset[0]))), list(map(_ITEM3, records)),
+            list(map(_ITEM4, records)), list(map(sub, ends, map(_START, records))), ACL_SUCCESS,
+        ]  # fmt: skip
+
     def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
         return _tuple_new(ExecuteEnd, wire(counter, record)[1:])
 
-    build.wire = wire  # type: ignore[attr-defined]  # read by history.observe_records
+    build.wire, build.columns = wire, columns  # type: ignore[attr-defined]  # history
     return build
 
 

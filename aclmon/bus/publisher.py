@@ -75,9 +75,9 @@ from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
     HEADER,
     FrameError,
-    encode_arrays,
     encode_frame,
     encode_frames,
+    encode_segments,
 )
 
 log = logging.getLogger("aclmon.bus")
@@ -581,14 +581,13 @@ class Publisher:
                 # On this thread, in order, before anyone gets the batch (also when nobody
                 # listens): what a snapshot says stays in step with what follows it.
                 try:
-                    arrays, failed = observer.observe_records(records, counter)
+                    segments, count, failed = observer.observe_records(records, counter)
                 except Exception:
                     log.exception("event observer failed; a batch was lost")
                     self._queue_drops.add(len(records))
                     continue
                 self._queue_drops.add(failed)
-                count = len(arrays)
-                data = self._frames(encode_arrays, arrays) if takers and arrays else b""
+                data = self._frames(encode_segments, segments) if takers and count else b""
             if not count:
                 continue
             for conn in receivers:

@@ -52,11 +52,12 @@ class Observer(Protocol):
 
     def observe_records(
         self, records: list[Record], counter: Iterator[int]
-    ) -> tuple[list[tuple[Any, ...]], int]:
+    ) -> tuple[list[Any], int, int]:
         """Take the records of events viewers will receive, in place of
         :func:`build_records` and :meth:`observe` on their events: every event back, in
-        order, as the array the wire carries (``(kind, seq, ts_ns, ...)``), and how many
-        records failed to build."""
+        order, as segments for :func:`aclmon.events.wire.encode_segments` (lists of the
+        arrays the wire carries, ``(kind, seq, ts_ns, ...)``, and buffers of frames);
+        how many events they hold; and how many records failed to build."""
         ...
 
     def fold(self, records: list[Record], counter: Iterator[int]) -> int:

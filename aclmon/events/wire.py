@@ -51,7 +51,10 @@ DEFAULT_MAX_FRAME = 4 * 1024 * 1024
 
 _pack_length = HEADER.pack
 _unpack_length = HEADER.unpack_from
-_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+_pack = _packer.pack
+_pack_array_header = _packer.pack_array_header
+_INT = {int}
 _kind_tuple = operator.attrgetter("KIND_TUPLE")
 
 
@@ -97,6 +100,65 @@ def encode_arrays(arrays: list[tuple[Any, ...]]) -> tuple[bytes, list[tuple[Any,
             except Exception as exc:
                 failed.append((array, exc))
     return _framed(payloads), failed
+
+
+#: the msgpack forms an int column may take, smallest first: (marker, struct code, size)
+_INT_FORMS = ((b"\xce", "I", 4), (b"\xcf", "Q", 8), (b"\xd3", "q", 8))
+
+
+def encode_columns(columns: list[Any], count: int) -> bytes | None:
+    """``count`` events as frames in one buffer, the ``i``-th array being the ``i``-th
+    item of each column (a list of ints), or the column itself when it is one int (the
+    same in every array); None when an item is not an int msgpack carries (the caller
+    packs those arrays one by one).
+
+    Each column takes one msgpack form for the whole batch (uint32, uint64 or int64,
+    the smallest that holds all its values), so every frame has the same layout: a
+    column is packed by one ``struct`` call and copied into all frames by C-level
+    slice assignments, no Python code per event. The arrays decode to exactly what
+    :func:`encode_arrays` would send (an int's form is msgpack's choice to make)."""
+    template = bytearray(_pack_array_header(len(columns)))
+    slots: list[tuple[int, int, bytes]] = []
+    for column in columns:
+        if type(column) is int:
+            template += _pack(column)
+            continue
+        if len(column) != count or not set(map(type, column)) <= _INT:
+            return None  # bool, numpy or other values: msgpack's own forms
+        for marker, code, size in _INT_FORMS:
+            try:
+                data = struct.pack(f">{count}{code}", *column)
+            except struct.error:  # out of this form's range
+                continue
+            template += marker
+            slots.append((HEADER_SIZE + len(template), size, data))
+            template += bytes(size)
+            break
+        else:
+            return None
+    frame = _pack_length(len(template)) + template
+    step = len(frame)
+    out = bytearray(frame * count)
+    for start, size, data in slots:
+        for byte in range(size):
+            out[start + byte :: step] = data[byte::size]
+    return bytes(out)
+
+
+def encode_segments(segments: list[Any]) -> tuple[bytes, list[tuple[Any, Exception]]]:
+    """A batch given as segments, in order: lists of arrays (:func:`encode_arrays`) and
+    buffers of frames already made (:func:`encode_columns`), as one buffer of frames;
+    and the arrays msgpack cannot carry (left out, with why)."""
+    failed: list[tuple[Any, Exception]] = []
+    buffers = []
+    for segment in segments:
+        if type(segment) is bytes:
+            buffers.append(segment)
+            continue
+        data, lost = encode_arrays(segment)
+        buffers.append(data)
+        failed += lost
+    return b"".join(buffers), failed
 
 
 def _framed(payloads: list[bytes]) -> bytes:

@@ -11,13 +11,14 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclmon.acl_constants import ACL_ERROR_RT_AICORE_EXCEPTION
 from aclmon.agent import hot
 from aclmon.agent.context import AgentContext, MemorySink
-from aclmon.agent.history import HistoryKeeper
+from aclmon.agent.history import BULK_RUN, HistoryKeeper
 from aclmon.bus.records import build_records
 from aclmon.events import (
     AclException,
@@ -29,6 +30,7 @@ from aclmon.events import (
     StreamDestroyed,
     StreamSynchronized,
 )
+from aclmon.events.wire import FrameDecoder
 
 FAIL = ACL_ERROR_RT_AICORE_EXCEPTION
 STREAMS = (0xB0, 0xB8, 0xC0)  # handles; stream ids 1, 2, 3 in context 0xA0 or 0xA8
@@ -147,9 +149,25 @@ def _state(keeper: HistoryKeeper) -> tuple[Any, ...]:
     return tuple(kept), totals[3:], streams, models
 
 
+def _arrays(segments: list[Any]) -> list[tuple[Any, ...]]:
+    """The arrays of what ``observe_records`` gave for the wire (frames decoded)."""
+    arrays: list[tuple[Any, ...]] = []
+    for segment in segments:
+        if type(segment) is bytes:
+            arrays += [tuple(msgpack.unpackb(p)) for p in FrameDecoder().feed(segment)]
+        else:
+            arrays += segment
+    return arrays
+
+
 @settings(max_examples=150, deadline=None)
-@given(ops=st.lists(_ops, max_size=60), cuts=st.lists(st.integers(0, 70), max_size=4))
-def test_folding_records_leaves_the_history_and_numbering_of_observing_their_events(ops, cuts):
+@given(
+    steps=st.lists(st.tuples(_ops, st.sampled_from((1, 1, 1, BULK_RUN + 2))), max_size=40),
+    cuts=st.lists(st.integers(0, 70), max_size=4),
+)
+def test_folding_records_leaves_the_history_and_numbering_of_observing_their_events(steps, cuts):
+    # each step once, or in a run long enough to be taken in bulk
+    ops = [op for op, times in steps for _ in range(times)]
     job = _Job()
     for op in _SETUP + ops:
         _step(job, op)
@@ -171,7 +189,9 @@ def test_folding_records_leaves_the_history_and_numbering_of_observing_their_eve
         if index % 3 == 0:
             lazy_failed += lazy.fold(batch, lazy_numbers)
         elif index % 3 == 1:
-            arrays, failed = lazy.observe_records(batch, lazy_numbers)
+            segments, count, failed = lazy.observe_records(batch, lazy_numbers)
+            arrays = _arrays(segments)
+            assert count == len(arrays)
             sent += arrays
             lazy_failed += failed
         else:

@@ -17,7 +17,9 @@ from aclmon.events.wire import (
     FrameDecoder,
     FrameError,
     StreamDecoder,
+    encode_columns,
     encode_frame,
+    encode_segments,
     split_frames,
 )
 
@@ -269,3 +271,46 @@ def test_batch_decoder_agrees_with_frame_by_frame_decoding(
         reference.malformed,
         reference.unknown,
     )
+
+
+_column_items = st.one_of(
+    st.integers(-(1 << 63), (1 << 64) - 1),
+    st.integers(-(1 << 70), 1 << 70),  # beyond what msgpack carries
+    st.booleans(),
+    st.none(),
+)
+
+
+@FUZZ
+@given(
+    rows=st.integers(1, 20),
+    shape=st.lists(
+        st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.just("column")), max_size=8
+    ),
+    data=st.data(),
+)
+def test_frames_made_by_column_decode_to_the_arrays_packed_one_by_one(rows, shape, data):
+    columns = [
+        data.draw(st.lists(_column_items, min_size=rows, max_size=rows))
+        if item == "column"
+        else item
+        for item in [12, *shape]
+    ]
+    arrays = list(zip(*([c] * rows if type(c) is int else c for c in columns), strict=True))
+    packed = encode_columns(columns, rows)
+    carried = all(
+        type(v) is int and -(1 << 63) <= v < (1 << 64)
+        for c in columns
+        if type(c) is list
+        for v in c
+    )
+    if not carried:
+        assert packed is None  # the caller packs those arrays one by one
+        return
+    assert packed is not None
+    decoded = [tuple(msgpack.unpackb(p)) for p in FrameDecoder().feed(packed)]
+    assert decoded == arrays
+    # segments keep their order: arrays packed one by one, then frames made by column
+    head, failed = encode_segments([arrays[:1]])
+    assert not failed
+    assert encode_segments([arrays[:1], packed])[0] == head + packed
