@@ -3,14 +3,14 @@
 ``publish(event)``, ``emit(cls, *fields)`` and the records any thread appends
 to :attr:`Publisher.ring` go through that one bounded ring and return at once
 (when it is full the event is dropped and counted, ``False``); events are
-numbered later, on the publisher's thread (see :data:`aclmon.bus.records.Record`), so the thread that emits pays for
-one tuple and one deque append. One daemon thread owns all
-I/O (``selectors``): it accepts viewers, runs the handshake, packs every
-queued event into one buffer of frames, and fans that buffer out to each
-subscriber's own bounded output buffer. A subscriber that cannot keep up
-loses whole batches (counted per subscriber) instead of slowing the job or
-growing memory; each loss is reported as a :class:`~aclmon.events.Drops`
-event to everyone still listening.
+numbered later, on the publisher's thread (see :data:`aclmon.bus.records.Record`),
+so the thread that emits pays for one tuple and one deque append. One daemon
+thread owns all I/O (``selectors``): it accepts viewers, runs the handshake, and
+each turn pumps the ring (:mod:`aclmon.bus.fanout`): every queued event packed
+into one buffer of frames, fanned out to each subscriber's own bounded output
+buffer. A subscriber that cannot keep up loses whole batches (counted per
+subscriber) instead of slowing the job or growing memory; each loss is reported
+as a :class:`~aclmon.events.Drops` event to everyone still listening.
 
 Commands from authorised, non-readonly connections reach ``on_command`` on
 the publisher thread. ``Ping`` and ``RequestSnapshot`` are answered here,
@@ -26,28 +26,22 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import logging
 import os
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgpack
 
 from aclmon.acl_constants import ACL_ERROR_API_NOT_SUPPORT, ACL_ERROR_INTERNAL_ERROR
 from aclmon.bus import handshake
+from aclmon.bus.fanout import Fanout
 from aclmon.bus.lograte import RateLimitedLog
-from aclmon.bus.records import (
-    PLAIN,
-    DropCount,
-    Observer,
-    Record,
-    build_records,
-)
+from aclmon.bus.records import PLAIN, Observer, Record
 from aclmon.bus.transport import Address, Listener, as_address, default_address, listen
 from aclmon.bus.viewers import (
     DEFAULT_MAX_CONNECTIONS,
@@ -61,7 +55,6 @@ from aclmon.bus.viewers import (
 )
 from aclmon.errors import AclmonError
 from aclmon.events import (
-    KINDS,
     Clock,
     Drops,
     Event,
@@ -77,15 +70,12 @@ from aclmon.events.wire import (
     FrameError,
     encode_frame,
     encode_frames,
-    encode_segments,
 )
 
 log = logging.getLogger("aclmon.bus")
 
 #: events the queue holds before ``publish`` starts dropping
 DEFAULT_QUEUE_SIZE = 65536
-#: most events packed into one batch (bounds one write and the pump's latency)
-BATCH_EVENTS = 4096
 #: connections accepted per turn of the I/O loop, so that the handshakes already
 #: under way are served between bursts of new ones
 _ACCEPTS_PER_TURN = 8
@@ -97,27 +87,11 @@ DROPS_REPORT_INTERVAL_S = 0.5
 #: 50 ms one does, its memory staying in cache); seldom once it has been quiet.
 RING_POLL_S = 0.005
 IDLE_POLL_S = 0.05
-#: longest one turn of the I/O loop spends taking records: a job that never stops
-#: appending must not keep the loop from handshakes, reads and writes (it did: with
-#: one viewer connected, every new one timed out)
-PUMP_TURN_S = 0.02
 
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
 
-#: the fewest bytes one event's frame takes: its length, then the array's header, the
-#: kind, ``seq`` and ``ts_ns`` (at least one byte each)
-_MIN_FRAME = HEADER.size + 4
-
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-
-
-def _name_of(event: Any) -> str:
-    """What an event is, given as itself or as its array (kind first)."""
-    if type(event) is tuple and event and type(event[0]) is int:
-        cls = KINDS.get(event[0])
-        return cls.__name__ if cls is not None else f"kind {event[0]}"
-    return type(event).__name__
 
 
 class Publisher:
@@ -149,7 +123,6 @@ class Publisher:
         self._token = token or None
         self._snapshot = snapshot
         self._on_command = on_command
-        self._observer = observer
         self._admission = Admission(max_connections, subscriber_buffer, max_frame)
         self._clock = Clock()
         #: records (see :data:`Record`) appended by any thread without a lock; at most
@@ -157,13 +130,11 @@ class Publisher:
         #: :meth:`count_drop` instead of appending when it is full
         self.ring: collections.deque[Record] = collections.deque()
         self.ring_limit = queue_size
+        self._fanout = Fanout(self.ring, self._clock._counter, observer, self._send)
         #: events lost in the ring (full) or unbuildable; and lost for slow subscribers
-        self._queue_drops = DropCount()
-        self._subscriber_drops = DropCount()
+        self._queue_drops = self._fanout.queue_drops
+        self._subscriber_drops = self._fanout.subscriber_drops
         self._wake_pending = False
-        self._ring_busy = False
-        #: the last pump left records for the next turn
-        self._pump_left = False
         self._closing = False
         self._listener: Listener | None = None
         self._thread: threading.Thread | None = None
@@ -355,8 +326,8 @@ class Publisher:
             # that has arrived is judged before newcomers can push it out.
             accept_due = False
             # Work left from the last turn: look at the sockets, then go on with it.
-            busy = RING_POLL_S if self._ring_busy else IDLE_POLL_S
-            timeout = 0.0 if self._pump_left else busy
+            busy = RING_POLL_S if self._fanout.busy else IDLE_POLL_S
+            timeout = 0.0 if self._fanout.left else busy
             for key, mask in selector.select(timeout):
                 tag = key.data
                 if tag == "listener":
@@ -378,12 +349,12 @@ class Publisher:
             self._pump()
             # Once a turn took all that was published before (a bounded turn may
             # leave some for the next, after the sockets had theirs).
-            if self._snapshots_due is not None and not self._pump_left:
+            if self._snapshots_due is not None and not self._fanout.left:
                 self._send_due_snapshots()
             self._housekeeping()
         self._drain_wake()
         self._pump()
-        while self._pump_left:  # closing: nothing new comes in, take all that is there
+        while self._fanout.left:  # closing: nothing new comes in, take all that is there
             self._pump()
         self._final_flush()
 
@@ -532,99 +503,7 @@ class Publisher:
         return True
 
     def _pump(self) -> None:
-        """Build the ring's records into events, pack them into buffers of frames and
-        hand them to everyone."""
-        ring = self.ring
-        counter = self._clock._counter
-        self._ring_busy = bool(ring)
-        # What is there now, within PUMP_TURN_S: records the job appends meanwhile
-        # wait for the next turn, after the sockets had theirs.
-        budget = len(ring)
-        deadline = time.monotonic() + PUMP_TURN_S
-        self._pump_left = False
-        while ring:
-            if budget <= 0 or time.monotonic() > deadline:
-                self._pump_left = True
-                break
-            taken = min(len(ring), BATCH_EVENTS)
-            records = list(itertools.starmap(ring.popleft, itertools.repeat((), taken)))
-            budget -= taken
-            receivers = [c for c in self._connections.values() if c.ready]
-            observer = self._observer
-            if not receivers:
-                # Nobody listening: nothing to pack. An observer takes the records as they
-                # are; without one there is nothing even to number.
-                if observer is not None:
-                    self._fold(observer, records, counter)
-                continue
-            # A viewer loses this batch whatever it holds when its buffer cannot take
-            # even the smallest frames of it, or has not moved since it lost the last
-            # one (a viewer that stopped reading). When every viewer does, the batch is
-            # counted and lost, never built, observed as events or packed: a stalled
-            # viewer must not cost the job more than none.
-            least = _MIN_FRAME * len(records)
-            takers = [
-                c
-                for c in receivers
-                if not c.out or (len(c.out) != c.lost_at and len(c.out) + least <= c.out_limit)
-            ]
-            if not takers and observer is not None:
-                lost = len(records) - self._fold(observer, records, counter)
-                self._lose(receivers, lost)
-                continue
-            if observer is None:
-                batch, failed = build_records(records, counter)
-                self._queue_drops.add(failed)
-                count = len(batch)
-                data = self._frames(encode_frames, batch) if takers and batch else b""
-            else:
-                # On this thread, in order, before anyone gets the batch (also when nobody
-                # listens): what a snapshot says stays in step with what follows it.
-                try:
-                    segments, count, failed = observer.observe_records(records, counter)
-                except Exception:
-                    log.exception("event observer failed; a batch was lost")
-                    self._queue_drops.add(len(records))
-                    continue
-                self._queue_drops.add(failed)
-                data = self._frames(encode_segments, segments) if takers and count else b""
-            if not count:
-                continue
-            for conn in receivers:
-                # A subscriber with nothing waiting always gets the batch (the
-                # kernel takes what it can, the rest waits), so its buffer holds
-                # at most subscriber_buffer plus one batch.
-                if conn not in takers or (conn.out and len(conn.out) + len(data) > conn.out_limit):
-                    self._lose((conn,), count)
-                    continue
-                self._send(conn, data)
-
-    def _fold(self, observer: Observer, records: list[Record], counter: Iterator[int]) -> int:
-        """Hand ``records`` nobody will receive to the observer; how many failed to build
-        (counted as lost)."""
-        try:
-            failed = observer.fold(records, counter)
-        except Exception:
-            log.exception("record fold failed; a batch was lost")
-            failed = len(records)
-        self._queue_drops.add(failed)
-        return failed
-
-    def _lose(self, receivers: Iterable[Connection], count: int) -> None:
-        """``count`` events lost to each of ``receivers`` (too slow)."""
-        for conn in receivers:
-            conn.drops.add(count)
-            self._subscriber_drops.add(count)
-            conn.lost_at = len(conn.out)
-
-    def _frames(self, encode: Callable[[Any], tuple[bytes, list[Any]]], batch: Any) -> bytes:
-        """``batch`` (events, or their arrays: ``encode`` says) as frames in one buffer;
-        an event msgpack cannot carry is dropped."""
-        data, failed = encode(batch)
-        for event, exc in failed:
-            log.warning("unencodable %s dropped: %s", _name_of(event), exc)
-        self._queue_drops.add(len(failed))
-        return data
+        self._fanout.pump(self._connections.values())
 
     def _send(self, conn: Connection, data: bytes) -> None:
         if not data:
