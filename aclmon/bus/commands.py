@@ -27,12 +27,17 @@ def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def configure_record(parser: argparse.ArgumentParser) -> None:
+def _add_target(parser: argparse.ArgumentParser, name: str, also: str = "") -> None:
+    """The agent to read (``also``: what else the argument may name, before it)."""
     parser.add_argument(
-        "target",
+        name,
         nargs="?",
-        help="PID, socket path or tcp://host:port (default: the only running agent)",
+        help=f"{also}PID, socket path or tcp://host:port (default: the only running agent)",
     )
+
+
+def configure_record(parser: argparse.ArgumentParser) -> None:
+    _add_target(parser, "target")
     parser.add_argument("file", help="recording to write (overwritten)")
     _add_connection_arguments(parser)
     parser.epilog = "Records until interrupted (Ctrl-C or SIGTERM), then prints the count."
@@ -40,12 +45,7 @@ def configure_record(parser: argparse.ArgumentParser) -> None:
 
 
 def configure_events(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "source",
-        nargs="?",
-        help="a recording file, or a PID, socket path or tcp://host:port "
-        "(default: the only running agent)",
-    )
+    _add_target(parser, "source", "a recording file, or a ")
     parser.add_argument("--json", action="store_true", help="one JSON object per line (for jq)")
     parser.add_argument(
         "--follow", action="store_true", help="keep reading a recording that is still growing"
