@@ -237,39 +237,71 @@ class HistoryKeeper:
         """:meth:`fold` (``segments`` None) or :meth:`observe_records` (the events
         appended to ``segments``): how many records failed to build, and how many events
         went into ``segments`` as frames."""
+        streams_get = self.streams.get
+        models_get = self.models.get
         layout_of = self._layouts.get
         handler_of = self._handlers.get
-        arrays: list[tuple[Any, ...]] | None = [] if segments is not None else None
+        wire_of = self._wires.get
+        arrays: list[tuple[Any, ...]] = []
+        append = arrays.append if segments is not None else None
         failed = packed = last_seq = 0
-        #: consecutive hot records of one builder whose call succeeded, taken together
-        run: list[Record] = []
-        run_key: Any = None
+        size = len(records)
+        numbered = enumerate(records, 1)  # each record with the index of the next
         key: Any
         event: Any
-        for record in records:
+        for index, record in numbered:
+            if type(record) is not tuple:  # a ready event
+                key, layout = None, 0
+            else:
+                key = record[0]
+                known = layout_of(key)
+                layout = self._learn(key) if known is None else known
             # A hot record's last item is the call's result. `is`: the int 0 and nothing
             # else (not None, False or a numpy 0): any other result is built as an event.
-            if type(record) is tuple and record[-1] is ACL_SUCCESS:
-                key = record[0]
-                if key == run_key:
-                    run.append(record)
-                    continue
-                known = layout_of(key)
-                if self._learn(key) if known is None else known:
-                    if run:
-                        last_seq, frames = self._take_run(run_key, run, counter, arrays)
-                        if frames:
+            if layout and record[-1] is ACL_SUCCESS:
+                if append is None:
+                    last_seq = next(counter)  # its number; its event is never built
+                else:
+                    # a long run of these (a loop of synchronizes) goes to the wire in bulk
+                    end = index
+                    while end < size:
+                        following = records[end]
+                        if (
+                            type(following) is not tuple
+                            or following[0] != key
+                            or following[-1] is not ACL_SUCCESS
+                        ):
+                            break
+                        end += 1
+                    if end - index >= BULK_RUN - 1:
+                        run = records[index - 1 : end]
+                        _consume(islice(numbered, end - index), maxlen=0)
+                        last_seq, frames = self._take_run(key, layout, run, counter, arrays)
+                        if frames is not None:
+                            if arrays:
+                                segments.append(arrays)  # type: ignore[union-attr]
+                                arrays = []
+                                append = arrays.append
+                            segments.append(frames)  # type: ignore[union-attr]
                             packed += len(run)
-                            arrays = self._cut(segments, arrays, frames)
-                    run, run_key = [record], key
+                        continue
+                    array = wire_of(key)[0](counter, record)  # type: ignore[index]  # _learn
+                    last_seq = array[1]
+                    append(array)
+                if layout == SYNC_STREAM_RECORD:
+                    stream = streams_get(record[3])
+                    if stream is not None:
+                        stream.syncs += 1
+                        stream.unsynced = None  # a successful synchronize settles the launch
                     continue
-            if run:
-                last_seq, frames = self._take_run(run_key, run, counter, arrays)
-                if frames:
-                    packed += len(run)
-                    arrays = self._cut(segments, arrays, frames)
-                run, run_key = [], None
-            key = record[0] if type(record) is tuple else None
+                model = models_get(record[3])  # EXECUTE_RECORD, the other one _learn knows
+                if model is not None:
+                    model.executions += 1
+                    if record[4]:
+                        stream = streams_get(record[4])
+                        if stream is not None:
+                            stream.last_launch = stream.unsynced = (record[3], model.executions)
+                continue
             try:
                 event = record if key is None else builder_of(key)(counter, record)
             except Exception as exc:
@@ -286,63 +318,42 @@ class HistoryKeeper:
                     event = replaced
             if event.seq:  # snapshot-like events carry 0
                 last_seq = event.seq
-            if arrays is not None:
-                arrays.append(event.KIND_TUPLE + event)
-        if run:
-            last_seq, frames = self._take_run(run_key, run, counter, arrays)
-            if frames:
-                packed += len(run)
-                arrays = self._cut(segments, arrays, frames)
+            if append is not None:
+                append(event.KIND_TUPLE + event)
         if segments is not None and arrays:
             segments.append(arrays)
         if last_seq:
             self.last_seq = max(self.last_seq, last_seq)
         return failed, packed
 
-    @staticmethod
-    def _cut(
-        segments: list[Any] | None, arrays: list[tuple[Any, ...]] | None, frames: bytes
-    ) -> list[tuple[Any, ...]]:
-        """``frames`` go after the arrays so far; the arrays after them start anew."""
-        assert segments is not None
-        if arrays:
-            segments.append(arrays)
-        segments.append(frames)
-        return []
-
     def _take_run(
         self,
         key: Any,
+        layout: int,
         run: list[Record],
         counter: Iterator[int],
-        arrays: list[tuple[Any, ...]] | None,
+        arrays: list[tuple[Any, ...]],
     ) -> tuple[int, bytes | None]:
         """Count a run of successful synchronizes or executes of the builder ``key`` from
-        their records (their events are never built); unless ``arrays`` is None, give
-        their events too: a short run appends their arrays to ``arrays``, a long one
-        returns them as frames (``columns``: C-level maps and slice copies, no Python
-        code per record). Returns the last number they took, and those frames."""
+        their records (their events are never built) and make their frames by column
+        (the builder's ``columns``, :func:`aclmon.events.wire.encode_columns`: C-level
+        maps and slice copies, no Python code per record), or append their arrays to
+        ``arrays`` when some value is not a plain int. Returns the last number they
+        took, and the frames."""
         count = len(run)
-        # (the builders are learnt anew when a job made more than MAX_BUILDERS of them)
-        layout = self._layouts.get(key) or self._learn(key)
-        frames = None
-        if arrays is None:
-            if count > 1:
-                _consume(islice(counter, count - 1), maxlen=0)
-            last = next(counter)
-        elif count < BULK_RUN:
+        columns = self._wires[key][1](counter, run)
+        if columns is None:  # values msgpack packs its own way: array by array
             wire = self._wires[key][0]
-            for record in run:
-                arrays.append(wire(counter, record))
+            arrays.extend([wire(counter, record) for record in run])
+            frames = None
             last = arrays[-1][1]
         else:
-            columns = self._wires[key][1](counter, run)
-            last = columns[1][-1]
             frames = encode_columns(columns, count)
-            if frames is None:  # values msgpack packs its own way: array by array
-                arrays.extend(
-                    zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
-                )
+            last = columns[1][-1]
+        if columns is not None and frames is None:  # beyond msgpack's ints: the same
+            arrays.extend(
+                zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
+            )
         streams_get = self.streams.get
         if layout == SYNC_STREAM_RECORD:
             handles = list(map(_ITEM3, run))
@@ -354,16 +365,16 @@ class HistoryKeeper:
                 if stream is not None:
                     stream.syncs += synced
                     stream.unsynced = None  # a successful synchronize settles the launch
-            return last, frames
-        models_get = self.models.get
-        for record in run:  # EXECUTE_RECORD, the other one _learn knows; in order
-            model = models_get(record[3])
-            if model is not None:
-                model.executions += 1
-                if record[4]:
-                    stream = streams_get(record[4])
-                    if stream is not None:
-                        stream.last_launch = stream.unsynced = (record[3], model.executions)
+        else:
+            models_get = self.models.get
+            for record in run:  # EXECUTE_RECORD, the other one _learn knows; in order
+                model = models_get(record[3])
+                if model is not None:
+                    model.executions += 1
+                    if record[4]:
+                        stream = streams_get(record[4])
+                        if stream is not None:
+                            stream.last_launch = stream.unsynced = (record[3], model.executions)
         return last, frames
 
     def _learn(self, builder: Any) -> int:

@@ -28,6 +28,7 @@ import linecache
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from itertools import islice, repeat
 from operator import add, itemgetter, sub
@@ -73,6 +74,14 @@ _SYNCHRONIZED = kind_of(StreamSynchronized)
 _EXECUTED = kind_of(ExecuteEnd)
 #: a hot record's items (see the record layouts below)
 _START, _END, _ITEM3, _ITEM4 = itemgetter(1), itemgetter(2), itemgetter(3), itemgetter(4)
+_INT = {int}
+
+
+def _numbers(counter: Iterator[int], count: int) -> range:
+    """The next ``count`` numbers of ``counter`` (an ``itertools.count``), taken by one
+    C call (no other thread takes one in between), as a range: no int kept per number."""
+    (last,) = deque(islice(counter, count), maxlen=1)
+    return range(last - count + 1, last + 1)
 
 
 #: Record layouts the history can count without building the event
@@ -303,13 +312,17 @@ def _sync_stream_builder(wall_offset: list[int]) -> Any:
         ret = result if type(result) is int else ret_of(result)
         return (_SYNCHRONIZED, next(counter), end + wall_offset[0], stream, end - start, ret, -1)
 
-    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any]:
-        # the arrays of records whose call succeeded, by column (see encode_columns):
-        # C-level maps, no Python code per record
+    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any] | None:
+        # the arrays of records whose call succeeded, by column (see encode_columns),
+        # made by C-level maps, no Python code per record; None (nothing taken) when
+        # a stream is not a plain int
+        streams = list(map(_ITEM3, records))
+        if not set(map(type, streams)) <= _INT:
+            return None
         ends = list(map(_END, records))
         return [
-            _SYNCHRONIZED, list(islice(counter, len(records))),
-            list(map(add, ends, repeat(wall_offset[0]))), list(map(_ITEM3, records)),
+            _SYNCHRONIZED, _numbers(counter, len(records)),
+            list(map(add, ends, repeat(wall_offset[0]))), streams,
             list(map(sub, ends, map(_START, records))), ACL_SUCCESS, -1,
         ]  # fmt: skip
 
@@ -329,12 +342,15 @@ def _execute_builder(wall_offset: list[int]) -> Any:
         ret = result if type(result) is int else ret_of(result)
         return (_EXECUTED, next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
 
-    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any]:
+    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any] | None:
+        models, streams = list(map(_ITEM3, records)), list(map(_ITEM4, records))
+        if not set(map(type, models)) | set(map(type, streams)) <= _INT:
+            return None
         ends = list(map(_END, records))
         return [
-            _EXECUTED, list(islice(counter, len(records))),
-            list(map(add, ends, repeat(wall_offset[0]))), list(map(_ITEM3, records)),
-            list(map(_ITEM4, records)), list(map(sub, ends, map(_START, records))), ACL_SUCCESS,
+            _EXECUTED, _numbers(counter, len(records)),
+            list(map(add, ends, repeat(wall_offset[0]))), models, streams,
+            list(map(sub, ends, map(_START, records))), ACL_SUCCESS,
         ]  # fmt: skip
 
     def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:

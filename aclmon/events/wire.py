@@ -54,7 +54,6 @@ _unpack_length = HEADER.unpack_from
 _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 _pack = _packer.pack
 _pack_array_header = _packer.pack_array_header
-_INT = {int}
 _kind_tuple = operator.attrgetter("KIND_TUPLE")
 
 
@@ -108,9 +107,12 @@ _INT_FORMS = ((b"\xce", "I", 4), (b"\xcf", "Q", 8), (b"\xd3", "q", 8))
 
 def encode_columns(columns: list[Any], count: int) -> bytes | None:
     """``count`` events as frames in one buffer, the ``i``-th array being the ``i``-th
-    item of each column (a list of ints), or the column itself when it is one int (the
-    same in every array); None when an item is not an int msgpack carries (the caller
-    packs those arrays one by one).
+    item of each column (a sequence of plain ints: a ``range`` or a list), or the
+    column itself when it is one int (the same in every array); None when a column does
+    not fit one msgpack form (uint64 or int64) as a whole: the caller packs those arrays
+    one by one. The caller
+    makes sure the items are plain ints: a bool or a numpy int would be packed as an
+    int, where msgpack packs the one as a bool and refuses the other.
 
     Each column takes one msgpack form for the whole batch (uint32, uint64 or int64,
     the smallest that holds all its values), so every frame has the same layout: a
@@ -123,8 +125,8 @@ def encode_columns(columns: list[Any], count: int) -> bytes | None:
         if type(column) is int:
             template += _pack(column)
             continue
-        if len(column) != count or not set(map(type, column)) <= _INT:
-            return None  # bool, numpy or other values: msgpack's own forms
+        if len(column) != count:
+            raise ValueError(f"a column of {len(column)} items for {count} arrays")
         for marker, code, size in _INT_FORMS:
             try:
                 data = struct.pack(f">{count}{code}", *column)
@@ -136,9 +138,8 @@ def encode_columns(columns: list[Any], count: int) -> bytes | None:
             break
         else:
             return None
-    frame = _pack_length(len(template)) + template
-    step = len(frame)
-    out = bytearray(frame * count)
+    step = HEADER_SIZE + len(template)
+    out = bytearray(_pack_length(len(template)) + template) * count
     for start, size, data in slots:
         for byte in range(size):
             out[start + byte :: step] = data[byte::size]

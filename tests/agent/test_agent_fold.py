@@ -116,7 +116,12 @@ def _step(job: _Job, op: tuple[Any, ...]) -> None:
 
 
 _ops = st.one_of(
-    st.tuples(st.just("sync"), st.sampled_from(STREAMS), st.sampled_from(RESULTS), st.booleans()),
+    st.tuples(
+        st.just("sync"),
+        st.sampled_from((*STREAMS, True)),  # a handle that is not a plain int: as it is
+        st.sampled_from(RESULTS),
+        st.booleans(),
+    ),
     st.tuples(st.just("sync_timeout"), st.sampled_from(STREAMS), st.sampled_from(RESULTS)),
     st.tuples(st.just("sync_device"), st.sampled_from(RESULTS)),
     st.tuples(
