@@ -222,8 +222,8 @@ class HistoryKeeper:
         made (:func:`aclmon.events.wire.encode_segments`). A successful synchronize or
         execute goes from its record to its array, no event built: plain tuples of
         numbers, which the GC stops tracking at once, where events would be promoted to
-        the old generations as they wait to be sent; a run of them goes from the records
-        to their frames by column (:func:`aclmon.events.wire.encode_columns`), no array
+        the old generations as they wait to be sent; a run of synchronize_streams goes
+        from the records to their frames by column (:func:`aclmon.events.wire.encode_columns`), no array
         made. Returns the segments, how many events they hold and how many records
         failed to build."""
         segments: list[Any] = []
@@ -262,9 +262,9 @@ class HistoryKeeper:
                 if append is None:
                     last_seq = next(counter)  # its number; its event is never built
                 else:
-                    # a long run of these (a loop of synchronizes) goes to the wire in bulk
+                    # a long run of synchronizes (a loop of them) goes to the wire in bulk
                     end = index
-                    while end < size:
+                    while layout == SYNC_STREAM_RECORD and end < size:
                         following = records[end]
                         if (
                             type(following) is not tuple
@@ -276,7 +276,7 @@ class HistoryKeeper:
                     if end - index >= BULK_RUN - 1:
                         run = records[index - 1 : end]
                         _consume(islice(numbered, end - index), maxlen=0)
-                        last_seq, frames = self._take_run(key, layout, run, counter, arrays)
+                        last_seq, frames = self._take_run(key, run, counter, arrays)
                         if frames is not None:
                             if arrays:
                                 segments.append(arrays)  # type: ignore[union-attr]
@@ -329,12 +329,11 @@ class HistoryKeeper:
     def _take_run(
         self,
         key: Any,
-        layout: int,
         run: list[Record],
         counter: Iterator[int],
         arrays: list[tuple[Any, ...]],
     ) -> tuple[int, bytes | None]:
-        """Count a run of successful synchronizes or executes of the builder ``key`` from
+        """Count a run of successful synchronize_streams of the builder ``key`` from
         their records (their events are never built) and make their frames by column
         (the builder's ``columns``, :func:`aclmon.events.wire.encode_columns`: C-level
         maps and slice copies, no Python code per record), or append their arrays to
@@ -355,26 +354,15 @@ class HistoryKeeper:
                 zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
             )
         streams_get = self.streams.get
-        if layout == SYNC_STREAM_RECORD:
-            handles = list(map(_ITEM3, run))
-            first = handles[0]
-            # one stream (the usual run): one update; else one per record
-            syncs = [(first, count)] if handles.count(first) == count else zip(handles, repeat(1))
-            for handle, synced in syncs:
-                stream = streams_get(handle)
-                if stream is not None:
-                    stream.syncs += synced
-                    stream.unsynced = None  # a successful synchronize settles the launch
-        else:
-            models_get = self.models.get
-            for record in run:  # EXECUTE_RECORD, the other one _learn knows; in order
-                model = models_get(record[3])
-                if model is not None:
-                    model.executions += 1
-                    if record[4]:
-                        stream = streams_get(record[4])
-                        if stream is not None:
-                            stream.last_launch = stream.unsynced = (record[3], model.executions)
+        handles = list(map(_ITEM3, run))
+        first = handles[0]
+        # one stream (the usual run): one update; else one per record
+        syncs = [(first, count)] if handles.count(first) == count else zip(handles, repeat(1))
+        for handle, synced in syncs:
+            stream = streams_get(handle)
+            if stream is not None:
+                stream.syncs += synced
+                stream.unsynced = None  # a successful synchronize settles the launch
         return last, frames
 
     def _learn(self, builder: Any) -> int:

@@ -73,7 +73,7 @@ _tuple_new = tuple.__new__
 _SYNCHRONIZED = kind_of(StreamSynchronized)
 _EXECUTED = kind_of(ExecuteEnd)
 #: a hot record's items (see the record layouts below)
-_START, _END, _ITEM3, _ITEM4 = itemgetter(1), itemgetter(2), itemgetter(3), itemgetter(4)
+_START, _END, _ITEM3 = itemgetter(1), itemgetter(2), itemgetter(3)
 _INT = {int}
 
 
@@ -335,28 +335,17 @@ def _sync_stream_builder(wall_offset: list[int]) -> Any:
 
 def _execute_builder(wall_offset: list[int]) -> Any:
     """The publisher-side half of an execute wrapper: its record as ExecuteEnd (and
-    ``wire`` and ``columns``, as the synchronize_stream builder's)."""
+    ``wire``, as the synchronize_stream builder's)."""
 
     def wire(counter: Iterator[int], record: tuple[Any, ...]) -> tuple[Any, ...]:
         _, start, end, model_id, stream, result = record
         ret = result if type(result) is int else ret_of(result)
         return (_EXECUTED, next(counter), end + wall_offset[0], model_id, stream, end - start, ret)
 
-    def columns(counter: Iterator[int], records: list[tuple[Any, ...]]) -> list[Any] | None:
-        models, streams = list(map(_ITEM3, records)), list(map(_ITEM4, records))
-        if not set(map(type, models)) | set(map(type, streams)) <= _INT:
-            return None
-        ends = list(map(_END, records))
-        return [
-            _EXECUTED, _numbers(counter, len(records)),
-            list(map(add, ends, repeat(wall_offset[0]))), models, streams,
-            list(map(sub, ends, map(_START, records))), ACL_SUCCESS,
-        ]  # fmt: skip
-
     def build(counter: Iterator[int], record: tuple[Any, ...]) -> Any:
         return _tuple_new(ExecuteEnd, wire(counter, record)[1:])
 
-    build.wire, build.columns = wire, columns  # type: ignore[attr-defined]  # history
+    build.wire = wire  # type: ignore[attr-defined]  # read by history.observe_records
     return build
 
 
