@@ -243,13 +243,18 @@ class HistoryKeeper:
         handler_of = self._handlers.get
         wire_of = self._wires.get
         arrays: list[tuple[Any, ...]] = []
-        append = arrays.append if segments is not None else None
+        observing = segments is not None
+        append = arrays.append if observing else None
         failed = packed = last_seq = 0
         size = len(records)
-        numbered = enumerate(records, 1)  # each record with the index of the next
+        taking = iter(records)
+        #: with a viewer (observing), the index of the record after this one
+        index = 0
         key: Any
         event: Any
-        for index, record in numbered:
+        for record in taking:
+            if observing:
+                index += 1
             if type(record) is not tuple:  # a ready event
                 key, layout = None, 0
             else:
@@ -275,7 +280,8 @@ class HistoryKeeper:
                         end += 1
                     if end - index >= BULK_RUN - 1:
                         run = records[index - 1 : end]
-                        _consume(islice(numbered, end - index), maxlen=0)
+                        _consume(islice(taking, end - index), maxlen=0)
+                        index = end
                         last_seq, frames = self._take_run(key, run, counter, arrays)
                         if frames is not None:
                             if arrays:
