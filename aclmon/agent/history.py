@@ -76,8 +76,8 @@ MAX_TRACKED = 4096
 MAX_PENDING = 1024
 #: record builders whose layout the history remembers (they are made when hooks install)
 MAX_BUILDERS = 256
-#: the shortest run of successful synchronizes or executes whose arrays are made in
-#: bulk (a shorter one costs less one record at a time)
+#: the shortest run of successful synchronize_streams whose frames are made by column
+#: (a shorter one costs less one record at a time)
 BULK_RUN = 8
 #: failed executions remembered per model, so a failure seen twice (an exception,
 #: then the failed synchronize it causes) counts once
@@ -223,9 +223,9 @@ class HistoryKeeper:
         execute goes from its record to its array, no event built: plain tuples of
         numbers, which the GC stops tracking at once, where events would be promoted to
         the old generations as they wait to be sent; a run of synchronize_streams goes
-        from the records to their frames by column (:func:`aclmon.events.wire.encode_columns`), no array
-        made. Returns the segments, how many events they hold and how many records
-        failed to build."""
+        from the records to their frames by column, no array made
+        (:func:`aclmon.events.wire.encode_columns`). Returns the segments, how many
+        events they hold and how many records failed to build."""
         segments: list[Any] = []
         failed, packed = self._take(records, counter, segments)
         count = packed + sum(len(s) for s in segments if type(s) is list)
@@ -326,8 +326,8 @@ class HistoryKeeper:
                 last_seq = event.seq
             if append is not None:
                 append(event.KIND_TUPLE + event)
-        if segments is not None and arrays:
-            segments.append(arrays)
+        if observing and arrays:
+            segments.append(arrays)  # type: ignore[union-attr]
         if last_seq:
             self.last_seq = max(self.last_seq, last_seq)
         return failed, packed
@@ -346,19 +346,19 @@ class HistoryKeeper:
         ``arrays`` when some value is not a plain int. Returns the last number they
         took, and the frames."""
         count = len(run)
-        columns = self._wires[key][1](counter, run)
-        if columns is None:  # values msgpack packs its own way: array by array
-            wire = self._wires[key][0]
+        wire, make_columns = self._wires[key]
+        columns = make_columns(counter, run)
+        frames = None
+        if columns is None:  # a stream handle msgpack packs its own way: array by array
             arrays.extend([wire(counter, record) for record in run])
-            frames = None
             last = arrays[-1][1]
         else:
-            frames = encode_columns(columns, count)
             last = columns[1][-1]
-        if columns is not None and frames is None:  # beyond msgpack's ints: the same
-            arrays.extend(
-                zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
-            )
+            frames = encode_columns(columns, count)
+            if frames is None:  # beyond one int form per column: the arrays, one by one
+                arrays.extend(
+                    zip(*(repeat(c, count) if type(c) is int else c for c in columns), strict=True)
+                )
         streams_get = self.streams.get
         handles = list(map(_ITEM3, run))
         first = handles[0]
