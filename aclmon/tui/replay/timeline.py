@@ -52,6 +52,7 @@ class Timeline(Static):
         # the bar's marker cells: recomputed only when the width or the markers change
         self._marks_key: tuple[int, int, int, int] | None = None
         self._marks: list[tuple[int, str]] = []
+        self._drawn: Text | None = None
 
     def on_mount(self) -> None:
         # the position moves on every tick (refresh_timeline); these redraw at once
@@ -116,7 +117,12 @@ class Timeline(Static):
         width = max(10, self.size.width - 2)
         marks = self._marker_cells(width, n, exceptions, overflows)
         bar = _bar(width, n, pos, marks, dim, bad)
-        self.update(Text.assemble(line, "\n ", bar))
+        text = Text.assemble(line, "\n ", bar)
+        if text != self._drawn:
+            # Its height is fixed: a new text repaints these two lines, never
+            # lays out the screen (which costs as much as painting the whole view).
+            self._drawn = text
+            self.update(text, layout=False)
 
     def _marker_cells(
         self, width: int, n: int, exceptions: list[int], overflows: list[int]
