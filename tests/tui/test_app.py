@@ -693,7 +693,8 @@ async def test_a_new_process_clears_the_old_device_trees():
         app.source.extend([hello, ev.DeviceSet(2, T0 + 10**13, 1, 0)])
         app.tick()
         await pilot.pause()
-        assert not app.query("#device-tree-3") and app.query("#device-tree-1")
+        assert not app.query_one("#device-tree-3").display
+        assert app.query_one("#device-tree-1").display
         assert "5151" in static_text(app, "#header")
 
 

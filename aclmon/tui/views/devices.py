@@ -242,9 +242,14 @@ class DevicesView(FilteredView):
             logs.update(self._logs(s))
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
-        for child in list(trees.children):
-            if child.id not in wanted:  # the state started afresh (another process)
-                child.remove()
+        shown: dict[str | None, Static] = {}
+        for child in trees.children:
+            # A device the state no longer has (it started afresh, or a replay went
+            # back before it) is hidden, not removed: a seek forward again then
+            # mounts nothing (mounting costs several layouts of the screen).
+            child.display = child.id in wanted
+            if isinstance(child, Static):
+                shown[child.id] = child
         drawn = {device_id: self._tree(s, device_id).lines(theme_style(self, "aclmon-dim"))
                  for device_id in sorted(s.devices)}  # fmt: skip
         self._labels = {d: [label.plain for _g, label in lines] for d, lines in drawn.items()}
@@ -258,13 +263,16 @@ class DevicesView(FilteredView):
         selected = self._lines[self.cursor][:2] if self.cursor >= 0 else None
         scroll = self.query_one("#devices-scroll", VerticalScroll)
         width = max(1, (scroll.scrollable_content_region.width or self.width) - 2)  # .tree padding
+        new: list[Static] = []
         for device_id, lines in drawn.items():
             renderable = self._tree_text(lines, device_id, selected, width)
-            found = trees.query(f"#device-tree-{device_id}")
-            if found:
-                found.first(Static).update(renderable)
+            tree = shown.get(f"device-tree-{device_id}")
+            if tree is not None:
+                tree.update(renderable)
             else:
-                trees.mount(Static(renderable, id=f"device-tree-{device_id}", classes="tree"))
+                new.append(Static(renderable, id=f"device-tree-{device_id}", classes="tree"))
+        if new:
+            trees.mount_all(new)  # at once: one layout for all of them
         self._draw_status()
 
     def _tree_text(
