@@ -11,7 +11,9 @@ Seeking is fast in both directions: a builder thread folds the whole recording
 once in the background, keeping a store snapshot every ``snapshot_every``
 frames and noting where the exceptions and overflow dumps are. A seek restores
 the nearest snapshot at or before the target (or carries on from the current
-position, when that is closer) and folds at most ``snapshot_every`` frames.
+position, when that is closer) and folds at most ``snapshot_every`` frames;
+on the way it keeps a snapshot just before its target, so going back a little
+from there folds at most ``NEAR_EVERY`` frames.
 
 This module imports neither Textual nor the bus: it needs only a frame index
 (:class:`FrameIndex`, which :class:`aclmon.bus.RecordingReader` satisfies) and
@@ -38,6 +40,8 @@ from aclmon.store.fold import Store
 from aclmon.store.snapshots import (
     DEFAULT_MAX_SNAPSHOTS,
     DEFAULT_SNAPSHOT_EVERY,
+    NearSnapshot,
+    NearSnapshots,
     SharedParts,
     Snapshot,
     Snapshots,
@@ -57,6 +61,10 @@ _KIND_EXCEPTION = ev.kind_of(ev.AclException)
 _KIND_DUMP_FILE = ev.kind_of(ev.DumpFileSeen)
 OVERFLOW = "overflow"
 EXCEPTION = "exception"
+
+
+class SeekSuperseded(Exception):
+    """A fold for :meth:`ReplayEngine.state_at` given up: a newer seek wants another state."""
 
 
 def _int64(value: int) -> int:
@@ -204,6 +212,7 @@ class ReplayEngine:
         # Guards the snapshots and the markers (the builder adds, any thread reads).
         self._lock = threading.Lock()
         self.snapshots = Snapshots(self.store.state, snapshot_every, max_snapshots)
+        self.near = NearSnapshots()
         # Frame numbers as int64 arrays: 8 bytes each instead of a list slot plus an int object.
         self._markers: dict[str, array[int]] = {EXCEPTION: array("q"), OVERFLOW: array("q")}
         self._scanned = 0  # frames the builder has folded (snapshots and markers cover them)
@@ -248,12 +257,17 @@ class ReplayEngine:
         return int(timestamps.max()) if len(timestamps) else None
 
     # ------------------------------------------------------------ folding
-    def _fold(self, store: Store, start: int, stop: int) -> None:
+    def _fold(
+        self, store: Store, start: int, stop: int, abandoned: Callable[[], bool] | None = None
+    ) -> None:
         """Apply frames ``start..stop-1`` (and the side events among them) to
-        ``store`` and count what was skipped."""
+        ``store`` and count what was skipped. ``abandoned`` is asked before each
+        batch: when it says so, :class:`SeekSuperseded` is raised."""
         decoder = ev.EventDecoder()
         for first, last, side in self._pieces(start, stop):
             for a in range(first, last, FOLD_BATCH):
+                if abandoned is not None and abandoned():
+                    raise SeekSuperseded
                 b = min(last, a + FOLD_BATCH)
                 before = (decoder.malformed, decoder.unknown)
                 store.apply_many(self.frames.decode(a, b, decoder))
@@ -297,17 +311,56 @@ class ReplayEngine:
         self._side_at = (n, indexed, positions)
         return positions
 
-    def _nearest_snapshot(self, position: int) -> tuple[int, Snapshot]:
+    def _nearest_snapshot(self, position: int) -> tuple[int, Snapshot | NearSnapshot]:
+        """The builder's or a seek's snapshot nearest before ``position``."""
         with self._lock:
-            return self.snapshots.nearest(position)
+            at, snapshot = self.snapshots.nearest(position)
+            near = self.near.nearest(position)
+        return near if near is not None and near[0] > at else (at, snapshot)
 
-    def state_at(self, position: int) -> StoreState:
-        """The fold of frames ``0..position-1`` as a new state (any thread)."""
+    def _fold_from(
+        self,
+        store: Store,
+        at: int,
+        snapshot: Snapshot | NearSnapshot,
+        position: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> None:
+        """Restore ``snapshot`` (taken at ``at``) into ``store`` and fold on to ``position``."""
+        if isinstance(snapshot, NearSnapshot):
+            snapshot.restore(store)
+        else:
+            self.snapshots.restore(store, snapshot)
+        self._fold_leaving_near(store, at, position, abandoned)
+
+    def _fold_leaving_near(
+        self,
+        store: Store,
+        start: int,
+        stop: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> None:
+        """:meth:`_fold`, keeping a near snapshot on the way when it passes the
+        place for one (see :class:`NearSnapshots`)."""
+        # Only once the index is whole: until then a side event later than every
+        # frame waits past the end, and a state kept now would miss it for good.
+        near = self.near.where(start, stop) if self.index.indexed else None
+        if near is not None:
+            self._fold(store, start, near, abandoned)
+            kept = NearSnapshot.take(store.state)
+            with self._lock:
+                self.near.add(near, kept)
+            start = near
+        self._fold(store, start, stop, abandoned)
+
+    def state_at(self, position: int, abandoned: Callable[[], bool] | None = None) -> StoreState:
+        """The fold of frames ``0..position-1`` as a new state (any thread).
+        ``abandoned`` is asked now and then: when it says so, the fold stops
+        with :class:`SeekSuperseded`."""
         position = self._clamp(position)
         at, snapshot = self._nearest_snapshot(position)
         store = self._store_factory()
-        self.snapshots.restore(store, snapshot)
-        self._fold(store, at, position)
+        self._fold_from(store, at, snapshot, position, abandoned)
         return store.state
 
     def cost(self, position: int) -> int:
@@ -329,10 +382,9 @@ class ReplayEngine:
         at, snapshot = self._nearest_snapshot(position)
         forward = position - self.position
         if 0 <= forward <= position - at + RESTORE_COST:
-            self._fold(self.store, self.position, position)
+            self._fold_leaving_near(self.store, self.position, position)
         else:
-            self.snapshots.restore(self.store, snapshot)
-            self._fold(self.store, at, position)
+            self._fold_from(self.store, at, snapshot, position)
         self.position = position
         return position
 

@@ -30,6 +30,11 @@ DEFAULT_SNAPSHOT_EVERY = 5_000
 #: rest is compressed; 256 of them ~3 MiB), so past this many the spacing
 #: grows instead (1M frames: one every 5,000; 4M frames: one every ~16,000).
 DEFAULT_MAX_SNAPSHOTS = 256
+#: a seek's fold leaves a snapshot every this many frames before its target, at
+#: most: going back a little from where a seek landed folds no more than this
+NEAR_EVERY = 500
+#: those snapshots kept at most (the newest)
+NEAR_LIMIT = 16
 
 
 _T = TypeVar("_T")
@@ -98,21 +103,76 @@ class Snapshots:
             self.journals[name].record(getattr(state, name), getattr(state, f"{name}_dropped"))
             for name in RINGS
         )
-        held = [getattr(state, name) for name in RINGS]
-        try:
-            for name in RINGS:
-                setattr(state, name, deque())  # saved empty: the journal holds the items
-            rest = zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        finally:
-            for name, ring in zip(RINGS, held, strict=True):
-                setattr(state, name, ring)
-        return Snapshot(rest, rings)
+        return Snapshot(_rest(state), rings)
 
     def restore(self, store: Store, snapshot: Snapshot) -> None:
         """Make ``store`` continue from ``snapshot`` (which stays unchanged)."""
         store.restore(pickle.loads(zlib.decompress(snapshot.rest)))
         for name, (end, length) in zip(RINGS, snapshot.rings, strict=True):
             setattr(store.state, name, self.journals[name].ring(end, length))
+
+
+def _rest(state: StoreState) -> bytes:
+    """``state`` but its rings (saved empty), pickled and compressed."""
+    held = [getattr(state, name) for name in RINGS]
+    try:
+        for name in RINGS:
+            setattr(state, name, deque())
+        return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    finally:
+        for name, ring in zip(RINGS, held, strict=True):
+            setattr(state, name, ring)
+
+
+class NearSnapshot(NamedTuple):
+    """A state a seek left behind: the rest as in :class:`Snapshot`, each ring as
+    its items (references: mostly the journals' own items)."""
+
+    rest: bytes
+    rings: tuple[tuple[object, ...], ...]
+
+    @classmethod
+    def take(cls, state: StoreState) -> NearSnapshot:
+        return cls(_rest(state), tuple(tuple(getattr(state, name)) for name in RINGS))
+
+    def restore(self, store: Store) -> None:
+        store.restore(pickle.loads(zlib.decompress(self.rest)))
+        for name, items in zip(RINGS, self.rings, strict=True):
+            setattr(store.state, name, deque(items))
+
+
+class NearSnapshots:
+    """Snapshots finer than the builder's, where the user has been.
+
+    A seek that restores a snapshot and folds on keeps the state at the last
+    multiple of ``spacing`` before its target (:meth:`where`), so going back a
+    little from there (``,``, ``<``, a seek just before) folds at most
+    ``spacing`` frames instead of up to the builder's spacing. Only the newest
+    ``limit`` are kept (~20 KiB each plus their rings' references). The engine
+    holds its lock around every call but :meth:`NearSnapshot.take`.
+    """
+
+    def __init__(self, spacing: int = NEAR_EVERY, limit: int = NEAR_LIMIT) -> None:
+        self.spacing = spacing
+        self.limit = limit
+        #: by position, oldest first
+        self.states: dict[int, NearSnapshot] = {}
+
+    def nearest(self, position: int) -> tuple[int, NearSnapshot] | None:
+        """The last one at or before ``position``, and where it is."""
+        at = max((p for p in self.states if p <= position), default=None)
+        return None if at is None else (at, self.states[at])
+
+    def where(self, start: int, target: int) -> int | None:
+        """Where a fold from ``start`` to ``target`` should leave one (None: nowhere
+        closer to ``target`` than ``start`` by a spacing, or one is there already)."""
+        at = target - target % self.spacing
+        return at if at - start >= self.spacing and at not in self.states else None
+
+    def add(self, position: int, snapshot: NearSnapshot) -> None:
+        self.states[position] = snapshot
+        while len(self.states) > self.limit:
+            del self.states[next(iter(self.states))]
 
 
 #: the store's rings (deques it appends to and drops from the left), each with a

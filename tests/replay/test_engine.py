@@ -18,9 +18,11 @@ from aclmon.store.replay import (
     OVERFLOW,
     RESTORE_COST,
     ReplayEngine,
+    SeekSuperseded,
     SeekTimeError,
     parse_seek_time,
 )
+from aclmon.store.snapshots import NEAR_EVERY, NEAR_LIMIT
 
 GARBAGE_EVERY = 50
 
@@ -100,6 +102,60 @@ def test_seeks_without_snapshots_and_state_at_from_another_store(recording):
         store.state = state
         assert store.to_json() == expected_at(events, frames, 1234)
         assert engine.position == 0  # state_at leaves the cursor alone
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_a_seek_leaves_a_snapshot_near_its_target_and_going_back_from_there_folds_little(
+    recording,
+):
+    path, events, frames = recording
+    reader, engine = open_engine(path, snapshot_every=2000)  # the builder's: 0, 2000, the end
+    try:
+        engine.seek(1777)  # from the snapshot at 0: leaves one at 1500 on the way
+        assert list(engine.near.states) == [1500]
+        assert engine.cost(1776) <= 1776 - 1500 + RESTORE_COST
+        for _ in range(3):
+            engine.step_back()
+        assert engine.position == 1774
+        assert engine.store.to_json() == expected_at(events, frames, 1774)
+        for target in (1500, 1501, 1999, 1499):  # from it, and from before it
+            engine.seek(target)
+            assert engine.store.to_json() == expected_at(events, frames, target)
+        store = Store()
+        store.state = engine.state_at(1600)  # from another thread's store: the same
+        assert store.to_json() == expected_at(events, frames, 1600)
+        # 1499 came from the snapshot at 0 (one left at 1000); 1600 from the one at 1500
+        assert list(engine.near.states) == [1500, 1000]
+        engine.seek(len(engine))
+        assert engine.store.to_json() == expected_at(events, frames, len(engine))
+        for target in range(2 * NEAR_EVERY, 2000 - NEAR_EVERY, 7):
+            engine.seek(target)  # many places: the newest are kept, never more
+        assert len(engine.near.states) <= NEAR_LIMIT
+        engine.seek(1777)
+        assert engine.store.to_json() == expected_at(events, frames, 1777)
+    finally:
+        engine.close()
+        reader.close()
+
+
+def test_a_superseded_fold_stops_without_touching_the_cursor(recording):
+    path, events, frames = recording
+    reader, engine = open_engine(path, snapshot_every=2000)
+    try:
+        asked = []
+
+        def abandoned() -> bool:
+            asked.append(True)
+            return len(asked) > 1  # the newer seek arrives during the fold
+
+        with pytest.raises(SeekSuperseded):
+            engine.state_at(1999, abandoned)
+        assert engine.position == 0 and engine.store.to_json() == expected_at(events, frames, 0)
+        store = Store()
+        store.state = engine.state_at(1999, lambda: False)
+        assert store.to_json() == expected_at(events, frames, 1999)
     finally:
         engine.close()
         reader.close()
