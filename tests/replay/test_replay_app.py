@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import threading
 
 import pytest
 from recordings import session_events, write_recording
@@ -211,6 +212,63 @@ async def test_far_seeks_run_on_a_worker_and_swap_the_state_in(recorded, monkeyp
         app.seek_position(17)
         await wait_for(pilot, lambda: not app.seeking)
         assert app.engine.position == 17 and app.store.to_json() == fold(events[:17])
+
+
+async def test_a_seek_during_a_worker_seek_wins_and_the_older_state_is_never_shown(
+    recorded, monkeypatch
+):
+    path, events = recorded
+    monkeypatch.setattr(replay_module, "SYNC_SEEK_FRAMES", 5)
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
+        fold_state_at = engine.state_at
+        first_started, release_first, first_done = (threading.Event() for _ in range(3))
+
+        def state_at(position, abandoned=None):
+            if position == 2222:  # the first seek's fold: held until the second one landed
+                first_started.set()
+                release_first.wait(10)
+                try:
+                    return fold_state_at(position, abandoned)
+                finally:
+                    first_done.set()
+            return fold_state_at(position, abandoned)
+
+        monkeypatch.setattr(engine, "state_at", state_at)
+        app.seek_position(2222)
+        await wait_for(pilot, first_started.is_set)
+        app.seek_position(17)  # while the first one folds: no longer ignored
+        await wait_for(pilot, lambda: not app.seeking)
+        assert engine.position == 17 and app.store.to_json() == fold(events[:17])
+        release_first.set()
+        await wait_for(pilot, first_done.is_set)
+        await pilot.pause()
+        assert engine.position == 17 and app.store.to_json() == fold(events[:17])
+        assert not app.seeking
+
+
+async def test_a_second_jump_while_a_worker_seeks_goes_on_from_where_the_first_goes(
+    recorded, monkeypatch
+):
+    path, events = recorded
+    monkeypatch.setattr(replay_module, "SYNC_SEEK_FRAMES", 5)
+    monkeypatch.setattr(replay_module, "JUMP_NS", 1_000_000_000)  # ] is +1 s here
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        engine = app.engine
+        await wait_for(pilot, lambda: engine.index.indexed)
+        app.seek_position(1)
+        await wait_for(pilot, lambda: not app.seeking)
+        app.action_jump(1)
+        app.action_jump(1)  # before the first one landed
+        await wait_for(pilot, lambda: not app.seeking)
+        # where two presses one after the other would have gone
+        first = engine.position_of_time(engine.time_at(1) + 1_000_000_000)
+        want = engine.position_of_time(engine.time_at(first) + 1_000_000_000)
+        assert want > first > 1
+        assert engine.position == want and app.store.to_json() == fold(events[:want])
 
 
 async def test_truncated_recording_opens_with_a_warning_and_every_complete_event(tmp_path):

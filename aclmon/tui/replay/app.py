@@ -3,7 +3,8 @@
 The store is the :class:`~aclmon.store.replay.ReplayEngine`'s, so what is on
 screen at any point is the fold of the events before it: exactly what the live
 view showed then. Seeks that would fold many frames run on a worker thread and
-swap the finished state in.
+swap the finished state in (the newest seek wins); either way the new state is
+drawn once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from aclmon.store.replay import (
     EXCEPTION,
     OVERFLOW,
     ReplayEngine,
+    SeekSuperseded,
     SeekTimeError,
     iter_recording_events,
     parse_seek_time,
@@ -97,6 +99,10 @@ class ReplayApp(AclmonApp):
         self._start_at = start_at
         self._play_ts = 0
         self._played_at = 0.0
+        #: counts seeks: a worker's state is installed only if no seek came after it
+        self._seek_serial = 0
+        self._seek_target = 0  # where the worker's seek goes
+        self._resume_playing = False  # whether playback resumes when it lands
         self.timeline = Timeline(engine)
 
     # ---------------------------------------------------------------- frame
@@ -165,7 +171,9 @@ class ReplayApp(AclmonApp):
         if self.playing and self._play_ts:
             return self._play_ts
         engine = self.engine
-        return engine.time_at(engine.position) or (engine.first_ts or 0)
+        # while a worker folds, where it goes: a second "]" goes on from there
+        position = self._seek_target if self.seeking else engine.position
+        return engine.time_at(position) or (engine.first_ts or 0)
 
     def _refresh_timeline(self) -> None:
         # The other reactives redraw the timeline when they change; the position
@@ -319,46 +327,58 @@ class ReplayApp(AclmonApp):
         self.seek_position(self.engine.position_of_time(ts_ns))
 
     def seek_position(self, position: int, *, then_show: str | None = None) -> None:
-        """Show the state at ``position``: at once when cheap, else from a worker."""
+        """Show the state at ``position``: at once when cheap, else folded on a
+        worker and swapped in whole. A seek while a worker folds replaces it: the
+        older fold stops, and its state is never shown."""
         engine = self.engine
-        if self.seeking:
-            return
-        was_playing = self.playing
-        if engine.cost(position) <= SYNC_SEEK_FRAMES:
-            self._guarded(engine.seek, position)
-            self._seeked(then_show, was_playing)
-            return
-        self.seeking = True
+        self._seek_serial += 1
+        if not self.seeking:
+            self._resume_playing = self.playing
+            if engine.cost(position) <= SYNC_SEEK_FRAMES:
+                self._guarded(engine.seek, position)
+                self._seeked(then_show, self._resume_playing)
+                return
+            self.seeking = True
+        self._seek_target = max(0, min(position, len(engine)))
         self._refresh_timeline()
-        self._seek_in_background(position, then_show, was_playing)
+        self._seek_in_background(self._seek_serial, position, then_show)
 
-    @work(thread=True, exclusive=True, group="replay-seek")
-    def _seek_in_background(self, position: int, then_show: str | None, playing: bool) -> None:
+    @work(thread=True, group="replay-seek")
+    def _seek_in_background(self, serial: int, position: int, then_show: str | None) -> None:
+        def superseded() -> bool:
+            return serial != self._seek_serial
+
         try:
-            state = self.engine.state_at(position)
-        except AclmonError as exc:
-            self._call_ui(self._seek_failed, str(exc))
+            state = self.engine.state_at(position, superseded)
+        except SeekSuperseded:
             return
-        self._call_ui(self._install, position, state, then_show, playing)
+        except AclmonError as exc:
+            self._call_ui(self._seek_failed, serial, str(exc))
+            return
+        self._call_ui(self._install, serial, position, state, then_show)
 
-    def _install(self, position: int, state: Any, then_show: str | None, playing: bool) -> None:
+    def _install(self, serial: int, position: int, state: Any, then_show: str | None) -> None:
+        if serial != self._seek_serial:
+            return  # a newer seek is on its way: this state would only flash by
         self.engine.install(position, state)
         self.seeking = False
-        self._seeked(then_show, playing)
+        self._seeked(then_show, self._resume_playing)
 
-    def _seek_failed(self, message: str) -> None:
+    def _seek_failed(self, serial: int, message: str) -> None:
+        if serial != self._seek_serial:
+            return
         self.seeking = False
         self.notify(message, severity="error", timeout=6)
         self._refresh_timeline()
 
     def _seeked(self, then_show: str | None, playing: bool) -> None:
-        self.set_playing(playing)
+        """The new state is in: draw it once (the view shown, header, timeline)."""
         if then_show is not None:
             self.action_show_view(then_show)
             lists = self.views[then_show].query(VirtualList)
             if lists:
                 lists.first().action_last()
-        self._after_move()
+        self.set_playing(playing)  # redraws what the view switch did not
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         rows = binding_rows(list(ReplayApp.BINDINGS), self.user_keymap)
