@@ -19,7 +19,21 @@ Measured, side by side in one run:
   line through the Line API, as Textual asks for them) after a zoom or pan step,
   at 200x50, over a window that holds 100,000 operator slices.
 
-usage: python bench/bench_tui.py [--quick] [--timeline-only]
+The live arm (first; ``--live-only`` runs it alone) watches the demo job
+(:class:`aclmon.sources.demo.DemoJob`, its normal rate, about 250 events/s) with
+the real app attached headless at 160x48 as ``aclmon demo`` attaches it (a
+``LiveSource``, the simulated host's NPUs beside it), each view in turn:
+- viewer_cpu_over_job: this process's CPU (every thread) over the job's (its
+  process and children) in the same interval of ``--live-seconds``,
+- view_switch_ms: median time from the view's number key, pressed in another
+  view, to the first frame that shows it,
+- view_switch_over_paint: that over the time of one paint of the same view (the
+  app's full repaint, as after a resize: every row drawn again, to the frame).
+``--profile DIR`` writes each view's cProfile of its CPU interval there (and
+prints its top functions); its figures are then not the app's own.
+
+usage: python bench/bench_tui.py [--quick] [--timeline-only] [--live-only]
+                                 [--live-seconds S] [--profile DIR]
 The last line of output is one JSON object with the figures.
 """
 
@@ -44,6 +58,10 @@ PHASE_SECONDS = 3.0
 LATENCY_RATE = 50_000
 LATENCY_PRESSES = 24
 IDLE_SECONDS = 5.0
+LIVE_SIZE = (160, 48)
+LIVE_SECONDS = 10.0
+#: view switches (and paints) timed per view
+LIVE_SWITCHES = 5
 
 
 # ------------------------------------------------------------------ the recording
@@ -282,6 +300,145 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
     }
 
 
+# ------------------------------------------------------------------ the live arm
+def job_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of a process and its children so far."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+async def live_views(seconds: float, switches: int, profile_dir: Path | None) -> dict[str, object]:
+    """Each view of the app watching the demo job: CPU beside the job's, switch and paint times."""
+    import cProfile
+    import pstats
+
+    from textual.events import Key
+
+    from aclmon.sources.demo import DemoJob
+    from aclmon.sources.host import WithHost
+    from aclmon.sources.live import LiveSource
+    from aclmon.tui.app import AclmonApp
+    from aclmon.tui.host_commands import host_feed, host_opener
+    from aclmon.tui.views import VIEWS
+
+    results: dict[str, dict[str, float]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="aclmon-bench-") as tmp,
+        DemoJob(directory=Path(tmp)) as job,
+    ):
+        assert job.process is not None
+        job_pid = job.process.pid
+        feed = host_feed(host_opener("auto", sim=True, timeout=5.0, details="rotate"))
+        feed.start()
+        live = LiveSource(str(job.socket_path), description="aclmon demo")
+        app = AclmonApp(WithHost(live, feed.reader()))
+        frames: list[float] = []
+        original_display = app._display
+
+        def display_hook(screen, renderable):  # type: ignore[no-untyped-def]
+            frames.append(time.perf_counter())
+            return original_display(screen, renderable)
+
+        app._display = display_hook  # type: ignore[method-assign]
+
+        async def next_frame_after(t0: float, limit: float = 3.0) -> float:
+            """ms from ``t0`` to the first frame displayed after ``t0``."""
+            while True:
+                later = [t for t in frames if t > t0]
+                if later:
+                    return (later[0] - t0) * 1000
+                if time.perf_counter() - t0 > limit:
+                    return limit * 1000
+                await asyncio.sleep(0.001)
+
+        async def press(key: str) -> float:
+            """A key straight into the app's queue (as the terminal driver puts it):
+            ms to the first frame after the switch ran."""
+            t0 = time.perf_counter()
+            app.post_message(Key(key, key))
+            while app.current_view != VIEWS[int(key) - 1].id:
+                await asyncio.sleep(0.001)
+                if time.perf_counter() - t0 > 3.0:
+                    return 3000.0
+            return await next_frame_after(t0)
+
+        async def paint() -> float:
+            t0 = time.perf_counter()
+            app._repaint()
+            return await next_frame_after(t0)
+
+        try:
+            async with app.run_test(size=LIVE_SIZE, headless=True):
+                start = time.perf_counter()
+                while app.store.state.hello is None or app.store.state.counters.events < 500:
+                    await asyncio.sleep(0.1)
+                    if time.perf_counter() - start > 30:
+                        raise SystemExit("the demo job sent no events")
+                for n, entry in enumerate(VIEWS):
+                    key, other = str(n + 1), str((n - 1) % len(VIEWS) + 1)
+                    switch_ms, paint_ms = [], []
+                    for _ in range(switches):
+                        await press(other)
+                        await asyncio.sleep(0.3)
+                        switch_ms.append(await press(key))
+                        await asyncio.sleep(0.3)
+                    for _ in range(switches):
+                        paint_ms.append(await paint())
+                        await asyncio.sleep(0.2)
+                    await asyncio.sleep(1.0)
+                    profiler = cProfile.Profile() if profile_dir is not None else None
+                    events0 = app.store.state.counters.events
+                    job0, cpu0, t0 = (
+                        job_cpu_seconds(job_pid),
+                        time.process_time(),
+                        time.perf_counter(),
+                    )
+                    if profiler is not None:
+                        profiler.enable()
+                    await asyncio.sleep(seconds)
+                    if profiler is not None:
+                        profiler.disable()
+                    wall = time.perf_counter() - t0
+                    viewer_cpu = time.process_time() - cpu0
+                    job_cpu = job_cpu_seconds(job_pid) - job0
+                    events = app.store.state.counters.events - events0
+                    if profiler is not None and profile_dir is not None:
+                        profile_dir.mkdir(parents=True, exist_ok=True)
+                        path = profile_dir / f"{entry.id}.prof"
+                        profiler.dump_stats(str(path))
+                        print(f"--- profile of {entry.id}: {path}")
+                        pstats.Stats(str(path)).sort_stats("tottime").print_stats(12)
+                    switch, painted = statistics.median(switch_ms), statistics.median(paint_ms)
+                    results[entry.id] = {
+                        "viewer_cpu_over_job": round(viewer_cpu / job_cpu, 3) if job_cpu else 0.0,
+                        "viewer_cpu_percent": round(viewer_cpu / wall * 100, 2),
+                        "job_cpu_percent": round(job_cpu / wall * 100, 2),
+                        "events_per_s": round(events / wall),
+                        "view_switch_ms": round(switch, 1),
+                        "paint_ms": round(painted, 1),
+                        "view_switch_over_paint": round(switch / painted, 2) if painted else 0.0,
+                        "load": round(os.getloadavg()[0], 2),
+                    }
+                    r = results[entry.id]
+                    print(f"live {entry.id:<10} viewer {r['viewer_cpu_percent']:5.1f} %"
+                          f" job {r['job_cpu_percent']:5.1f} % -> {r['viewer_cpu_over_job']:.3f}"
+                          f"  ({r['events_per_s']} ev/s)  switch {switch:6.1f} ms"
+                          f"  paint {painted:6.1f} ms -> {r['view_switch_over_paint']:.2f}"
+                          f"  (load {r['load']:.2f})", flush=True)  # fmt: skip
+        finally:
+            feed.close()
+    return results
+
+
 # ------------------------------------------------------------------ the timeline
 TIMELINE_SLICES = 100_000
 TIMELINE_STEPS = ("w", "w", "s", "a", "d", "s", "w", "d", "a", "s") * 3
@@ -342,9 +499,33 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="shorter phases (smoke run)")
     parser.add_argument("--publish", nargs=3, metavar=("ADDR", "RECORDING", "SCHEDULE"))
     parser.add_argument("--timeline-only", action="store_true", help="only timeline_frame_ms")
+    parser.add_argument("--live-only", action="store_true", help="only the live arm (the demo)")
+    parser.add_argument(
+        "--live-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"CPU interval per view (default {LIVE_SECONDS:g}, --quick 4)",
+    )
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="write each view's cProfile of the live arm to DIR")  # fmt: skip
     args = parser.parse_args()
     if args.publish:
         return publisher_main(*args.publish)
+    live: dict[str, object] = {}
+    if not args.timeline_only:
+        live_seconds = args.live_seconds or (4.0 if args.quick else LIVE_SECONDS)
+        print(f"live arm: the demo job, each view {live_seconds:g} s at"
+              f" {LIVE_SIZE[0]}x{LIVE_SIZE[1]} (load {os.getloadavg()[0]:.2f})")  # fmt: skip
+        views = asyncio.run(live_views(live_seconds, LIVE_SWITCHES, args.profile))
+        live = {
+            "viewer_cpu_over_job_max": max(v["viewer_cpu_over_job"] for v in views.values()),
+            "view_switch_over_paint_max": max(v["view_switch_over_paint"] for v in views.values()),
+            "live_views": views,
+        }
+        if args.live_only:
+            print(json.dumps({**live, "load_average": round(os.getloadavg()[0], 2)}))
+            return 0
     frame_ms, shown = asyncio.run(timeline_frames())
     print(f"timeline redraw at 200x50 over {shown} slices: median {frame_ms:.1f} ms"
           f" (load {os.getloadavg()[0]:.1f})")  # fmt: skip
@@ -400,6 +581,8 @@ def main() -> int:
         "peak_rss_mb": round(result["peak_rss_mb"], 1),  # type: ignore[arg-type]
         "timeline_frame_ms": round(frame_ms, 1),
         "phases": result["phases"],
+        **live,
+        "load_average": round(os.getloadavg()[0], 2),
     }))  # fmt: skip
     return 0
 
