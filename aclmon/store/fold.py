@@ -40,6 +40,7 @@ from aclmon.store.pairing import (
     note_end,
     take_back,
 )
+from aclmon.store.sections import ALL_SECTIONS, COUNTERS, sections_of
 from aclmon.store.state import (
     CALL_FAILURE_BYTES_LIMIT,
     LOG_BYTES_LIMIT,
@@ -80,7 +81,9 @@ class Store:
     """Folds events into a :class:`StoreState`.
 
     ``version`` goes up with every applied batch, so a view can skip repainting
-    when nothing changed since it last looked.
+    when nothing changed since it last looked; :meth:`section_versions` says
+    which parts of the state a batch may have changed
+    (:mod:`aclmon.store.sections`), so a view that draws other parts skips too.
     """
 
     def __init__(self, **limits: int) -> None:
@@ -88,6 +91,8 @@ class Store:
         ``op_limit``, ``destroyed_limit`` (see :func:`new_state`)."""
         self.state = new_state(**limits)
         self.version = 0
+        #: section -> the ``version`` at which it last moved
+        self._moved: dict[str, int] = {}
         self._handlers: dict[type, Any] = {
             ev.Hello: self._hello,
             ev.DeviceSample: self._device_sample,
@@ -125,7 +130,7 @@ class Store:
     # ------------------------------------------------------------ public
     def apply(self, event: ev.Event) -> None:
         self._apply(event)
-        self.version += 1
+        self._moves(sections_of({type(event)}))
 
     def apply_many(self, events: list[ev.Event]) -> None:
         if not events:
@@ -133,7 +138,25 @@ class Store:
         apply = self._apply
         for event in events:
             apply(event)
+        self._moves(sections_of(set(map(type, events))))
+
+    def _moves(self, sections: frozenset[str]) -> None:
         self.version += 1
+        version = self.version
+        moved = self._moved
+        for section in sections:
+            moved[section] = version
+
+    def section_versions(self, sections: tuple[str, ...]) -> tuple[int, ...]:
+        """The version at which each of ``sections`` last moved (0: never), to
+        compare with the one a view drew."""
+        moved = self._moved
+        return tuple(moved.get(section, 0) for section in sections)
+
+    def replace(self, state: StoreState) -> None:
+        """Continue from ``state`` (adopted as it is, not copied): everything moved."""
+        self.state = state
+        self._moves(ALL_SECTIONS)
 
     def note_decoder_counts(self, malformed: int, unknown: int) -> None:
         """Record the source decoder's running totals of skipped input."""
@@ -141,7 +164,7 @@ class Store:
         if counters.malformed != malformed or counters.unknown != unknown:
             counters.malformed = malformed
             counters.unknown = unknown
-            self.version += 1
+            self._moves(frozenset({COUNTERS}))
 
     def snapshot(self) -> StoreState:
         """An independent copy of the state (later events do not change it)."""
@@ -149,8 +172,7 @@ class Store:
 
     def restore(self, snapshot: StoreState) -> None:
         """Continue from ``snapshot`` (which stays untouched and reusable)."""
-        self.state = snapshot.copy()
-        self.version += 1
+        self.replace(snapshot.copy())
 
     # ------------------------------------------------------------ queries
     def stream_by_id(self, device_id: int, stream_id: int) -> StreamState | None:

@@ -390,8 +390,7 @@ class ReplayEngine:
 
     def install(self, position: int, state: StoreState) -> None:
         """Adopt a state computed by :meth:`state_at` on another thread."""
-        self.store.state = state
-        self.store.version += 1
+        self.store.replace(state)
         self.position = self._clamp(position)
 
     def seek_time(self, ts_ns: int) -> int:
