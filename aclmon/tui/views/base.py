@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
+from rich.console import RenderableType
+from rich.text import Text
 from textual.containers import Vertical
 from textual.widget import Widget
+from textual.widgets import Static
 
 from aclmon.store import Store, StoreState
+from aclmon.store.sections import SECTIONS as ALL_SECTIONS_ORDERED
 from aclmon.tui.vlist import VirtualList
 
 
@@ -28,14 +32,23 @@ class Command(NamedTuple):
 
 
 class View(Vertical):
-    """Base of a view. The app calls :meth:`update_from` with the store when it
-    changed (on the refresh timer, only while the view is visible); the view
-    keeps it, so a change of its own state (a reactive) redraws at once with
+    """Base of a view. The app calls :meth:`update_from` with the store on the
+    refresh timer, only while the view is visible; the view draws again only
+    when one of the store's sections it draws (:attr:`SECTIONS`) moved since it
+    last drew, and then only those (:meth:`redraw_sections`). It keeps the
+    store, so a change of its own state (a reactive) redraws at once with
     :meth:`redraw`. Views never reach into the app: they post messages up."""
+
+    #: the store's sections (:mod:`aclmon.store.sections`) the view draws
+    SECTIONS: ClassVar[tuple[str, ...]] = ALL_SECTIONS_ORDERED
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.store: Store | None = None
+        #: the versions of :attr:`SECTIONS` drawn last (empty: draw everything)
+        self._drawn: tuple[int, ...] = ()
+        #: what each Static shown through :meth:`show_static` holds: (key, shape)
+        self._static_keys: dict[str, tuple[object, object]] = {}
         #: the user's keymap (binding id -> keys), so hints name the keys in use.
         self.keymap: dict[str, str] = {}
         #: keys the app binds itself (a replay's timeline keys): they win over a view's
@@ -51,9 +64,44 @@ class View(Vertical):
         lists = self.query(VirtualList)
         return lists.first() if lists else self
 
-    def update_from(self, store: Store) -> None:
-        self.store = store
+    def update_from(self, store: Store, *, force: bool = False) -> None:
+        """Draw what moved in ``store`` since the last time (everything: ``force``,
+        or another store)."""
+        versions = store.section_versions(self.SECTIONS)
+        if store is not self.store or force or not self._drawn:
+            self.store, self._drawn = store, versions
+            self._static_keys.clear()
+            self.redraw()
+            return
+        if versions == self._drawn:
+            return
+        moved = {s for s, a, b in zip(self.SECTIONS, versions, self._drawn, strict=True) if a != b}
+        self._drawn = versions
+        self.redraw_sections(frozenset(moved))
+
+    def redraw_sections(self, moved: frozenset[str]) -> None:
+        """Draw again what shows these sections of the store (by default: all)."""
         self.redraw()
+
+    def forget_drawn(self) -> None:
+        """What the view shows is stale (a resize or a new theme while it was
+        hidden): the next :meth:`update_from` draws everything."""
+        self._drawn = ()
+        self._static_keys.clear()
+
+    def show_static(
+        self, static: Static, content: RenderableType, key: object, shape: object
+    ) -> bool:
+        """Put ``content`` in ``static`` unless what it shows has the same ``key``
+        (what the content is drawn from); a layout of the screen only when its
+        ``shape`` (what its height follows: its lines) changes. True when updated."""
+        name = static.id or str(id(static))
+        before = self._static_keys.get(name)
+        if before is not None and before[0] == key:
+            return False
+        self._static_keys[name] = (key, shape)
+        static.update(content, layout=before is None or before[1] != shape)
+        return True
 
     @property
     def width(self) -> int:
@@ -76,3 +124,14 @@ class View(Vertical):
     def palette_commands(self, store: Store) -> list[Command]:
         """The view's own palette entries; the palette shows the view before running one."""
         return []
+
+
+def text_key(text: Text) -> tuple[object, ...]:
+    """What a Text is drawn from (its ``==`` leaves its own style out)."""
+    return (text.plain, text.spans, text.style)
+
+
+def text_shape(text: Text, width: int) -> tuple[int, int]:
+    """What the height of a Text drawn ``width`` wide follows: its lines, and
+    (unless it is never wrapped) its length in widths."""
+    return (text.plain.count("\n"), 0 if text.no_wrap else len(text.plain) // max(width, 1))

@@ -23,6 +23,7 @@ from aclmon import events as ev
 from aclmon.dump.naming import parse_dump_name
 from aclmon.dump.summary import summary_operator
 from aclmon.store import Store
+from aclmon.store.sections import DUMPS
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, content_width
@@ -103,6 +104,7 @@ class DumpsView(ListView):
     """Dump and overflow files; Enter asks for the selected one to be decoded."""
 
     FILTER_HINT = "what the columns show: kind, model, step, operator…"
+    SECTIONS = (DUMPS,)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "toggle_per_step", "Per step", id="dumps.per_step"),
         # into the pane (to scroll a long decode) and back to the list
@@ -478,6 +480,10 @@ class DumpsView(ListView):
             "bad": theme_style(self, "aclmon-bad", bold=True),
         }
         entry = self.row_at(index)
+        # drawn again only for another row (a refresh that changed nothing keeps it)
+        key = (entry, bool(self._back), self.width)
+        if self._static_keys.get("dump-detail", (None,))[0] == key:
+            return
         renderable: RenderableType
         if isinstance(entry, OverflowStep):
             first = Text(
@@ -494,7 +500,7 @@ class DumpsView(ListView):
             renderable = Text("No dump files yet.", style=styles["dim"])
         else:
             renderable = Group(render_summary(entry, styles), self._action_hints(entry))
-        self.query_one("#dump-detail", Static).update(renderable)
+        self.show_static(self.query_one("#dump-detail", Static), renderable, key, key)
 
     def _action_hints(self, dump: ev.DumpFileSeen) -> Text:
         keys = [
@@ -516,6 +522,7 @@ class DumpsView(ListView):
 
     def show_detail(self, renderable: RenderableType) -> None:
         """Show a decoded file (or its progress) in the pane."""
+        self._static_keys.pop("dump-detail", None)  # no row's summary is shown now
         self.query_one("#dump-detail", Static).update(renderable)
         self.query_one("#dump-detail-scroll", VerticalScroll).scroll_home(animate=False)
 

@@ -15,6 +15,7 @@ from textual.reactive import reactive
 
 from aclmon import events as ev
 from aclmon.acl_constants import error_name
+from aclmon.store.sections import EXCEPTIONS
 from aclmon.store.state import StoreState
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, content_width
@@ -95,6 +96,7 @@ class ExceptionsView(ListView):
     """Live tail of exceptions; Enter opens the detail."""
 
     FILTER_HINT = "what the columns show: time, operator, model, code…"
+    SECTIONS = (EXCEPTIONS,)
     BINDINGS: ClassVar[list[BindingType]] = [
         follow_binding("exceptions"),
         Binding("c", "toggle_grouped", "Group", id="exceptions.group"),

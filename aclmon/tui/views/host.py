@@ -33,6 +33,7 @@ from textual.widgets import Static
 from aclmon.events.host import DeviceReading, HostSnapshot, ProcessReading
 from aclmon.host.processes import SignalRefused, SignalTarget, send_signal, signal_target
 from aclmon.host.source import HostStatus
+from aclmon.store.sections import HOST, JOB
 from aclmon.store.state import ChipHistory, HostNpus, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column
@@ -159,6 +160,7 @@ class HostView(ListView):
     """The machine's NPUs and the processes on them; see the module docstring."""
 
     FILTER_HINT = "pid, user, command, NPU"
+    SECTIONS = (HOST, JOB)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("T", "signal('SIGTERM')", "Terminate", id="host.terminate"),
         Binding("K", "signal('SIGKILL')", "Kill", id="host.kill"),

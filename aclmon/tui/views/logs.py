@@ -23,6 +23,7 @@ from textual.widgets import Static
 
 from aclmon import events as ev
 from aclmon.store import Store
+from aclmon.store.sections import LOGS
 from aclmon.store.state import CallFailure, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, content_width
@@ -135,6 +136,7 @@ class LogsView(ListView):
     """Log lines, newest last; follow, filters, search, a window around an exception."""
 
     FILTER_HINT = "text, module, file:line"
+    SECTIONS = (LOGS,)
     BINDINGS: ClassVar[list[BindingType]] = [
         follow_binding("logs"),
         Binding("v", "next_level", "Level", id="logs.level"),

@@ -178,10 +178,12 @@ class TimelineView(View):
             if self.following and self.is_mounted:
                 self.redraw()
 
-    def update_from(self, store: Store) -> None:
+    def update_from(self, store: Store, *, force: bool = False) -> None:
+        # It draws the slices, not the store: redrawn when they moved (a following
+        # window moves only with them; a replay's cursor moves it through pin()).
         self.store = store
         version = self.timeline.index.version if self.timeline is not None else -1
-        if version != self._drawn_version or self.following:
+        if version != self._drawn_version or force:
             self.redraw()
 
     # ------------------------------------------------------------ geometry
