@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from aclmon.acl_constants import error_name
 from aclmon.store import Store
+from aclmon.store.sections import DEVICES, FAILURES, JOB, LOGS, MODELS, STREAMS
 from aclmon.store.state import (
     STREAM_BUSY,
     STREAM_DESTROYED,
@@ -30,7 +31,7 @@ from aclmon.store.state import (
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import Command
+from aclmon.tui.views.base import Command, text_key, text_shape
 from aclmon.tui.views.listview import FilteredView
 
 
@@ -98,6 +99,7 @@ class DevicesView(FilteredView):
     ]
     can_focus = True
     REDRAWN_BY = ("show_destroyed", "cursor")
+    SECTIONS = (JOB, DEVICES, STREAMS, MODELS, FAILURES, LOGS)
 
     show_destroyed: reactive[bool] = reactive(False)
     """Destroyed contexts and streams are listed (hidden by default)."""
@@ -226,20 +228,47 @@ class DevicesView(FilteredView):
             status.update(Text(f"tree lines: {note}", style=theme_style(self, "aclmon-dim")))
 
     def redraw(self) -> None:
+        self.redraw_sections(frozenset(self.SECTIONS))
+
+    def redraw_sections(self, moved: frozenset[str]) -> None:
+        """The panels that show what moved; each Static only when its text changed,
+        laid out only when its lines did."""
         if self.store is None or not self.is_mounted:
             return
         s = self.store.state
-        self.query_one("#device-table", Static).update(self._device_table(s))
-        self.query_one("#host-line", Static).update(self._host_line(s))
-        self.query_one("#models", Static).update(self._models(s))
-        failed = self.query_one("#failed-calls", Static)
-        failed.display = bool(s.call_failures_total)
-        if s.call_failures_total:
-            failed.update(self._failed_calls(s))
-        logs = self.query_one("#device-logs", Static)
-        logs.display = bool(s.logs)
-        if s.logs:
-            logs.update(self._logs(s))
+        width = self.width
+        if moved & {DEVICES, JOB}:
+            table = self.query_one("#device-table", Static)
+            # what the table is drawn from: a sample is a new record, never changed
+            key = (width, s.hello, [(d.device_id, d.sample, d.set_ret, d.reset, d.errors,
+                                     d.exceptions) for d in s.devices.values()])  # fmt: skip
+            if self._static_keys.get("device-table", (None,))[0] != key:
+                self.show_static(table, self._device_table(s), key, len(s.devices))
+        if JOB in moved:
+            self._show_text("#host-line", self._host_line(s), width)
+        if MODELS in moved:
+            self._show_text("#models", self._models(s), width)
+        if FAILURES in moved:
+            failed = self.query_one("#failed-calls", Static)
+            failed.display = bool(s.call_failures_total)
+            if s.call_failures_total:
+                self._show_text("#failed-calls", self._failed_calls(s), width)
+        if LOGS in moved:
+            logs = self.query_one("#device-logs", Static)
+            logs.display = bool(s.logs)
+            if s.logs:
+                self._show_text("#device-logs", self._logs(s), width)
+        if moved & {DEVICES, STREAMS, MODELS, JOB}:
+            self._draw_trees(s)
+        self._draw_status()
+
+    def _show_text(self, selector: str, text: Text, width: int) -> None:
+        static = self.query_one(selector, Static)
+        self.show_static(static, text, text_key(text), text_shape(text, width))
+
+    def _draw_trees(self, s: StoreState) -> None:
+        """Each device's context -> stream tree, a Static each: updated only when
+        its text changed."""
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
         shown: dict[str | None, Static] = {}
@@ -268,12 +297,11 @@ class DevicesView(FilteredView):
             renderable = self._tree_text(lines, device_id, selected, width)
             tree = shown.get(f"device-tree-{device_id}")
             if tree is not None:
-                tree.update(renderable)
+                self.show_static(tree, renderable, text_key(renderable), len(lines))
             else:
                 new.append(Static(renderable, id=f"device-tree-{device_id}", classes="tree"))
         if new:
             trees.mount_all(new)  # at once: one layout for all of them
-        self._draw_status()
 
     def _tree_text(
         self,
@@ -381,7 +409,7 @@ class DevicesView(FilteredView):
             said = f" · {count} {what}{'s' if count != 1 else ''}"
         return Text(said, style=theme_style(self, "aclmon-bad", bold=True))
 
-    def _failed_calls(self, s: StoreState) -> RenderableType:
+    def _failed_calls(self, s: StoreState) -> Text:
         """The job's failed calls since start, by call, and what the runtime said
         about the newest (a failed set_device shows here, not as a device)."""
         dim = theme_style(self, "aclmon-dim")
@@ -403,7 +431,7 @@ class DevicesView(FilteredView):
                 text.append(f": {said}", style=dim)
         return text
 
-    def _host_line(self, s: StoreState) -> RenderableType:
+    def _host_line(self, s: StoreState) -> Text:
         """pid, host and the job's command (its script first, cut in the middle to
         fit), then the process's usage; on two lines when one would wrap."""
         dim = theme_style(self, "aclmon-dim")
@@ -435,7 +463,7 @@ class DevicesView(FilteredView):
         text.append_text(usage)
         return text
 
-    def _logs(self, s: StoreState) -> RenderableType:
+    def _logs(self, s: StoreState) -> Text:
         """The agent's newest log lines (warnings and errors stand out), one line
         each (cut at the end: a message reads from its start)."""
         dim = theme_style(self, "aclmon-dim")
@@ -450,7 +478,7 @@ class DevicesView(FilteredView):
             text.append(first, style=styles.get(line.level, Style()))
         return text
 
-    def _models(self, s: StoreState) -> RenderableType:
+    def _models(self, s: StoreState) -> Text:
         dim = theme_style(self, "aclmon-dim")
         text = Text("MODELS  ", style=dim + Style(bold=True))
         loaded = [m for m in s.models.values() if m.loaded]

@@ -36,9 +36,10 @@ from aclmon.acl_constants import (
     error_text,
 )
 from aclmon.store import Store, StoreState
+from aclmon.store.sections import OPS, PROFILING
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, roles
-from aclmon.tui.views.base import Command, View
+from aclmon.tui.views.base import Command, View, text_key
 from aclmon.tui.views.optable import OpTable
 
 #: metric cycle order for ``m``.
@@ -85,6 +86,8 @@ def reply_text(reply: ev.Reply) -> str:
 
 class ProfilingView(View):
     """ACL_PROF_* checklist, metric, devices, start/stop, live timings, reply, op timings."""
+
+    SECTIONS = (PROFILING, OPS)
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down,j", "move(1)", "Down", show=False, id="profiling.down"),
@@ -340,13 +343,20 @@ class ProfilingView(View):
         return (len(PROF_FLAGS) + columns - 1) // columns
 
     def redraw(self) -> None:
+        self.redraw_sections(frozenset(self.SECTIONS))
+
+    def redraw_sections(self, moved: frozenset[str]) -> None:
+        """Operator timings move the table and msproftx; the agent's state and
+        replies the controls above (whose keys also redraw them)."""
         if self.store is None or not self.is_mounted:
             return
-        self._draw_state()
-        self._draw_flags()
-        self._draw_reply()
+        if PROFILING in moved:
+            self._draw_state()
+            self._draw_flags()
+            self._draw_reply()
         self.query_one(OpTable).show(self.store)
-        self._draw_tx()
+        if OPS in moved:
+            self._draw_tx()
 
     def _draw_state(self) -> None:
         prof = self.prof
@@ -482,7 +492,7 @@ class ProfilingView(View):
                 "   none yet: the job's acl.prof mark / push-pop / range_start-stop", style=dim
             )
             head.truncate(width, overflow="ellipsis")
-            self.query_one("#prof-tx", Static).update(head)
+            self.show_static(self.query_one("#prof-tx", Static), head, text_key(head), 1)
             return
         lines = [head]
         head.append("   ")
@@ -508,7 +518,8 @@ class ProfilingView(View):
         for line in lines:
             line.rstrip()
             line.truncate(width, overflow="ellipsis")
-        self.query_one("#prof-tx", Static).update(Group(*lines))
+        key = tuple(text_key(line) for line in lines)
+        self.show_static(self.query_one("#prof-tx", Static), Group(*lines), key, len(lines))
 
     def on_focus(self) -> None:
         self.redraw()
