@@ -29,6 +29,8 @@ from rich.console import RenderableType
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.events import Event, Key, MouseDown, MouseScrollDown, MouseScrollUp
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
@@ -39,6 +41,7 @@ from aclmon.locations import keymap_path
 from aclmon.sources.base import Source
 from aclmon.sources.golden import GoldenCompare
 from aclmon.store import Store
+from aclmon.store.sections import PERIODIC_KINDS
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
 from aclmon.tui import fmt
@@ -87,6 +90,9 @@ from aclmon.tui.vlist import VirtualList
 
 #: events applied per refresh tick at most; the rest wait in the source's bounded queue.
 MAX_BATCH = 50_000
+#: seconds between refreshes once idle: no events but samples, no key, for IDLE_AFTER seconds
+IDLE_INTERVAL = 1.0
+IDLE_AFTER = 2.0
 COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 
@@ -161,6 +167,11 @@ class AclmonApp(InertApp[int]):
         self.export_dir = os.path.abspath(export_dir)
         self.current_view = self._start_view
         self._painted_version: object = -1
+        #: when events (other than periodic samples) or a key last came (``clock``)
+        self._last_activity = clock()
+        self._tick_timer: Timer | None = None
+        #: the delay the next refresh was scheduled with
+        self.refresh_interval = interval
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.events_per_s = 0.0
         self._command_numbers = itertools.count(1)
@@ -273,7 +284,7 @@ class AclmonApp(InertApp[int]):
             self.compare.start()
         self._started = True
         self.tick()
-        self.set_interval(self.interval, self.tick)
+        self._schedule_tick()
         self._focus_view()
         if self.at_start is not None:
             self.call_after_refresh(self.at_start, self)
@@ -311,11 +322,45 @@ class AclmonApp(InertApp[int]):
             return
         for vlist in self.query(VirtualList):
             vlist.clear_cache()
+        for view in self.views.values():
+            view.forget_drawn()  # drawn for the old width or colours: again when shown
         self.refresh_view(force=True)
         self.header.show(self.store, self.source, self.events_per_s, force=True)
         self.tabs.watch_current()
 
     # ---------------------------------------------------------------- refresh
+    def _schedule_tick(self) -> None:
+        """The next refresh: after ``interval`` while events arrive or keys are
+        pressed, after IDLE_INTERVAL once neither happened for IDLE_AFTER seconds."""
+        quiet = self._clock() - self._last_activity
+        idle = quiet >= IDLE_AFTER and not self.keeps_refreshing()
+        self.refresh_interval = max(self.interval, IDLE_INTERVAL) if idle else self.interval
+        if self._tick_timer is not None:
+            self._tick_timer.stop()
+        self._tick_timer = self.set_timer(self.refresh_interval, self._timed_tick)
+
+    def _timed_tick(self) -> None:
+        self._tick_timer = None
+        if not self._live:
+            return
+        self.tick()
+        self._schedule_tick()
+
+    def keeps_refreshing(self) -> bool:
+        """Refresh at ``interval`` even with no events or keys (a replay playing)."""
+        return False
+
+    def note_activity(self) -> None:
+        """A key or a click: refresh at ``interval`` again, from now."""
+        self._last_activity = self._clock()
+        if self._started and self.refresh_interval > self.interval:
+            self._schedule_tick()
+
+    async def on_event(self, event: Event) -> None:
+        if isinstance(event, (Key, MouseDown, MouseScrollDown, MouseScrollUp)):
+            self.note_activity()
+        await super().on_event(event)
+
     def tick(self) -> None:
         """One refresh: poll, fold, header, repaint the visible view if needed."""
         if not self._live:
@@ -326,6 +371,8 @@ class AclmonApp(InertApp[int]):
             self.slices.apply_many(events)
             if self.compare is not None:
                 self.compare.offer(events)  # never blocks: a live compare queues the dump files
+            if not PERIODIC_KINDS.issuperset(map(type, events)):
+                self._last_activity = self._clock()
         if not self.slices.finished:  # a quiet job's waiting operators go out by now
             self.slices.settle(time.time_ns())
         self.store.note_decoder_counts(*self.source.decoder_counts())
@@ -353,6 +400,8 @@ class AclmonApp(InertApp[int]):
         return self._started and self.is_running and not getattr(self, "_exit", False)
 
     def refresh_view(self, force: bool = False) -> None:
+        """The visible view draws what moved in the store (everything: ``force``);
+        the tab counts and a waiting exception detail follow the store."""
         if not self._live:
             return
         # a view may show more than the store (a compare's table): its version counts too
@@ -361,7 +410,7 @@ class AclmonApp(InertApp[int]):
             return
         self._painted_version = version
         with self.batch_update():
-            self.views[self.current_view].update_from(self.store)
+            self.views[self.current_view].update_from(self.store, force=force)
             self._update_tabs()
             detail = self.screen
             if isinstance(detail, ExceptionDetail) and detail.waiting:
@@ -380,7 +429,9 @@ class AclmonApp(InertApp[int]):
         self._switcher.current = view
         self.tabs.current = view
         self._focus_view()
-        self.refresh_view(force=True)
+        # What the view drew when last shown stays: only what moved since is drawn.
+        self._painted_version = -1
+        self.refresh_view()
 
     @on(TabBar.Selected)
     def _tab_clicked(self, message: TabBar.Selected) -> None:

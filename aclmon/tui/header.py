@@ -103,7 +103,7 @@ class HeaderBar(Static):
         plain = text.plain
         if force or plain != self._shown:
             self._shown = plain
-            self.update(text)
+            self.update(text, layout=False)  # one line, always: no layout of the screen
 
 
 class TabBar(Static):
@@ -178,7 +178,7 @@ class TabBar(Static):
             if form < 2:
                 text.append(" ")
         self._spans = spans
-        self.update(text)
+        self.update(text, layout=False)  # one line, always: no layout of the screen
 
     def on_resize(self) -> None:
         self._draw()

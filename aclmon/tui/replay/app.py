@@ -186,6 +186,9 @@ class ReplayApp(AclmonApp):
             return
 
     # ---------------------------------------------------------------- refresh
+    def keeps_refreshing(self) -> bool:
+        return self.playing or self.seeking
+
     def tick(self) -> None:
         engine = self.engine
         if self._start_at and engine.index.indexed:
