@@ -54,7 +54,8 @@ def make_app(
         agent=agent if agent is not None else FakeAgent(),
         readonly=readonly,
     )
-    return AclmonApp(source, theme=theme, clock=lambda: 0.0, **kwargs)
+    kwargs.setdefault("clock", lambda: 0.0)
+    return AclmonApp(source, theme=theme, **kwargs)
 
 
 def golden_app(directory: Path, **kwargs) -> AclmonApp:

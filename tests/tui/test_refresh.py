@@ -1,0 +1,103 @@
+"""What a refresh draws: only the visible view, only when its sections moved, at
+an interval that slows when nothing happens and is fast again on a key."""
+
+from __future__ import annotations
+
+from tui_helpers import SIZE, make_app
+
+from aclmon import events as ev
+from aclmon.tui.app import IDLE_AFTER, IDLE_INTERVAL
+
+
+def count_redraws(view) -> list[int]:  # type: ignore[no-untyped-def]
+    """A mark for each redraw of ``view`` from then on (a list view draws all it
+    shows in ``redraw``)."""
+    drawn: list[int] = []
+    redraw = view.redraw
+
+    def counted() -> None:
+        drawn.append(1)
+        redraw()
+
+    view.redraw = counted
+    return drawn
+
+
+def log_line(clock: ev.Clock, n: int) -> ev.Event:
+    return clock.make(ev.LogLine, "warning", f"more {n}", "app")
+
+
+async def test_a_hidden_view_is_not_drawn_and_a_visible_one_only_when_its_sections_moved():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.action_show_view("exceptions")
+        await pilot.pause()
+        exceptions, logs = count_redraws(app.exceptions_view), count_redraws(app.logs_view)
+        clock = ev.Clock()
+        app.source.extend([log_line(clock, n) for n in range(3)])  # type: ignore[attr-defined]
+        app.tick()
+        assert logs == []  # hidden: nothing drawn, though its lines came
+        assert exceptions == []  # visible, but no exception came
+        app.action_show_view("logs")  # shown again: what moved while hidden is drawn
+        assert len(logs) == 1
+        app.source.extend([clock.make(ev.DeviceSample, 0, 1, 1, 0, 1, 2, "OK", None, None)])  # type: ignore[attr-defined]
+        app.tick()
+        assert len(logs) == 1  # a device sample: nothing of the Logs view moved
+        app.source.extend([log_line(clock, 9)])  # type: ignore[attr-defined]
+        app.tick()
+        assert len(logs) == 2
+        assert app.logs_view.vlist.row_count == len(app.store.state.logs)
+
+
+async def test_a_view_shown_again_reuses_what_it_drew():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.action_show_view("dumps")
+        await pilot.pause()
+        dumps = count_redraws(app.dumps_view)
+        app.action_show_view("devices")
+        app.action_show_view("dumps")  # nothing moved meanwhile
+        assert dumps == []
+
+
+async def test_devices_draws_only_the_panels_whose_sections_moved():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        view = app.devices_view
+        updates: list[str] = []
+        for static in view.query("Static"):
+            original = static.update
+
+            def update(content="", *, layout=True, _id=static.id, _original=original):  # type: ignore[no-untyped-def]
+                updates.append(_id)
+                _original(content, layout=layout)
+
+            static.update = update  # type: ignore[method-assign]
+        clock = ev.Clock()
+        app.source.extend([log_line(clock, 1)])  # type: ignore[attr-defined]
+        app.tick()
+        assert updates == ["device-logs"]  # the tables and trees stay as drawn
+
+
+async def test_the_refresh_slows_when_idle_and_is_fast_again_on_a_key():
+    now = [0.0]
+    app = make_app(clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.refresh_interval == app.interval
+        app.source.extend([])  # type: ignore[attr-defined]
+        now[0] += IDLE_AFTER + 1  # nothing came since: idle
+        app._timed_tick()
+        assert app.refresh_interval == IDLE_INTERVAL > app.interval
+        await pilot.press("2")
+        assert app.refresh_interval == app.interval
+        now[0] += IDLE_AFTER + 1
+        app._timed_tick()
+        assert app.refresh_interval == IDLE_INTERVAL
+        clock = ev.Clock()
+        app.source.extend([log_line(clock, 1)])  # type: ignore[attr-defined]
+        app._timed_tick()  # events (not samples) came: fast again
+        assert app.refresh_interval == app.interval
