@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 RATES = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 300_000)
 PHASE_SECONDS = 3.0
@@ -152,6 +153,19 @@ def publisher_main(address: str, recording: str, schedule: str) -> int:
 
 
 # ------------------------------------------------------------------ the viewer (this process)
+def frame_times(app: Any) -> list[float]:
+    """The times the app displays a frame, from now on (filled as it runs)."""
+    frames: list[float] = []
+    original_display = app._display
+
+    def display_hook(screen, renderable):  # type: ignore[no-untyped-def]
+        frames.append(time.perf_counter())
+        return original_display(screen, renderable)
+
+    app._display = display_hook
+    return frames
+
+
 async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) -> dict[str, object]:
     from textual.events import Key
 
@@ -175,14 +189,7 @@ async def run_viewer(address: str, child: subprocess.Popen[str], quick: bool) ->
                 done.set()
 
     app = AclmonApp(LiveSource(address), interval=DEFAULT_INTERVAL)
-    frames: list[float] = []
-    original_display = app._display
-
-    def display_hook(screen, renderable):  # type: ignore[no-untyped-def]
-        frames.append(time.perf_counter())
-        return original_display(screen, renderable)
-
-    app._display = display_hook  # type: ignore[method-assign]
+    frames = frame_times(app)
     switched: list[float] = []  # when the view-switch action ran
     original_show = app.action_show_view
 
@@ -316,7 +323,9 @@ def job_cpu_seconds(pid: int) -> float:
     return total
 
 
-async def live_views(seconds: float, switches: int, profile_dir: Path | None) -> dict[str, object]:
+async def live_views(
+    seconds: float, switches: int, profile_dir: Path | None, only: set[str] | None = None
+) -> dict[str, object]:
     """Each view of the app watching the demo job: CPU beside the job's, switch and paint times."""
     import cProfile
     import pstats
@@ -341,14 +350,7 @@ async def live_views(seconds: float, switches: int, profile_dir: Path | None) ->
         feed.start()
         live = LiveSource(str(job.socket_path), description="aclmon demo")
         app = AclmonApp(WithHost(live, feed.reader()))
-        frames: list[float] = []
-        original_display = app._display
-
-        def display_hook(screen, renderable):  # type: ignore[no-untyped-def]
-            frames.append(time.perf_counter())
-            return original_display(screen, renderable)
-
-        app._display = display_hook  # type: ignore[method-assign]
+        frames = frame_times(app)
 
         async def next_frame_after(t0: float, limit: float = 3.0) -> float:
             """ms from ``t0`` to the first frame displayed after ``t0``."""
@@ -384,6 +386,8 @@ async def live_views(seconds: float, switches: int, profile_dir: Path | None) ->
                     if time.perf_counter() - start > 30:
                         raise SystemExit("the demo job sent no events")
                 for n, entry in enumerate(VIEWS):
+                    if only and entry.id not in only:
+                        continue
                     key, other = str(n + 1), str((n - 1) % len(VIEWS) + 1)
                     switch_ms, paint_ms = [], []
                     for _ in range(switches):
@@ -507,6 +511,7 @@ def main() -> int:
         metavar="S",
         help=f"CPU interval per view (default {LIVE_SECONDS:g}, --quick 4)",
     )
+    parser.add_argument("--views", help="the live arm on these views only (ids, commas)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="write each view's cProfile of the live arm to DIR")  # fmt: skip
     args = parser.parse_args()
@@ -517,7 +522,8 @@ def main() -> int:
         live_seconds = args.live_seconds or (4.0 if args.quick else LIVE_SECONDS)
         print(f"live arm: the demo job, each view {live_seconds:g} s at"
               f" {LIVE_SIZE[0]}x{LIVE_SIZE[1]} (load {os.getloadavg()[0]:.2f})")  # fmt: skip
-        views = asyncio.run(live_views(live_seconds, LIVE_SWITCHES, args.profile))
+        only = set(args.views.split(",")) if args.views else None
+        views = asyncio.run(live_views(live_seconds, LIVE_SWITCHES, args.profile, only))
         live = {
             "viewer_cpu_over_job_max": max(v["viewer_cpu_over_job"] for v in views.values()),
             "view_switch_over_paint_max": max(v["view_switch_over_paint"] for v in views.values()),
