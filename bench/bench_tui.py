@@ -504,6 +504,7 @@ def main() -> int:
     parser.add_argument("--publish", nargs=3, metavar=("ADDR", "RECORDING", "SCHEDULE"))
     parser.add_argument("--timeline-only", action="store_true", help="only timeline_frame_ms")
     parser.add_argument("--live-only", action="store_true", help="only the live arm (the demo)")
+    parser.add_argument("--no-live", action="store_true", help="without the live arm")
     parser.add_argument(
         "--live-seconds",
         type=float,
@@ -518,7 +519,7 @@ def main() -> int:
     if args.publish:
         return publisher_main(*args.publish)
     live: dict[str, object] = {}
-    if not args.timeline_only:
+    if not (args.timeline_only or args.no_live):
         live_seconds = args.live_seconds or (4.0 if args.quick else LIVE_SECONDS)
         print(f"live arm: the demo job, each view {live_seconds:g} s at"
               f" {LIVE_SIZE[0]}x{LIVE_SIZE[1]} (load {os.getloadavg()[0]:.2f})")  # fmt: skip

@@ -120,6 +120,7 @@ class TopApp(App[int]):
         # first paint (as in AclmonApp): paint again in the theme's colours.
         self._painted = -1
         self.view.vlist.clear_cache()
+        self.view.forget_drawn()
         self.tick()
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
