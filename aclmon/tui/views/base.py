@@ -45,8 +45,9 @@ class View(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.store: Store | None = None
-        #: the versions of :attr:`SECTIONS` drawn last (empty: draw everything)
-        self._drawn: tuple[int, ...] = ()
+        #: the versions of :attr:`SECTIONS` and the :meth:`content_version` drawn
+        #: last (None: draw everything)
+        self._drawn: tuple[tuple[int, ...], object] | None = None
         #: what each Static shown through :meth:`show_static` holds: (key, shape)
         self._static_keys: dict[str, tuple[object, object]] = {}
         #: the user's keymap (binding id -> keys), so hints name the keys in use.
@@ -66,18 +67,19 @@ class View(Vertical):
 
     def update_from(self, store: Store, *, force: bool = False) -> None:
         """Draw what moved in ``store`` since the last time (everything: ``force``,
-        or another store)."""
-        versions = store.section_versions(self.SECTIONS)
-        if store is not self.store or force or not self._drawn:
-            self.store, self._drawn = store, versions
+        or another store, or what the view shows besides the store moved)."""
+        drawn = (store.section_versions(self.SECTIONS), self.content_version())
+        before = self._drawn
+        if store is not self.store or force or before is None or before[1] != drawn[1]:
+            self.store, self._drawn = store, drawn
             self._static_keys.clear()
             self.redraw()
             return
-        if versions == self._drawn:
+        if drawn == before:
             return
-        moved = {s for s, a, b in zip(self.SECTIONS, versions, self._drawn, strict=True) if a != b}
-        self._drawn = versions
-        self.redraw_sections(frozenset(moved))
+        self._drawn = drawn
+        moved = zip(self.SECTIONS, drawn[0], before[0], strict=True)
+        self.redraw_sections(frozenset(s for s, a, b in moved if a != b))
 
     def redraw_sections(self, moved: frozenset[str]) -> None:
         """Draw again what shows these sections of the store (by default: all)."""
@@ -86,7 +88,7 @@ class View(Vertical):
     def forget_drawn(self) -> None:
         """What the view shows is stale (a resize or a new theme while it was
         hidden): the next :meth:`update_from` draws everything."""
-        self._drawn = ()
+        self._drawn = None
         self._static_keys.clear()
 
     def show_static(

@@ -116,6 +116,8 @@ class CompareView(ListView):
     """Tensor pairs of this run and the golden one; see the module docstring."""
 
     FILTER_HINT = "operator, type, tensor or reason"
+    #: it draws the compare's table (its content_version), nothing of the store
+    SECTIONS = ()
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "first_divergent", "First divergent", id="compare.divergent"),
         Binding("o", "toggle_failing_only", "Failing only", id="compare.failing_only"),
