@@ -3,7 +3,9 @@
 The store imports no Textual. Each event kind has one handler; the state model
 is :mod:`aclmon.store.state`, Begin/End pairing :mod:`aclmon.store.pairing`,
 the JSON export :mod:`aclmon.store.export`, the agent's History totals
-:mod:`aclmon.store.history`, the stream indexes :mod:`aclmon.store.streams`.
+:mod:`aclmon.store.history`, the stream indexes :mod:`aclmon.store.streams`,
+synchronizes :mod:`aclmon.store.syncs`, the log, failed-call and dump-file
+records :mod:`aclmon.store.records`.
 
 Destroyed streams, contexts and unloaded models are forgotten, oldest first,
 past ``destroyed_limit`` of each, so the cost of an event does not grow with how
@@ -12,18 +14,16 @@ many the job has made.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from aclmon import events as ev
-from aclmon.events import DEVICE_SYNC, optypes
+from aclmon.events import DEVICE_SYNC
 from aclmon.store.attribution import (
     attribute_exception,
     failed_exception_run,
     learned_op_type,
     note_failed_run,
     note_launch,
-    synchronized,
     synchronous_end,
     typed,
 )
@@ -35,25 +35,21 @@ from aclmon.store.pairing import (
     PENDING_LIMIT,
     SAME_CALL_NS,
     closest,
-    distance,
-    note_begin,
     note_end,
-    take_back,
 )
+from aclmon.store.records import fold_call_failed, fold_dump_file, fold_log_line
 from aclmon.store.sections import ALL_SECTIONS, COUNTERS, sections_of
 from aclmon.store.state import (
-    CALL_FAILURE_BYTES_LIMIT,
-    LOG_BYTES_LIMIT,
     REPLY_LIMIT,
     STREAM_DESTROYED,
     THREAD_LIMIT,
-    CallFailure,
     ContextState,
     DeviceState,
     ModelState,
     OpStats,
     StoreState,
     StreamState,
+    device_of,
     exception_key,
     new_state,
     ring_add,
@@ -68,6 +64,7 @@ from aclmon.store.streams import (
     resolve_stream,
     stream_by_id,
 )
+from aclmon.store.syncs import fold_sync_begin, fold_synchronized, stream_failed, sync_device
 
 #: kinds a snapshot does not restate: folded even when a snapshot's History counts
 #: events numbered after them (samples and timings are series, log lines are
@@ -105,8 +102,8 @@ class Store:
             ev.ContextCurrent: self._context_current,
             ev.StreamCreated: self._stream_created,
             ev.StreamDestroyed: self._stream_destroyed,
-            ev.StreamSyncBegin: self._stream_sync_begin,
-            ev.StreamSynchronized: self._stream_synchronized,
+            ev.StreamSyncBegin: lambda e: fold_sync_begin(self.state, e),
+            ev.StreamSynchronized: lambda e: fold_synchronized(self.state, e),
             ev.ModelLoaded: self._model_loaded,
             ev.ModelUnloaded: self._model_unloaded,
             ev.ExecuteBegin: self._execute_begin,
@@ -116,9 +113,9 @@ class Store:
             ev.OpTiming: self._op_timing,
             ev.TxMark: self._tx,
             ev.TxRange: self._tx,
-            ev.DumpFileSeen: self._dump_file,
-            ev.LogLine: self._log,
-            ev.CallFailed: self._call_failed,
+            ev.DumpFileSeen: lambda e: fold_dump_file(self.state, e),
+            ev.LogLine: lambda e: fold_log_line(self.state, e),
+            ev.CallFailed: lambda e: fold_call_failed(self.state, e),
             ev.Drops: self._drops,
             ev.Reply: self._reply,
             ev.History: self._history,
@@ -196,24 +193,8 @@ class Store:
         return sorted_ops(self.state, sort, reverse)
 
     def sync_device(self, thread_id: int | None = None) -> DeviceState | None:
-        """The device a synchronize_device (stream = DEVICE_SYNC) waited on.
-
-        The device of the thread's current context, else of the context most
-        recently made current, else the only device we know; None if ambiguous.
-        """
-        s = self.state
-        candidates = []
-        if thread_id is not None and thread_id in s.thread_contexts:
-            candidates.append(s.thread_contexts[thread_id])
-        if s.current_context is not None:
-            candidates.append(s.current_context)
-        for context in candidates:
-            ctx = s.contexts.get(context)
-            if ctx is not None:
-                return self._device(ctx.device_id)
-        if len(s.devices) == 1:
-            return next(iter(s.devices.values()))
-        return None
+        """The device a synchronize_device waited on (:func:`aclmon.store.syncs.sync_device`)."""
+        return sync_device(self.state, thread_id)
 
     def device_ids(self) -> list[int]:
         return sorted(self.state.devices)
@@ -271,22 +252,8 @@ class Store:
         if gone is not None:
             forget_stream(self.state, gone)
 
-    def _stream_failed(self, stream: StreamState, code: int) -> None:
-        """A synchronize or execute on ``stream`` failed: count it there and on its
-        device (where it stays when the stream goes)."""
-        device = self._device(stream.device_id)
-        device.stream_errors += 1
-        if not stream.errors:
-            device.failed_streams += 1
-        stream.errors += 1
-        stream.last_error = code
-
     def _device(self, device_id: int) -> DeviceState:
-        devices = self.state.devices
-        device = devices.get(device_id)
-        if device is None:
-            device = devices[device_id] = DeviceState(device_id)
-        return device
+        return device_of(self.state, device_id)
 
     def _hello(self, e: ev.Hello) -> None:
         s = self.state
@@ -414,66 +381,6 @@ class Store:
         if stream is not None and stream.state != STREAM_DESTROYED:
             self._destroyed(stream)
 
-    def _stream_sync_begin(self, e: ev.StreamSyncBegin) -> None:
-        if e.stream == DEVICE_SYNC:
-            device = self.sync_device(e.thread_id)
-            if device is not None and note_begin(
-                device.pending_syncs, device.recent_sync_ends, e.ts_ns
-            ):
-                device.synchronizing = True
-            return
-        stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
-        if stream is not None and stream.state != STREAM_DESTROYED:
-            note_begin(stream.pending_syncs, stream.recent_sync_ends, e.ts_ns)
-            refresh_stream(self.state, stream)
-
-    def _stream_synchronized(self, e: ev.StreamSynchronized) -> None:
-        if e.stream == DEVICE_SYNC:
-            self._device_synchronized(e)
-            return
-        start = e.ts_ns - e.duration_ns
-        # A stream whose sync Begin (resolved through its thread) is pending is the
-        # better guess; otherwise the usual resolution.
-        waiting = (
-            [st for st in pending_streams(self.state, e.stream) if st.pending_syncs]
-            if self.state.pending_streams
-            else None
-        )
-        stream: StreamState | None
-        if waiting:
-            stream = min(waiting, key=lambda st: distance(st.pending_syncs, start))
-        else:
-            stream = self.resolve_stream(e.stream)
-        if stream is None:
-            return
-        if _count_sync(stream, e):
-            self._stream_failed(stream, e.ret)
-        synchronized(self.state, stream, e.ret)
-        if stream.pending_syncs:
-            take_back(stream.pending_syncs, stream.recent_sync_ends, start, e.ts_ns)
-            refresh_stream(self.state, stream)
-        else:  # nothing pending: the derived state cannot change
-            note_end(stream.recent_sync_ends, start, e.duration_ns)
-
-    def _device_synchronized(self, e: ev.StreamSynchronized) -> None:
-        # No thread in the event: a device whose synchronize_device Begin is pending
-        # first (closest start), else the current context's device.
-        start = e.ts_ns - e.duration_ns
-        waiting = [d for d in self.state.devices.values() if d.pending_syncs]
-        if waiting:
-            device: DeviceState | None = min(
-                waiting, key=lambda d: distance(d.pending_syncs, start)
-            )
-        else:
-            device = self.sync_device()
-        if device is None:
-            self.state.device_syncs_unattributed += 1
-            return
-        if _count_sync(device, e):
-            device.sync_errors += 1
-        take_back(device.pending_syncs, device.recent_sync_ends, start, e.ts_ns)
-        device.synchronizing = bool(device.pending_syncs)
-
     def _model_loaded(self, e: ev.ModelLoaded) -> None:
         self._device(e.device_id)
         old = self.state.models.get(e.model_id)
@@ -561,7 +468,7 @@ class Store:
         if stream is None:
             return
         if e.ret != 0:
-            self._stream_failed(stream, e.ret)
+            stream_failed(self.state, stream, e.ret)
         elif model is not None:
             note_launch(stream, model)
         pending = stream.pending_executes
@@ -624,62 +531,6 @@ class Store:
     def _tx(self, e: ev.TxMark | ev.TxRange) -> None:
         fold_tx(self.state, e)
 
-    def _dump_file(self, e: ev.DumpFileSeen) -> None:
-        s = self.state
-        if e.seq == 0 and any(d.path == e.path and d.ts_ns == e.ts_ns for d in s.dumps):
-            return  # from the agent's history, already seen
-        if e.kind in ("op-dump", "exception-dump"):
-            named = optypes.from_dump_name(
-                os.path.basename(e.path), exception_dump=e.kind == "exception-dump"
-            )
-            if named is not None:
-                learned_op_type(s, named[1], named[0])
-        s.dumps_total += 1
-        s.dumps_dropped += ring_add(s.dumps, e, s.dump_limit)
-
-    def _log(self, e: ev.LogLine) -> None:
-        s = self.state
-        # The same line twice: the first copy stays (see StoreState.log_entries). A
-        # file entry is the same whenever it was read; an agent's line, at its time.
-        key = hash(
-            (e.logged_ns, e.pid, e.location, e.text) if e.log_file else (e.ts_ns, e.level, e.text)
-        )
-        if key in s.log_entries:
-            return
-        s.log_entries[key] = None
-        named = optypes.from_log_text(e.text)  # GE's [AIC_INFO] line of an exception
-        if named is not None:
-            learned_op_type(s, *named)
-        if len(s.log_entries) > 4 * s.log_limit:
-            del s.log_entries[next(iter(s.log_entries))]
-        # Bounded by count and by text: the newest line always stays, whole.
-        s.logs.append(e)
-        s.logs_bytes += _text_size(e)
-        while len(s.logs) > s.log_limit or (s.logs_bytes > LOG_BYTES_LIMIT and len(s.logs) > 1):
-            s.logs_bytes -= _text_size(s.logs.popleft())
-            s.logs_dropped += 1
-
-    def _call_failed(self, e: ev.CallFailed) -> None:
-        s = self.state
-        if e.seq == 0:
-            # From the agent's history (a late or reconnecting viewer): skip what we hold.
-            key = (e.ts_ns, e.thread_id, e.api)
-            if any((f.event.ts_ns, f.event.thread_id, f.event.api) == key for f in s.call_failures):
-                return
-        device_id = stream_id = -1
-        if e.stream != -1:
-            stream = self.resolve_stream(e.stream, thread_id=e.thread_id)
-            if stream is not None:
-                stream.last_error_message = e.message
-                device_id, stream_id = stream.device_id, stream.stream_id
-        s.call_failures.append(CallFailure(e, device_id, stream_id))
-        s.call_failures_total += 1
-        s.call_failures_bytes += len(e.message)
-        while len(s.call_failures) > s.log_limit or (
-            s.call_failures_bytes > CALL_FAILURE_BYTES_LIMIT and len(s.call_failures) > 1
-        ):
-            s.call_failures_bytes -= len(s.call_failures.popleft().event.message)
-
     def runtime_message(self, exception: ev.AclException) -> str:
         """What the runtime said about the failed call that met ``exception``
         (:func:`aclmon.store.state.runtime_message`)."""
@@ -698,16 +549,3 @@ class Store:
         while len(replies) > REPLY_LIMIT:
             del replies[next(iter(replies))]
         self.state.last_reply = e
-
-
-def _count_sync(target: StreamState | DeviceState, e: ev.StreamSynchronized) -> bool:
-    """Count one finished synchronize on a stream or device; True if it failed."""
-    target.syncs += 1
-    target.last_sync_ns = e.duration_ns
-    target.last_sync_ret = e.ret
-    return e.ret != 0
-
-
-def _text_size(line: ev.LogLine) -> int:
-    """What a log line holds in text (its message, where and which file)."""
-    return len(line.text) + len(line.location) + len(line.log_file) + len(line.process)

@@ -511,6 +511,14 @@ def new_state(
     )
 
 
+def device_of(state: StoreState, device_id: int) -> DeviceState:
+    """The state of device ``device_id``, made when first named."""
+    device = state.devices.get(device_id)
+    if device is None:
+        device = state.devices[device_id] = DeviceState(device_id)
+    return device
+
+
 def ring_add(ring: deque[Any], item: Any, limit: int) -> int:
     """Append ``item`` to a ring of at most ``limit``; 1 if the oldest went, else 0."""
     ring.append(item)
