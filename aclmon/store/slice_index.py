@@ -374,6 +374,8 @@ class IndexedTimeline:
         self.model = SliceModel(self.index)
         #: the whole source has been folded (a recording): nothing waits any more
         self.finished = False
+        #: events a live feed let go unfolded, being too far behind (:mod:`aclmon.store.slice_feed`)
+        self.skipped = 0
 
     def apply_many(self, events: Iterable[Any]) -> None:
         self.model.apply_many(events)

@@ -42,6 +42,7 @@ from aclmon.sources.base import Source
 from aclmon.sources.golden import GoldenCompare
 from aclmon.store import Store
 from aclmon.store.sections import PERIODIC_KINDS
+from aclmon.store.slice_feed import SliceFeed
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
 from aclmon.tui import fmt
@@ -93,6 +94,8 @@ MAX_BATCH = 50_000
 #: seconds between refreshes once idle: no events but samples, no key, for IDLE_AFTER seconds
 IDLE_INTERVAL = 1.0
 IDLE_AFTER = 2.0
+#: the share of each refresh interval the hidden Timeline's slices may fold for
+TIMELINE_SHARE = 0.25
 COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 
@@ -150,6 +153,7 @@ class AclmonApp(InertApp[int]):
         self.store = store or Store()
         #: the slices the Timeline view draws, fed the same events as the store
         self.slices = IndexedTimeline()
+        self.slice_feed = SliceFeed(self.slices)
         self.interval = interval
         self.max_batch = max_batch
         self._clock = clock
@@ -368,13 +372,15 @@ class AclmonApp(InertApp[int]):
         events = self.source.poll(self.max_batch)
         if events:
             self.store.apply_many(events)
-            self.slices.apply_many(events)
+            self.slice_feed.offer(events)
             if self.compare is not None:
                 self.compare.offer(events)  # never blocks: a live compare queues the dump files
             if not PERIODIC_KINDS.issuperset(map(type, events)):
                 self._last_activity = self._clock()
-        if not self.slices.finished:  # a quiet job's waiting operators go out by now
-            self.slices.settle(time.time_ns())
+        # The Timeline's slices: all of them while it is shown, else a share of the tick
+        shown = self.current_view == "timeline"
+        self.slice_feed.fold(None if shown else self.interval * TIMELINE_SHARE)
+        self.slice_feed.settle(time.time_ns())  # a quiet job's waiting operators go out by now
         self.store.note_decoder_counts(*self.source.decoder_counts())
         if self.store.state.goodbye is not None and self.source.state != CONNECTED:
             # The job said goodbye and the connection is gone: nothing to reconnect to.
@@ -426,6 +432,8 @@ class AclmonApp(InertApp[int]):
         if view not in self.views:
             return
         self.current_view = view
+        if view == "timeline":
+            self.slice_feed.fold()  # what it fell behind by while hidden
         self._switcher.current = view
         self.tabs.current = view
         self._focus_view()

@@ -328,6 +328,9 @@ class TimelineView(View):
             status.append(f"  window {offset_text(self.span_ns)}")
             lanes = len(timeline.index.lanes())
             status.append(f"  {lanes} lanes", style=dim)
+            if timeline.skipped:
+                bad = theme_style(self, "aclmon-bad")
+                status.append(f"  {timeline.skipped:,} events skipped (fell behind)", style=bad)
             if self.following:
                 what = "the replay" if self.pinned_ns is not None else "the newest"
                 status.append(f"  following {what}", style=theme_style(self, "aclmon-idle"))
