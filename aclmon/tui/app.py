@@ -6,8 +6,8 @@ hands the store to the visible view only if the store changed. Views own what
 they show (filters, the pending profiling configuration, the detail pane) as
 reactives and post messages up (``ProfilingView.ConfigRequested``,
 ``ExceptionsView.Opened``, ``DumpsView.DecodeRequested``…); the app answers by
-calling their methods. Commands go to the agent from one background thread, in
-the order they were given; replies come back to the UI thread and into the store.
+calling their methods. Commands go to the agent through
+:class:`~aclmon.tui.agent_commands.AgentCommands`.
 
 The views draw whatever store they are given, so another screen (a fleet
 drill-down) can show one source's store in the same views.
@@ -16,17 +16,14 @@ drill-down) can show one source's store in the same views.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import Any, ClassVar, Generic, TypeVar
 
-from rich.console import RenderableType
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Event, Key, MouseDown, MouseScrollDown, MouseScrollUp
@@ -34,7 +31,6 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher
 
 from aclmon import events as ev
-from aclmon.acl_constants import error_name
 from aclmon.bus.states import CONNECTED
 from aclmon.errors import AclmonError
 from aclmon.locations import keymap_path
@@ -45,14 +41,15 @@ from aclmon.store.sections import PERIODIC_KINDS
 from aclmon.store.slice_feed import SliceFeed
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.store.state import CallFailure, triage_of
-from aclmon.tui import fmt
+from aclmon.tui.agent_commands import AgentCommands
 from aclmon.tui.comparedetail import CompareDetail
-from aclmon.tui.dumpdetail import decode_for_view, render_report
+from aclmon.tui.dump_files import DumpFiles
 from aclmon.tui.footer import FittingFooter
 from aclmon.tui.header import HeaderBar, TabBar
+from aclmon.tui.help_sections import HelpSection, job_help_sections
 from aclmon.tui.inert import InertApp
+from aclmon.tui.keys import binding_rows as binding_rows  # tui/top.py imports it from here
 from aclmon.tui.keys import (
-    binding_rows,
     hidden_view_binding_ids,
     quit_bindings,
     view_bindings,
@@ -64,12 +61,16 @@ from aclmon.tui.screens import (
     ExceptionDetail,
     HelpScreen,
     LogLineDetail,
-    ScrollingModal,
     related_dumps,
 )
 from aclmon.tui.slicedetail import SliceDetail
-from aclmon.tui.style import theme_style
-from aclmon.tui.themes import DEFAULT_DARK, DEFAULT_LIGHT, VARIABLE_DEFAULTS, load_themes
+from aclmon.tui.themes import (
+    DEFAULT_DARK,
+    DEFAULT_LIGHT,
+    DERIVED_VARIABLES,
+    VARIABLE_DEFAULTS,
+    load_themes,
+)
 from aclmon.tui.views import (
     VIEW_IDS,
     CompareView,
@@ -83,10 +84,7 @@ from aclmon.tui.views import (
     View,
     shown_views,
 )
-from aclmon.tui.views.filterbar import FilterBar
-from aclmon.tui.views.listview import FilteredView, ListView
-from aclmon.tui.views.logs import belongs_to, failure_of_line, lines_near, source_of
-from aclmon.tui.views.profiling import ProfilingConfig, reply_text
+from aclmon.tui.views.logs import lines_near, related_to_line, source_of
 from aclmon.tui.vlist import VirtualList
 
 #: events applied per refresh tick at most; the rest wait in the source's bounded queue.
@@ -96,7 +94,6 @@ IDLE_INTERVAL = 1.0
 IDLE_AFTER = 2.0
 #: the share of each refresh interval the hidden Timeline's slices may fold for
 TIMELINE_SHARE = 0.25
-COMMAND_TIMEOUT = 3.0
 ViewT = TypeVar("ViewT", bound=View)
 
 
@@ -178,9 +175,10 @@ class AclmonApp(InertApp[int]):
         self.refresh_interval = interval
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.events_per_s = 0.0
-        self._command_numbers = itertools.count(1)
-        self._last_command = 0
-        self._commands = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aclmon-commands")
+        #: commands to the agent (the Profiling view's)
+        self.commands = AgentCommands(self)
+        #: decodes and exports the dump files the views name
+        self.dump_files = DumpFiles(self)
         self.theme_problems: list[str] = []
         self._started = False
         #: Enter on another job's process in the Host view exits with its pid here,
@@ -201,18 +199,7 @@ class AclmonApp(InertApp[int]):
         variables = super().get_css_variables()
         theme = self.get_theme(self.theme)
         own = theme.variables if theme is not None else {}
-        derived = {
-            "aclmon-busy": "warning",
-            "aclmon-sync": "secondary",
-            "aclmon-idle": "success",
-            "aclmon-dim": "foreground-muted",
-            "aclmon-spark": "primary",
-            "aclmon-bar": "primary",
-            "aclmon-bar-empty": "panel-lighten-1",
-            "aclmon-bad": "error",
-            "aclmon-cursor": "primary-muted",
-        }
-        for name, source in derived.items():
+        for name, source in DERIVED_VARIABLES.items():
             if name not in own and variables.get(source):
                 variables[name] = variables[source]
         return variables
@@ -295,7 +282,7 @@ class AclmonApp(InertApp[int]):
 
     def on_unmount(self) -> None:
         self._started = False
-        self._commands.shutdown(wait=False, cancel_futures=True)
+        self.commands.close()
         self.source.close()
         if self.compare is not None:
             self.compare.close()
@@ -461,38 +448,8 @@ class AclmonApp(InertApp[int]):
     def binding_ids(self) -> set[str]:
         return {row[2] for _title, rows in self.help_sections() for row in rows if row[2]}
 
-    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
-        keymap = self.user_keymap
-        hidden = hidden_view_binding_ids(self.view_entries)
-        return [
-            (
-                "Everywhere",
-                [
-                    *(
-                        row
-                        for row in binding_rows(list(AclmonApp.BINDINGS), keymap)
-                        if row[2] not in hidden
-                    ),
-                    ("ctrl+p", "Command palette", ""),
-                    ("ctrl+q", "Quit", ""),
-                ],
-            ),
-            ("Lists (exceptions, dumps, logs)", binding_rows(list(VirtualList.BINDINGS), keymap)),
-            (
-                "Filter and sort (devices: no sort)",
-                binding_rows([*FilteredView.BINDINGS, *ListView.BINDINGS], keymap),
-            ),
-            ("Filter line (after /)", binding_rows(list(FilterBar.BINDINGS), keymap)),
-            *(
-                (e.help_title, binding_rows(list(e.cls.BINDINGS), keymap))
-                for e in self.view_entries
-            ),
-            ("Exception detail", binding_rows(list(ExceptionDetail.BINDINGS), keymap)),
-            ("Log line detail", binding_rows(list(LogLineDetail.BINDINGS), keymap)),
-            ("Timeline detail", binding_rows(list(SliceDetail.BINDINGS), keymap)),
-            ("Help", binding_rows(list(HelpScreen.BINDINGS), keymap)),
-            ("Detail and help (scrolling)", binding_rows(list(ScrollingModal.BINDINGS), keymap)),
-        ]
+    def help_sections(self) -> list[HelpSection]:
+        return job_help_sections(list(AclmonApp.BINDINGS), self.view_entries, self.user_keymap)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -564,24 +521,10 @@ class AclmonApp(InertApp[int]):
 
     @on(LogsView.LineOpened)
     def _line_opened(self, message: LogsView.LineOpened) -> None:
-        """The line whole; from there ``e`` opens the exception it belongs to (a failed
-        synchronize that reported it too: the exception carries the runtime's
-        message), else the failed call it is about (a line ending ``result = N``)."""
+        """The line whole; from there ``e`` opens what it is about (an exception,
+        else a failed call: :func:`~aclmon.tui.views.logs.related_to_line`)."""
         line = message.line
-        s = self.store.state
-        exception = next((e for e in reversed(s.exceptions) if belongs_to(line, e)), None)
-        failure = failure_of_line(line, list(s.call_failures)) if exception is None else None
-        related = ""
-        if exception is not None:
-            related = (
-                f"the exception at {fmt.utc_time(exception.ts_ns)}: {error_name(exception.error_code)}"
-                f" in {exception.op_name or 'an unnamed operator'} (task {exception.task_id})"
-            )
-        elif failure is not None:
-            related = (
-                f"the failed call acl.{failure.event.api} at {fmt.utc_time(failure.event.ts_ns)}:"
-                f" {error_name(failure.event.ret)}"
-            )
+        exception, failure, related = related_to_line(line, self.store.state)
 
         def closed(result: str | None) -> None:
             if result != "related":
@@ -612,132 +555,33 @@ class AclmonApp(InertApp[int]):
 
     @on(DumpsView.DecodeRequested)
     def _decode_requested(self, message: DumpsView.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.dump.kind, self.dumps_view.show_detail)
-
-    @on(ExceptionDetail.DecodeRequested)
-    def _detail_decode_requested(self, message: ExceptionDetail.DecodeRequested) -> None:
-        self._decode_dump(message.dump.path, message.dump.kind, message.detail.show_decoded)
-
-    @work(thread=True, exclusive=True, group="dump-decode")
-    def _decode_dump(self, path: str, kind: str, show: Callable[[RenderableType], None]) -> None:
-        """Decode in a worker; the newest request wins (an older one is cancelled)."""
-        found, gone = self._locate(path)
-        # a file that is gone: said in the pane, with what it was
-        report = {"path": path, "kind": kind, "error": gone} if gone else decode_for_view(found)
-        self._call_ui(self._show_dump_report, report, show)
-
-    def _locate(self, path: str) -> tuple[str, str]:
-        """Where a file the events name is now, and "" or why it is not there."""
-        found = self.source.resolve_path(path)
-        if os.path.exists(found):
-            return found, ""
-        return found, f"{os.path.basename(path)} is gone from {os.path.dirname(path)}: " + (
-            self.source.why_gone(path)
-        )
+        self.dump_files.decode(message.dump.path, message.dump.kind, self.dumps_view.show_detail)
 
     @on(DumpsView.ExportRequested)
     def _export_requested(self, message: DumpsView.ExportRequested) -> None:
-        self._export_dump(message.dump.path, self.export_dir)
+        self.dump_files.export(message.dump.path, self.export_dir)
 
-    @work(thread=True, group="dump-export")
-    def _export_dump(self, path: str, out_dir: str) -> None:
-        """A file's tensors as ``aclmon convert`` writes them (.npy), off the UI thread."""
-        from aclmon.dump.convert import convert_file
-
-        found, gone = self._locate(path)
-        if gone:
-            self._call_ui(self._exported, gone, [])
-            return
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-        except OSError as exc:
-            self._call_ui(self._exported, f"cannot create {out_dir}: {exc.strerror or exc}", [])
-            return
-        result = convert_file(found, out_dir)
-        self._call_ui(self._exported, result.error or "", result.written, out_dir)
-
-    def _exported(self, error: str, written: list[str], out_dir: str = "") -> None:
-        if error:
-            self.notify(f"export failed: {error}", severity="error", timeout=8)
-        else:
-            self.notify(f"exported {len(written)} file(s) to {out_dir}", timeout=8)
-
-    def _show_dump_report(self, report: Any, show: Callable[[RenderableType], None]) -> None:
-        styles = {
-            "dim": theme_style(self, "aclmon-dim"),
-            "bad": theme_style(self, "aclmon-bad", bold=True),
-        }
-        show(render_report(report, styles))
+    @on(ExceptionDetail.DecodeRequested)
+    def _detail_decode_requested(self, message: ExceptionDetail.DecodeRequested) -> None:
+        self.dump_files.decode(message.dump.path, message.dump.kind, message.detail.show_decoded)
 
     # ---------------------------------------------------------------- commands
-    def send_command(
-        self, cls: type, *fields: Any, then: Callable[[ev.Reply], None] | None = None
-    ) -> int | None:
-        """Send a command (fields after ``request_id``) to the agent in the
-        background; the reply lands in the store (and goes to ``then``). Returns
-        the app's own number for it, or None when read-only (nothing is sent)."""
-        if self.source.readonly:
-            self.profiling_view.note = "read-only: nothing is sent"
-            return None
-        number = self._last_command = next(self._command_numbers)
-        self.profiling_view.note = f"{ev.KIND_NAMES[cls]} sent, waiting for the agent…"
-        self._commands.submit(self._send_blocking, cls, number, fields, then)
-        return number
-
-    def _send_blocking(self, cls: type, number: int, fields: tuple[Any, ...], then: Any) -> None:
-        name = ev.KIND_NAMES[cls]
-        try:
-            reply = self.source.send_command(cls, *fields, timeout=COMMAND_TIMEOUT)
-        except AclmonError as exc:
-            self._call_ui(self._command_failed, number, f"{name}: {exc}")
-        except Exception as exc:  # a broken connection must not kill the command thread
-            self._call_ui(self._command_failed, number, f"{name}: {type(exc).__name__}: {exc}")
-        else:
-            self._call_ui(self._command_replied, number, reply, then)
-
-    def _call_ui(self, fn: Callable[..., None], *args: Any) -> None:
-        # RuntimeError: the app already stopped, nobody is left to show it to.
-        with contextlib.suppress(RuntimeError):
-            self.call_from_thread(fn, *args)
-
-    def _command_replied(self, number: int, reply: ev.Reply, then: Any) -> None:
-        # The same reply also arrives in the event stream, in sequence; this copy
-        # is applied out of band, so it must not take part in gap counting.
-        self.store.apply(reply._replace(seq=0))
-        if number == self._last_command:
-            self.profiling_view.note = ""
-        if then is not None:
-            then(reply)
-        if reply.code != 0 and self.current_view != "profiling":
-            # Said once: in the Profiling view's reply line when it is visible, else here.
-            self.notify(reply_text(reply), severity="error", timeout=6)
-        self.refresh_view(force=True)
-
-    def _command_failed(self, number: int, message: str) -> None:
-        self.profiling_view.note = message
-        self.refresh_view(force=True)
-
     @on(ProfilingView.ConfigRequested)
     def _config_requested(self, message: ProfilingView.ConfigRequested) -> None:
-        self.send_config(message.config)
-
-    def send_config(self, config: ProfilingConfig) -> None:
-        def applied(reply: ev.Reply) -> None:
-            # Accepted: the agent's state now holds it (it published it before
-            # replying); refused: the edit stays pending, beside the refusal.
-            if reply.code == 0 and self.profiling_view.pending == config:
-                self.profiling_view.pending = None
-
-        self.send_command(
-            ev.SetProfilingConfig, config.flags, config.metric, config.devices, 0, then=applied
-        )
+        self.commands.send_config(message.config)
 
     @on(ProfilingView.StartRequested)
     def _start_requested(self, message: ProfilingView.StartRequested) -> None:
         if message.config is not None:
-            self.send_config(message.config)
-        self.send_command(ev.StartProfiling)
+            self.commands.send_config(message.config)
+        self.commands.send(ev.StartProfiling)
 
     @on(ProfilingView.StopRequested)
     def _stop_requested(self) -> None:
-        self.send_command(ev.StopProfiling)
+        self.commands.send(ev.StopProfiling)
+
+    def _call_ui(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn`` on the UI thread, from a worker thread."""
+        # RuntimeError: the app already stopped, nobody is left to show it to.
+        with contextlib.suppress(RuntimeError):
+            self.call_from_thread(fn, *args)

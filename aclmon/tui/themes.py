@@ -37,6 +37,20 @@ VARIABLE_DEFAULTS: dict[str, str] = {
     "aclmon-cursor": "ansi_blue",
 }
 
+#: aclmon's own variables -> the palette variable each follows in a theme that
+#: does not set it (one of Textual's)
+DERIVED_VARIABLES: dict[str, str] = {
+    "aclmon-busy": "warning",
+    "aclmon-sync": "secondary",
+    "aclmon-idle": "success",
+    "aclmon-dim": "foreground-muted",
+    "aclmon-spark": "primary",
+    "aclmon-bar": "primary",
+    "aclmon-bar-empty": "panel-lighten-1",
+    "aclmon-bad": "error",
+    "aclmon-cursor": "primary-muted",
+}
+
 _THEME_FIELDS = (
     "primary", "secondary", "warning", "error", "success", "accent",
     "foreground", "background", "surface", "panel", "boost",

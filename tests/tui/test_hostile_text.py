@@ -242,7 +242,7 @@ async def test_every_view_detail_header_toast_and_the_palette_draw_hostile_text_
         app.pop_screen()
         # a refusal from the agent is a toast when its view is not shown
         app.action_show_view("logs")
-        app.send_command(ev.StartProfiling)
+        app.commands.send(ev.StartProfiling)
         await wait_for(pilot, lambda: bool(app._notifications))
         await settle(pilot, "a toast with the agent's refusal")
         assert ESCAPED.search(shown[-1])

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aclmon import events as ev
+from aclmon.acl_constants import error_name
 from aclmon.store import Store
 from aclmon.store.sections import LOGS
 from aclmon.store.state import CallFailure, StoreState
@@ -116,6 +117,27 @@ def failure_of_line(line: ev.LogLine, failures: list[CallFailure]) -> CallFailur
         and (stream is None or f.stream_id in (-1, stream))
     ]
     return min(matches, key=lambda f: abs(f.event.ts_ns - when), default=None)
+
+
+def related_to_line(
+    line: ev.LogLine, s: StoreState
+) -> tuple[ev.AclException | None, CallFailure | None, str]:
+    """What a log line is about and a sentence naming it: the exception it belongs
+    to (a failed synchronize that reported it too), else the failed call it names
+    (a line ending ``result = N``), else neither and ""."""
+    exception = next((e for e in reversed(s.exceptions) if belongs_to(line, e)), None)
+    if exception is not None:
+        said = (
+            f"the exception at {fmt.utc_time(exception.ts_ns)}: {error_name(exception.error_code)}"
+            f" in {exception.op_name or 'an unnamed operator'} (task {exception.task_id})"
+        )
+        return exception, None, said
+    failure = failure_of_line(line, list(s.call_failures))
+    if failure is None:
+        return None, None, ""
+    call = failure.event
+    said = f"the failed call acl.{call.api} at {fmt.utc_time(call.ts_ns)}: {error_name(call.ret)}"
+    return None, failure, said
 
 
 def lines_near(
