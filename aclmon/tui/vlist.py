@@ -29,6 +29,20 @@ from aclmon.tui.messages import AboutWidget
 RowRenderer = Callable[[int, int], Text]
 
 
+def cursor_bindings(prefix: str, *, first: str, last: str) -> list[BindingType]:
+    """The keys that move a cursor through lines (up and down, a page, to the
+    first and the last: actions ``cursor(n)``, ``page(n)``, ``first``, ``last``),
+    with ids under ``prefix``."""
+    return [
+        Binding("up,k", "cursor(-1)", "Up", show=False, id=f"{prefix}.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id=f"{prefix}.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id=f"{prefix}.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id=f"{prefix}.page_down"),
+        Binding("home,g", "first", first, show=False, id=f"{prefix}.first"),
+        Binding("end,G", "last", last, show=False, id=f"{prefix}.last"),
+    ]
+
+
 class VirtualList(ScrollView, can_focus=True):
     """Rows from ``renderer``; a cursor; follow mode that sticks to the newest row."""
 
@@ -40,12 +54,7 @@ class VirtualList(ScrollView, can_focus=True):
     VirtualList:focus > .vlist--cursor { background: $aclmon-cursor; text-style: bold; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="list.up"),
-        Binding("down,j", "cursor(1)", "Down", show=False, id="list.down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="list.page_up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="list.page_down"),
-        Binding("home,g", "first", "First", show=False, id="list.first"),
-        Binding("end,G", "last", "Last (follow)", show=False, id="list.last"),
+        *cursor_bindings("list", first="First", last="Last (follow)"),
         Binding("enter", "select", "Open", id="list.open"),
     ]
 

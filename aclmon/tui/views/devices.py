@@ -33,6 +33,7 @@ from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 from aclmon.tui.views.base import Command, text_key, text_shape
 from aclmon.tui.views.listview import FilteredView
+from aclmon.tui.vlist import cursor_bindings
 
 
 class Node:
@@ -89,12 +90,7 @@ class DevicesView(FilteredView):
     FILTER_HINT = "tree lines: stream, state, model, error"
     SEARCHABLE = True
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down,j", "cursor(1)", "Down", show=False, id="devices.down"),
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="devices.up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="devices.page_down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="devices.page_up"),
-        Binding("home,g", "first", "Top", show=False, id="devices.first"),
-        Binding("end,G", "last", "Last line", show=False, id="devices.last"),
+        *cursor_bindings("devices", first="Top", last="Last line"),
         Binding("d", "toggle_destroyed", "Destroyed", id="devices.destroyed"),
     ]
     can_focus = True
