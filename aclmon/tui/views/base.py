@@ -94,16 +94,9 @@ class View(Vertical):
     def show_static(
         self, static: Static, content: RenderableType, key: object, shape: object
     ) -> bool:
-        """Put ``content`` in ``static`` unless what it shows has the same ``key``
-        (what the content is drawn from); a layout of the screen only when its
-        ``shape`` (what its height follows: its lines) changes. True when updated."""
-        name = static.id or str(id(static))
-        before = self._static_keys.get(name)
-        if before is not None and before[0] == key:
-            return False
-        self._static_keys[name] = (key, shape)
-        static.update(content, layout=before is None or before[1] != shape)
-        return True
+        """:func:`show_static` with what the view's Statics hold (forgotten with
+        :meth:`forget_drawn`)."""
+        return show_static(static, content, key, shape, self._static_keys)
 
     @property
     def width(self) -> int:
@@ -137,3 +130,30 @@ def text_shape(text: Text, width: int) -> tuple[int, int]:
     """What the height of a Text drawn ``width`` wide follows: its lines, and
     (unless it is never wrapped) its length in widths."""
     return (text.plain.count("\n"), 0 if text.no_wrap else len(text.plain) // max(width, 1))
+
+
+def show_static(
+    static: Static,
+    content: RenderableType,
+    key: object,
+    shape: object,
+    drawn: dict[str, tuple[object, object]],
+) -> bool:
+    """Put ``content`` in ``static`` unless what it shows has the same ``key``
+    (what the content is drawn from; ``drawn`` holds it per Static); a layout of
+    the screen only when its ``shape`` (what its height follows: its lines)
+    changes. True when updated."""
+    name = static.id or str(id(static))
+    before = drawn.get(name)
+    if before is not None and before[0] == key:
+        return False
+    drawn[name] = (key, shape)
+    static.update(content, layout=before is None or before[1] != shape)
+    return True
+
+
+def show_text(static: Static, text: Text, drawn: dict[str, tuple[object, object]]) -> bool:
+    """:func:`show_static` for a Text: drawn again when its text or styles changed,
+    laid out when its lines did (or its length in widths, if it wraps)."""
+    width = static.size.width or static.app.size.width
+    return show_static(static, text, text_key(text), text_shape(text, width), drawn)

@@ -27,6 +27,7 @@ from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, Layout
 from aclmon.tui.names import NameFitter
 from aclmon.tui.style import theme_style
+from aclmon.tui.views.base import show_text
 from aclmon.tui.vlist import VirtualList
 
 #: the operator name's column never gets narrower than this
@@ -186,6 +187,8 @@ class OpTable(Vertical):
         self._metrics: list[str] = []
         #: the operators' names, fitted so that they stay told apart
         self.names = NameFitter()
+        #: what the title, header and "more" lines hold (drawn again only when changed)
+        self._drawn: dict[str, tuple[object, object]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="ops-title")
@@ -285,7 +288,7 @@ class OpTable(Vertical):
         elif not s.ops:
             title.append(f" · none yet: {self._where_timings_come_from(s)}", style=dim)
         title.truncate(max(1, self.size.width - 2), overflow="ellipsis")
-        self.query_one("#ops-title", Static).update(title)
+        show_text(self.query_one("#ops-title", Static), title, self._drawn)
 
     def _where_timings_come_from(self, s: StoreState) -> str:
         """Where the rows will come from, as the profiling state and the viewer allow."""
@@ -305,7 +308,7 @@ class OpTable(Vertical):
             style=theme_style(self, "aclmon-dim", bold=True),
             marked=theme_style(self, "footer-key-foreground", bold=True),
         )
-        self.query_one("#ops-header", Static).update(text)
+        show_text(self.query_one("#ops-header", Static), text, self._drawn)
 
     def draw_more(self) -> None:
         """The line under the rows: how many lie below and above the pane, and the keys."""
@@ -327,7 +330,7 @@ class OpTable(Vertical):
         where = "Tab: back to the checklist" if oplist.has_focus else "Tab: into the table"
         text.append(f"s sort · r reverse · click a header · {where}", style=dim)
         text.truncate(max(1, self.size.width - 2), overflow="ellipsis")
-        self.query_one("#ops-more", Static).update(text)
+        show_text(self.query_one("#ops-more", Static), text, self._drawn)
 
     def _render_row(self, index: int, width: int) -> Text:
         o = self.rows[index] if 0 <= index < len(self.rows) else None
