@@ -4,18 +4,19 @@ context -> stream tree per device."""
 from __future__ import annotations
 
 import os
+import time
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from rich.console import JustifyMethod, RenderableType
+from rich.console import RenderableType
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Region
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Static
 
 from aclmon.acl_constants import error_name
@@ -26,12 +27,12 @@ from aclmon.store.state import (
     STREAM_DESTROYED,
     STREAM_IDLE,
     STREAM_SYNCHRONIZING,
-    DeviceState,
     StoreState,
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import Command, text_key, text_shape
+from aclmon.tui.views.base import Command, show_text, text_key
+from aclmon.tui.views.device_table import TABLE_ROLES, device_table
 from aclmon.tui.views.listview import FilteredView
 from aclmon.tui.vlist import cursor_bindings
 
@@ -83,6 +84,11 @@ def command_line(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join([os.path.basename(args[0]), *args[1:]]) if args else ""
 
 
+#: seconds between two drawings of the trees while only the job's figures move
+#: (each drawing renders every changed tree whole)
+TREES_EVERY = 1.0
+
+
 class DevicesView(FilteredView):
     """Devices table with sparklines and HBM bars, the host process, models, and
     a context -> stream tree per device."""
@@ -109,6 +115,10 @@ class DevicesView(FilteredView):
         self._lines: list[tuple[int, int, str]] = []
         #: each device's tree lines as shown (without their guides)
         self._labels: dict[int, list[str]] = {}
+        #: when the trees were drawn last (``time.monotonic``), and the timer that
+        #: draws them when their figures moved since and TREES_EVERY went
+        self._trees_drawn_at = -TREES_EVERY
+        self._trees_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="devices-status", classes="status")
@@ -224,11 +234,15 @@ class DevicesView(FilteredView):
             status.update(Text(f"tree lines: {note}", style=theme_style(self, "aclmon-dim")))
 
     def redraw(self) -> None:
-        self.redraw_sections(frozenset(self.SECTIONS))
+        self._draw(frozenset(self.SECTIONS), trees_now=True)
 
     def redraw_sections(self, moved: frozenset[str]) -> None:
+        self._draw(moved, trees_now=False)
+
+    def _draw(self, moved: frozenset[str], *, trees_now: bool) -> None:
         """The panels that show what moved; each Static only when its text changed,
-        laid out only when its lines did."""
+        laid out only when its lines did. The trees, whose figures move with every
+        synchronize, at most every TREES_EVERY seconds unless ``trees_now`` (a key)."""
         if self.store is None or not self.is_mounted:
             return
         s = self.store.state
@@ -241,30 +255,42 @@ class DevicesView(FilteredView):
             if self._static_keys.get("device-table", (None,))[0] != key:
                 self.show_static(table, self._device_table(s), key, len(s.devices))
         if JOB in moved:
-            self._show_text("#host-line", self._host_line(s), width)
+            self._show_text("#host-line", self._host_line(s))
         if MODELS in moved:
-            self._show_text("#models", self._models(s), width)
+            self._show_text("#models", self._models(s))
         if FAILURES in moved:
             failed = self.query_one("#failed-calls", Static)
             failed.display = bool(s.call_failures_total)
             if s.call_failures_total:
-                self._show_text("#failed-calls", self._failed_calls(s), width)
+                self._show_text("#failed-calls", self._failed_calls(s))
         if LOGS in moved:
             logs = self.query_one("#device-logs", Static)
             logs.display = bool(s.logs)
             if s.logs:
-                self._show_text("#device-logs", self._logs(s), width)
+                self._show_text("#device-logs", self._logs(s))
         if moved & {DEVICES, STREAMS, MODELS, JOB}:
-            self._draw_trees(s)
+            wait = TREES_EVERY - (time.monotonic() - self._trees_drawn_at)
+            if trees_now or wait <= 0:
+                self._draw_trees(s)
+            elif self._trees_timer is None:
+                self._trees_timer = self.set_timer(wait, self._draw_due_trees)
         self._draw_status()
 
-    def _show_text(self, selector: str, text: Text, width: int) -> None:
-        static = self.query_one(selector, Static)
-        self.show_static(static, text, text_key(text), text_shape(text, width))
+    def _draw_due_trees(self) -> None:
+        self._trees_timer = None
+        if self.store is not None and self.is_mounted:
+            self._draw_trees(self.store.state)
+
+    def _show_text(self, selector: str, text: Text) -> None:
+        show_text(self.query_one(selector, Static), text, self._static_keys)
 
     def _draw_trees(self, s: StoreState) -> None:
         """Each device's context -> stream tree, a Static each: updated only when
         its text changed."""
+        self._trees_drawn_at = time.monotonic()
+        if self._trees_timer is not None:
+            self._trees_timer.stop()
+            self._trees_timer = None
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
         shown: dict[str | None, Static] = {}
@@ -324,86 +350,9 @@ class DevicesView(FilteredView):
         return out
 
     def _device_table(self, s: StoreState) -> RenderableType:
-        dim = theme_style(self, "aclmon-dim")
-        spark = theme_style(self, "aclmon-spark")
-        bar_style = theme_style(self, "aclmon-bar")
-        empty = theme_style(self, "aclmon-bar-empty")
-        bad = theme_style(self, "aclmon-bad", bold=True)
-        good = theme_style(self, "aclmon-idle")
-        # Fit the width: the SoC column only when wide (the header names it too),
-        # sparklines take what is left (4..24 samples).
-        width = self.width
-        show_soc = width >= 140
-        soc_name = s.hello.soc_name if s.hello else "?"
-        # HEALTH is as wide as its longest cell (a device that had errors says so)
-        health_width = max(
-            [6, *(len(d.sample.health) + len(self._failures(d)) for d in s.devices.values()
-                  if d.sample)]
-        )  # fmt: skip
-        soc_width = max(10, len(soc_name))
-        fixed = 75 + (soc_width + 4 if show_soc else 0) + health_width - 6
-        spark_width = max(4, min(24, (width - fixed) // 3))
-        table = Table(box=None, expand=True, pad_edge=False, header_style=dim + Style(bold=True))
-        columns: list[tuple[str, JustifyMethod, int]] = [
-            ("DEV", "right", 3), ("SoC", "left", soc_width), ("HEALTH", "left", health_width),
-            ("AI CORE", "left", spark_width + 5), ("VECTOR", "left", spark_width + 5),
-            ("AI CPU", "left", spark_width + 5), ("HBM used / total", "left", 24),
-            ("TEMP", "right", 4), ("POWER", "right", 5),
-        ]  # fmt: skip
-        if not show_soc:
-            del columns[1]
-        for name, justify, min_width in columns:
-            table.add_column(name, justify=justify, no_wrap=True, min_width=min_width)
-        soc = [soc_name] if show_soc else []
-        if not s.devices:
-            table.add_row("", Text("waiting for the first device sample…", style=dim))
-        for device_id in sorted(s.devices):
-            d = s.devices[device_id]
-            sample = d.sample
-            if sample is None:
-                state = "reset" if d.reset else ("set" if d.set_ret == 0 else "no sample yet")
-                table.add_row(str(device_id), *soc, Text(state, style=dim) + self._failures(d))
-                continue
-            health = Text(sample.health, style=good if sample.health == "OK" else bad)
-            health.append_text(self._failures(d))
-
-            def util(history: Any, latest: int) -> Text:
-                if latest < 0:
-                    return Text("n/a", style=dim)
-                text = Text(fmt.sparkline(history, spark_width), style=spark)
-                text.append(f" {latest:3d}%")
-                return text
-
-            filled, rest = fmt.bar(
-                sample.hbm_used / sample.hbm_total if sample.hbm_total else 0, 10
-            )
-            hbm = Text(filled, style=bar_style)
-            hbm.append(rest.replace(" ", "░"), style=empty)
-            hbm.append(f" {fmt.size_pair(sample.hbm_used, sample.hbm_total)}")
-            table.add_row(
-                str(device_id),
-                *soc,
-                health,
-                util(d.cube_history, sample.cube_util),
-                util(d.vector_history, sample.vector_util),
-                util(d.aicpu_history, sample.aicpu_util),
-                hbm,
-                "–" if sample.temperature_c is None else f"{sample.temperature_c:.0f}°C",
-                "–" if sample.power_w is None else f"{sample.power_w:.0f} W",
-            )
-        return table
-
-    def _failures(self, d: DeviceState) -> Text:
-        """What failed on the device so far (destroyed streams too): a job that fails
-        never looks clean, whatever the hardware's health says."""
-        if not d.errors and not d.exceptions:
-            return Text()
-        count, what = (d.errors, "error") if d.errors else (d.exceptions, "exception")
-        if (self.size.width or 160) < 120:  # narrow: the column keeps its room
-            said = f" {count} {what[:3]}"
-        else:
-            said = f" · {count} {what}{'s' if count != 1 else ''}"
-        return Text(said, style=theme_style(self, "aclmon-bad", bold=True))
+        styles = {role: theme_style(self, f"aclmon-{role}") for role in TABLE_ROLES}
+        styles["bad"] = theme_style(self, "aclmon-bad", bold=True)
+        return device_table(s, self.width, styles)
 
     def _failed_calls(self, s: StoreState) -> Text:
         """The job's failed calls since start, by call, and what the runtime said
