@@ -427,6 +427,7 @@ class AclmonApp(InertApp[int]):
         # What the view drew when last shown stays: only what moved since is drawn.
         self._painted_version = -1
         self.refresh_view()
+        self.views[view].draw_waiting()
 
     @on(TabBar.Selected)
     def _tab_clicked(self, message: TabBar.Selected) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -50,6 +52,8 @@ class View(Vertical):
         self._drawn: tuple[tuple[int, ...], object] | None = None
         #: what each Static shown through :meth:`show_static` holds: (key, shape)
         self._static_keys: dict[str, tuple[object, object]] = {}
+        #: what the view draws at most every so often (:class:`AtMostEvery`)
+        self.waiting: list[AtMostEvery] = []
         #: the user's keymap (binding id -> keys), so hints name the keys in use.
         self.keymap: dict[str, str] = {}
         #: keys the app binds itself (a replay's timeline keys): they win over a view's
@@ -80,6 +84,11 @@ class View(Vertical):
         self._drawn = drawn
         moved = zip(self.SECTIONS, drawn[0], before[0], strict=True)
         self.redraw_sections(frozenset(s for s, a, b in moved if a != b))
+
+    def draw_waiting(self) -> None:
+        """The view was just shown: what waits for its time draws now."""
+        for waiting in self.waiting:
+            waiting.flush()
 
     def redraw_sections(self, moved: frozenset[str]) -> None:
         """Draw again what shows these sections of the store (by default: all)."""
@@ -157,3 +166,41 @@ def show_text(static: Static, text: Text, drawn: dict[str, tuple[object, object]
     laid out when its lines did (or its length in widths, if it wraps)."""
     width = static.size.width or static.app.size.width
     return show_static(static, text, text_key(text), text_shape(text, width), drawn)
+
+
+class AtMostEvery:
+    """Draws something whose figures move with every batch (the Devices trees, a
+    following timeline) at most every ``seconds``: a drawing asked for sooner
+    waits on a timer of ``view``'s, once. A key draws at once, through ``draw``
+    and :meth:`drawn`; so does showing the view (:meth:`View.draw_waiting`)."""
+
+    def __init__(self, view: View, seconds: float, draw: Callable[[], None]) -> None:
+        self._widget, self._seconds, self._draw = view, seconds, draw
+        self._drawn_at = -seconds
+        self._timer: Timer | None = None
+        view.waiting.append(self)
+
+    def ask(self) -> None:
+        """Draw now if the last drawing is ``seconds`` old, else when it is."""
+        wait = self._seconds - (time.monotonic() - self._drawn_at)
+        if wait <= 0:
+            self._draw()
+        elif self._timer is None:
+            self._timer = self._widget.set_timer(wait, self._due)
+
+    def drawn(self) -> None:
+        """It was drawn now (whoever asked): the next waits ``seconds`` from here."""
+        self._drawn_at = time.monotonic()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def flush(self) -> None:
+        """What waits is drawn now (the view was just shown)."""
+        if self._timer is not None:
+            self._due()
+
+    def _due(self) -> None:
+        self._timer = None
+        if self._widget.is_mounted:
+            self._draw()

@@ -4,7 +4,6 @@ context -> stream tree per device."""
 from __future__ import annotations
 
 import os
-import time
 from functools import partial
 from typing import ClassVar
 
@@ -16,7 +15,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Region
 from textual.reactive import reactive
-from textual.timer import Timer
 from textual.widgets import Static
 
 from aclmon.acl_constants import error_name
@@ -31,7 +29,7 @@ from aclmon.store.state import (
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import Command, show_text, text_key
+from aclmon.tui.views.base import AtMostEvery, Command, show_text, text_key
 from aclmon.tui.views.device_table import TABLE_ROLES, device_table
 from aclmon.tui.views.listview import FilteredView
 from aclmon.tui.vlist import cursor_bindings
@@ -115,10 +113,7 @@ class DevicesView(FilteredView):
         self._lines: list[tuple[int, int, str]] = []
         #: each device's tree lines as shown (without their guides)
         self._labels: dict[int, list[str]] = {}
-        #: when the trees were drawn last (``time.monotonic``), and the timer that
-        #: draws them when their figures moved since and TREES_EVERY went
-        self._trees_drawn_at = -TREES_EVERY
-        self._trees_timer: Timer | None = None
+        self._trees_every = AtMostEvery(self, TREES_EVERY, self._draw_trees)
 
     def compose(self) -> ComposeResult:
         yield Static(id="devices-status", classes="status")
@@ -269,28 +264,22 @@ class DevicesView(FilteredView):
             if s.logs:
                 self._show_text("#device-logs", self._logs(s))
         if moved & {DEVICES, STREAMS, MODELS, JOB}:
-            wait = TREES_EVERY - (time.monotonic() - self._trees_drawn_at)
-            if trees_now or wait <= 0:
-                self._draw_trees(s)
-            elif self._trees_timer is None:
-                self._trees_timer = self.set_timer(wait, self._draw_due_trees)
+            if trees_now or s.devices.keys() != self._labels.keys():  # a device came or went
+                self._draw_trees()
+            else:
+                self._trees_every.ask()
         self._draw_status()
-
-    def _draw_due_trees(self) -> None:
-        self._trees_timer = None
-        if self.store is not None and self.is_mounted:
-            self._draw_trees(self.store.state)
 
     def _show_text(self, selector: str, text: Text) -> None:
         show_text(self.query_one(selector, Static), text, self._static_keys)
 
-    def _draw_trees(self, s: StoreState) -> None:
+    def _draw_trees(self) -> None:
         """Each device's context -> stream tree, a Static each: updated only when
         its text changed."""
-        self._trees_drawn_at = time.monotonic()
-        if self._trees_timer is not None:
-            self._trees_timer.stop()
-            self._trees_timer = None
+        if self.store is None:
+            return
+        s = self.store.state
+        self._trees_every.drawn()
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
         shown: dict[str | None, Static] = {}

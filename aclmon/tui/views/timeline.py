@@ -38,7 +38,7 @@ from aclmon.tui import fmt
 from aclmon.tui.messages import AboutWidget
 from aclmon.tui.names import NameFitter
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import View
+from aclmon.tui.views.base import AtMostEvery, View, show_text
 from aclmon.tui.views.timeline_draw import (
     Palette,
     clock_text,
@@ -51,6 +51,9 @@ from aclmon.tui.views.timeline_draw import (
 
 #: the window shown when the first slices come (live: the last ten seconds)
 FIRST_SPAN_NS = 10_000_000_000
+#: seconds between two drawings while only new slices move the window (a key
+#: draws at once)
+MOVED_EVERY = 1.0
 #: a zoom step of the keys (W, +) and of the wheel
 ZOOM_KEY = 0.5
 ZOOM_WHEEL = 0.8
@@ -146,6 +149,7 @@ class TimelineView(View):
         self._top = 0
         self._palette: tuple[str, Palette] | None = None
         self._drawn_version = -1
+        self._moved_every = AtMostEvery(self, MOVED_EVERY, self.redraw)
         #: the operator names drawn so far: a bar's name is cut by path segments
         #: so that it stays told apart from them (…/layer_11/…/query/MatMul)
         self._names = NameFitter()
@@ -183,8 +187,10 @@ class TimelineView(View):
         # window moves only with them; a replay's cursor moves it through pin()).
         self.store = store
         version = self.timeline.index.version if self.timeline is not None else -1
-        if version != self._drawn_version or force:
+        if force:
             self.redraw()
+        elif version != self._drawn_version:
+            self._moved_every.ask()
 
     # ------------------------------------------------------------ geometry
     @property
@@ -247,6 +253,7 @@ class TimelineView(View):
         if not self.is_mounted:
             return
         self._settle_window()
+        self._moved_every.drawn()
         if self.timeline is not None:
             self._drawn_version = self.timeline.index.version
         rows = self.rows()
@@ -336,8 +343,8 @@ class TimelineView(View):
                 status.append(f"  following {what}", style=theme_style(self, "aclmon-idle"))
             else:
                 status.append(f"  {self.key('timeline.follow', 'f')}: follow", style=dim)
-        self.query_one("#timeline-status", Static).update(status)
-        self.query_one("#timeline-under", Static).update(self._under_text())
+        show_text(self.query_one("#timeline-status", Static), status, self._static_keys)
+        show_text(self.query_one("#timeline-under", Static), self._under_text(), self._static_keys)
 
     def _under_text(self) -> Text:
         """What the cursor is on, on the selected row."""
