@@ -337,8 +337,6 @@ async def live_views(
     from aclmon.sources.live import LiveSource
     from aclmon.tui.app import AclmonApp
     from aclmon.tui.host_commands import host_feed, host_opener
-    from aclmon.tui.views import VIEWS
-
     results: dict[str, dict[str, float]] = {}
     with (
         tempfile.TemporaryDirectory(prefix="aclmon-bench-") as tmp,
@@ -351,6 +349,8 @@ async def live_views(
         live = LiveSource(str(job.socket_path), description="aclmon demo")
         app = AclmonApp(WithHost(live, feed.reader()))
         frames = frame_times(app)
+        #: the views the app shows (Compare only with a golden run), in tab order
+        shown = app.view_entries
 
         async def next_frame_after(t0: float, limit: float = 3.0) -> float:
             """ms from ``t0`` to the first frame displayed after ``t0``."""
@@ -367,7 +367,7 @@ async def live_views(
             ms to the first frame after the switch ran."""
             t0 = time.perf_counter()
             app.post_message(Key(key, key))
-            while app.current_view != VIEWS[int(key) - 1].id:
+            while app.current_view != shown[int(key) - 1].id:
                 await asyncio.sleep(0.001)
                 if time.perf_counter() - t0 > 3.0:
                     return 3000.0
@@ -385,10 +385,10 @@ async def live_views(
                     await asyncio.sleep(0.1)
                     if time.perf_counter() - start > 30:
                         raise SystemExit("the demo job sent no events")
-                for n, entry in enumerate(VIEWS):
+                for n, entry in enumerate(shown):
                     if only and entry.id not in only:
                         continue
-                    key, other = str(n + 1), str((n - 1) % len(VIEWS) + 1)
+                    key, other = str(n + 1), str((n - 1) % len(shown) + 1)
                     switch_ms, paint_ms = [], []
                     for _ in range(switches):
                         await press(other)
