@@ -174,15 +174,21 @@ class AtMostEvery:
     waits on a timer of ``view``'s, once. A key draws at once, through ``draw``
     and :meth:`drawn`; so does showing the view (:meth:`View.draw_waiting`)."""
 
-    def __init__(self, view: View, seconds: float, draw: Callable[[], None]) -> None:
-        self._widget, self._seconds, self._draw = view, seconds, draw
+    def __init__(
+        self,
+        view: View,
+        seconds: float,
+        draw: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._widget, self._seconds, self._draw, self._clock = view, seconds, draw, clock
         self._drawn_at = -seconds
         self._timer: Timer | None = None
         view.waiting.append(self)
 
     def ask(self) -> None:
         """Draw now if the last drawing is ``seconds`` old, else when it is."""
-        wait = self._seconds - (time.monotonic() - self._drawn_at)
+        wait = self._seconds - (self._clock() - self._drawn_at)
         if wait <= 0:
             self._draw()
         elif self._timer is None:
@@ -190,7 +196,7 @@ class AtMostEvery:
 
     def drawn(self) -> None:
         """It was drawn now (whoever asked): the next waits ``seconds`` from here."""
-        self._drawn_at = time.monotonic()
+        self._drawn_at = self._clock()
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
