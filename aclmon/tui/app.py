@@ -93,7 +93,7 @@ MAX_BATCH = 50_000
 IDLE_INTERVAL = 1.0
 IDLE_AFTER = 2.0
 #: the share of each refresh interval the hidden Timeline's slices may fold for
-TIMELINE_SHARE = 0.25
+TIMELINE_SHARE = 0.1
 ViewT = TypeVar("ViewT", bound=View)
 
 
