@@ -106,6 +106,8 @@ class FittingFooter(Widget):
     in ``?`` help) until Help and Quit fit."""
 
     ALLOW_SELECT = False
+    #: what the keys were last made from: (keys, palette key, room)
+    _composed: tuple[object, ...] = ()
     DEFAULT_CSS = """
     FittingFooter {
         layout: horizontal;
@@ -144,6 +146,7 @@ class FittingFooter(Widget):
     def compose(self) -> ComposeResult:
         keys, palette = self.hints()
         room = (self.size.width or self.app.size.width) - 1
+        self._composed = (keys, palette, room)
         # the palette's key is drawn compact (2 cells less) after a 1-cell border
         used = sum(k.width for k in keys) + (palette.width - 1 if palette else 0)
         droppable = [k for k in keys if k.action not in KEPT_ACTIONS]
@@ -163,7 +166,15 @@ class FittingFooter(Widget):
 
     def _bindings_changed(self, screen: Screen[object]) -> None:
         if self.is_attached and screen is self.screen and self.app.app_focus:
-            self.call_after_refresh(self.recompose)
+            self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        # A view switch signals several times (focus, each binding refreshed); the
+        # keys are made again only when what they show changed.
+        keys, palette = self.hints()
+        room = (self.size.width or self.app.size.width) - 1
+        if (keys, palette, room) != self._composed:
+            await self.recompose()
 
     def on_resize(self) -> None:
         self.refresh(recompose=True)
