@@ -250,7 +250,8 @@ class TimelineView(View):
         return self._palette[1]
 
     def redraw(self) -> None:
-        if not self.is_mounted:
+        # children pruned (the app shutting down, a replay's slices built meanwhile)
+        if not self.is_mounted or not self.query(TimelineCanvas):
             return
         self._settle_window()
         self._moved_every.drawn()
