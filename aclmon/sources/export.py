@@ -295,7 +295,7 @@ def _window(
 ) -> tuple[int | None, int | None] | None:
     """The span the options cut, or None for everything."""
     from aclmon.errors import AclmonError
-    from aclmon.store.replay import parse_seek_time
+    from aclmon.store.seek_time import parse_seek_time
 
     since_text, until_text = (args.since if since_applies else None), args.until
     if args.window:

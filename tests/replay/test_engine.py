@@ -19,9 +19,8 @@ from aclmon.store.replay import (
     RESTORE_COST,
     ReplayEngine,
     SeekSuperseded,
-    SeekTimeError,
-    parse_seek_time,
 )
+from aclmon.store.seek_time import SeekTimeError, parse_seek_time
 from aclmon.store.snapshots import NEAR_EVERY, NEAR_LIMIT
 
 GARBAGE_EVERY = 50

@@ -30,10 +30,9 @@ from aclmon.store.replay import (
     OVERFLOW,
     ReplayEngine,
     SeekSuperseded,
-    SeekTimeError,
     iter_recording_events,
-    parse_seek_time,
 )
+from aclmon.store.seek_time import SeekTimeError, parse_seek_time
 from aclmon.store.slice_index import IndexedTimeline
 from aclmon.tui.app import AclmonApp
 from aclmon.tui.footer import FittingFooter
