@@ -23,14 +23,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, TypeAlias, TypeGuard
 
-from aclmon.events.commands import (
-    Ping,
-    Reply,
-    RequestSnapshot,
-    SetProfilingConfig,
-    StartProfiling,
-    StopProfiling,
-)
+from aclmon.events import commands as cmd
 from aclmon.events.registry import KIND_NAMES, declared_commands, register
 
 #: bump when a field is added, removed or changes meaning.
@@ -525,19 +518,21 @@ Event: TypeAlias = (
     | LogLine
     | Drops
     | CallFailed
-    | SetProfilingConfig
-    | StartProfiling
-    | StopProfiling
-    | RequestSnapshot
-    | Ping
-    | Reply
+    | cmd.SetProfilingConfig
+    | cmd.StartProfiling
+    | cmd.StopProfiling
+    | cmd.RequestSnapshot
+    | cmd.Ping
+    | cmd.Reply
     | ClockOffset
 )
 
 
 #: every command (viewer -> agent), the registrations with ``command=True``
 #: (tests/test_events.py checks it against COMMAND_KINDS).
-Command: TypeAlias = SetProfilingConfig | StartProfiling | StopProfiling | RequestSnapshot | Ping
+Command: TypeAlias = (
+    cmd.SetProfilingConfig | cmd.StartProfiling | cmd.StopProfiling | cmd.RequestSnapshot | cmd.Ping
+)
 
 
 #: kinds a viewer may send to an agent: every registration above with ``command=True``.
