@@ -9,6 +9,11 @@ from aclmon.bus.states import CONNECTING, DISCONNECTED
 from aclmon.errors import CommandRefused
 from aclmon.sources.base import Source
 
+#: seconds the subscriber lets a slow stream gather between reads: a viewer
+#: polls once a refresh (0.25 s by default), so reading more often only wakes
+#: the thread and decodes a few events at a time
+COALESCE_S = 0.1
+
 
 class LiveSource(Source):
     """One agent's events and its command channel (``readonly``: none)."""
@@ -23,7 +28,7 @@ class LiveSource(Source):
     ) -> None:
         from aclmon.bus import Subscriber  # the bus imports sockets and threads: only when used
 
-        self._subscriber = Subscriber(address, token=token, readonly=readonly)
+        self._subscriber = Subscriber(address, token=token, readonly=readonly, coalesce=COALESCE_S)
         self.address = address
         self.readonly = readonly
         self.description = description or address
