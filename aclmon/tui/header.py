@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.style import Style
@@ -17,6 +18,10 @@ from aclmon.store import Store
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 
+#: seconds between redraws when only the running figures moved (the event rate,
+#: the count, the newest time): the header is not drawn again at every refresh
+FIGURES_EVERY = 1.0
+
 
 class HeaderBar(Static):
     """Who is watched, the connection, the event rate and what was lost."""
@@ -28,12 +33,26 @@ class HeaderBar(Static):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._shown = ""
+        #: what the header says apart from its running figures, and when it was drawn
+        self._steady: tuple[object, ...] = ()
+        self._drawn_at = -FIGURES_EVERY
 
     def show(
         self, store: Store, source: Source, events_per_s: float, *, force: bool = False
     ) -> None:
         """Redraw from the store and the source (only when the text changed, or ``force``)."""
         s = store.state
+        c = s.counters
+        # Anything but the running figures is drawn at once; those once a FIGURES_EVERY.
+        steady = (
+            source.title, source.description, source.state, source.state_reason,
+            source.readonly, source.recording, s.hello, s.goodbye,
+            c.agent_dropped, c.gaps, c.malformed, self.size.width,
+        )  # fmt: skip
+        now = time.monotonic()
+        if not force and steady == self._steady and now - self._drawn_at < FIGURES_EVERY:
+            return
+        self._steady, self._drawn_at = steady, now
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
         good = theme_style(self, "aclmon-idle", bold=True)
@@ -80,7 +99,6 @@ class HeaderBar(Static):
         if source.readonly and compact:
             # before the figures, which a narrow line cuts first
             text.append("  │ read-only", style=dim)
-        c = s.counters
         text.append("  │ ", style=dim)
         text.append(f"{fmt.count(events_per_s)} ev/s", style=Style(bold=True))
         if not compact:

@@ -246,7 +246,7 @@ class ReplayApp(AclmonApp):
         # go negative going back): start measuring again from here.
         self._rate_samples.clear()
         self.refresh_view()
-        self.header.show(self.store, self.source, self.events_per_s)
+        self.header.show(self.store, self.source, self.events_per_s, force=True)
         self._refresh_timeline()
 
     # ---------------------------------------------------------------- actions
