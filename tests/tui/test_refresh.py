@@ -103,27 +103,30 @@ async def test_the_refresh_slows_when_idle_and_is_fast_again_on_a_key():
         assert app.refresh_interval == app.interval
 
 
-async def test_the_devices_trees_wait_for_their_second_while_only_figures_move():
+async def test_the_devices_table_and_trees_wait_for_their_second_while_only_figures_move():
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         view = app.devices_view
         drawn: list[int] = []
-        draw_trees = view._draw_trees
+        draw_figures = view._draw_figures
 
         def counted() -> None:
             drawn.append(1)
-            draw_trees()
+            draw_figures()
 
-        throttle = view._trees_every
+        throttle = view._figures_every
         throttle._draw = counted  # the drawing the throttle makes
-        view._draw_trees = counted  # type: ignore[method-assign]
+        view._draw_figures = counted  # type: ignore[method-assign]
         throttle._clock = lambda: 100.0  # the time stands still: their second never comes
         throttle.drawn()
         stream = next(iter(app.store.state.streams.values()))
         clock = ev.Clock()
-        app.source.extend([clock.make(ev.StreamSyncBegin, stream.stream, 1)])  # type: ignore[attr-defined]
-        app.tick()  # the trees' figures moved, within the second of their last drawing
+        app.source.extend([  # type: ignore[attr-defined]
+            clock.make(ev.StreamSyncBegin, stream.stream, 1),
+            clock.make(ev.DeviceSample, 0, 1, 1, 0, 1, 2, "OK", None, None),
+        ])  # fmt: skip
+        app.tick()  # the figures moved, within the second of their last drawing
         assert drawn == []
         assert throttle._timer is not None  # drawn when their second is up
         app.action_show_view("exceptions")

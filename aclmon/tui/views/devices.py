@@ -82,9 +82,9 @@ def command_line(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join([os.path.basename(args[0]), *args[1:]]) if args else ""
 
 
-#: seconds between two drawings of the trees while only the job's figures move
-#: (each drawing renders every changed tree whole)
-TREES_EVERY = 1.0
+#: seconds between two drawings of the device table and the trees while only the
+#: job's figures move (each drawing renders every changed panel whole)
+FIGURES_EVERY = 1.0
 
 
 class DevicesView(FilteredView):
@@ -113,7 +113,7 @@ class DevicesView(FilteredView):
         self._lines: list[tuple[int, int, str]] = []
         #: each device's tree lines as shown (without their guides)
         self._labels: dict[int, list[str]] = {}
-        self._trees_every = AtMostEvery(self, TREES_EVERY, self._draw_trees)
+        self._figures_every = AtMostEvery(self, FIGURES_EVERY, self._draw_figures)
 
     def compose(self) -> ComposeResult:
         yield Static(id="devices-status", classes="status")
@@ -236,23 +236,14 @@ class DevicesView(FilteredView):
 
     def _draw(self, moved: frozenset[str], *, trees_now: bool) -> None:
         """The panels that show what moved; each Static only when its text changed,
-        laid out only when its lines did. The trees, whose figures move with every
-        synchronize, at most every TREES_EVERY seconds unless ``trees_now`` (a key)."""
+        laid out only when its lines did. The device table, the models and the
+        trees, whose figures move with every sample, execution and synchronize,
+        at most every FIGURES_EVERY seconds unless ``trees_now`` (a key)."""
         if self.store is None or not self.is_mounted:
             return
         s = self.store.state
-        width = self.width
-        if moved & {DEVICES, JOB}:
-            table = self.query_one("#device-table", Static)
-            # what the table is drawn from: a sample is a new record, never changed
-            key = (width, s.hello, [(d.device_id, d.sample, d.set_ret, d.reset, d.errors,
-                                     d.exceptions) for d in s.devices.values()])  # fmt: skip
-            if self._static_keys.get("device-table", (None,))[0] != key:
-                self.show_static(table, self._device_table(s), key, len(s.devices))
         if JOB in moved:
             self._show_text("#host-line", self._host_line(s))
-        if MODELS in moved:
-            self._show_text("#models", self._models(s))
         if FAILURES in moved:
             failed = self.query_one("#failed-calls", Static)
             failed.display = bool(s.call_failures_total)
@@ -265,10 +256,26 @@ class DevicesView(FilteredView):
                 self._show_text("#device-logs", self._logs(s))
         if moved & {DEVICES, STREAMS, MODELS, JOB}:
             if trees_now or s.devices.keys() != self._labels.keys():  # a device came or went
-                self._draw_trees()
+                self._draw_figures()
             else:
-                self._trees_every.ask()
+                self._figures_every.ask()
         self._draw_status()
+
+    def _draw_figures(self) -> None:
+        """The device table (when what it is drawn from changed), the models (whose
+        run counts move with every execution) and the trees."""
+        if self.store is None:
+            return
+        s = self.store.state
+        self._figures_every.drawn()
+        table = self.query_one("#device-table", Static)
+        # what the table is drawn from: a sample is a new record, never changed
+        key = (self.width, s.hello, [(d.device_id, d.sample, d.set_ret, d.reset, d.errors,
+                                      d.exceptions) for d in s.devices.values()])  # fmt: skip
+        if self._static_keys.get("device-table", (None,))[0] != key:
+            self.show_static(table, self._device_table(s), key, len(s.devices))
+        self._show_text("#models", self._models(s))
+        self._draw_trees()
 
     def _show_text(self, selector: str, text: Text) -> None:
         show_text(self.query_one(selector, Static), text, self._static_keys)
@@ -279,7 +286,6 @@ class DevicesView(FilteredView):
         if self.store is None:
             return
         s = self.store.state
-        self._trees_every.drawn()
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
         shown: dict[str | None, Static] = {}
