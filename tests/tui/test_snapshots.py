@@ -73,9 +73,12 @@ def test_profiling_pending_and_reply(snap_compare):
             if pilot.app.store.state.last_reply is not None:
                 break
             await pilot.pause(0.02)
-        # The header follows the store on the refresh timer: refresh once now, so the
-        # screenshot does not depend on whether a timer tick fell after the reply.
-        pilot.app.tick()
+        # The header follows the store on the refresh timer, its figures once a second:
+        # refresh and draw it now, so the screenshot does not depend on whether a timer
+        # tick fell after the reply.
+        app = pilot.app
+        app.tick()
+        app.header.show(app.store, app.source, app.events_per_s, force=True)
         await pilot.pause()
 
     assert snap_compare(make_app(), run_before=edit_and_apply, terminal_size=(160, 48))
