@@ -12,7 +12,7 @@ read-only viewer.
 from __future__ import annotations
 
 from functools import partial
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from rich.console import Group
 from rich.style import Style
@@ -39,7 +39,7 @@ from aclmon.store import Store, StoreState
 from aclmon.store.sections import OPS, PROFILING
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, roles
-from aclmon.tui.views.base import Command, View, text_key
+from aclmon.tui.views.base import AtMostEvery, Command, View, text_key
 from aclmon.tui.views.optable import OpTable
 
 #: metric cycle order for ``m``.
@@ -49,6 +49,9 @@ CELL_WIDTH = 28
 CELL_MIN = 22
 #: a view this tall shows three lines of msproftx records, a shorter one one line.
 TX_TALL = 36
+#: seconds between two drawings of the operator table and msproftx while only
+#: their figures move (every execution moves them)
+TIMINGS_EVERY = 1.0
 #: who owns profiling when aclmon must not offer start/stop.
 FOREIGN_OWNERS = ("acl.json", "job")
 
@@ -136,6 +139,10 @@ class ProfilingView(View):
     """The checklist row under the cursor (index into ``PROF_FLAGS``)."""
     note: reactive[str] = reactive("")
     """What happened to the last command (sent, failed); empty when settled."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._timings_every = AtMostEvery(self, TIMINGS_EVERY, self._draw_timings)
 
     def compose(self) -> ComposeResult:
         # the state stays in sight; the checklist scrolls under it when the screen is short
@@ -346,7 +353,8 @@ class ProfilingView(View):
         self.redraw_sections(frozenset(self.SECTIONS))
 
     def redraw_sections(self, moved: frozenset[str]) -> None:
-        """Operator timings move the table and msproftx; the agent's state and
+        """Operator timings move the table and msproftx (at most every
+        TIMINGS_EVERY seconds while only they moved); the agent's state and
         replies the controls above (whose keys also redraw them)."""
         if self.store is None or not self.is_mounted:
             return
@@ -354,9 +362,16 @@ class ProfilingView(View):
             self._draw_state()
             self._draw_flags()
             self._draw_reply()
+            self._draw_timings()
+        else:
+            self._timings_every.ask()
+
+    def _draw_timings(self) -> None:
+        if self.store is None:
+            return
+        self._timings_every.drawn()
         self.query_one(OpTable).show(self.store)
-        if OPS in moved:
-            self._draw_tx()
+        self._draw_tx()
 
     def _draw_state(self) -> None:
         prof = self.prof
