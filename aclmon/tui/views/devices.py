@@ -197,7 +197,9 @@ class DevicesView(FilteredView):
         self.rebuild()  # the cursor's line is bold while the view has the focus
 
     def on_blur(self) -> None:
-        self.rebuild()
+        # Hidden by a view switch: nothing to redraw now, its focus redraws it when shown.
+        if self.display:
+            self.rebuild()
 
     def jump_to_device(self, device_id: int) -> bool:
         for row, (device, line, _text) in enumerate(self._lines):

@@ -540,7 +540,9 @@ class ProfilingView(View):
         self.redraw()
 
     def on_blur(self) -> None:
-        self.redraw()
+        # Hidden by a view switch: nothing to redraw now, its focus redraws it when shown.
+        if self.display:
+            self.redraw()
 
     def on_resize(self) -> None:
         self.redraw()
