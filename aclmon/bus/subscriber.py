@@ -56,10 +56,14 @@ log = logging.getLogger("aclmon.bus")
 #: decoded events held for poll() before the reader stops reading
 DEFAULT_BUFFER_EVENTS = 200_000
 _READ_SIZE = 1024 * 1024
-#: a read shorter than this drained a slow stream: with ``coalesce`` the thread
-#: waits before the next one (a faster stream, e.g. 13,000 events/s of 50 bytes
-#: per 100 ms, reads on at once)
+#: with ``coalesce`` the thread waits before the next read only while the stream
+#: is slow: the last read under _COALESCE_BELOW bytes and the rate over the last
+#: _RATE_WINDOW_S under _SLOW_RATE bytes/s (about 5,000 events/s of 50 bytes), so
+#: what gathers in the socket meanwhile stays far under its buffer; a faster or
+#: unmeasured stream reads on at once
 _COALESCE_BELOW = 64 * 1024
+_SLOW_RATE = 256 * 1024
+_RATE_WINDOW_S = 0.5
 _seq_of = operator.itemgetter(0)
 
 
@@ -332,6 +336,8 @@ class Subscriber:
         received = memoryview(buffer)
         data: bytes | memoryview = leftover
         slow = False
+        # bytes/s over the last window; fast until measured
+        window_start, window_bytes, rate = time.monotonic(), 0, float("inf")
         try:
             while not self._closing:
                 if data:
@@ -358,7 +364,12 @@ class Subscriber:
                 if not size:
                     return "closed by the publisher"
                 data = received[:size]
-                slow = size < _COALESCE_BELOW
+                now = time.monotonic()
+                window_bytes += size
+                if now - window_start >= _RATE_WINDOW_S:
+                    rate = window_bytes / (now - window_start)
+                    window_start, window_bytes = now, 0
+                slow = size < _COALESCE_BELOW and rate < _SLOW_RATE
         except FrameError as exc:
             log.warning("dropping connection to %s: %s", self.address, exc)
             return str(exc)
