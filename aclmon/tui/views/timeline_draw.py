@@ -15,6 +15,7 @@ import math
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from rich.segment import Segment
 from rich.style import Style
@@ -191,10 +192,8 @@ def draw_row(
         previous, previous_first = shades, style
         run = end - column
         text = fit(shown_name(item.name), run) if run >= 6 else ""
-        for offset in range(run):
-            styles[column + offset] = style
-        for offset, char in enumerate(text):
-            chars[column + offset] = char
+        styles[column:end] = [style] * run
+        chars[column : column + len(text)] = text[:run]
         column = end
     for column, mark in enumerate(marks):
         if mark is not None:
@@ -210,13 +209,12 @@ def draw_row(
 
 
 def _segments(chars: list[str], styles: list[Style]) -> list[Segment]:
-    out: list[Segment] = []
-    start = 0
-    for column in range(1, len(chars) + 1):
-        if column == len(chars) or styles[column] is not styles[start]:
-            out.append(Segment("".join(chars[start:column]), styles[start]))
-            start = column
-    return out
+    # the columns where the style changes, found in one comprehension: the rows
+    # are redrawn whole each second a window follows the job
+    width = len(chars)
+    bounds = [0, *(c for c in range(1, width) if styles[c] is not styles[c - 1]), width]
+    text = "".join(chars)
+    return [Segment(text[a:b], styles[a]) for a, b in pairwise(bounds) if a < b]
 
 
 def tick_step(span_ns: int, width: int, min_gap: int = 12) -> int:
