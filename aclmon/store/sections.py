@@ -78,10 +78,7 @@ KIND_SECTIONS: dict[type, frozenset[str]] = {
     ev.Goodbye: frozenset({JOB}),
     ev.ClockOffset: frozenset({JOB}),
     # commands, folded into nothing (their replies are what counts)
-    **dict.fromkeys(
-        (ev.SetProfilingConfig, ev.StartProfiling, ev.StopProfiling, ev.RequestSnapshot, ev.Ping),
-        frozenset(),
-    ),
+    **dict.fromkeys(ev.COMMAND_KINDS, frozenset()),
 }
 
 
