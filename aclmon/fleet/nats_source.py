@@ -245,6 +245,10 @@ class NatsFeed:
         if "permissions violation" in text.lower() and sj.CMD in text:
             self.readonly = self.commands_denied = True
         elif "authorization" in text.lower():
+            if self.state == CONNECTING:
+                # refused before the first connection: connect() gives up on it, so
+                # the state says so with the reason (never "connecting: <refusal>")
+                self.state = AUTH_FAILED
             self.state_reason = text
 
     async def _disconnected(self) -> None:
