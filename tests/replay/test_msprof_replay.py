@@ -26,9 +26,11 @@ async def test_the_profiling_table_and_the_timeline_show_msprofs_operators(tmp_p
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: len(app.store.state.ops) == len(OPERATORS), 20)
         assert app.current_view == "profiling"  # msprof files alone open on their table
-        await pilot.pause()
+        shown = ("resnet/conv1/Conv2D", "resnet/relu1/Relu", "Conv2D", "c.mac%")
+        # the operator table is drawn at most once a second while only its figures move
+        await wait_for(pilot, lambda: all(name in screen_text(app) for name in shown), 20)
         table = screen_text(app)
-        for name in ("resnet/conv1/Conv2D", "resnet/relu1/Relu", "Conv2D", "c.mac%"):
+        for name in shown:
             assert name in table, name
         ops = {o.op_name: o for o in app.store.sorted_ops()}
         assert set(ops) == OPERATORS
