@@ -21,7 +21,8 @@ Measured, side by side in one run:
   at 200x50, over a window that holds 100,000 operator slices.
 
 The live arm (first; ``--live-only`` runs it alone) watches the demo job
-(:class:`aclmon.sources.demo.DemoJob`, its normal rate, about 250 events/s) with
+(:class:`aclmon.sources.demo.DemoJob`, its normal rate, about 250 events/s, held
+steady with ``--steady`` so the job's load does not swell between views) with
 the real app attached headless at 160x48 as ``aclmon demo`` attaches it (a
 ``LiveSource``, the simulated host's NPUs beside it), each view in turn:
 - viewer_cpu_over_job: this process's CPU (every thread) over the job's (its
@@ -349,7 +350,7 @@ async def live_views(
     results: dict[str, dict[str, float]] = {}
     with (
         tempfile.TemporaryDirectory(prefix="aclmon-bench-") as tmp,
-        DemoJob(directory=Path(tmp)) as job,
+        DemoJob(directory=Path(tmp), extra_args=["--steady"]) as job,
     ):
         assert job.process is not None
         job_pid = job.process.pid

@@ -20,6 +20,7 @@ requests and a mark every fifty. SIGTERM stops it as a service stops: the
 workers finish, everything is released and it exits 0.
 
     demo_workload.py [--seconds N] [--devices N] [--first-device D] [--dump-path DIR] [--quiet]
+                     [--steady]
 """
 
 import argparse
@@ -201,7 +202,17 @@ class LoadedModel:
         acl.mdl.destroy_desc(self.desc)
 
 
-def worker(device_id, context, model, pause, stop, stats):
+def swell(device_id, steady=False):
+    """The factor on a worker's pause: a slow swell and ebb of the request rate,
+    different per device, so the utilization a monitor shows keeps moving; 1.0
+    (a constant rate) with ``--steady``, for a measurement that needs the same
+    load from one second to the next."""
+    if steady:
+        return 1.0
+    return 1.0 + 0.8 * math.sin(time.monotonic() / 6.0 + device_id)
+
+
+def worker(device_id, context, model, pause, stop, stats, steady=False):
     check(acl.rt.set_context(context), "set_context")
     stream, ret = acl.rt.create_stream()
     check(ret, "create_stream")
@@ -245,10 +256,7 @@ def worker(device_id, context, model, pause, stop, stats):
             acl.prof.pop()
         if iteration % 50 == 0:
             acl.prof.mark_ex(f"{model.name} dev{device_id}: {iteration} requests", stream)
-        # A slow swell and ebb of the request rate, different per device, so the
-        # utilization a monitor shows keeps moving.
-        swell = 1.0 + 0.8 * math.sin(time.monotonic() / 6.0 + device_id)
-        stop.wait(rng.uniform(*pause) * swell)
+        stop.wait(rng.uniform(*pause) * swell(device_id, steady))
     if iteration % 10:
         acl.prof.pop()
     acl.prof.destroy_stamp(stamp)
@@ -268,6 +276,9 @@ def main(argv=None):
     )
     parser.add_argument("--dump-path", default=os.environ.get("ACLMON_DEMO_DUMP_PATH"))
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--steady", action="store_true", help="a constant request rate (no swell), for benches"
+    )
     args = parser.parse_args(argv)
     _quiet = args.quiet
     dump_path = args.dump_path or tempfile.mkdtemp(prefix="aclmon-demo-dump-")
@@ -324,7 +335,7 @@ def main(argv=None):
             for _ in range(workers):
                 thread = threading.Thread(
                     target=worker,
-                    args=(device_id, context, model, pause, stop, stats),
+                    args=(device_id, context, model, pause, stop, stats, args.steady),
                     name=f"demo-dev{device_id}-{model.name}",
                     daemon=True,
                 )

@@ -120,3 +120,13 @@ def test_profiling_the_demo_from_another_thread(acl, tmp_path):
         rows = (session / f"device_{device}/data/task_time.jsonl").read_text().splitlines()
         models = {json.loads(r)["model_name"] for r in rows}
         assert models == {"resnet_tiny", "mlp_head", "bert_tiny"}
+
+
+def test_steady_demo_holds_its_rate():
+    """--steady takes the swell off a worker's pause (benches need the same load each
+    second); without it the rate swells and ebbs per device."""
+    from aclmon.sim.demo_workload import swell
+
+    assert swell(0, steady=True) == swell(3, steady=True) == 1.0
+    assert 0.2 - 1e-9 <= swell(0) <= 1.8 + 1e-9
+    assert swell(0) != swell(1)  # a different phase per device
