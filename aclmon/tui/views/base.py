@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
 from rich.console import RenderableType
@@ -172,7 +173,15 @@ class AtMostEvery:
     """Draws something whose figures move with every batch (the Devices trees, a
     following timeline) at most every ``seconds``: a drawing asked for sooner
     waits on a timer of ``view``'s, once. A key draws at once, through ``draw``
-    and :meth:`drawn`; so does showing the view (:meth:`View.draw_waiting`)."""
+    and :meth:`drawn`; so does showing the view (:meth:`View.draw_waiting`).
+
+    At most one timer is ever live: a Textual timer hands its callback to the
+    view's queue when it fires, where stopping the timer no longer reaches it, so
+    each timer carries a number and only the newest one's call draws. (Without
+    that, a drawing that came between a timer firing and its queued call, or a
+    view shown while a timer waited, left a stale timer behind, and every such
+    one drew once more a period: three drawings a second after a few switches.)
+    """
 
     def __init__(
         self,
@@ -184,7 +193,14 @@ class AtMostEvery:
         self._widget, self._seconds, self._draw, self._clock = view, seconds, draw, clock
         self._drawn_at = -seconds
         self._timer: Timer | None = None
+        #: the number of the timer whose call may draw (any other call is stale)
+        self._live = 0
         view.waiting.append(self)
+
+    @property
+    def waiting(self) -> bool:
+        """A drawing waits for its time."""
+        return self._timer is not None
 
     def ask(self) -> None:
         """Draw now if the last drawing is ``seconds`` old, else when it is."""
@@ -192,21 +208,30 @@ class AtMostEvery:
         if wait <= 0:
             self._draw()
         elif self._timer is None:
-            self._timer = self._widget.set_timer(wait, self._due)
+            self._live += 1
+            self._timer = self._widget.set_timer(wait, partial(self._due, self._live))
 
     def drawn(self) -> None:
         """It was drawn now (whoever asked): the next waits ``seconds`` from here."""
         self._drawn_at = self._clock()
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
+        self._cancel()
 
     def flush(self) -> None:
         """What waits is drawn now (the view was just shown)."""
         if self._timer is not None:
-            self._due()
+            self._cancel()
+            if self._widget.is_mounted:
+                self._draw()
 
-    def _due(self) -> None:
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._live += 1  # a call already queued by a timer that fired is stale now
+
+    def _due(self, number: int) -> None:
+        if number != self._live:
+            return
         self._timer = None
         if self._widget.is_mounted:
             self._draw()
