@@ -112,7 +112,7 @@ class VirtualList(ScrollView, can_focus=True):
         if offset == self._offset and count == self._count:
             return
         self._offset, self._count = offset, count
-        self.virtual_size = Size(self.size.width, count)
+        self._set_height(count)
         before = self.cursor
         if count == 0:
             self.cursor = -1
@@ -128,6 +128,30 @@ class VirtualList(ScrollView, can_focus=True):
         else:  # the rows changed under a cursor that stays: keep it on screen
             self.call_after_refresh(self.scroll_to_cursor)
         self.refresh()
+
+    def _set_height(self, count: int) -> None:
+        """The list is ``count`` rows long now. While its scroll bars stay as they
+        are (the vertical one shown before and after, or neither; its width the
+        same), nothing around
+        the list moves: only its scrollbar is updated, and the screen is not laid
+        out again (a layout of the whole screen costs tens of ms; a list that grows
+        with every event would pay it every refresh)."""
+        size = Size(self.size.width, count)
+        if size == self.virtual_size:
+            return
+        height = self.container_size.height
+        if (
+            self.is_mounted
+            and height > 0
+            and size.width == self.virtual_size.width  # so the horizontal bar stays too
+            and self.show_vertical_scrollbar == (count > height)
+        ):
+            self.set_reactive(VirtualList.virtual_size, size)
+            # Textual's own update of a scroll view's bars for a new virtual size
+            # (what a layout would end in), without the layout
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
 
     def _follow_end(self) -> None:
         if self.follow:

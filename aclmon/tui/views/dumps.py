@@ -500,7 +500,17 @@ class DumpsView(ListView):
             renderable = Text("No dump files yet.", style=styles["dim"])
         else:
             renderable = Group(render_summary(entry, styles), self._action_hints(entry))
-        self.show_static(self.query_one("#dump-detail", Static), renderable, key, key)
+        pane = self.query_one("#dump-detail", Static)
+        self.show_static(pane, renderable, key, self._height(renderable, pane))
+
+    def _height(self, renderable: RenderableType, pane: Static) -> int:
+        """The pane's height with ``renderable`` in it: its lines, or the pane's own
+        height when they fit (its least, app.tcss). Another summary of the same
+        height is drawn in place, without laying the screen out again."""
+        console = self.app.console
+        width = pane.content_region.width or max(20, self.width // 2)
+        lines = len(console.render_lines(renderable, console.options.update_width(width)))
+        return max(lines, self.query_one("#dump-detail-scroll").content_region.height)
 
     def _action_hints(self, dump: ev.DumpFileSeen) -> Text:
         keys = [
