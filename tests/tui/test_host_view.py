@@ -359,3 +359,24 @@ async def test_all_seven_tabs_fit_80_columns_with_their_counts():
         await pilot.pause()
         tabs = str(app.tabs.render())
         assert " 7 Host 8" in tabs and " 1 Devi 4" in tabs and "…" not in tabs
+
+
+async def test_a_sample_of_the_job_redraws_the_status_not_the_chips_and_processes():
+    """The job's section moves twice a second with its own samples; the Host view
+    shows of it only where the job runs (its status line)."""
+    from aclmon.store.sections import HOST, JOB
+    from aclmon.tui.views.host import HostView
+
+    app = host_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("7")
+        await wait_for(pilot, lambda: "chips" in screen_text(app))
+        view = app.query_one(HostView)
+        drawn: list[str] = []
+        view.draw_devices = lambda: drawn.append("chips")  # type: ignore[method-assign]
+        view.draw_status = lambda: drawn.append("status")  # type: ignore[method-assign]
+        view.redraw_sections(frozenset({JOB}))
+        assert drawn == ["status"]
+        drawn.clear()
+        view.redraw_sections(frozenset({HOST, JOB}))
+        assert "chips" in drawn and "status" in drawn

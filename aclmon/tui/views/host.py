@@ -292,6 +292,15 @@ class HostView(ListView):
         return row if isinstance(row, ProcessRow) else None
 
     # ------------------------------------------------------------ drawing
+    def redraw_sections(self, moved: frozenset[str]) -> None:
+        """The job's section moves with each of its samples (twice a second); of it
+        this view shows only where the job runs, in the status line. The chips and
+        the processes are drawn again only for a new reading of the host."""
+        if HOST in moved:
+            self.redraw()
+        elif self.is_mounted:
+            self.draw_status()
+
     def redraw(self) -> None:
         if self.store is None or not self.is_mounted:
             return
