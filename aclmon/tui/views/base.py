@@ -111,7 +111,10 @@ class View(Vertical):
     @property
     def width(self) -> int:
         """Columns to fit: the view's own once laid out, else the screen's."""
-        return self.size.width or self.app.size.width or 160
+        # container_size is what the last layout left inside the view (its size
+        # less padding and border, as ``size``); ``size`` asks the screen for the
+        # view's region each time, which costs more than drawing a short line
+        return self.container_size.width or self.app.size.width or 160
 
     def redraw(self) -> None:
         """Draw from ``self.store`` (nothing before the first store)."""

@@ -82,7 +82,8 @@ class TimelineCanvas(Widget, can_focus=True):
         self.view = view
 
     def render_line(self, y: int) -> Strip:
-        return Strip(self.view.line(y, self.size.width), self.size.width)
+        width = self.container_size.width  # as size.width, without a look-up per line
+        return Strip(self.view.line(y, width), width)
 
     def on_click(self, event: events.Click) -> None:
         self.view.clicked(event.x, event.y, event.chain)
