@@ -87,6 +87,10 @@ DROPS_REPORT_INTERVAL_S = 0.5
 #: 50 ms one does, its memory staying in cache); seldom once it has been quiet.
 RING_POLL_S = 0.005
 IDLE_POLL_S = 0.05
+#: how often a publisher without ring writers (every record came through
+#: :meth:`Publisher.submit` or :meth:`Publisher.publish`, which wake the thread)
+#: looks at its connections for timeouts and drop reports
+HOUSEKEEPING_S = 0.25
 
 _READ_SIZE = 256 * 1024
 _RECEIVE_ONLY_READ_SIZE = 4096
@@ -104,6 +108,13 @@ class Publisher:
     ``observer`` (an :class:`~aclmon.bus.records.Observer`) sees every batch of
     events on the publisher's thread, in order, before anyone gets it, also while
     nobody listens; then it takes the ring's records instead (``fold``).
+
+    ``ring_writers``: someone appends to :attr:`ring` directly, without waking the
+    thread (the agent's hooks do: a wake per event would cost the job), so the
+    thread looks at the ring every few ms while records arrive. ``False`` when
+    every record comes through :meth:`submit`, :meth:`emit` or :meth:`publish`:
+    the thread then sleeps until woken (a process serving many publishers, as
+    ``bench/fleet_load.py``'s 128 synthetic ranks, pays nothing per idle poll).
     """
 
     def __init__(
@@ -118,7 +129,9 @@ class Publisher:
         subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        ring_writers: bool = True,
     ) -> None:
+        self._ring_writers = ring_writers
         self._requested = None if address is None else as_address(address)
         self._token = token or None
         self._snapshot = snapshot
@@ -326,7 +339,10 @@ class Publisher:
             # that has arrived is judged before newcomers can push it out.
             accept_due = False
             # Work left from the last turn: look at the sockets, then go on with it.
-            busy = RING_POLL_S if self._fanout.busy else IDLE_POLL_S
+            if not self._ring_writers:
+                busy = HOUSEKEEPING_S  # every record wakes the thread
+            else:
+                busy = RING_POLL_S if self._fanout.busy else IDLE_POLL_S
             timeout = 0.0 if self._fanout.left else busy
             for key, mask in selector.select(timeout):
                 tag = key.data
