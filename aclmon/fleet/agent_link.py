@@ -96,6 +96,10 @@ class AgentLink:
             or (self.clock_pending and self.published > 0 and clock_known)
         )
 
+    def pending(self, clock_known: bool) -> bool:
+        """Anything to send, due now or later."""
+        return self.reports(clock_known) or any(b.frames for b in self.batches.values())
+
     def due(self, now: float, flush_s: float, clock_known: bool) -> bool:
         """Whether anything is to be sent now (a batch once ``flush_s`` old)."""
         if self.reports(clock_known):

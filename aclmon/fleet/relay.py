@@ -149,6 +149,10 @@ class Relay:
         self._on_connected = on_connected
         self.note = on_note or (lambda text: log.info("%s", text))
         self.links: dict[int, AgentLink] = {}
+        #: the links that may have something to send (a batch, a snapshot, a drop
+        #: count, the clock offset), by pid: the flusher visits these alone, not
+        #: every rank of the host every tick
+        self.waiting: dict[int, AgentLink] = {}
         self._refused: set[int] = set()
         self.allow_anonymous_commands = allow_anonymous_commands
         #: the server lets anyone connect (known once connected)
@@ -231,6 +235,7 @@ class Relay:
             link.drops_reported = -1 if link.dropped else 0
             link.copies_reported = -1 if link.copies_dropped else 0
             link.clock_pending = True
+            self.wait_for(link)
 
     # ------------------------------------------------------------ agents
     def _registry_changed(self, seen: list[int]) -> bool:
@@ -342,6 +347,8 @@ class Relay:
                 # on a busy machine a timer fires late, a read does not wait.
                 if link.due(time.monotonic(), self.flush_s, self.clock_frame is not None):
                     await self._flush_link(link)
+                if link.pending(self.clock_frame is not None):
+                    self.wait_for(link)  # the rest goes when due, by the flusher
         except (OSError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -355,6 +362,8 @@ class Relay:
         await self._flush_link(link, force=True)
         await self._gone(link)
         self.links.pop(link.pid, None)
+        if self.waiting.get(link.pid) is link:
+            del self.waiting[link.pid]
         self._ended["agents"] += 1
         self._ended["frames_in"] += link.frames_in
         self._ended["published"] += link.published
@@ -548,12 +557,21 @@ class Relay:
             await asyncio.sleep(tick)
             now = time.monotonic()
             clock_known = self.clock_frame is not None
-            # Only the links with something due: a host of many quiet ranks
-            # would otherwise cost a coroutine per rank every tick.
-            for link in [
-                lk for lk in self.links.values() if lk.due(now, self.flush_s, clock_known)
-            ]:
-                await self._flush_link(link)
+            # Only the links with something waiting, and of those the ones due: a
+            # host of many ranks would otherwise cost a look at each rank every tick.
+            for pid, link in list(self.waiting.items()):
+                if self.links.get(pid) is not link:  # gone
+                    self.waiting.pop(pid, None)
+                    continue
+                if link.due(now, self.flush_s, clock_known):
+                    await self._flush_link(link)
+                if not link.pending(clock_known) and self.waiting.get(pid) is link:
+                    del self.waiting[pid]
+
+    def wait_for(self, link: AgentLink) -> None:
+        """``link`` has something to send later: the flusher looks at it until it
+        has sent all."""
+        self.waiting[link.pid] = link
 
     async def _heartbeats(self, stop: asyncio.Event) -> None:
         """Every second, for each job served: this relay is alive (its send time is

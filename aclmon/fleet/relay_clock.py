@@ -86,5 +86,6 @@ async def keep_clock(relay: Relay, stop: asyncio.Event) -> None:
             relay.clock_frame = encode_frame(ev.encode(event))
             for link in list(relay.links.values()):
                 link.clock_pending = True
+                relay.wait_for(link)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), relay.clock_every_s)

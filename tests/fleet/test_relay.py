@@ -226,3 +226,32 @@ def test_stream_limits_from_the_command_line_shape_the_streams(nats, runtime_dir
     assert got[sj.EVENTS][:2] == (120.0, 10 << 20)
     assert got[sj.ALERTS][:2] == (86400.0, 1 << 20)
     assert got[sj.STATE][2] == 1  # the latest snapshot per source only
+
+
+def test_a_batch_left_by_a_read_goes_out_by_the_flusher_which_then_forgets_the_link(
+    nats, runtime_dir
+):
+    """The flusher visits only links with something waiting: a lone event read
+    before its batch is due still goes out, and a quiet link is not looked at."""
+    publisher = start_publisher(runtime_dir)
+    relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=150)
+    feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
+    fleet = FleetStore()
+    try:
+        feed.start()
+        wait_until(lambda: feed.state == "connected", what="viewer connected")
+        with RelayThread(relay):
+            wait_until(
+                lambda: relay.links and relay.links[os.getpid()].published, what="relay follows"
+            )
+            wait_until(lambda: not relay.waiting, what="the first batches sent")
+            before = drain(feed, fleet)
+            publisher.emit(ev.TxMark, "alone")
+            wait_until(lambda: drain(feed, fleet) > before, what="the lone event")
+            wait_until(lambda: not relay.waiting, what="nothing left waiting")
+        state = fleet.sources[(HOST, os.getpid())].store.state
+        assert state.tx_marks == 1 and state.counters.gaps == 0
+    finally:
+        feed.close()
+        publisher.close()
+        registry.unregister()
