@@ -265,7 +265,7 @@ class OpTable(Vertical):
         changed = self._order(store.state)
         self.names = self.names.updated(o.op_name for o in self.rows)
         columns = [c._replace(cut=self.names.fit) if c.sort == "op" else c for c in self.columns]
-        layout_key = (tuple(c._replace(cut=None) for c in columns), width, self.names)
+        layout_key = (tuple(c._replace(cut="") for c in columns), width, self.names)
         if layout_key != self._layout_key:
             self._layout_key = layout_key
             self.column_layout = Layout(columns, width, indent=0, gap=GAP)
@@ -461,12 +461,15 @@ class _Rank:
 
 
 def _rank_maker(sort: str, reverse: bool) -> Callable[[OpStats], _Rank]:
+    sort_key: Callable[[OpStats], Any]
     if sort.startswith(METRIC_SORT):
         name = sort.removeprefix(METRIC_SORT)
 
-        def sort_key(o: OpStats) -> Any:
+        def by_metric(o: OpStats) -> Any:
             value = o.metric(name)
             return (value is None, -(value or 0.0))
+
+        sort_key = by_metric
     else:
         sort_key = OP_SORTS[sort]
 
