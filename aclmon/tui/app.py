@@ -421,13 +421,16 @@ class AclmonApp(InertApp[int]):
         self.current_view = view
         if view == "timeline":
             self.slice_feed.fold()  # what it fell behind by while hidden
-        self._switcher.current = view
-        self.tabs.current = view
-        self._focus_view()
-        # What the view drew when last shown stays: only what moved since is drawn.
-        self._painted_version = -1
-        self.refresh_view()
-        self.views[view].draw_waiting()
+        # One update of the screen: the views already built swap their display (none
+        # is mounted or built again), the tab and the focus move, and the view draws
+        # what moved since it was last shown (what it drew then stays).
+        with self.batch_update():
+            self._switcher.current = view
+            self.tabs.current = view
+            self._focus_view()
+            self._painted_version = -1
+            self.refresh_view()
+            self.views[view].draw_waiting()
 
     @on(TabBar.Selected)
     def _tab_clicked(self, message: TabBar.Selected) -> None:

@@ -9,7 +9,7 @@ because records never change once appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -81,14 +81,23 @@ class VirtualList(ScrollView, can_focus=True):
             super().__init__(vlist)
             self.follow = follow
 
-    def __init__(self, renderer: RowRenderer, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        renderer: RowRenderer,
+        *,
+        row_key: Callable[[int], Hashable] | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self._renderer = renderer
+        #: what a row's drawn line is cached by (its absolute number when not given):
+        #: an owner whose rows move or change keys them by what they show
+        self._row_key = row_key
         self._offset = 0  # rows dropped from the front so far
         self._count = 0
         self.cursor = -1  # absolute; -1 = no rows yet
         self.follow = True
-        self._cache: LRUCache[tuple[int, int, Style], Strip] = LRUCache(512)
+        self._cache: LRUCache[tuple[Hashable, int, Style], Strip] = LRUCache(512)
         self._cache_theme = ""
 
     # ---------------------------------------------------------------- data
@@ -160,6 +169,15 @@ class VirtualList(ScrollView, can_focus=True):
     def clear_cache(self) -> None:
         self._cache.clear()
         self.refresh()
+
+    def refresh_rows(self, indices: Iterable[int]) -> None:
+        """Paint again the visible lines of these rows (absolute numbers) only."""
+        top = round(self.scroll_y)
+        height = max(1, self.scrollable_content_region.height)
+        for index in indices:
+            row = index - self._offset
+            if top <= row < top + height:
+                self.refresh_line(row)
 
     # ---------------------------------------------------------------- keys
     def set_follow(self, follow: bool) -> None:
@@ -239,7 +257,7 @@ class VirtualList(ScrollView, can_focus=True):
         style = base + self.get_component_rich_style("vlist--cursor") if selected else base
         # keyed by the style too: the cursor's differs with focus, and both with the
         # theme's colours, which are new only once the theme's CSS is refreshed
-        key = (index, width, style)
+        key = (index if self._row_key is None else self._row_key(index), width, style)
         strip = self._cache.get(key)
         if strip is None:
             text = self._renderer(index, width)

@@ -3,11 +3,15 @@ scrolling, the sort keys, header clicks, one row per model and device."""
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tui_helpers import FakeAgent, make_app, static_text
 from tui_scenario import T0, build_events
 
 from aclmon import events as ev
 from aclmon.acl_constants import ACL_AICORE_PIPE_UTILIZATION, ACL_PROF_AICORE_METRICS
+from aclmon.store.ops import METRIC_SORT, sorted_ops
+from aclmon.store.state import OpStats, StoreState
 from aclmon.tui.views.optable import OpList, OpTable, columns_for, metric_label
 
 SMALL = (100, 30)
@@ -219,3 +223,83 @@ def test_snapshot_profiling_to_files_with_metrics_80x24(snap_compare):
 def test_snapshot_profiling_table_focused_100x30(snap_compare):
     app = make_app(events=profiling_to_files_events())
     assert snap_compare(app, press=["3", "tab", "down", "s"], terminal_size=(100, 30))
+
+
+# ------------------------------------------------------------ incremental order and redraw
+_SORTS = ["total", "mean", "max", "min", "count", "last", "op", "type", "model", "device"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sort=st.sampled_from([*_SORTS, METRIC_SORT + "aic_mac_ratio"]),
+    reverse=st.booleans(),
+    ticks=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 11),  # which operator
+                st.integers(0, 3),  # its device
+                st.integers(1, 50),  # a duration (small: many ties)
+                st.one_of(st.none(), st.floats(0, 1)),  # a metric value
+            ),
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_the_incremental_order_is_the_full_sort_after_any_updates(sort, reverse, ticks):
+    state = StoreState()
+    table = OpTable()
+    table.set_reactive(OpTable.sort, sort)
+    table.set_reactive(OpTable.reverse, reverse)
+    for tick in ticks:
+        for op, device, duration, metric in tick:
+            key = (device, 1, f"m/op{op % 6}")
+            stats = state.ops.get(key)
+            if stats is None:
+                stats = state.ops[key] = OpStats(key[2], f"T{op % 3}", device, 1, "m")
+                stats.min_us = duration
+            stats.count += 1
+            stats.total_us += duration
+            stats.last_us = duration
+            stats.max_us = max(stats.max_us, duration)
+            stats.min_us = min(stats.min_us, duration)
+            if metric is not None:
+                stats.metric_sums["aic_mac_ratio"] = metric
+                stats.metric_count = 1
+        table._order(state)
+        assert table.rows == sorted_ops(state, sort, reverse)
+
+
+async def test_a_tick_where_three_operators_changed_draws_three_rows():
+    app = make_app(events=with_many_ops())
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.query_one(OpTable)
+        oplist = app.query_one(OpList)
+        drawn: list[str] = []
+        render = oplist._renderer
+
+        def counting(index: int, width: int):
+            drawn.append(table.rows[index].op_name)
+            return render(index, width)
+
+        oplist._renderer = counting
+        table.show(app.store)  # nothing changed: nothing drawn
+        await pilot.pause()
+        assert drawn == []
+        state = app.store.state
+        visible = [o.op_name for o in table.rows[: oplist.scrollable_content_region.height]]
+        changed = visible[-3:]  # three shown rows; each grows to the top of the order
+        top = table.rows[0].total_us
+        for name in changed:
+            stats = next(o for o in state.ops.values() if o.op_name == name)
+            stats.count += 1
+            stats.total_us += top
+            stats.last_us = top
+        table.show(app.store)
+        await pilot.pause()
+        assert sorted(drawn) == sorted(changed)
+        assert table.rows == app.store.sorted_ops(table.sort, table.reverse)
+        assert {o.op_name for o in table.rows[:3]} == set(changed)

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from rich.console import RenderableType
 from rich.text import Text
+from textual._context import NoActiveAppError
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widget import Widget
@@ -59,6 +60,20 @@ class View(Vertical):
         self.keymap: dict[str, str] = {}
         #: keys the app binds itself (a replay's timeline keys): they win over a view's
         self.app_keys: frozenset[str] = frozenset()
+
+    def watch_has_focus(self, _has_focus: bool) -> None:
+        """Restyle the view alone when it gains or loses the focus (Textual restyles
+        the widget and everything in it: a view's rows, tables and texts, though no
+        rule of theirs depends on the view's focus)."""
+        try:
+            self.app.stylesheet.update_nodes([self], animate=True)
+        except NoActiveAppError:
+            return
+        self.focus_changed()
+
+    def focus_changed(self) -> None:
+        """The view gained or lost the focus (:attr:`has_focus` tells which; an
+        ``on_focus`` handler runs before Textual sets it): draw what shows it."""
 
     def key(self, binding_id: str, default: str) -> str:
         """The key a hint should name for a binding: the first remapped one, or ``default``."""

@@ -8,7 +8,8 @@ important first; nothing wraps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from rich.style import Style
@@ -21,7 +22,7 @@ from textual.widgets import Static
 
 from aclmon.acl_constants import AICORE_METRICS
 from aclmon.store import Store, StoreState
-from aclmon.store.ops import METRIC_SORT
+from aclmon.store.ops import METRIC_SORT, OP_SORTS
 from aclmon.store.state import OpKey, OpStats
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, Layout
@@ -132,8 +133,14 @@ def columns_for(width: int, metrics: list[str]) -> list[Column]:
 class OpList(VirtualList):
     """The table's rows: a cursor, never following (the order is not arrival)."""
 
-    def __init__(self, renderer: Callable[[int, int], Text], *, id: str | None = None) -> None:
-        super().__init__(renderer, id=id)
+    def __init__(
+        self,
+        renderer: Callable[[int, int], Text],
+        *,
+        row_key: Callable[[int], Hashable] | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(renderer, row_key=row_key, id=id)
         self.follow = False
 
     def set_follow(self, follow: bool) -> None:
@@ -189,11 +196,20 @@ class OpTable(Vertical):
         self.names = NameFitter()
         #: what the title, header and "more" lines hold (drawn again only when changed)
         self._drawn: dict[str, tuple[object, object]] = {}
+        #: the rows' places in the order, sorted as :attr:`rows` (kept in step)
+        self._ranks: list[_Rank] = []
+        #: each row's rank and figures when last placed, by its key
+        self._placed: dict[OpKey, tuple[_Rank, tuple[object, ...], OpStats]] = {}
+        #: what the order was made for: (sort, reverse) of the store's operators
+        self._ordered_for: tuple[str, bool] | None = None
+        self._ordered_ops: object = None
+        #: what the drawn lines depend on besides a row's figures (columns, names)
+        self._layout_key: object = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="ops-title")
         yield Static(id="ops-header", classes="colhead")
-        yield OpList(self._render_row, id="ops-list")
+        yield OpList(self._render_row, row_key=self._row_key, id="ops-list")
         yield Static(id="ops-more")
 
     @property
@@ -245,12 +261,26 @@ class OpTable(Vertical):
             self.sort = "total"  # the metric group changed under the sort
             return
         selected = self._key(oplist.cursor)
-        self.rows = store.sorted_ops(self.sort, self.reverse)
+        before = list(self.rows)
+        changed = self._order(store.state)
         self.names = self.names.updated(o.op_name for o in self.rows)
         columns = [c._replace(cut=self.names.fit) if c.sort == "op" else c for c in self.columns]
-        self.column_layout = Layout(columns, width, indent=0, gap=GAP)
+        layout_key = (tuple(c._replace(cut="") for c in columns), width, self.names)
+        if layout_key != self._layout_key:
+            self._layout_key = layout_key
+            self.column_layout = Layout(columns, width, indent=0, gap=GAP)
+            oplist.clear_cache()
+        elif changed or len(before) != len(self.rows):
+            # a line is drawn again only where its row moved or its figures changed
+            # (the list's cache is keyed by the row and its figures)
+            moved = [
+                i
+                for i, o in enumerate(self.rows)
+                if i >= len(before) or before[i] is not o or _key(o) in changed
+            ]
+            moved.extend(range(len(self.rows), len(before)))
+            oplist.refresh_rows(moved)
         oplist.set_rows(0, len(self.rows))
-        oplist.clear_cache()
         if selected is not None:
             index = next((i for i, o in enumerate(self.rows) if _key(o) == selected), None)
             if index is not None and index != oplist.cursor:
@@ -258,6 +288,51 @@ class OpTable(Vertical):
         self._draw_title()
         self._draw_header()
         self.draw_more()
+
+    def _order(self, s: StoreState) -> set[OpKey]:
+        """Bring :attr:`rows` into the table's order: only the operators whose figures
+        changed are placed again (a new order is made when the sort or the store's
+        operators themselves changed). Returns the keys of the rows placed again."""
+        ordered_for = (self.sort, self.reverse)
+        if ordered_for != self._ordered_for or s.ops is not self._ordered_ops:
+            self._ordered_for = ordered_for
+            self._ordered_ops = s.ops
+            self._ranks = []
+            self._placed = {}
+        rank_of = _rank_maker(self.sort, self.reverse)
+        placed = self._placed
+        ranks = self._ranks
+        changed: set[OpKey] = set()
+        for key, o in s.ops.items():
+            figures = _figures(o)
+            known = placed.get(key)
+            if known is not None and known[1] == figures and known[2] is o:
+                continue
+            changed.add(key)
+            rank = rank_of(o)
+            if known is not None:
+                old = known[0]
+                if old.key == rank.key:  # the same place: it stays
+                    old.op = o
+                    placed[key] = (old, figures, o)
+                    continue
+                del ranks[bisect_left(ranks, old)]
+            insort(ranks, rank)
+            placed[key] = (rank, figures, o)
+        if len(placed) > len(s.ops):  # operators gone (a new store state)
+            for key in [k for k in placed if k not in s.ops]:
+                del ranks[bisect_left(ranks, placed.pop(key)[0])]
+                changed.add(key)
+        if changed:
+            self.rows = [r.op for r in ranks]
+        return changed
+
+    def _row_key(self, index: int) -> Hashable:
+        """What a drawn row depends on (with the layout, which clears the cache)."""
+        if not 0 <= index < len(self.rows):
+            return None
+        o = self.rows[index]
+        return (_key(o), _figures(o))
 
     def _key(self, index: int) -> OpKey | None:
         return _key(self.rows[index]) if 0 <= index < len(self.rows) else None
@@ -353,6 +428,55 @@ class OpTable(Vertical):
 
 def _key(o: OpStats) -> OpKey:
     return (o.device_id, o.model_id, o.op_name)
+
+
+def _figures(o: OpStats) -> tuple[object, ...]:
+    """Everything of an operator a row shows or sorts by."""
+    return (
+        o.count, o.total_us, o.max_us, o.min_us, o.last_us, o.metric_count,
+        tuple(o.metric_sums.items()), o.model_name, o.op_type,
+    )  # fmt: skip
+
+
+class _Rank:
+    """An operator's place in the table's order: by ``key`` (largest first for
+    numbers, A to Z for names, turned round when ``reverse``), ties in the name
+    order (never turned round), as :func:`aclmon.store.ops.sorted_ops` orders."""
+
+    __slots__ = ("key", "op", "reverse", "tie")
+
+    def __init__(self, key: Any, tie: tuple[str, int, int], reverse: bool, op: OpStats) -> None:
+        self.key = key
+        self.tie = tie
+        self.reverse = reverse
+        self.op = op
+
+    def __lt__(self, other: _Rank) -> bool:
+        a, b = (other.key, self.key) if self.reverse else (self.key, other.key)
+        if a < b:
+            return True
+        if b < a:
+            return False
+        return self.tie < other.tie
+
+
+def _rank_maker(sort: str, reverse: bool) -> Callable[[OpStats], _Rank]:
+    sort_key: Callable[[OpStats], Any]
+    if sort.startswith(METRIC_SORT):
+        name = sort.removeprefix(METRIC_SORT)
+
+        def by_metric(o: OpStats) -> Any:
+            value = o.metric(name)
+            return (value is None, -(value or 0.0))
+
+        sort_key = by_metric
+    else:
+        sort_key = OP_SORTS[sort]
+
+    def rank(o: OpStats) -> _Rank:
+        return _Rank(sort_key(o), (o.op_name, o.device_id, o.model_id), reverse, o)
+
+    return rank
 
 
 def _group_name(s: StoreState) -> str:

@@ -21,7 +21,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -110,6 +110,8 @@ class ProfilingView(View):
         Binding("r", "reverse_sort", "Reverse", show=False, id="profiling.reverse"),
     ]
     can_focus = True
+    #: the size the view was last drawn for by a resize
+    _resized_to = Size(0, 0)
     DEFAULT_CSS = """
     ProfilingView > #prof-tx { height: auto; padding: 0 1; }
     """
@@ -536,16 +538,19 @@ class ProfilingView(View):
         key = tuple(text_key(line) for line in lines)
         self.show_static(self.query_one("#prof-tx", Static), Group(*lines), key, len(lines))
 
-    def on_focus(self) -> None:
-        self.redraw()
+    def focus_changed(self) -> None:
+        # Only the checklist shows the focus (its cursor's name reversed): the rest
+        # is drawn by the app's refresh when the view is shown. Hidden by a view
+        # switch: nothing to draw now, its focus draws it when shown.
+        if self.store is not None and self.is_mounted and (self.display or self.has_focus):
+            self._draw_flags()
 
-    def on_blur(self) -> None:
-        # Hidden by a view switch: nothing to redraw now, its focus redraws it when shown.
-        if self.display:
+    def on_resize(self, event: events.Resize) -> None:
+        # Shown again after a switch, a view is told its size again: the same size
+        # draws nothing new.
+        if event.size != self._resized_to:
+            self._resized_to = event.size
             self.redraw()
-
-    def on_resize(self) -> None:
-        self.redraw()
 
 
 class _Controls(VerticalScroll, can_focus=False):
