@@ -79,3 +79,36 @@ async def test_a_call_queued_by_a_timer_before_a_drawing_does_not_draw_again() -
         assert len(view.draws) == 2
         await asyncio.sleep(PERIOD * 2)
         assert len(view.draws) == 2
+
+
+class Forgetful(View):
+    """A view whose drawing does not say it drew (it returns before, or forgets)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draws = 0
+        self.every = AtMostEvery(self, 60.0, self.draw)
+
+    def draw(self) -> None:
+        self.draws += 1
+
+
+class ForgetfulHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Forgetful()
+
+
+async def test_a_drawing_that_does_not_call_drawn_is_still_throttled() -> None:
+    app = ForgetfulHost()
+    async with app.run_test():
+        view = app.query_one(Forgetful)
+        for _ in range(5):
+            view.every.ask()
+        # once at once; the rest wait for the (distant) deadline on one timer
+        assert view.draws == 1
+        assert view.every.waiting
+        view.every.flush()  # shown: what waits draws now, once
+        assert view.draws == 2
+        assert not view.every.waiting
+        view.every.flush()
+        assert view.draws == 2

@@ -224,7 +224,7 @@ class AtMostEvery:
         """Draw now if the last drawing is ``seconds`` old, else when it is."""
         wait = self._seconds - (self._clock() - self._drawn_at)
         if wait <= 0:
-            self._draw()
+            self._draw_now()
         elif self._timer is None:
             self._live += 1
             self._timer = self._widget.set_timer(wait, partial(self._due, self._live))
@@ -239,7 +239,7 @@ class AtMostEvery:
         if self._timer is not None:
             self._cancel()
             if self._widget.is_mounted:
-                self._draw()
+                self._draw_now()
 
     def _cancel(self) -> None:
         if self._timer is not None:
@@ -252,4 +252,12 @@ class AtMostEvery:
             return
         self._timer = None
         if self._widget.is_mounted:
-            self._draw()
+            self._draw_now()
+
+    def _draw_now(self) -> None:
+        # Recorded here, not only by ``draw``'s own :meth:`drawn`: a ``draw`` that
+        # returns before it (nothing to draw yet) or never calls it left the
+        # period unrecorded and any waiting timer live, so every ask drew at once
+        # and the timer drew the same again at its deadline.
+        self.drawn()
+        self._draw()
