@@ -38,7 +38,7 @@ from aclmon.store.pairing import (
     note_end,
 )
 from aclmon.store.records import fold_call_failed, fold_dump_file, fold_log_line
-from aclmon.store.sections import ALL_SECTIONS, COUNTERS, sections_of
+from aclmon.store.sections import ALL_SECTIONS, COUNTERS, EXCEPTIONS, sections_of
 from aclmon.store.state import (
     REPLY_LIMIT,
     STREAM_DESTROYED,
@@ -90,6 +90,8 @@ class Store:
         self.version = 0
         #: section -> the ``version`` at which it last moved
         self._moved: dict[str, int] = {}
+        #: an ExecuteEnd since the last move named exceptions waiting for an execution
+        self._named_exceptions = False
         self._handlers: dict[type, Any] = {
             ev.Hello: self._hello,
             ev.DeviceSample: self._device_sample,
@@ -127,7 +129,7 @@ class Store:
     # ------------------------------------------------------------ public
     def apply(self, event: ev.Event) -> None:
         self._apply(event)
-        self._moves(sections_of({type(event)}))
+        self._moves(self._with_named(sections_of({type(event)})))
 
     def apply_many(self, events: list[ev.Event]) -> None:
         if not events:
@@ -135,7 +137,15 @@ class Store:
         apply = self._apply
         for event in events:
             apply(event)
-        self._moves(sections_of(set(map(type, events))))
+        self._moves(self._with_named(sections_of(set(map(type, events)))))
+
+    def _with_named(self, sections: frozenset[str]) -> frozenset[str]:
+        """``sections``, and the exceptions' if an ExecuteEnd named some waiting ones
+        (an End moves the exceptions section only then, not at every execution)."""
+        if not self._named_exceptions:
+            return sections
+        self._named_exceptions = False
+        return sections | {EXCEPTIONS}
 
     def _moves(self, sections: frozenset[str]) -> None:
         self.version += 1
@@ -447,7 +457,10 @@ class Store:
                     model.running = len(model.pending)
             note_end(model.recent_ends, (e.stream, start), e.duration_ns)
             if not e.stream and self.state.awaiting_execution:
+                awaiting = len(self.state.awaiting_execution)
                 synchronous_end(self.state, model, e)
+                if len(self.state.awaiting_execution) != awaiting:
+                    self._named_exceptions = True
         if not e.stream:
             return
         # The stream holding this model's pending Begin, else the usual resolution.

@@ -61,8 +61,9 @@ KIND_SECTIONS: dict[type, frozenset[str]] = {
     ev.ModelLoaded: frozenset({MODELS}),
     ev.ModelUnloaded: frozenset({MODELS}),
     ev.ExecuteBegin: frozenset({MODELS, STREAMS}),
-    # a synchronous execute's End names the model of the exceptions waiting for one
-    ev.ExecuteEnd: frozenset({MODELS, STREAMS, DEVICES, EXCEPTIONS}),
+    # a synchronous execute's End that names the model of exceptions waiting for
+    # one moves the exceptions section too: the Store adds it then, not here
+    ev.ExecuteEnd: frozenset({MODELS, STREAMS, DEVICES}),
     ev.AclException: frozenset({EXCEPTIONS, DEVICES, STREAMS, MODELS}),
     ev.Triage: frozenset({EXCEPTIONS}),
     ev.ProfilingState: frozenset({PROFILING}),

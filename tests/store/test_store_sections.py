@@ -8,6 +8,7 @@ from aclmon.store.sections import (
     ALL_SECTIONS,
     COUNTERS,
     DEVICES,
+    EXCEPTIONS,
     KIND_SECTIONS,
     LOGS,
     SECTIONS,
@@ -55,3 +56,33 @@ def test_a_new_process_a_restored_snapshot_and_skipped_input_move_what_they_chan
     before = store.section_versions(SECTIONS)
     store.note_decoder_counts(1, 0)  # the same totals: nothing moved
     assert moved(store, before) == set()
+
+
+def test_an_execute_end_moves_the_exceptions_only_when_it_names_waiting_ones() -> None:
+    ms = 1_000_000
+    t = 10_000 * ms
+    store = Store()
+    store.apply_many(
+        [
+            ev.DeviceSet(1, t, 0, 0),
+            ev.ContextCreated(2, t, 0, 0xA0, True),
+            ev.ContextCurrent(3, t, 0xA0, 100),
+            ev.StreamCreated(4, t, 0, 0xA0, 0xB0, 3, 0, 0),
+            ev.ModelLoaded(5, t, 1, 0, "resnet", 10),
+        ]
+    )
+    before = store.section_versions(SECTIONS)
+    store.apply(ev.ExecuteEnd(6, t + 2 * ms, 1, 0, 1 * ms, 0))  # nothing waits
+    assert EXCEPTIONS not in moved(store, before)
+    store.apply(ev.AclException(7, t + 4 * ms, 0, 7, 11, 1, 0, "mm", "", (), ()))
+    assert store.state.awaiting_execution
+    before = store.section_versions(SECTIONS)
+    store.apply_many([ev.ExecuteEnd(8, t + 3 * ms, 1, 0xB0, 1 * ms, 0)])  # a stream's
+    assert EXCEPTIONS not in moved(store, before)
+    before = store.section_versions(SECTIONS)
+    store.apply_many([ev.ExecuteEnd(9, t + 6 * ms, 1, 0, 3 * ms, 0)])  # ran over it
+    assert EXCEPTIONS in moved(store, before)
+    assert store.state.exceptions[-1].model_name == "resnet"
+    before = store.section_versions(SECTIONS)
+    store.apply(ev.ExecuteEnd(10, t + 9 * ms, 1, 0, 1 * ms, 0))  # nothing waits any more
+    assert EXCEPTIONS not in moved(store, before)
