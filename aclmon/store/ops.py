@@ -87,22 +87,31 @@ def fold_tx(s: StoreState, e: ev.TxMark | ev.TxRange) -> None:
     ring_add(s.tx_recent, e, TX_LIMIT)
 
 
+def op_sort_key(sort: str) -> Callable[[OpStats], Any]:
+    """The key of a row for ``sort`` (a key of :data:`OP_SORTS` or
+    ``metric:<column>``, whose rows without the metric go last)."""
+    if not sort.startswith(METRIC_SORT):
+        return OP_SORTS[sort]
+    name = sort.removeprefix(METRIC_SORT)
+
+    def by_metric(o: OpStats) -> Any:
+        value = o.metric(name)
+        return (value is None, -(value or 0.0))
+
+    return by_metric
+
+
+def op_name_order(o: OpStats) -> tuple[str, int, int]:
+    """The order of rows whose sort keys tie: by name, device and model."""
+    return (o.op_name, o.device_id, o.model_id)
+
+
 def sorted_ops(s: StoreState, sort: str = "total", reverse: bool = False) -> list[OpStats]:
     """Every tracked operator in the table's order: ``sort`` (a key of
     :data:`OP_SORTS` or ``metric:<column>``; largest first for numbers, A to Z
     for names), ``reverse`` turns it around."""
-    if sort.startswith(METRIC_SORT):
-        name = sort.removeprefix(METRIC_SORT)
-
-        def by_metric(o: OpStats) -> Any:
-            value = o.metric(name)
-            return (value is None, -(value or 0.0))
-
-        key: Callable[[OpStats], Any] = by_metric
-    else:
-        key = OP_SORTS[sort]
-    ops = sorted(s.ops.values(), key=lambda o: (o.op_name, o.device_id, o.model_id))
-    ops.sort(key=key, reverse=reverse)  # stable: ties keep the name order
+    ops = sorted(s.ops.values(), key=op_name_order)
+    ops.sort(key=op_sort_key(sort), reverse=reverse)  # stable: ties keep the name order
     return ops
 
 

@@ -22,7 +22,7 @@ from textual.widgets import Static
 
 from aclmon.acl_constants import AICORE_METRICS
 from aclmon.store import Store, StoreState
-from aclmon.store.ops import METRIC_SORT, OP_SORTS
+from aclmon.store.ops import METRIC_SORT, op_name_order, op_sort_key
 from aclmon.store.state import OpKey, OpStats
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column, Layout
@@ -461,20 +461,10 @@ class _Rank:
 
 
 def _rank_maker(sort: str, reverse: bool) -> Callable[[OpStats], _Rank]:
-    sort_key: Callable[[OpStats], Any]
-    if sort.startswith(METRIC_SORT):
-        name = sort.removeprefix(METRIC_SORT)
-
-        def by_metric(o: OpStats) -> Any:
-            value = o.metric(name)
-            return (value is None, -(value or 0.0))
-
-        sort_key = by_metric
-    else:
-        sort_key = OP_SORTS[sort]
+    sort_key = op_sort_key(sort)
 
     def rank(o: OpStats) -> _Rank:
-        return _Rank(sort_key(o), (o.op_name, o.device_id, o.model_id), reverse, o)
+        return _Rank(sort_key(o), op_name_order(o), reverse, o)
 
     return rank
 
