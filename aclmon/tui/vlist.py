@@ -141,10 +141,9 @@ class VirtualList(ScrollView, can_focus=True):
     def _set_height(self, count: int) -> None:
         """The list is ``count`` rows long now. While its scroll bars stay as they
         are (the vertical one shown before and after, or neither; its width the
-        same), nothing around
-        the list moves: only its scrollbar is updated, and the screen is not laid
-        out again (a layout of the whole screen costs tens of ms; a list that grows
-        with every event would pay it every refresh)."""
+        same), nothing around the list moves: only its scrollbar is updated, and
+        the screen is not laid out again (a layout of the whole screen costs tens
+        of ms; a list that grows with every event would pay it every refresh)."""
         size = Size(self.size.width, count)
         if size == self.virtual_size:
             return

@@ -236,10 +236,12 @@ class AtMostEvery:
 
     def flush(self) -> None:
         """What waits is drawn now (the view was just shown)."""
-        if self._timer is not None:
+        if self._timer is None:
+            return
+        if self._widget.is_mounted:
+            self._draw_now()  # which cancels the timer (drawn)
+        else:
             self._cancel()
-            if self._widget.is_mounted:
-                self._draw_now()
 
     def _cancel(self) -> None:
         if self._timer is not None:
