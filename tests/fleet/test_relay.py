@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
+from collections.abc import Iterator
 
 import pytest
 from fleethelpers import RelayThread, answering_agent, start_publisher, wait_until
@@ -27,15 +29,27 @@ def drain(feed: NatsFeed, fleet: FleetStore) -> int:
     return sum(e.store.state.counters.events for e in fleet.sources.values())
 
 
-def test_frames_reach_a_viewer_in_order_in_small_batches(nats, runtime_dir):
-    publisher = start_publisher(runtime_dir)
-    relay = Relay(nats.url, nats.credentials, job="unit", max_bytes=2048, flush_ms=5)
+@contextlib.contextmanager
+def viewed(nats, publisher) -> Iterator[NatsFeed]:
+    """A viewer of job "unit" over NATS, once connected; closed with ``publisher``
+    (the agent this process plays) afterwards."""
     feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
-    sizes: list[int] = []
-    fleet = FleetStore()
     try:
         feed.start()
         wait_until(lambda: feed.state == "connected", what="viewer connected")
+        yield feed
+    finally:
+        feed.close()
+        publisher.close()
+        registry.unregister()
+
+
+def test_frames_reach_a_viewer_in_order_in_small_batches(nats, runtime_dir):
+    publisher = start_publisher(runtime_dir)
+    relay = Relay(nats.url, nats.credentials, job="unit", max_bytes=2048, flush_ms=5)
+    sizes: list[int] = []
+    fleet = FleetStore()
+    with viewed(nats, publisher) as feed:
         with RelayThread(relay):
             wait_until(
                 lambda: relay.links and relay.links[os.getpid()].frames_in, what="relay follows"
@@ -53,10 +67,6 @@ def test_frames_reach_a_viewer_in_order_in_small_batches(nats, runtime_dir):
         # 3,000 frames of 20-70 bytes in messages of at most 2 KiB: many messages.
         assert sizes[0] > count * 20 // 2048
         assert relay.publish_errors == 0
-    finally:
-        feed.close()
-        publisher.close()
-        registry.unregister()
 
 
 def test_commands_over_nats_reach_the_agent_and_only_commands_pass(nats, runtime_dir):
@@ -235,11 +245,8 @@ def test_a_batch_left_by_a_read_goes_out_by_the_flusher_which_then_forgets_the_l
     before its batch is due still goes out, and a quiet link is not looked at."""
     publisher = start_publisher(runtime_dir)
     relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=150)
-    feed = NatsFeed(nats.url, sj.Scope("unit"), nats.credentials)
     fleet = FleetStore()
-    try:
-        feed.start()
-        wait_until(lambda: feed.state == "connected", what="viewer connected")
+    with viewed(nats, publisher) as feed:
         with RelayThread(relay):
             wait_until(
                 lambda: relay.links and relay.links[os.getpid()].published, what="relay follows"
@@ -251,7 +258,3 @@ def test_a_batch_left_by_a_read_goes_out_by_the_flusher_which_then_forgets_the_l
             wait_until(lambda: not relay.waiting, what="nothing left waiting")
         state = fleet.sources[(HOST, os.getpid())].store.state
         assert state.tx_marks == 1 and state.counters.gaps == 0
-    finally:
-        feed.close()
-        publisher.close()
-        registry.unregister()
