@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from aclmon.bus.states import CONNECTED, GIVEN_UP
+from aclmon.bus.states import CONNECTED, CONNECTING, GIVEN_UP
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
 
@@ -70,7 +70,10 @@ def connect(
     connected = False
     while True:
         connected = connected or reader.state == CONNECTED
-        if is_ready():
+        # Ready while still "connecting" is a moment, not an answer: a fleet feed
+        # that replays a short history can have read it all before its last
+        # subscription is in place and it says connected.
+        if is_ready() and (connected or reader.state != CONNECTING):
             break
         if reader.state in GIVEN_UP or time.monotonic() > deadline:
             break
