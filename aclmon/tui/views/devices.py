@@ -29,9 +29,10 @@ from aclmon.store.state import (
 )
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
-from aclmon.tui.views.base import AtMostEvery, Command, show_text, text_key
+from aclmon.tui.views.base import AtMostEvery, Command, show_text
 from aclmon.tui.views.device_table import TABLE_ROLES, device_table
 from aclmon.tui.views.listview import FilteredView
+from aclmon.tui.views.textlines import TextLines
 from aclmon.tui.vlist import cursor_bindings
 
 
@@ -283,20 +284,21 @@ class DevicesView(FilteredView):
         show_text(self.query_one(selector, Static), text, self._static_keys)
 
     def _draw_trees(self) -> None:
-        """Each device's context -> stream tree, a Static each: updated only when
-        its text changed."""
+        """Each device's context -> stream tree, a :class:`TextLines` each: only
+        the lines whose text changed are drawn again (a tick moves a few streams'
+        figures), and the screen is laid out only when a tree's length changes."""
         if self.store is None:
             return
         s = self.store.state
         trees = self.query_one("#trees", Vertical)
         wanted = {f"device-tree-{device_id}" for device_id in s.devices}
-        shown: dict[str | None, Static] = {}
+        shown: dict[str | None, TextLines] = {}
         for child in trees.children:
             # A device the state no longer has (it started afresh, or a replay went
             # back before it) is hidden, not removed: a seek forward again then
             # mounts nothing (mounting costs several layouts of the screen).
             child.display = child.id in wanted
-            if isinstance(child, Static):
+            if isinstance(child, TextLines):
                 shown[child.id] = child
         drawn = {device_id: self._tree(s, device_id).lines(theme_style(self, "aclmon-dim"))
                  for device_id in sorted(s.devices)}  # fmt: skip
@@ -311,29 +313,29 @@ class DevicesView(FilteredView):
         selected = self._lines[self.cursor][:2] if self.cursor >= 0 else None
         scroll = self.query_one("#devices-scroll", VerticalScroll)
         width = max(1, (scroll.scrollable_content_region.width or self.width) - 2)  # .tree padding
-        new: list[Static] = []
+        new: list[TextLines] = []
         for device_id, lines in drawn.items():
-            renderable = self._tree_text(lines, device_id, selected, width)
+            rows = self._tree_rows(lines, device_id, selected, width)
             tree = shown.get(f"device-tree-{device_id}")
             if tree is not None:
-                self.show_static(tree, renderable, text_key(renderable), len(lines))
+                tree.set_lines(rows)
             else:
-                new.append(Static(renderable, id=f"device-tree-{device_id}", classes="tree"))
+                new.append(TextLines(rows, id=f"device-tree-{device_id}", classes="tree"))
         if new:
             trees.mount_all(new)  # at once: one layout for all of them
 
-    def _tree_text(
+    def _tree_rows(
         self,
         lines: list[tuple[Text, Text]],
         device_id: int,
         selected: tuple[int, int] | None,
         width: int,
-    ) -> Text:
+    ) -> list[Text]:
         """A device's tree, a line a row (cut, never wrapped): the cursor's line
         marked, the ``/`` text marked in every line."""
         mark = theme_style(self, "aclmon-busy", bold=True, underline=True)
         cursor = Style(bgcolor=theme_style(self, "aclmon-cursor").color, bold=self.has_focus)
-        out = Text(no_wrap=True, overflow="ellipsis")
+        rows = []
         for n, (guide, label) in enumerate(lines):
             line = guide + label
             if self.filter_text:
@@ -341,10 +343,8 @@ class DevicesView(FilteredView):
             if selected == (device_id, n):
                 line.truncate(width, pad=True)
                 line.stylize(cursor)
-            if n:
-                out.append("\n")
-            out.append_text(line)
-        return out
+            rows.append(line)
+        return rows
 
     def _device_table(self, s: StoreState) -> RenderableType:
         styles = {role: theme_style(self, f"aclmon-{role}") for role in TABLE_ROLES}
