@@ -232,3 +232,40 @@ async def test_operator_bars_are_cut_by_path_segments_so_layers_stay_apart():
         shown = screen_text(app)
         assert "…/layer_1/…/query/MatMul" in shown and "…/layer_11/…/query/MatMul" in shown
         assert "bert/encoder/lay…" not in shown  # no cut in the middle of a segment
+
+
+async def test_a_redraw_draws_again_only_the_lines_that_changed(monkeypatch):
+    import aclmon.tui.views.timeline as timeline_module
+
+    drawn_rows: list[int] = []
+    draw_row = timeline_module.draw_row
+
+    def counting(palette, cells, marks, cursor, fit):  # type: ignore[no-untyped-def]
+        drawn_rows.append(len(cells))
+        return draw_row(palette, cells, marks, cursor, fit)
+
+    monkeypatch.setattr(timeline_module, "draw_row", counting)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await pilot.pause()
+        view = app.timeline_view
+        lanes = len(view.rows())
+        assert lanes >= 3 and len(drawn_rows) >= lanes  # the first drawing: every row
+        # Rows drawn before the names of later rows were known may cut a name
+        # otherwise now: the first redraw draws those again, the next none.
+        view.redraw()
+        await pilot.pause()
+        drawn_rows.clear()
+        view.redraw()  # nothing moved (the scenario's job has ended)
+        await pilot.pause()
+        assert drawn_rows == []
+        view.action_row(1)  # the selection moves down a row: its old and new rows
+        await pilot.pause()
+        assert len(drawn_rows) == 2
+        shown = screen_text(app)
+        # what a drawing of every line from scratch shows
+        view._strips.clear()
+        view.canvas.refresh()
+        await pilot.pause()
+        assert screen_text(app) == shown

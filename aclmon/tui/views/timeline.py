@@ -18,6 +18,7 @@ within two columns), and the app shows its details.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -26,6 +27,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
@@ -83,7 +85,7 @@ class TimelineCanvas(Widget, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.container_size.width  # as size.width, without a look-up per line
-        return Strip(self.view.line(y, width), width)
+        return self.view.strip(y, width)
 
     def on_click(self, event: events.Click) -> None:
         self.view.clicked(event.x, event.y, event.chain)
@@ -154,6 +156,10 @@ class TimelineView(View):
         #: the operator names drawn so far: a bar's name is cut by path segments
         #: so that it stays told apart from them (…/layer_11/…/query/MatMul)
         self._names = NameFitter()
+        #: each canvas line as last drawn: what it was drawn from, and its strip
+        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        #: the lines the last redraw found changed: what each is drawn from
+        self._sources: dict[int, tuple[tuple[object, ...], Callable[[], list[Segment]]]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="timeline-status", classes="status")
@@ -261,8 +267,42 @@ class TimelineView(View):
         rows = self.rows()
         self.selected = min(self.selected, max(len(rows) - 1, 0))
         self._keep_selected_shown()
-        self.canvas.refresh()
+        self._refresh_changed_lines()
         self._draw_status()
+
+    def _refresh_changed_lines(self) -> None:
+        """Refresh the canvas lines that would be drawn otherwise than they are: a
+        following window moves the busy lanes' rows each second, not the idle ones
+        nor the empty lines under the lanes, which Textual then does not draw again."""
+        canvas = self.canvas
+        width, height = canvas.container_size
+        changed = []
+        self._sources = {}
+        for y in range(height):
+            drawn = self._strips.get(y)
+            source = self._line_source(y, width)
+            if drawn is None or drawn[0] != source[0]:
+                changed.append(y)
+                self._sources[y] = source  # drawn from when Textual asks for the line
+        if len(changed) == height:
+            canvas.refresh()
+        else:
+            for y in changed:
+                canvas.refresh(Region(0, y, width, 1))
+
+    def strip(self, y: int, width: int) -> Strip:
+        """Line ``y`` of the canvas ``width`` wide: the strip drawn before when it is
+        drawn from the same things, else drawn now."""
+        source = self._sources.pop(y, None)
+        if source is None or source[0][1] != width:  # not asked by a redraw, or resized since
+            source = self._line_source(y, width)
+        key, draw = source
+        drawn = self._strips.get(y)
+        if drawn is not None and drawn[0] == key:
+            return drawn[1]
+        strip = Strip(draw(), width)
+        self._strips[y] = (key, strip)
+        return strip
 
     def _keep_selected_shown(self) -> None:
         shown = max(1, self.canvas.size.height - 1)
@@ -274,6 +314,13 @@ class TimelineView(View):
 
     def line(self, y: int, width: int) -> list[Segment]:
         """Line ``y`` of the canvas: the axis, then the rows from the top one shown."""
+        return self._line_source(y, width)[1]()
+
+    def _line_source(
+        self, y: int, width: int
+    ) -> tuple[tuple[object, ...], Callable[[], list[Segment]]]:
+        """What line ``y`` of the canvas is drawn from (equal for lines drawn alike;
+        its second item is the width), and the drawing of it."""
         palette = self.palette()
         label_width = self.label_width
         canvas_width = max(1, width - label_width - 1)
@@ -282,24 +329,28 @@ class TimelineView(View):
         if timeline is None or span is None or self.span_ns <= 0:
             if y == 1:
                 text = "indexing the recording…" if timeline is None else "no slices yet"
-                return [Segment(f" {text}".ljust(width), palette.dim)]
-            return [Segment(" " * width, palette.empty)]
+                line = [Segment(f" {text}".ljust(width), palette.dim)]
+            else:
+                line = [Segment(" " * width, palette.empty)]
+            return (palette, width, line), lambda: line
         start, length = self.start_ns, self.span_ns
         cursor = int(self.cursor_at * canvas_width)
         cursor = min(canvas_width - 1, cursor)
         if y == 0:
             window = offset_text(length)
-            head = Segment(f" {window}".ljust(label_width)[:label_width] + " ", palette.dim)
-            return [head, *draw_axis(palette, start, length, canvas_width, cursor)]
+
+            def axis() -> list[Segment]:
+                head = Segment(f" {window}".ljust(label_width)[:label_width] + " ", palette.dim)
+                return [head, *draw_axis(palette, start, length, canvas_width, cursor)]
+
+            return (palette, width, label_width, start, length, cursor), axis
         number = self._top + y - 1
         rows = self._rows
         if number >= len(rows):
-            return [Segment(" " * width, palette.empty)]
+            blank = [Segment(" " * width, palette.empty)]
+            return (palette, width), lambda: blank
         lane, row = rows[number]
-        label = middle(lane_label(lane, row, label_width - 1), label_width - 1)
-        label = label.ljust(label_width - 1)
         selected = number == self.selected
-        label_style = palette.selected_label if selected else palette.label
         index = timeline.index
         end = start + length
         cells = index.cells(lane, row, start, end, canvas_width)
@@ -308,11 +359,21 @@ class TimelineView(View):
             if row == 0
             else [None] * canvas_width
         )
-        return [
-            Segment(" " + label, label_style),
-            Segment("│", palette.dim),
-            *draw_row(palette, cells, marks, cursor, self._fitter(cells).fit),
-        ]
+        fitter = self._fitter(cells)
+
+        def draw() -> list[Segment]:
+            label = middle(lane_label(lane, row, label_width - 1), label_width - 1)
+            label = label.ljust(label_width - 1)
+            label_style = palette.selected_label if selected else palette.label
+            return [
+                Segment(" " + label, label_style),
+                Segment("│", palette.dim),
+                *draw_row(palette, cells, marks, cursor, fitter.fit),
+            ]
+
+        key = (palette, width, label_width, lane, row, selected, cursor, fitter,
+               tuple(cells), tuple(marks))  # fmt: skip
+        return key, draw
 
     def _fitter(self, cells: list[Slice | None]) -> NameFitter:
         """The names' fitter, knowing the operators of ``cells`` too."""
