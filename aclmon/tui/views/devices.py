@@ -240,13 +240,12 @@ class DevicesView(FilteredView):
     def _draw(self, moved: frozenset[str], *, trees_now: bool) -> None:
         """The panels that show what moved; each Static only when its text changed,
         laid out only when its lines did. The device table, the models and the
-        trees, whose figures move with every sample, execution and synchronize,
-        at most every FIGURES_EVERY seconds unless ``trees_now`` (a key)."""
+        trees and the host line, whose figures move with every sample, execution
+        and synchronize, at most every FIGURES_EVERY seconds unless ``trees_now``
+        (a key)."""
         if self.store is None or not self.is_mounted:
             return
         s = self.store.state
-        if JOB in moved:
-            self._show_text("#host-line", self._host_line(s))
         if FAILURES in moved:
             failed = self.query_one("#failed-calls", Static)
             failed.display = bool(s.call_failures_total)
@@ -261,16 +260,19 @@ class DevicesView(FilteredView):
             if trees_now or s.devices.keys() != self._labels.keys():  # a device came or went
                 self._draw_figures()
             else:
+                # the host line too (its usage moves with each of the job's samples):
+                # one frame a second for all of them, not one each
                 self._figures_every.ask()
         self._draw_status()
 
     def _draw_figures(self) -> None:
-        """The device table (when what it is drawn from changed), the models (whose
-        run counts move with every execution) and the trees."""
+        """The host line, the device table (when what it is drawn from changed),
+        the models (whose run counts move with every execution) and the trees."""
         if self.store is None:
             return
         s = self.store.state
         self._figures_every.drawn()
+        self._show_text("#host-line", self._host_line(s))
         table = self.query_one("#device-table", Static)
         # what the table is drawn from: a sample is a new record, never changed
         key = (self.width, s.hello, [(d.device_id, d.sample, d.set_ret, d.reset, d.errors,
