@@ -51,19 +51,24 @@ class Node:
     def lines(self, guide: Style) -> list[tuple[Text, Text]]:
         """(guide, label) a row, drawn as a tree: ``├── ``, ``│   └── ``…; a label
         of several lines goes on under its first, its guide continued."""
-        out = [(Text(""), row) for row in self.label.split("\n")]
+        out = [(Text(""), row) for row in _rows(self.label)]
 
         def walk(children: list[Node], prefix: str) -> None:
             for n, child in enumerate(children):
                 last = n == len(children) - 1
                 under = prefix + ("    " if last else "│   ")
-                for r, row in enumerate(child.label.split("\n")):
+                for r, row in enumerate(_rows(child.label)):
                     branch = under if r else prefix + ("└── " if last else "├── ")
                     out.append((Text.assemble((branch, guide)), row))
                 walk(child.children, under)
 
         walk(self.children, "")
         return out
+
+
+def _rows(label: Text) -> list[Text]:
+    """A label's lines (most labels are one: Text.split copies the text)."""
+    return label.split("\n") if "\n" in label.plain else [label]
 
 
 def command_line(argv: tuple[str, ...] | list[str]) -> str:
