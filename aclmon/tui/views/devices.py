@@ -68,7 +68,7 @@ class Node:
 
 def _rows(label: Text) -> list[Text]:
     """A label's lines (most labels are one: Text.split copies the text)."""
-    return label.split("\n") if "\n" in label.plain else [label]
+    return list(label.split("\n")) if "\n" in label.plain else [label]
 
 
 def command_line(argv: tuple[str, ...] | list[str]) -> str:
