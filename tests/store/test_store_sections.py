@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from test_store import MS, T0, one_model_one_stream
+
 from aclmon import events as ev
 from aclmon.store import Store
 from aclmon.store.sections import (
@@ -59,18 +61,9 @@ def test_a_new_process_a_restored_snapshot_and_skipped_input_move_what_they_chan
 
 
 def test_an_execute_end_moves_the_exceptions_only_when_it_names_waiting_ones() -> None:
-    ms = 1_000_000
-    t = 10_000 * ms
+    ms, t = MS, T0
     store = Store()
-    store.apply_many(
-        [
-            ev.DeviceSet(1, t, 0, 0),
-            ev.ContextCreated(2, t, 0, 0xA0, True),
-            ev.ContextCurrent(3, t, 0xA0, 100),
-            ev.StreamCreated(4, t, 0, 0xA0, 0xB0, 3, 0, 0),
-            ev.ModelLoaded(5, t, 1, 0, "resnet", 10),
-        ]
-    )
+    one_model_one_stream(store)  # model 1 on stream 0xB0 of context 0xA0, device 0
     before = store.section_versions(SECTIONS)
     store.apply(ev.ExecuteEnd(6, t + 2 * ms, 1, 0, 1 * ms, 0))  # nothing waits
     assert EXCEPTIONS not in moved(store, before)
