@@ -312,15 +312,12 @@ class TimelineView(View):
             self._top = self.selected - shown + 1
         self._top = max(0, min(self._top, max(len(self._rows) - shown, 0)))
 
-    def line(self, y: int, width: int) -> list[Segment]:
-        """Line ``y`` of the canvas: the axis, then the rows from the top one shown."""
-        return self._line_source(y, width)[1]()
-
     def _line_source(
         self, y: int, width: int
     ) -> tuple[tuple[object, ...], Callable[[], list[Segment]]]:
-        """What line ``y`` of the canvas is drawn from (equal for lines drawn alike;
-        its second item is the width), and the drawing of it."""
+        """Line ``y`` of the canvas (the axis, then the rows from the top one shown):
+        what it is drawn from (equal for lines drawn alike; its second item is the
+        width), and the drawing of it."""
         palette = self.palette()
         label_width = self.label_width
         canvas_width = max(1, width - label_width - 1)
