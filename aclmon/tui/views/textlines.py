@@ -41,10 +41,6 @@ class TextLines(Widget):
         """All rows as one Text (what a Static of them would hold)."""
         return Text("\n").join(self._lines)
 
-    @property
-    def lines(self) -> list[Text]:
-        return list(self._lines)
-
     def set_lines(self, lines: list[Text]) -> int:
         """Show these rows; returns how many rows were drawn again (all of them when
         their number changed: then the screen is laid out)."""
