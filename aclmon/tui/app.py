@@ -94,6 +94,9 @@ IDLE_INTERVAL = 1.0
 IDLE_AFTER = 2.0
 #: the share of each refresh interval the hidden Timeline's slices may fold for
 TIMELINE_SHARE = 0.1
+#: seconds between beats: the ticks on which the running figures (the header's,
+#: each view's drawings asked for within their period) are drawn, all in that tick
+BEAT_S = 1.0
 ViewT = TypeVar("ViewT", bound=View)
 
 
@@ -117,6 +120,9 @@ class AclmonApp(InertApp[int]):
     # screens.tcss styles the modal screens, which the fleet screen shows too.
     CSS_PATH: ClassVar[list[str | PurePath]] = [HERE / "app.tcss", HERE / "screens.tcss"]
     TITLE = "aclmon"
+    #: the views' drawings asked for within their period wait for the tick's beat
+    #: (:class:`~aclmon.tui.views.base.AtMostEvery`)
+    beats: ClassVar[bool] = True
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {AclmonCommands}
     # The tab bar shows the view keys: the footer keeps its room for the view's
     # own keys, Help and Quit (which must fit at 80 columns).
@@ -175,6 +181,8 @@ class AclmonApp(InertApp[int]):
         self.refresh_interval = interval
         self._rate_samples: deque[tuple[float, int]] = deque(maxlen=64)
         self.events_per_s = 0.0
+        #: when the last beat was (``clock``): the first tick beats
+        self._beat_at = -BEAT_S
         #: commands to the agent (the Profiling view's)
         self.commands = AgentCommands(self)
         #: decodes and exports the dump files the views name
@@ -380,8 +388,21 @@ class AclmonApp(InertApp[int]):
         self.events_per_s = (
             (self.store.state.counters.events - first_n) / (now - first_t) if now > first_t else 0.0
         )
-        self.header.show(self.store, self.source, self.events_per_s)
-        self.refresh_view()
+        beat = self._beat(now)
+        self.header.show(self.store, self.source, self.events_per_s, beat=beat)
+        self.refresh_view(tabs=False)
+        if beat:
+            with self.batch_update():
+                self.views[self.current_view].beat()
+                self._update_tabs()
+
+    def _beat(self, now: float) -> bool:
+        """Whether this tick is a beat: the first tick after ``BEAT_S`` since the last
+        one (less half a tick, so that ticks of a quarter second beat every fourth)."""
+        if now - self._beat_at < BEAT_S - min(self.refresh_interval, BEAT_S) / 2:
+            return False
+        self._beat_at = now
+        return True
 
     @property
     def _live(self) -> bool:
@@ -392,9 +413,10 @@ class AclmonApp(InertApp[int]):
         screens while timers may still fire, so both are checked."""
         return self._started and self.is_running and not getattr(self, "_exit", False)
 
-    def refresh_view(self, force: bool = False) -> None:
+    def refresh_view(self, force: bool = False, *, tabs: bool = True) -> None:
         """The visible view draws what moved in the store (everything: ``force``);
-        the tab counts and a waiting exception detail follow the store."""
+        the tab counts (unless not ``tabs``: the tick counts them on its beat) and a
+        waiting exception detail follow the store."""
         if not self._live:
             return
         # a view may show more than the store (a compare's table): its version counts too
@@ -404,7 +426,8 @@ class AclmonApp(InertApp[int]):
         self._painted_version = version
         with self.batch_update():
             self.views[self.current_view].update_from(self.store, force=force)
-            self._update_tabs()
+            if tabs:
+                self._update_tabs()
             detail = self.screen
             if isinstance(detail, ExceptionDetail) and detail.waiting:
                 state = self.store.state

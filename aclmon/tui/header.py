@@ -38,9 +38,17 @@ class HeaderBar(Static):
         self._drawn_at = -FIGURES_EVERY
 
     def show(
-        self, store: Store, source: Source, events_per_s: float, *, force: bool = False
+        self,
+        store: Store,
+        source: Source,
+        events_per_s: float,
+        *,
+        force: bool = False,
+        beat: bool | None = None,
     ) -> None:
-        """Redraw from the store and the source (only when the text changed, or ``force``)."""
+        """Redraw from the store and the source (only when the text changed, or ``force``).
+        The running figures move on the app's ``beat`` if it says, else once a
+        ``FIGURES_EVERY``."""
         s = store.state
         c = s.counters
         # Anything but the running figures is drawn at once; those once a FIGURES_EVERY.
@@ -50,7 +58,8 @@ class HeaderBar(Static):
             c.agent_dropped, c.gaps, c.malformed, self.size.width,
         )  # fmt: skip
         now = time.monotonic()
-        if not force and steady == self._steady and now - self._drawn_at < FIGURES_EVERY:
+        figures = now - self._drawn_at >= FIGURES_EVERY if beat is None else beat
+        if not force and steady == self._steady and not figures:
             return
         self._steady, self._drawn_at = steady, now
         dim = theme_style(self, "aclmon-dim")

@@ -128,9 +128,58 @@ async def test_the_devices_table_and_trees_wait_for_their_second_while_only_figu
         ])  # fmt: skip
         app.tick()  # the figures moved, within the second of their last drawing
         assert drawn == []
-        assert throttle._timer is not None  # drawn when their second is up
+        assert throttle.waiting  # drawn when their second is up: on the app's beat
         app.action_show_view("exceptions")
         app.action_show_view("devices")  # shown again: what waits is drawn at once
         assert drawn == [1]
         await pilot.press("j")  # a key draws at once
         assert len(drawn) > 1
+
+
+async def test_what_waits_for_its_second_the_header_and_the_tabs_move_together_on_the_beat():
+    """The Devices figures asked for within their second, the header's running
+    figures and the tab counts all change on the tick that beats: one frame a
+    second, not one for each of them."""
+    now = [0.0]
+    app = make_app(clock=lambda: now[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        view = app.devices_view
+        throttle = view._figures_every
+        drawn: list[float] = []
+        draw = throttle._draw
+
+        def counted() -> None:
+            drawn.append(now[0])
+            draw()
+
+        throttle._draw = counted
+        throttle._clock = lambda: now[0]
+        throttle.drawn()  # drawn at 0.0; the app's first tick beat at 0.0 too
+        shown_counts: list[dict[str, str]] = []
+        show_counts = app.tabs.show_counts
+
+        def counts_shown(counts: dict[str, str]) -> None:
+            shown_counts.append(dict(counts))
+            show_counts(counts)
+
+        app.tabs.show_counts = counts_shown  # type: ignore[method-assign]
+        stream = next(iter(app.store.state.streams.values()))
+        clock = ev.Clock()
+        for tick_at in (0.25, 0.5, 0.75):  # the figures and the Logs count move each tick
+            app.source.extend([  # type: ignore[attr-defined]
+                clock.make(ev.StreamSyncBegin, stream.stream, 1),
+                log_line(clock, int(tick_at * 4)),
+            ])  # fmt: skip
+            now[0] = tick_at
+            app.tick()
+        assert drawn == [] and shown_counts == []
+        assert throttle.waiting and throttle._timer is None  # the beat draws it, not a timer
+        now[0] = 1.0
+        app.tick()  # the beat: a second since the last one
+        assert drawn == [1.0] and not throttle.waiting
+        assert len(shown_counts) == 1
+        assert shown_counts[0]["logs"] == f" ({len(app.store.state.logs)})"
+        now[0] = 1.25
+        app.tick()  # nothing asked since: nothing drawn
+        assert drawn == [1.0]

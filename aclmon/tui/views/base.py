@@ -106,6 +106,12 @@ class View(Vertical):
         for waiting in self.waiting:
             waiting.flush()
 
+    def beat(self) -> None:
+        """The app's once-a-second beat: what was asked for since its last drawing
+        draws now (:class:`AtMostEvery`)."""
+        for waiting in self.waiting:
+            waiting.beat()
+
     def redraw_sections(self, moved: frozenset[str]) -> None:
         """Draw again what shows these sections of the store (by default: all)."""
         self.redraw()
@@ -193,6 +199,12 @@ class AtMostEvery:
     waits on a timer of ``view``'s, once. A key draws at once, through ``draw``
     and :meth:`drawn`; so does showing the view (:meth:`View.draw_waiting`).
 
+    In an app that beats (``app.beats``: :class:`~aclmon.tui.app.AclmonApp` ticks
+    and, once a second, beats), a drawing asked for sooner waits for the beat
+    instead (:meth:`beat`): the header's figures, the tab counts and every view's
+    waiting drawing then change in the same tick, which is one frame of the
+    screen, not one for each of them a second.
+
     At most one timer is ever live: a Textual timer hands its callback to the
     view's queue when it fires, where stopping the timer no longer reaches it, so
     each timer carries a number and only the newest one's call draws. (Without
@@ -211,6 +223,8 @@ class AtMostEvery:
         self._widget, self._seconds, self._draw, self._clock = view, seconds, draw, clock
         self._drawn_at = -seconds
         self._timer: Timer | None = None
+        #: asked for within the period, in an app that beats: drawn on its beat
+        self._asked = False
         #: the number of the timer whose call may draw (any other call is stale)
         self._live = 0
         view.waiting.append(self)
@@ -218,13 +232,16 @@ class AtMostEvery:
     @property
     def waiting(self) -> bool:
         """A drawing waits for its time."""
-        return self._timer is not None
+        return self._timer is not None or self._asked
 
     def ask(self) -> None:
-        """Draw now if the last drawing is ``seconds`` old, else when it is."""
+        """Draw now if the last drawing is ``seconds`` old, else when it is (on the
+        app's beat, if it beats)."""
         wait = self._seconds - (self._clock() - self._drawn_at)
         if wait <= 0:
             self._draw_now()
+        elif getattr(self._widget.app, "beats", False):
+            self._asked = True
         elif self._timer is None:
             self._live += 1
             self._timer = self._widget.set_timer(wait, partial(self._due, self._live))
@@ -234,9 +251,14 @@ class AtMostEvery:
         self._drawn_at = self._clock()
         self._cancel()
 
+    def beat(self) -> None:
+        """The app's beat: a drawing asked for since the last one is drawn now."""
+        if self._asked and self._widget.is_mounted:
+            self._draw_now()
+
     def flush(self) -> None:
         """What waits is drawn now (the view was just shown)."""
-        if self._timer is None:
+        if not self.waiting:
             return
         if self._widget.is_mounted:
             self._draw_now()  # which cancels the timer (drawn)
@@ -244,6 +266,7 @@ class AtMostEvery:
             self._cancel()
 
     def _cancel(self) -> None:
+        self._asked = False
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
