@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -48,6 +49,12 @@ class AgentInfo:
 
 def _entry_path(pid: int, directory: Path | None = None) -> Path:
     return (directory or runtime_dir()) / f"{_PREFIX}{pid}{_SUFFIX}"
+
+
+def _pid_of_name(name: str) -> int | None:
+    """The PID an entry's file name is for (None: not an entry's name)."""
+    digits = name[len(_PREFIX) : -len(_SUFFIX)]
+    return int(digits) if digits.isdigit() else None
 
 
 def register(
@@ -110,11 +117,16 @@ def _read_entry(path: Path) -> AgentInfo | None:
         return None
 
 
-def list_agents(directory: Path | None = None) -> list[AgentInfo]:
-    """Live agents, oldest first; entries of dead PIDs (or unreadable ones) are deleted."""
+def list_agents(directory: Path | None = None, *, skip: Collection[int] = ()) -> list[AgentInfo]:
+    """Live agents, oldest first; entries of dead PIDs (or unreadable ones) are deleted.
+    The entries of the PIDs in ``skip`` (agents the caller follows already) are left
+    unread and out of the list: a relay of a host of many ranks rescans the registry
+    every second, and reading each rank's entry was a tenth of its CPU."""
     directory = directory or runtime_dir()
     agents = []
     for path in sorted(directory.glob(f"{_PREFIX}*{_SUFFIX}")):
+        if skip and _pid_of_name(path.name) in skip:
+            continue
         info = _read_entry(path)
         if info is None or not pid_alive(info.pid):
             with contextlib.suppress(FileNotFoundError):

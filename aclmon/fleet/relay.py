@@ -142,7 +142,13 @@ class Relay:
         self.clock_every_s = clock_every_s
         #: the newest ClockOffset frame of this host (None until measured)
         self.clock_frame: bytes | None = None
-        self._list_agents = agents or (lambda: registry.list_agents(registry_dir))
+        #: the live agents, less those of the given pids (followed already: their
+        #: entries are not read again at each rescan)
+        self._list_agents: Callable[[frozenset[int]], list[registry.AgentInfo]] = (
+            (lambda _followed: agents())
+            if agents is not None
+            else (lambda followed: registry.list_agents(registry_dir, skip=followed))
+        )
         #: the registry's directory is watched for new agents (not a custom list)
         self._registry_dir = registry_dir
         self._watch_registry = agents is None
@@ -262,7 +268,7 @@ class Relay:
         self._registry_changed(seen)
         while not stop.is_set():
             try:
-                agents = await asyncio.to_thread(self._list_agents)
+                agents = await asyncio.to_thread(self._list_agents, frozenset(self.links))
             except Exception as exc:  # a registry problem must not end the relay
                 log.warning("cannot list agents: %s", exc)
                 agents = []
@@ -286,8 +292,9 @@ class Relay:
             while not stop.is_set() and time.monotonic() < rescan:
                 if self._registry_changed(seen):
                     break
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), REGISTRY_WATCH_S)
+                # a sleep, not wait_for(stop.wait()): that made a task and a timer
+                # fifty times a second; the stop is seen within one watch
+                await asyncio.sleep(REGISTRY_WATCH_S)
 
     async def _follow(self, link: AgentLink) -> None:
         try:
@@ -349,6 +356,8 @@ class Relay:
                     await self._flush_link(link)
                 if link.pending(self.clock_frame is not None):
                     self.wait_for(link)  # the rest goes when due, by the flusher
+                elif self.waiting.get(link.pid) is link:
+                    del self.waiting[link.pid]  # all sent here: the flusher has nothing to do
         except (OSError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -563,8 +572,11 @@ class Relay:
                 if self.links.get(pid) is not link:  # gone
                     self.waiting.pop(pid, None)
                     continue
-                if link.due(now, self.flush_s, clock_known):
-                    await self._flush_link(link)
+                # A link waits while it has something to send: one not due yet keeps
+                # waiting (its reads flush it, and take it out, when it empties there).
+                if not link.due(now, self.flush_s, clock_known):
+                    continue
+                await self._flush_link(link)
                 if not link.pending(clock_known) and self.waiting.get(pid) is link:
                     del self.waiting[pid]
 

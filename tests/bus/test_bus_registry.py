@@ -45,6 +45,21 @@ def test_dead_and_unreadable_entries_are_cleaned(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"agent-{os.getpid()}.json"]
 
 
+def test_the_entries_of_skipped_pids_are_left_unread(tmp_path: Path) -> None:
+    """A relay skips the agents it follows: their entries are neither read nor listed
+    (an unreadable one is not even cleaned), the others are as before."""
+    registry.register("unix:/run/followed.sock", directory=tmp_path)
+    parent = os.getppid()
+    registry.register("unix:/run/new.sock", pid=parent, directory=tmp_path)
+    (tmp_path / "agent-77.json").write_text("{not json")
+    agents = registry.list_agents(tmp_path, skip={os.getpid(), 77})
+    assert [a.address for a in agents] == ["unix:/run/new.sock"]
+    assert (tmp_path / "agent-77.json").exists()  # not read, so not found unreadable
+    everyone = registry.list_agents(tmp_path)
+    assert {a.address for a in everyone} == {"unix:/run/followed.sock", "unix:/run/new.sock"}
+    assert not (tmp_path / "agent-77.json").exists()
+
+
 def test_resolve_target_forms(tmp_path: Path) -> None:
     with pytest.raises(TargetError, match="no running agent"):
         registry.resolve_target(None, tmp_path)
