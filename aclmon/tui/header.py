@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rich.style import Style
@@ -18,10 +17,6 @@ from aclmon.store import Store
 from aclmon.tui import fmt
 from aclmon.tui.style import middle, theme_style
 
-#: seconds between redraws when only the running figures moved (the event rate,
-#: the count, the newest time): the header is not drawn again at every refresh
-FIGURES_EVERY = 1.0
-
 
 class HeaderBar(Static):
     """Who is watched, the connection, the event rate and what was lost."""
@@ -33,9 +28,8 @@ class HeaderBar(Static):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._shown = ""
-        #: what the header says apart from its running figures, and when it was drawn
+        #: what the header says apart from its running figures
         self._steady: tuple[object, ...] = ()
-        self._drawn_at = -FIGURES_EVERY
 
     def show(
         self,
@@ -44,24 +38,22 @@ class HeaderBar(Static):
         events_per_s: float,
         *,
         force: bool = False,
-        beat: bool | None = None,
+        beat: bool = False,
     ) -> None:
-        """Redraw from the store and the source (only when the text changed, or ``force``).
-        The running figures move on the app's ``beat`` if it says, else once a
-        ``FIGURES_EVERY``."""
+        """Redraw from the store and the source when what it says changed, or
+        ``force``. The running figures (the event rate, the count, the newest time)
+        alone move it on the app's ``beat`` (once a second), not at every refresh."""
         s = store.state
         c = s.counters
-        # Anything but the running figures is drawn at once; those once a FIGURES_EVERY.
+        # Anything but the running figures is drawn at once; those on the beat.
         steady = (
             source.title, source.description, source.state, source.state_reason,
             source.readonly, source.recording, s.hello, s.goodbye,
             c.agent_dropped, c.gaps, c.malformed, self.size.width,
         )  # fmt: skip
-        now = time.monotonic()
-        figures = now - self._drawn_at >= FIGURES_EVERY if beat is None else beat
-        if not force and steady == self._steady and not figures:
+        if not force and not beat and steady == self._steady:
             return
-        self._steady, self._drawn_at = steady, now
+        self._steady = steady
         dim = theme_style(self, "aclmon-dim")
         bad = theme_style(self, "aclmon-bad", bold=True)
         good = theme_style(self, "aclmon-idle", bold=True)

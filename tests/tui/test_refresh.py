@@ -164,6 +164,14 @@ async def test_what_waits_for_its_second_the_header_and_the_tabs_move_together_o
             show_counts(counts)
 
         app.tabs.show_counts = counts_shown  # type: ignore[method-assign]
+        header_drawn: list[float] = []
+        update = app.header.update
+
+        def header_updated(*args: object, **kwargs: object) -> None:
+            header_drawn.append(now[0])
+            update(*args, **kwargs)  # type: ignore[arg-type]
+
+        app.header.update = header_updated  # type: ignore[method-assign]
         stream = next(iter(app.store.state.streams.values()))
         clock = ev.Clock()
         for tick_at in (0.25, 0.5, 0.75):  # the figures and the Logs count move each tick
@@ -173,11 +181,12 @@ async def test_what_waits_for_its_second_the_header_and_the_tabs_move_together_o
             ])  # fmt: skip
             now[0] = tick_at
             app.tick()
-        assert drawn == [] and shown_counts == []
+        assert drawn == [] and shown_counts == [] and header_drawn == []
         assert throttle.waiting and throttle._timer is None  # the beat draws it, not a timer
         now[0] = 1.0
         app.tick()  # the beat: a second since the last one
         assert drawn == [1.0] and not throttle.waiting
+        assert header_drawn == [1.0]  # its event count and rate moved
         assert len(shown_counts) == 1
         assert shown_counts[0]["logs"] == f" ({len(app.store.state.logs)})"
         now[0] = 1.25
