@@ -269,3 +269,21 @@ async def test_a_redraw_draws_again_only_the_lines_that_changed(monkeypatch):
         view.canvas.refresh()
         await pilot.pause()
         assert screen_text(app) == shown
+
+
+async def test_a_line_asked_for_at_another_width_than_its_redraw_is_drawn_at_that_width():
+    """A redraw notes what each changed line is drawn from, for the canvas's width
+    then; a line Textual asks for after a resize, before the next redraw, is drawn
+    for the width it is asked at, never from the noted source of the old width."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await pilot.pause()
+        view = app.timeline_view
+        width = view.canvas.container_size.width
+        view._strips.clear()
+        view._refresh_changed_lines()  # every line noted, for ``width``
+        assert view._sources
+        narrower = width - 10
+        for y in sorted(view._sources):
+            assert len(view.strip(y, narrower).text) == narrower

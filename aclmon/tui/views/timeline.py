@@ -158,8 +158,10 @@ class TimelineView(View):
         self._names = NameFitter()
         #: each canvas line as last drawn: what it was drawn from, and its strip
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
-        #: the lines the last redraw found changed: what each is drawn from
+        #: the lines the last redraw found changed: what each is drawn from, for
+        #: a canvas ``_sources_width`` wide
         self._sources: dict[int, tuple[tuple[object, ...], Callable[[], list[Segment]]]] = {}
+        self._sources_width = 0
 
     def compose(self) -> ComposeResult:
         yield Static(id="timeline-status", classes="status")
@@ -277,7 +279,7 @@ class TimelineView(View):
         canvas = self.canvas
         width, height = canvas.container_size
         changed = []
-        self._sources = {}
+        self._sources, self._sources_width = {}, width
         for y in range(height):
             drawn = self._strips.get(y)
             source = self._line_source(y, width)
@@ -294,7 +296,7 @@ class TimelineView(View):
         """Line ``y`` of the canvas ``width`` wide: the strip drawn before when it is
         drawn from the same things, else drawn now."""
         source = self._sources.pop(y, None)
-        if source is None or source[0][1] != width:  # not asked by a redraw, or resized since
+        if source is None or width != self._sources_width:  # not from a redraw, or resized
             source = self._line_source(y, width)
         key, draw = source
         drawn = self._strips.get(y)
@@ -316,8 +318,8 @@ class TimelineView(View):
         self, y: int, width: int
     ) -> tuple[tuple[object, ...], Callable[[], list[Segment]]]:
         """Line ``y`` of the canvas (the axis, then the rows from the top one shown):
-        what it is drawn from (equal for lines drawn alike; its second item is the
-        width), and the drawing of it."""
+        what it is drawn from (equal for lines drawn alike, the width included), and
+        the drawing of it."""
         palette = self.palette()
         label_width = self.label_width
         canvas_width = max(1, width - label_width - 1)
