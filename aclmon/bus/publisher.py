@@ -113,8 +113,12 @@ class Publisher:
     thread (the agent's hooks do: a wake per event would cost the job), so the
     thread looks at the ring every few ms while records arrive. ``False`` when
     every record comes through :meth:`submit`, :meth:`emit` or :meth:`publish`:
-    the thread then sleeps until woken (a process serving many publishers, as
-    ``bench/fleet_load.py``'s 128 synthetic ranks, pays nothing per idle poll).
+    the thread then sleeps until woken.
+
+    ``start(thread=False)`` gives it no thread: the caller's :meth:`turn` does what
+    one turn of the thread's loop does, without waiting (a process serving many
+    publishers, as ``bench/fleet_load.py``'s 128 synthetic ranks, drives them all
+    from one loop).
     """
 
     def __init__(
@@ -149,6 +153,9 @@ class Publisher:
         self._subscriber_drops = self._fanout.subscriber_drops
         self._wake_pending = False
         self._closing = False
+        #: started with ``thread=False``: served by the caller's turns
+        self._driven = False
+        self._in_turn = False
         self._listener: Listener | None = None
         self._thread: threading.Thread | None = None
         self._connections: dict[int, Connection] = {}
@@ -191,8 +198,12 @@ class Publisher:
         """Subscribers past the handshake."""
         return sum(1 for c in list(self._connections.values()) if c.ready)
 
-    def start(self) -> Publisher:
-        if self._thread is not None:
+    def start(self, *, thread: bool = True) -> Publisher:
+        """Listen, and serve from a daemon thread of its own; or, with ``thread=False``,
+        from whichever thread calls :meth:`turn` (one thread driving many publishers,
+        as a process that stands for many ranks does: a thread each would cost a
+        wake-up, a select and a GIL hand-over per rank and write)."""
+        if self._thread is not None or self._driven:
             raise AclmonError("publisher already started")
         if self._requested is None:
             self._requested = default_address()
@@ -213,9 +224,42 @@ class Publisher:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener.fileno(), selectors.EVENT_READ, "listener")
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        if not thread:
+            self._driven = True
+            self._wake_pending = True  # nothing to wake: the driver's turns take the ring
+            return self
         self._thread = threading.Thread(target=self._run, name="aclmon-publisher", daemon=True)
         self._thread.start()
         return self
+
+    def turn(self) -> None:
+        """One turn of a publisher started with ``thread=False``, without waiting: the
+        connections that are ready are served, the ring is sent, timeouts and drop
+        reports are looked at. Its driver calls it after emitting and often enough
+        for handshakes and commands (every 100 ms is plenty)."""
+        if self._closing:
+            return
+        if not self._driven:
+            raise AclmonError("turn() serves a publisher started with thread=False")
+        self._in_turn = True
+        try:
+            self._turn(0.0)
+        except Exception:  # as the thread: never take the caller down; say why
+            log.exception("aclmon publisher stopped by an internal error")
+            self._closing = True
+        finally:
+            self._in_turn = False
+        if self._closing:  # closed by a command of this turn, or by an error
+            self._end_driven()
+
+    def _end_driven(self) -> None:
+        self._driven = False
+        try:
+            self._finish()
+        except Exception:
+            log.exception("aclmon publisher could not send what was queued")
+        finally:
+            self._shutdown()
 
     def publish(self, event: Event) -> bool:
         """Send one ready event as it is (its ``seq`` too) through the ring; never
@@ -262,10 +306,18 @@ class Publisher:
         (the agent does this as it closes, so that the last state a relay keeps is
         the job's final one). Waits at most ``timeout`` s; False if it was not sent."""
         thread = self._thread
-        if thread is None or self._closing or self._snapshot is None:
+        if (thread is None and not self._driven) or self._closing or self._snapshot is None:
             return False
         done = threading.Event()
         self._snapshots_due = done
+        if self._driven:
+            if self._in_turn:
+                return False  # sent at the end of this turn
+            deadline = time.monotonic() + timeout
+            self.turn()
+            while not done.is_set() and self._driven and time.monotonic() < deadline:
+                self.turn()  # a bounded turn left records: they go first
+            return done.is_set()
         if thread is threading.current_thread():
             return False  # the loop sends it after this turn: it cannot be waited for here
         self._wake()
@@ -288,7 +340,10 @@ class Publisher:
             return
         self._flush_timeout = flush_timeout
         self._closing = True
-        if self._thread is not None:
+        if self._driven:
+            if not self._in_turn:  # else the turn under way ends it
+                self._end_driven()
+        elif self._thread is not None:
             self._wake()
             if self._thread is not threading.current_thread():  # close() from on_command
                 self._thread.join(flush_timeout + 2.0)
@@ -332,45 +387,52 @@ class Publisher:
             self._shutdown()
 
     def _loop(self) -> None:
-        selector = self._selector
-        assert selector is not None
         while not self._closing:
-            # New connections are accepted after the reads of this turn: a hello
-            # that has arrived is judged before newcomers can push it out.
-            accept_due = False
             # Work left from the last turn: look at the sockets, then go on with it.
             if not self._ring_writers:
                 busy = HOUSEKEEPING_S  # every record wakes the thread
             else:
                 busy = RING_POLL_S if self._fanout.busy else IDLE_POLL_S
-            timeout = 0.0 if self._fanout.left else busy
-            for key, mask in selector.select(timeout):
-                tag = key.data
-                if tag == "listener":
-                    accept_due = True
-                elif tag == "wake":
-                    self._drain_wake()
-                else:
-                    conn: Connection = tag
-                    try:
-                        if mask & selectors.EVENT_READ:
-                            self._read(conn)
-                        if mask & selectors.EVENT_WRITE and conn.sock.fileno() != -1:
-                            self._flush(conn)
-                    except Exception as exc:  # one bad connection must not stop the bus
-                        log.exception("error serving %s", conn.name)
-                        self._drop_connection(conn, f"internal error: {exc}")
-            if accept_due:
-                self._accept()
-            self._pump()
-            # Once a turn took all that was published before (a bounded turn may
-            # leave some for the next, after the sockets had theirs).
-            if self._snapshots_due is not None and not self._fanout.left:
-                self._send_due_snapshots()
-            self._housekeeping()
-        self._drain_wake()
+            self._turn(0.0 if self._fanout.left else busy)
+        self._finish()
+
+    def _turn(self, timeout: float) -> None:
+        selector = self._selector
+        assert selector is not None
+        # New connections are accepted after the reads of this turn: a hello
+        # that has arrived is judged before newcomers can push it out.
+        accept_due = False
+        for key, mask in selector.select(timeout):
+            tag = key.data
+            if tag == "listener":
+                accept_due = True
+            elif tag == "wake":
+                self._drain_wake()
+            else:
+                conn: Connection = tag
+                try:
+                    if mask & selectors.EVENT_READ:
+                        self._read(conn)
+                    if mask & selectors.EVENT_WRITE and conn.sock.fileno() != -1:
+                        self._flush(conn)
+                except Exception as exc:  # one bad connection must not stop the bus
+                    log.exception("error serving %s", conn.name)
+                    self._drop_connection(conn, f"internal error: {exc}")
+        if accept_due:
+            self._accept()
         self._pump()
-        while self._fanout.left:  # closing: nothing new comes in, take all that is there
+        # Once a turn took all that was published before (a bounded turn may
+        # leave some for the next, after the sockets had theirs).
+        if self._snapshots_due is not None and not self._fanout.left:
+            self._send_due_snapshots()
+        self._housekeeping()
+
+    def _finish(self) -> None:
+        """Closing: nothing new comes in; send all that is there, then let go."""
+        if not self._driven:
+            self._drain_wake()
+        self._pump()
+        while self._fanout.left:
             self._pump()
         self._final_flush()
 
