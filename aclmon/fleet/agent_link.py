@@ -1,13 +1,15 @@
 """One agent a relay follows (:class:`AgentLink`): its connection (made by
-:func:`open_link`, the bus handshake as a client allowed commands), the
-batches of frames waiting to be published on each subject class, its latest
-snapshot and what it lost; and the job its Hello names (:func:`job_of`)."""
+:func:`open_link`, the bus handshake as a client allowed commands, then
+:class:`AgentProtocol`), the bytes read and not yet routed, the batches of
+frames waiting to be published on each subject class, its latest snapshot and
+what it lost; and the job its Hello names (:func:`job_of`)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +61,14 @@ class AgentLink:
     address: Address
     job: str | None = None
     commands: bool = False
-    writer: asyncio.StreamWriter | None = None
+    #: the connection's transport: commands are written to it
+    writer: asyncio.Transport | None = None
+    #: bytes read from the agent, not routed yet
+    inbox: bytearray = field(default_factory=bytearray)
+    #: reading is paused until the inbox is routed (it had grown past the limit)
+    paused: bool = False
+    #: the connection ended: what is left of the inbox is routed by the link's task
+    ended: bool = False
     batches: dict[str, Batch] = field(default_factory=lambda: {c: Batch() for c in sj.CLASSES})
     state_frames: list[bytes] = field(default_factory=list)
     state_dirty: bool = False
@@ -83,6 +92,8 @@ class AgentLink:
     #: the relay's clock offset frame is still to be sent on this agent's subjects
     clock_pending: bool = True
     task: asyncio.Task[None] | None = None
+    #: held while its inbox is routed (by the router, or by its task once it ended)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def subject(self, cls: str) -> str:
         return sj.subject(self.job or "_", self.host, self.pid, cls)
@@ -117,28 +128,104 @@ def job_of(hello: ev.Hello) -> str:
     return sj.token(name[:-3] if name.endswith(".py") else name or "job")
 
 
-async def open_link(link: AgentLink, agent_token: str | None) -> asyncio.StreamReader:
+#: bytes a connection may hold unrouted before its reading pauses (the agent's
+#: publisher then keeps the rest, and drops for us if we stay behind)
+MAX_INBOX = 2 << 20
+
+
+class AgentProtocol(asyncio.Protocol):
+    """One agent's connection. The handshake's messages are awaited one by one
+    (:meth:`message`); after it, :meth:`follow` hands every chunk read to a
+    callback as it arrives, on the event loop: no task wakes per read, so a relay
+    of many ranks pays for one wake-up per turn of its loop, not one per rank."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[None] | None = None
+        self._on_data: Callable[[bytes], None] | None = None
+        #: done when the connection is lost (or closed)
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._on_data is not None:
+            self._on_data(data)
+            return
+        self._buffer += data
+        if len(self._buffer) > MAX_INBOX and self.transport is not None:
+            self.transport.pause_reading()  # until followed
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def message(self) -> Any:
+        """The next handshake message (msgpack in a frame)."""
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= HEADER_SIZE:
+                (length,) = _LENGTH(buffer, 0)
+                if length > handshake.MAX_HANDSHAKE_FRAME:
+                    raise ValueError(f"handshake message of {length} bytes is too big")
+                end = HEADER_SIZE + length
+                if len(buffer) >= end:
+                    payload = bytes(buffer[HEADER_SIZE:end])
+                    del buffer[:end]
+                    return msgpack.unpackb(payload, raw=False)
+            if self.closed.done():
+                raise asyncio.IncompleteReadError(bytes(buffer), None)
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def follow(self, on_data: Callable[[bytes], None]) -> None:
+        """From now on every chunk read goes to ``on_data`` (what came with the
+        handshake's last message first)."""
+        self._on_data = on_data
+        if self._buffer:
+            data = bytes(self._buffer)
+            self._buffer.clear()
+            on_data(data)
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+
+async def open_link(link: AgentLink, agent_token: str | None) -> AgentProtocol:
     """Connect to the agent as a bus client allowed commands (``link.writer``,
-    ``link.commands`` set); its frames follow on the reader. Raises
-    PermissionError when the agent refuses the relay."""
+    ``link.commands`` set); its frames follow through the protocol returned
+    (:meth:`AgentProtocol.follow`). Raises PermissionError when the agent
+    refuses the relay; the connection is closed on any failure."""
     address = link.address
+    loop = asyncio.get_running_loop()
     if address.scheme == "unix":
-        reader, writer = await asyncio.open_unix_connection(address.path, limit=1 << 20)
+        transport, protocol = await loop.create_unix_connection(AgentProtocol, address.path)
     else:
-        reader, writer = await asyncio.open_connection(address.host, address.port)
-    link.writer = writer
-
-    async def message() -> Any:
-        (length,) = _LENGTH(await reader.readexactly(HEADER_SIZE))
-        if length > handshake.MAX_HANDSHAKE_FRAME:
-            raise ValueError(f"handshake message of {length} bytes is too big")
-        return msgpack.unpackb(await reader.readexactly(length), raw=False)
-
-    answer = handshake.client_hello(await message(), agent_token, readonly=False)
-    writer.write(encode_frame(msgpack.packb(answer, use_bin_type=True)))
-    verdict = await message()
-    if not isinstance(verdict, dict) or not verdict.get("ok"):
-        why = verdict.get("why") if isinstance(verdict, dict) else "refused"
-        raise PermissionError(str(why))
+        transport, protocol = await loop.create_connection(
+            AgentProtocol, address.host, address.port
+        )
+    try:
+        answer = handshake.client_hello(await protocol.message(), agent_token, readonly=False)
+        transport.write(encode_frame(msgpack.packb(answer, use_bin_type=True)))
+        verdict = await protocol.message()
+        if not isinstance(verdict, dict) or not verdict.get("ok"):
+            why = verdict.get("why") if isinstance(verdict, dict) else "refused"
+            raise PermissionError(str(why))
+    except BaseException:
+        transport.close()
+        raise
+    link.writer = transport
     link.commands = bool(verdict.get("commands"))
-    return reader
+    return protocol

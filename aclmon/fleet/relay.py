@@ -3,8 +3,10 @@
 For each agent in the registry (whose directory is watched, so a new agent is
 followed within a few milliseconds and its first events are not lost, and
 rescanned every second, so exited ones are let go) the relay is an ordinary bus client over the agent's
-Unix socket, allowed commands. It reads large chunks, splits them into frames
-(:func:`~aclmon.events.wire.split_frames`) and routes each by its kind byte
+Unix socket, allowed commands. What each agent sends is kept as it is read (an
+asyncio protocol per connection, :class:`~aclmon.fleet.agent_link.AgentProtocol`),
+and one router task takes what every agent sent in a turn of the event loop: it
+splits it into frames (:func:`~aclmon.events.wire.split_frames`) and routes each by its kind byte
 (:mod:`aclmon.fleet.subjects`) without decoding it: every frame to
 ``events``, copies to ``summary`` / ``alerts``, and the snapshot frames
 (``seq = 0``) to ``state``. Frames are batched per (agent, class) and
@@ -69,7 +71,7 @@ from aclmon.events.wire import (
     split_frames,
 )
 from aclmon.fleet import subjects as sj
-from aclmon.fleet.agent_link import AgentLink, job_of, open_link
+from aclmon.fleet.agent_link import MAX_INBOX, AgentLink, job_of, open_link
 from aclmon.fleet.connect import Credentials, NatsError, close_flushed, connect
 from aclmon.fleet.relay_clock import DEFAULT_CLOCK_EVERY_S, keep_clock, measure_clock
 from aclmon.fleet.relay_commands import (
@@ -90,7 +92,6 @@ REGISTRY_POLL_S = 1.0
 REGISTRY_WATCH_S = 0.02
 #: the latest snapshot of an agent is published at most this often
 STATE_MIN_INTERVAL_S = 1.0
-_READ_SIZE = 256 * 1024
 _length = struct.Struct("<I").unpack_from
 #: kind byte -> extra classes of the frame (besides events)
 _ROUTES: dict[int, str] = {
@@ -159,6 +160,9 @@ class Relay:
         #: count, the clock offset), by pid: the flusher visits these alone, not
         #: every rank of the host every tick
         self.waiting: dict[int, AgentLink] = {}
+        #: the links that read something the router has not taken yet, by pid
+        self._ready: dict[int, AgentLink] = {}
+        self._ready_event = asyncio.Event()
         self._refused: set[int] = set()
         self.allow_anonymous_commands = allow_anonymous_commands
         #: the server lets anyone connect (known once connected)
@@ -202,6 +206,7 @@ class Relay:
             await self.nc.subscribe(sj.subject("*", self.host, "*", sj.CMD), cb=self._on_command)
             tasks = [
                 asyncio.create_task(self._discover(stop)),
+                asyncio.create_task(self._router(stop)),
                 asyncio.create_task(self._flusher(stop)),
                 asyncio.create_task(ask_for_snapshots(self, stop)),
                 asyncio.create_task(self._heartbeats(stop)),
@@ -297,8 +302,10 @@ class Relay:
                 await asyncio.sleep(REGISTRY_WATCH_S)
 
     async def _follow(self, link: AgentLink) -> None:
+        """Connect to the agent, then wait for the connection's end: what it sends
+        meanwhile is routed by :meth:`_router`, not by this task."""
         try:
-            reader = await asyncio.wait_for(open_link(link, self.agent_token), 5.0)
+            protocol = await asyncio.wait_for(open_link(link, self.agent_token), 5.0)
         except PermissionError as exc:
             self.note(f"agent pid {link.pid} refused the relay: {exc}")
             self._refused.add(link.pid)
@@ -312,56 +319,13 @@ class Relay:
             f"following pid {link.pid} at {link.address}"
             + ("" if link.commands else " (the agent allows no commands)")
         )
-        buffer = bytearray()
         try:
-            while True:
-                data = await reader.read(_READ_SIZE)
-                if not data:
-                    break
-                buffer += data
-                while buffer:
-                    if link.skip:
-                        # The rest of an oversized frame: read and thrown away.
-                        skipped = min(link.skip, len(buffer))
-                        del buffer[:skipped]
-                        link.skip -= skipped
-                        continue
-                    too_big = None
-                    try:
-                        offsets, stop = split_frames(
-                            buffer, 0, len(buffer), DEFAULT_MAX_FRAME, f"agent pid {link.pid}"
-                        )
-                    except FrameError as exc:
-                        # The frames before it are whole; the length says how much to skip.
-                        too_big = exc.offset
-                        offsets, stop = split_frames(buffer, 0, too_big, DEFAULT_MAX_FRAME, "")
-                    if offsets:
-                        await self._route(link, buffer, offsets, stop)
-                    del buffer[:stop]
-                    if too_big is None:
-                        break
-                    (length,) = _length(buffer, 0)
-                    link.skip = HEADER_SIZE + length
-                    link.oversized += 1
-                    link.dropped += 1
-                    if link.oversized == 1 or link.oversized % 1000 == 0:
-                        self.note(
-                            f"agent pid {link.pid}: a frame of {length} bytes is over the"
-                            f" {DEFAULT_MAX_FRAME} limit: skipped ({link.oversized} so far),"
-                            " the connection kept"
-                        )
-                # Batches due go out now, not at the flusher's next tick:
-                # on a busy machine a timer fires late, a read does not wait.
-                if link.due(time.monotonic(), self.flush_s, self.clock_frame is not None):
-                    await self._flush_link(link)
-                if link.pending(self.clock_frame is not None):
-                    self.wait_for(link)  # the rest goes when due, by the flusher
-                elif self.waiting.get(link.pid) is link:
-                    del self.waiting[link.pid]  # all sent here: the flusher has nothing to do
-        except (OSError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            raise
+            protocol.follow(lambda data: self._received(link, data))
+            await protocol.closed
+            # What the router has not taken yet is routed here, before the last flush.
+            link.ended = True
+            self._ready.pop(link.pid, None)
+            await self._take(link)
         finally:
             if link.writer is not None:
                 link.writer.close()
@@ -380,6 +344,87 @@ class Relay:
         self._ended["copies_dropped"] += link.copies_dropped
         self._ended["oversized"] += link.oversized
         self.note(f"pid {link.pid} ended ({link.frames_in} frames, {link.dropped} dropped)")
+
+    def _received(self, link: AgentLink, data: bytes) -> None:
+        """A chunk read from an agent (on the event loop, from its protocol): kept in
+        its inbox, the link marked ready, the router woken once for all of them."""
+        link.inbox += data
+        self._ready[link.pid] = link
+        if not self._ready_event.is_set():
+            self._ready_event.set()
+        if len(link.inbox) > MAX_INBOX and not link.paused and link.writer is not None:
+            # The router is behind: the agent's publisher holds the rest (and drops
+            # for us, as for any slow viewer, if we stay behind).
+            link.paused = True
+            with contextlib.suppress(Exception):
+                link.writer.pause_reading()
+
+    async def _router(self, stop: asyncio.Event) -> None:
+        """Route what every ready link has read since the last turn: one task wakes
+        for all the reads of a turn of the event loop."""
+        while not stop.is_set():
+            await self._ready_event.wait()
+            self._ready_event.clear()
+            ready, self._ready = self._ready, {}
+            for link in ready.values():
+                if link.ended:
+                    continue
+                try:
+                    await self._take(link)
+                except Exception:  # one agent's bytes must not stop the others'
+                    log.exception("agent pid %s: cannot route what it sent", link.pid)
+                    self.note(f"agent pid {link.pid}: internal error routing its frames;"
+                              " its connection is closed (see the log)")  # fmt: skip
+                    if link.writer is not None:
+                        link.writer.close()
+
+    async def _take(self, link: AgentLink) -> None:
+        """Route the complete frames of the link's inbox; send the batches due."""
+        async with link.lock:
+            buffer = link.inbox
+            while buffer:
+                if link.skip:
+                    # The rest of an oversized frame: read and thrown away.
+                    skipped = min(link.skip, len(buffer))
+                    del buffer[:skipped]
+                    link.skip -= skipped
+                    continue
+                too_big = None
+                try:
+                    offsets, stop = split_frames(
+                        buffer, 0, len(buffer), DEFAULT_MAX_FRAME, f"agent pid {link.pid}"
+                    )
+                except FrameError as exc:
+                    # The frames before it are whole; the length says how much to skip.
+                    too_big = exc.offset
+                    offsets, stop = split_frames(buffer, 0, too_big, DEFAULT_MAX_FRAME, "")
+                if offsets:
+                    await self._route(link, buffer, offsets, stop)
+                del buffer[:stop]
+                if too_big is None:
+                    break
+                (length,) = _length(buffer, 0)
+                link.skip = HEADER_SIZE + length
+                link.oversized += 1
+                link.dropped += 1
+                if link.oversized == 1 or link.oversized % 1000 == 0:
+                    self.note(
+                        f"agent pid {link.pid}: a frame of {length} bytes is over the"
+                        f" {DEFAULT_MAX_FRAME} limit: skipped ({link.oversized} so far),"
+                        " the connection kept"
+                    )
+            if link.paused and link.writer is not None and not link.ended:
+                link.paused = False
+                with contextlib.suppress(Exception):
+                    link.writer.resume_reading()
+            # Batches due go out now, not at the flusher's next tick:
+            # on a busy machine a timer fires late, a read does not wait.
+            if link.due(time.monotonic(), self.flush_s, self.clock_frame is not None):
+                await self._flush_link(link)
+            if link.pending(self.clock_frame is not None):
+                self.wait_for(link)  # the rest goes when due, by the flusher
+            elif self.waiting.get(link.pid) is link:
+                del self.waiting[link.pid]  # all sent here: the flusher has nothing to do
 
     async def _route(
         self, link: AgentLink, buffer: bytearray, offsets: list[int], stop: int
