@@ -44,8 +44,6 @@ from aclmon.events import (
 )
 from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
-    HEADER,
-    HEADER_SIZE,
     FrameError,
     StreamDecoder,
     encode_frame,
@@ -303,15 +301,9 @@ class Subscriber:
 
         def next_message() -> Any:
             while True:
-                if len(received) >= HEADER_SIZE:
-                    (length,) = HEADER.unpack_from(received)
-                    if length > handshake.MAX_HANDSHAKE_FRAME:
-                        raise ValueError(f"handshake message of {length} bytes is too big")
-                    end = HEADER_SIZE + length
-                    if len(received) >= end:
-                        payload = bytes(received[HEADER_SIZE:end])
-                        del received[:end]
-                        return msgpack.unpackb(payload, raw=False)
+                whole = handshake.take_message(received)
+                if whole is not None:
+                    return whole[0]
                 data = sock.recv(65536)
                 if not data:
                     raise OSError("connection closed during handshake")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,10 +17,8 @@ import msgpack
 from aclmon import events as ev
 from aclmon.bus import handshake
 from aclmon.bus.transport import Address
-from aclmon.events.wire import HEADER_SIZE, encode_frame
+from aclmon.events.wire import encode_frame
 from aclmon.fleet import subjects as sj
-
-_LENGTH = struct.Struct("<I").unpack_from
 
 
 class Batch:
@@ -174,15 +171,9 @@ class AgentProtocol(asyncio.Protocol):
         """The next handshake message (msgpack in a frame)."""
         buffer = self._buffer
         while True:
-            if len(buffer) >= HEADER_SIZE:
-                (length,) = _LENGTH(buffer, 0)
-                if length > handshake.MAX_HANDSHAKE_FRAME:
-                    raise ValueError(f"handshake message of {length} bytes is too big")
-                end = HEADER_SIZE + length
-                if len(buffer) >= end:
-                    payload = bytes(buffer[HEADER_SIZE:end])
-                    del buffer[:end]
-                    return msgpack.unpackb(payload, raw=False)
+            whole = handshake.take_message(buffer)
+            if whole is not None:
+                return whole[0]
             if self.closed.done():
                 raise asyncio.IncompleteReadError(bytes(buffer), None)
             self._waiter = asyncio.get_running_loop().create_future()
