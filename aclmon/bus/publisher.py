@@ -236,7 +236,9 @@ class Publisher:
         """One turn of a publisher started with ``thread=False``, without waiting: the
         connections that are ready are served, the ring is sent, timeouts and drop
         reports are looked at. Its driver calls it after emitting and often enough
-        for handshakes and commands (every 100 ms is plenty)."""
+        for handshakes and commands (every 100 ms is plenty). A driven publisher
+        belongs to its driver's thread: :meth:`close` and :meth:`send_snapshots`
+        are called from there too (``emit``, ``publish`` and ``submit`` from any)."""
         if self._closing:
             return
         if not self._driven:

@@ -325,7 +325,11 @@ class Relay:
             # What the router has not taken yet is routed here, before the last flush.
             link.ended = True
             self._ready.pop(link.pid, None)
-            await self._take(link)
+            try:
+                await self._take(link)
+            except Exception:  # as in the router: said, and the link still ends
+                log.exception("agent pid %s: cannot route the last of what it sent", link.pid)
+                link.inbox.clear()
         finally:
             if link.writer is not None:
                 link.writer.close()

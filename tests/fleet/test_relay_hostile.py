@@ -331,3 +331,36 @@ def test_a_viewer_that_cannot_connect_says_why(case, nats, tmp_path):
         assert expected in feed.state_reason.lower()
     finally:
         feed.close()
+
+
+def test_a_link_whose_frames_cannot_be_routed_ends_and_is_followed_again(nats, runtime_dir):
+    """An internal error routing one agent's frames closes that connection: the link
+    ends (its task does not die with the same error on what is left) and the agent
+    is followed again at the next look at the registry."""
+    notes: list[str] = []
+    publisher = start_publisher(runtime_dir)
+    relay = Relay(nats.url, nats.credentials, job="unit", flush_ms=5, on_note=notes.append)
+    route = relay._route
+    broken = [False]
+
+    async def failing(*args: object) -> None:
+        if broken[0]:
+            raise RuntimeError("boom")
+        await route(*args)  # type: ignore[arg-type]
+
+    relay._route = failing  # type: ignore[method-assign]
+    pid = os.getpid()
+    try:
+        with RelayThread(relay):
+            wait_until(lambda: relay.links and relay.links[pid].frames_in, what="relay")
+            first = relay.links[pid]
+            broken[0] = True
+            publisher.emit(ev.TxMark, "cannot be routed")
+            wait_until(lambda: any(f"pid {pid} ended" in n for n in notes), what="the end")
+            assert any(f"agent pid {pid}: internal error routing" in n for n in notes)
+            broken[0] = False
+            wait_until(lambda: relay.links.get(pid) not in (None, first), what="followed again")
+            wait_until(lambda: relay.links[pid].frames_in, what="its frames again")
+    finally:
+        publisher.close()
+        registry.unregister()
