@@ -27,18 +27,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
+
+from aclmon.events.wire import HEADER
 
 BUS_VERSION = 1
 NONCE_SIZE = 32
 #: handshake frames are small; anything bigger is not a handshake.
 MAX_HANDSHAKE_FRAME = 4096
 _CONTEXT = b"aclmon-bus-1"
-_LENGTH = struct.Struct("<I")
 
 
 def take_message(buffer: bytearray) -> tuple[Any] | None:
@@ -46,15 +46,15 @@ def take_message(buffer: bytearray) -> tuple[Any] | None:
     msgpack), taken out of it, as ``(message,)``; ``None`` while it is not whole
     (what follows it is left in ``buffer``). Raises ``ValueError`` as soon as the
     length says it is too big to be a handshake message, before more is read."""
-    if len(buffer) < _LENGTH.size:
+    if len(buffer) < HEADER.size:
         return None
-    (length,) = _LENGTH.unpack_from(buffer)
+    (length,) = HEADER.unpack_from(buffer)
     if length > MAX_HANDSHAKE_FRAME:
         raise ValueError(f"handshake message of {length} bytes is too big")
-    end = _LENGTH.size + length
+    end = HEADER.size + length
     if len(buffer) < end:
         return None
-    payload = bytes(buffer[_LENGTH.size : end])
+    payload = bytes(buffer[HEADER.size : end])
     del buffer[:end]
     return (msgpack.unpackb(payload, raw=False),)
 

@@ -431,8 +431,7 @@ class Publisher:
 
     def _finish(self) -> None:
         """Closing: nothing new comes in; send all that is there, then let go."""
-        if not self._driven:
-            self._drain_wake()
+        self._drain_wake()
         self._pump()
         while self._fanout.left:
             self._pump()
