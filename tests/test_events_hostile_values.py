@@ -87,3 +87,26 @@ def test_events_json_survives_a_deeply_nested_summary(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
     texts = [json.loads(line).get("text") for line in result.stdout.splitlines()]
     assert "before" in texts and "after" in texts
+
+
+@pytest.mark.parametrize(
+    ("metrics", "passes"),
+    [
+        ({}, True),
+        ({"aic_mac_ratio": 0.5, "cycles": 12, "unit": "us", "ok": True, "x": None}, True),
+        ({"raw": b"\x00\x01", "ratio": 0.25}, True),
+        ({"ratio": 0.5, "nested": _nested(MAX_NESTING - 1)}, True),
+        ({"ratio": 0.5, "nested": _nested(MAX_NESTING)}, False),
+        ({"ratio": 0.5, "deep": (_nested(MAX_NESTING),)}, False),
+    ],
+)
+def test_a_map_of_scalars_passes_at_once_and_one_with_containers_is_walked(
+    metrics: dict, passes: bool
+) -> None:
+    timing = ev.OpTiming(1, 2, 0, "conv1", "Conv2D", 10, 20, 10, 0, metrics, 3, 4, "AI_CORE")
+    array = ev.unpack_payload(ev.encode(timing))
+    many, single, malformed = _decode_both_ways(array)
+    assert (many is not None, single is not None) == (passes, passes)
+    assert malformed == (0 if passes else 2)
+    if passes:
+        assert many == single == timing

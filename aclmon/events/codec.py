@@ -138,6 +138,10 @@ _SPECS: dict[int, _KindSpec] = {kind: _KindSpec(cls) for kind, cls in KINDS.item
 _TENSOR_SPEC = _KindSpec(TensorDesc)
 
 
+#: the types a map's value may have without being a container
+_SCALARS = frozenset({int, float, str, bool, bytes, _NoneType})
+
+
 def _elements_are(items: tuple[Any, ...], only: frozenset[type]) -> bool:
     """Every item of ``items`` exactly of the one type in ``only``."""
     return {*map(type, items)} <= only
@@ -164,6 +168,7 @@ def _fast_decoder(spec: _KindSpec, kind: int | None) -> Any:
         "_elements_are": _elements_are,
         "_tensors": _fast_tensors,
         "_nesting_within": nesting_within,
+        "_scalars": _SCALARS,
     }
     params = ["obj", "_type=type", "_int=int", "_tuple=tuple", "_cls=_cls", "_new=_new"]
     checks = []
@@ -174,7 +179,10 @@ def _fast_decoder(spec: _KindSpec, kind: int | None) -> Any:
         if accepted is float:
             checks.append(f"f{i} - f{i} == 0.0")  # finite: NaN and infinities are not
         elif accepted is dict:
-            checks.append(f"_nesting_within(f{i})")
+            # Nothing to walk in the usual map (empty, or scalars only).
+            checks.append(
+                f"(not f{i} or {{*map(_type, f{i}.values())}} <= _scalars or _nesting_within(f{i}))"
+            )
     fields = ", ".join(f"f{i}" for i in range(spec.nfields))
     name = f"decode_{kind}" if kind is not None else f"decode_{spec.cls.__name__}"
     lines = [f"def {name}({', '.join(params)}):"]
