@@ -55,6 +55,8 @@ _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 _pack = _packer.pack
 _pack_array_header = _packer.pack_array_header
 _kind_tuple = operator.attrgetter("KIND_TUPLE")
+#: bytes of payloads a :class:`BatchDecoder` unpacks and validates at a time
+SLICE_BYTES = 64 * 1024
 
 
 class FrameError(DecodeError):
@@ -253,19 +255,29 @@ class BatchDecoder:
     """The complete frames of one buffer -> validated events, in one pass.
 
     The payloads (length prefixes cut out in one numpy masked copy) are fed
-    to one streaming ``msgpack.Unpacker`` in C, then validated as a batch
-    (:meth:`EventDecoder.decode_many`). Unless every object ends exactly
-    where its frame ends (a malformed frame), the buffer is decoded again
-    frame by frame, so only the bad frames are lost; they are counted as
-    malformed by ``events``. The unpacker is kept from one batch to the next
-    unless a bad frame may have left half an object in it.
+    to one streaming ``msgpack.Unpacker`` in C ``slice_bytes`` at a time, and
+    each slice's objects validated as a batch (:meth:`EventDecoder.decode_many`)
+    while they are still in the CPU's cache. Unless every object ends exactly
+    where its frame ends (a malformed frame), the frames from the first one not
+    yet validated are decoded again one by one, so only the bad frames are
+    lost; they are counted as malformed by ``events``, once. The unpacker is
+    kept from one batch to the next unless a bad frame may have left half an
+    object in it.
     """
 
-    __slots__ = ("_max_buffer", "_unpacker", "events")
+    __slots__ = ("_max_buffer", "_slice", "_unpacker", "events")
 
-    def __init__(self, events: EventDecoder | None = None, max_buffer: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        events: EventDecoder | None = None,
+        max_buffer: int = 64 << 20,
+        slice_bytes: int = SLICE_BYTES,
+    ) -> None:
+        if slice_bytes < 1:
+            raise ValueError(f"slices of {slice_bytes} bytes")
         self.events = events if events is not None else EventDecoder()
         self._max_buffer = max_buffer
+        self._slice = slice_bytes
         self._unpacker = self._new_unpacker()
 
     def _new_unpacker(self) -> Any:
@@ -327,26 +339,43 @@ class BatchDecoder:
         tell = unpacker.tell
         positions: list[int] = []
         record_position = positions.append
+        decode_many = self.events.decode_many
+        events: list[Event] = []
+        done = 0  # frames whose objects ended where they should and were decoded
+        view = memoryview(joined)
         try:
-            unpacker.feed(joined)
-            # record_position() returns None: the condition only notes where
-            # each object ended, in C-level calls (no Python loop body).
-            objs = [obj for obj in unpacker if record_position(tell()) is None]
+            # Unpacked and validated a slice at a time: the slice's msgpack
+            # arrays are freed before the next slice is unpacked into the same
+            # memory, which stays in the CPU's cache (a 1 MiB read in one pass
+            # decoded at 0.7 the speed).
+            step = self._slice
+            for lo in range(0, len(joined), step):
+                unpacker.feed(view[lo : lo + step])
+                # record_position() returns None: the condition only notes where
+                # each object ended, in C-level calls (no Python loop body).
+                objs = [obj for obj in unpacker if record_position(tell()) is None]
+                if positions != expected[done : done + len(positions)]:
+                    break
+                events += decode_many(objs)
+                done += len(objs)
+                positions.clear()
         except Exception:  # invalid msgpack (msgpack raises many types), or too big
-            positions = []
-        if positions != expected:
-            # Some payload is not exactly one msgpack object, and the Unpacker
-            # may hold half of one: start a fresh one and go frame by frame,
-            # so only the bad frames are lost (counted as malformed).
-            self._unpacker = self._new_unpacker()
-            decode_payload = self.events.decode_payload
-            view = memoryview(data)
-            events = (
-                decode_payload(bytes(view[begin + HEADER_SIZE : end]))
-                for begin, end in pairwise([*starts, stop])
-            )
-            return [e for e in events if e is not None]
-        return self.events.decode_many(objs)
+            pass
+        if done == count:
+            return events
+        # Some payload is not exactly one msgpack object, and the Unpacker
+        # may hold half of one: start a fresh one and go frame by frame from
+        # the first frame not decoded, so only the bad frames are lost
+        # (counted as malformed).
+        self._unpacker = self._new_unpacker()
+        decode_payload = self.events.decode_payload
+        data_view = memoryview(data)
+        rest = (
+            decode_payload(bytes(data_view[begin + HEADER_SIZE : end]))
+            for begin, end in pairwise([*starts[done:], stop])
+        )
+        events += [e for e in rest if e is not None]
+        return events
 
 
 class StreamDecoder:
@@ -364,7 +393,7 @@ class StreamDecoder:
         self.max_frame = max_frame
         self.source = source
         self.frames = 0
-        self._buffer: bytes | bytearray = b""  # the incomplete frame after the last read
+        self._buffer = bytearray()  # the incomplete frame after the last read
         self._consumed = 0  # stream offset of _buffer[0], for error messages
         self._failed: FrameError | None = None
         self._batch = BatchDecoder(max_buffer=max(max_frame * 2, 64 * 1024 * 1024))
@@ -390,18 +419,24 @@ class StreamDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         if self._failed is not None:
             raise self._failed
-        work = self._buffer + data if self._buffer else data
-        if isinstance(work, memoryview):
-            work = work.tobytes()
+        buffer = self._buffer
+        work: bytes | bytearray
+        if buffer:
+            # Grown in place: a frame longer than a read gathers in linear time.
+            buffer += data
+            work = buffer
+        else:
+            work = data.tobytes() if isinstance(data, memoryview) else data
         try:
             starts, stop = split_frames(
                 work, 0, len(work), self.max_frame, self.source, self._consumed
             )
         except FrameError as exc:
             self._failed = exc
-            self._buffer = b""
+            self._buffer = bytearray()
             raise
-        self._buffer = work[stop:]
+        if work is not buffer or stop:
+            self._buffer = bytearray(memoryview(work)[stop:])
         self._consumed += stop
         if not starts:
             return []

@@ -313,3 +313,72 @@ def test_frames_made_by_column_decode_to_the_arrays_packed_one_by_one(rows, shap
     head, failed = encode_segments([arrays[:1]])
     assert not failed
     assert encode_segments([arrays[:1], packed])[0] == head + packed
+
+
+@FUZZ
+@given(
+    st.lists(st.one_of(st.sampled_from(SAMPLE_EVENTS), junk_payloads), min_size=1, max_size=30),
+    st.integers(1, 300),
+    st.integers(0, 30),
+)
+def test_batch_decoder_in_slices_agrees_with_frame_by_frame_decoding(
+    items: list[object], slice_bytes: int, cut: int
+) -> None:
+    """Payloads unpacked a few bytes at a time (objects across slices, junk in
+    any slice) give exactly what decoding each payload alone gives, and each bad
+    frame is counted once; the decoder stays in step for the next batch."""
+    payloads = [item if isinstance(item, bytes) else ev.encode(item) for item in items]
+    reference = ev.EventDecoder()
+    expected = [e for e in map(reference.decode_payload, payloads) if e is not None]  # type: ignore[arg-type]
+    batch = BatchDecoder(slice_bytes=slice_bytes)
+    # Two batches through the same decoder: its unpacker is kept between them.
+    cut = min(cut, len(payloads))
+    events: list[ev.Event] = []
+    for part in (payloads[:cut], payloads[cut:]):
+        data = b"".join(encode_frame(p) for p in part)  # type: ignore[arg-type]
+        starts, stop = split_frames(data, 0, len(data), 1 << 20, "s")
+        events += batch.decode(data, starts, stop)
+    assert events == expected
+    assert (batch.events.malformed, batch.events.unknown) == (
+        reference.malformed,
+        reference.unknown,
+    )
+    data = b"".join(encode_frame(ev.encode(e)) for e in SAMPLE_EVENTS)
+    starts, stop = split_frames(data, 0, len(data), 1 << 20, "s")
+    assert batch.decode(data, starts, stop) == SAMPLE_EVENTS
+
+
+def test_junk_in_a_later_slice_costs_only_its_own_frame() -> None:
+    # Many slices of good frames, then an unfinished array that swallows the
+    # next frames: the slices before it are kept, the frames after it are
+    # decoded one by one, the junk is counted once.
+    good = [clock.make(ev.HostSample, float(i), i, i) for i in range(3000)]
+    payloads = [ev.encode(e) for e in good]
+    payloads.insert(2000, b"\x9f\x01")
+    data = b"".join(encode_frame(p) for p in payloads)
+    starts, stop = split_frames(data, 0, len(data), 1 << 20, "s")
+    batch = BatchDecoder(slice_bytes=4096)
+    assert batch.decode(data, starts, stop) == good
+    assert batch.events.malformed == 1
+
+
+def test_a_batch_decoder_needs_slices_of_at_least_a_byte() -> None:
+    with pytest.raises(ValueError, match="slices of 0 bytes"):
+        BatchDecoder(slice_bytes=0)
+
+
+def test_a_frame_longer_than_the_reads_gathers_from_a_reused_buffer() -> None:
+    # The subscriber reads into one buffer again and again: what the decoder
+    # keeps of a frame still incomplete must be its own copy.
+    big = clock.make(ev.LogLine, "info", "x" * 300_000)
+    stream = encode_frame(ev.encode(big)) + STREAM
+    buffer = bytearray(4096)
+    decoder = StreamDecoder()
+    events: list[ev.Event] = []
+    for i in range(0, len(stream), len(buffer)):
+        chunk = stream[i : i + len(buffer)]
+        buffer[: len(chunk)] = chunk
+        events += decoder.feed(memoryview(buffer)[: len(chunk)])
+        buffer[:] = bytes(len(buffer))  # the next read overwrites it
+    assert events == [big, *SAMPLE_EVENTS]
+    assert decoder.pending == 0
