@@ -2,6 +2,6 @@
 
 import sys
 
-from aclmon.cli import main
+from aclmon.cli import program
 
-sys.exit(main())
+sys.exit(program())

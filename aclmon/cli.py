@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from aclmon import __version__
+from aclmon.collector import tune_for_viewer
 from aclmon.errors import AclmonError
 from aclmon.terminal_text import EscapingStream
 
@@ -66,13 +67,27 @@ def _prints_text(args: argparse.Namespace) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> int:
+#: subcommands that run the user's program in this process: its interpreter's
+#: settings stay its own
+JOB_COMMANDS = frozenset({"run"})
+
+
+def program() -> int:
+    """The ``aclmon`` command (console script and ``python -m aclmon``): :func:`main`
+    in a process of its own, whose garbage collector is set for a viewer unless the
+    subcommand runs the user's program here."""
+    return main(own_process=True)
+
+
+def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
+    if own_process and args.command not in JOB_COMMANDS:
+        tune_for_viewer()
     streams = sys.stdout, sys.stderr
     if _prints_text(args):
         # Names and messages may come from hostile files or peers: whatever is
@@ -102,4 +117,4 @@ def _run(args: argparse.Namespace, handler: Any) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())

@@ -12,11 +12,16 @@ framing, sockets or validation.
 Also measured: the same path with publisher and subscriber threads in one
 process (they then share one GIL), and the payload bytes of each kind.
 
+This process runs with the garbage collector set as in the viewer's
+(``aclmon.collector.tune_for_viewer``, as the ``aclmon`` command sets it); the
+publisher's child keeps the interpreter's own settings, as a job does.
+
     python bench/bench_bus.py
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -35,6 +40,10 @@ from bench_events import MIX, SMALL_KINDS, event_mix
 from aclmon import events as ev
 from aclmon.bus.publisher import Publisher
 from aclmon.bus.subscriber import Subscriber
+from aclmon.collector import tune_for_viewer
+
+#: the collector's settings of a job (the interpreter's own), for the publisher
+JOB_THRESHOLDS = gc.get_threshold()
 
 COUNT = 300_000
 RUNS = 3
@@ -62,6 +71,7 @@ def _produce(publisher: Publisher, events: list[Any]) -> None:
 
 
 def _publisher_process(address: str, mix: str, count: int, ready: Any, go: Any, done: Any) -> None:
+    gc.set_threshold(*JOB_THRESHOLDS)  # forked from the viewer's side: a job's settings
     kinds = MIX if mix == "mix" else tuple((cls, 1) for cls in SMALL_KINDS)
     events = event_mix(count, kinds)
     with Publisher(address, queue_size=1 << 20, subscriber_buffer=256 << 20) as publisher:
@@ -131,6 +141,7 @@ def _through_threads(address: str, events: list[Any]) -> float:
 
 
 def main() -> None:
+    tune_for_viewer()
     mix = event_mix(COUNT)
     small = event_mix(COUNT, tuple((cls, 1) for cls in SMALL_KINDS))
     packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack

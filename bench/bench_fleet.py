@@ -402,8 +402,11 @@ def fleet_viewer_main(url: str, sources: int) -> None:
     one JSON line when it has them all (or nothing came for ``QUIET_S``)."""
     import psutil
 
+    from aclmon.collector import tune_for_viewer
     from aclmon.store.fleet import FleetStore
     from aclmon.tui.fleet import FleetApp
+
+    tune_for_viewer()  # as `aclmon attach` sets a fleet viewer's process
 
     class MeasuredFeed(NatsFeed):
         """Notes each event's lag, each source's count and its sequence gaps as

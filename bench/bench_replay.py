@@ -290,6 +290,10 @@ def main() -> int:
     parser.add_argument("--measure", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--baseline", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # The replay app runs in the children: collector set as `aclmon replay` sets it.
+    from aclmon.collector import tune_for_viewer
+
+    tune_for_viewer()
     if args.measure:
         print(json.dumps(measure(args.measure, STARTED)))
         return 0

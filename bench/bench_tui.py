@@ -528,6 +528,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.publish:
         return publisher_main(*args.publish)
+    # The app runs here: its collector set as the `aclmon` command sets a viewer's.
+    from aclmon.collector import tune_for_viewer
+
+    tune_for_viewer()
     live: dict[str, object] = {}
     if not (args.timeline_only or args.no_live):
         live_seconds = args.live_seconds or (4.0 if args.quick else LIVE_SECONDS)
