@@ -104,7 +104,8 @@ def host_app(
 
     job = ListSource(over_the_wire(build_events()), agent=FakeAgent(), readonly=readonly)
     host = FixedHost(over_the_wire(host_events() if samples is None else samples), status)
-    return AclmonApp(WithHost(job, host), clock=lambda: 0.0, **kwargs)  # type: ignore[arg-type]
+    kwargs.setdefault("clock", lambda: 0.0)
+    return AclmonApp(WithHost(job, host), **kwargs)  # type: ignore[arg-type]
 
 
 def samples_with(processes: tuple[tuple[int, int, str, str, int], ...]) -> list[ev.Event]:

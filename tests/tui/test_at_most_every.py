@@ -13,10 +13,10 @@ PERIOD = 0.2
 
 
 class Counting(View):
-    def __init__(self) -> None:
+    def __init__(self, on_beat: bool = False) -> None:
         super().__init__()
         self.draws: list[float] = []
-        self.every = AtMostEvery(self, PERIOD, self.draw)
+        self.every = AtMostEvery(self, PERIOD, self.draw, on_beat=on_beat)
 
     def draw(self) -> None:
         self.draws.append(time.monotonic())
@@ -112,3 +112,39 @@ async def test_a_drawing_that_does_not_call_drawn_is_still_throttled() -> None:
         assert not view.every.waiting
         view.every.flush()
         assert view.draws == 2
+
+
+class OnBeat(App[None]):
+    """A view drawn on the beat, in an app without one."""
+
+    def compose(self) -> ComposeResult:
+        yield Counting(on_beat=True)
+
+
+class Beating(OnBeat):
+    beats = True
+
+
+async def test_on_the_beat_every_drawing_after_the_first_waits_for_the_beat() -> None:
+    """What moves on a clock of its own (the host's readings) draws in the beat's
+    frame, however long ago its last drawing was; in an app without a beat it
+    draws as any other."""
+    app = Beating()
+    async with app.run_test():
+        view = app.query_one(Counting)
+        view.every.ask()  # the first drawing: at once
+        assert len(view.draws) == 1
+        await asyncio.sleep(PERIOD * 1.5)  # its period is over
+        view.every.ask()
+        assert len(view.draws) == 1 and view.every.waiting
+        view.beat()
+        assert len(view.draws) == 2 and not view.every.waiting
+        view.beat()  # nothing asked since
+        assert len(view.draws) == 2
+    plain = OnBeat()
+    async with plain.run_test():
+        view = plain.query_one(Counting)
+        view.every.ask()
+        await asyncio.sleep(PERIOD * 1.5)
+        view.every.ask()
+        assert len(view.draws) == 2

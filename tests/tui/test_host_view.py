@@ -361,16 +361,20 @@ async def test_all_seven_tabs_fit_80_columns_with_their_counts():
         assert " 7 Host 8" in tabs and " 1 Devi 4" in tabs and "…" not in tabs
 
 
-async def test_a_sample_of_the_job_redraws_the_status_not_the_chips_and_processes():
+async def test_a_sample_of_the_job_redraws_the_status_and_a_live_reading_waits_for_the_beat():
     """The job's section moves twice a second with its own samples; the Host view
-    shows of it only where the job runs (its status line)."""
+    shows of it only where the job runs (its status line). A new live reading of
+    the host (once a second, on the host source's own clock) is drawn on the app's
+    beat, in the frame of the header's figures, not in a frame of its own."""
     from aclmon.store.sections import HOST, JOB
     from aclmon.tui.views.host import HostView
 
-    app = host_app()
+    now = [0.0]
+    app = host_app(clock=lambda: now[0])
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("7")
         await wait_for(pilot, lambda: "chips" in screen_text(app))
+        app.tick()  # the first tick has beaten: the next beat is a second from now
         view = app.query_one(HostView)
         drawn: list[str] = []
         view.draw_devices = lambda: drawn.append("chips")  # type: ignore[method-assign]
@@ -378,5 +382,31 @@ async def test_a_sample_of_the_job_redraws_the_status_not_the_chips_and_processe
         view.redraw_sections(frozenset({JOB}))
         assert drawn == ["status"]
         drawn.clear()
-        view.redraw_sections(frozenset({HOST, JOB}))
+        now[0] = 0.5
+        view.redraw_sections(frozenset({HOST, JOB}))  # a reading between two beats
+        app.tick()
+        assert drawn == []
+        now[0] = 1.0
+        app.tick()  # the beat
         assert "chips" in drawn and "status" in drawn
+        drawn.clear()
+        now[0] = 1.25
+        app.tick()  # nothing new since: nothing drawn
+        assert "chips" not in drawn
+
+
+async def test_a_recorded_reading_is_drawn_at_once() -> None:
+    """Recorded readings move with the user's seeks: they do not wait for a beat."""
+    from aclmon.store.sections import HOST
+    from aclmon.tui.views.host import HostView
+
+    app = host_app(status=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("7")
+        await wait_for(pilot, lambda: "chips" in screen_text(app))
+        app.tick()
+        view = app.query_one(HostView)
+        drawn: list[str] = []
+        view.draw_devices = lambda: drawn.append("chips")  # type: ignore[method-assign]
+        view.redraw_sections(frozenset({HOST}))
+        assert drawn == ["chips"]

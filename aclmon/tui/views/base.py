@@ -219,9 +219,16 @@ class AtMostEvery:
         seconds: float,
         draw: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
+        *,
+        on_beat: bool = False,
     ) -> None:
         self._widget, self._seconds, self._draw, self._clock = view, seconds, draw, clock
+        #: in an app that beats, every drawing after the first waits for the beat,
+        #: however old the last one is: what moves once a second on a clock of its
+        #: own (the host's readings) would otherwise draw a frame between two beats
+        self._on_beat = on_beat
         self._drawn_at = -seconds
+        self._has_drawn = False
         self._timer: Timer | None = None
         #: asked for within the period, in an app that beats: drawn on its beat
         self._asked = False
@@ -238,10 +245,11 @@ class AtMostEvery:
         """Draw now if the last drawing is ``seconds`` old, else when it is (on the
         app's beat, if it beats)."""
         wait = self._seconds - (self._clock() - self._drawn_at)
-        if wait <= 0:
-            self._draw_now()
-        elif getattr(self._widget.app, "beats", False):
+        beats = getattr(self._widget.app, "beats", False)
+        if beats and (wait > 0 or (self._on_beat and self._has_drawn)):
             self._asked = True
+        elif wait <= 0:
+            self._draw_now()
         elif self._timer is None:
             self._live += 1
             self._timer = self._widget.set_timer(wait, partial(self._due, self._live))
@@ -249,6 +257,7 @@ class AtMostEvery:
     def drawn(self) -> None:
         """It was drawn now (whoever asked): the next waits ``seconds`` from here."""
         self._drawn_at = self._clock()
+        self._has_drawn = True
         self._cancel()
 
     def beat(self) -> None:

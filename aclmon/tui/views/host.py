@@ -38,6 +38,7 @@ from aclmon.store.state import ChipHistory, HostNpus, StoreState
 from aclmon.tui import fmt
 from aclmon.tui.columns import Cell, Column
 from aclmon.tui.style import Roles, key_values, roles, theme_style
+from aclmon.tui.views.base import AtMostEvery
 from aclmon.tui.views.devices import command_line
 from aclmon.tui.views.listview import ListView, sort_key_of
 from aclmon.tui.vlist import VirtualList
@@ -48,6 +49,8 @@ MIB = 1 << 20
 #: the signals of T and K
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 WIDE = 120
+#: seconds between two drawings of the host's readings, at least (on the beat)
+READING_EVERY = 1.0
 
 
 #: where watching a process without an agent will come from
@@ -203,6 +206,9 @@ class HostView(ListView):
         #: (lines, width) of the chips' rows as last laid out
         self._devices_shape = (0, 0)
         self._rows_drawn: object = None
+        # A new reading of the host (once a second, on the host source's own clock)
+        # is drawn on the app's beat, in the frame of the header's figures.
+        self._reading_every = AtMostEvery(self, READING_EVERY, self.redraw, on_beat=True)
 
     # ------------------------------------------------------------ composition
     def compose(self) -> ComposeResult:
@@ -295,8 +301,12 @@ class HostView(ListView):
     def redraw_sections(self, moved: frozenset[str]) -> None:
         """The job's section moves with each of its samples (twice a second); of it
         this view shows only where the job runs, in the status line. The chips and
-        the processes are drawn again only for a new reading of the host."""
-        if HOST in moved:
+        the processes are drawn again only for a new reading of the host: a live one
+        on the app's beat (at once in an app that does not beat, as ``aclmon top``),
+        a recorded one at once (it moves with the user's seeks)."""
+        if HOST in moved and self.status_of() is not None:
+            self._reading_every.ask()
+        elif HOST in moved:
             self.redraw()
         elif self.is_mounted:
             self.draw_status()
@@ -304,6 +314,7 @@ class HostView(ListView):
     def redraw(self) -> None:
         if self.store is None or not self.is_mounted:
             return
+        self._reading_every.drawn()
         chosen = self.selected_row()
         npus = self.npus
         drawn = (npus.snapshot.processes, npus.agent_pids) if npus and npus.snapshot else None
