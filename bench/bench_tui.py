@@ -30,7 +30,8 @@ the real app attached headless at 160x48 as ``aclmon demo`` attaches it (a
 - view_switch_ms: median time from the view's number key, pressed in another
   view, to the first frame that shows it,
 - view_switch_over_paint: that over the time of one paint of the same view (the
-  app's full repaint, as after a resize: every row drawn again, to the frame).
+  app's full repaint, as after a resize: every row drawn again, to the frame),
+- frames_per_s: the frames the app displayed in that interval, per second.
 ``--profile DIR`` writes each view's cProfile of its CPU interval there (and
 prints its top functions); its figures are then not the app's own.
 
@@ -422,6 +423,7 @@ async def live_views(
                     if profiler is not None:
                         profiler.disable()
                     wall = time.perf_counter() - t0
+                    painted_frames = sum(1 for t in frames if t0 <= t <= t0 + wall)
                     viewer_cpu = time.process_time() - cpu0
                     job_cpu = job_cpu_seconds(job_pid) - job0
                     events = app.store.state.counters.events - events0
@@ -440,6 +442,7 @@ async def live_views(
                         "view_switch_ms": round(switch, 1),
                         "paint_ms": round(painted, 1),
                         "view_switch_over_paint": round(switch / painted, 2) if painted else 0.0,
+                        "frames_per_s": round(painted_frames / wall, 2),
                         "load": round(os.getloadavg()[0], 2),
                     }
                     r = results[entry.id]
@@ -447,6 +450,7 @@ async def live_views(
                           f" job {r['job_cpu_percent']:5.1f} % -> {r['viewer_cpu_over_job']:.3f}"
                           f"  ({r['events_per_s']} ev/s)  switch {switch:6.1f} ms"
                           f"  paint {painted:6.1f} ms -> {r['view_switch_over_paint']:.2f}"
+                          f"  {r['frames_per_s']:.1f} frames/s"
                           f"  (load {r['load']:.2f})", flush=True)  # fmt: skip
         finally:
             feed.close()
