@@ -4,7 +4,7 @@ A viewer decodes events in bursts: a read of the bus, a NATS message, a piece of
 a recording becomes a thousand or more event tuples at once, each of which the
 cyclic collector tracks. With CPython's default first threshold (700 new
 container objects) a collection follows nearly every burst and walks every
-event still waiting to be shown, and the oldest generations walk them again: 15
+event still waiting to be shown, and the oldest generations walk them again: 10
 to 20 % of a subscriber's time on a fast stream (docs/benchmarks.md). Events
 hold no reference cycles and a viewer drops them within a refresh, so most die
 before a collection that waits for :data:`FIRST_THRESHOLD` new objects.

@@ -13,7 +13,7 @@ really sent (and never more than ``max_frame``).
   tools that want bytes);
 - :class:`BatchDecoder` turns the complete frames of one buffer into validated
   events with one streaming msgpack ``Unpacker`` (the fast path of every
-  subscriber and of replay, see docs/events.md, "Decoding speed");
+  subscriber and of replay, see docs/events.md, "Performance");
 - :class:`StreamDecoder` = incremental splitting + :class:`BatchDecoder`;
 - :func:`peek` (one payload) and :func:`peek_kinds` / :func:`peek_timestamps`
   (many, as numpy arrays): a payload's kind, whether its ``seq`` is 0 and its
