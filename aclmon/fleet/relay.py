@@ -52,7 +52,6 @@ import contextlib
 import logging
 import os
 import socket
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +63,7 @@ from aclmon.bus import registry
 from aclmon.bus.transport import parse_address
 from aclmon.events.wire import (
     DEFAULT_MAX_FRAME,
+    HEADER,
     HEADER_SIZE,
     FrameError,
     encode_frame,
@@ -92,7 +92,6 @@ REGISTRY_POLL_S = 1.0
 REGISTRY_WATCH_S = 0.02
 #: the latest snapshot of an agent is published at most this often
 STATE_MIN_INTERVAL_S = 1.0
-_length = struct.Struct("<I").unpack_from
 #: kind byte -> extra classes of the frame (besides events)
 _ROUTES: dict[int, str] = {
     **dict.fromkeys(sj.SUMMARY_KINDS, sj.SUMMARY),
@@ -407,7 +406,7 @@ class Relay:
                 del buffer[:stop]
                 if too_big is None:
                     break
-                (length,) = _length(buffer, 0)
+                (length,) = HEADER.unpack_from(buffer, 0)
                 link.skip = HEADER_SIZE + length
                 link.oversized += 1
                 link.dropped += 1
