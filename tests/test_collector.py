@@ -65,3 +65,19 @@ def test_the_job_under_aclmon_run_keeps_its_interpreters_settings(tmp_path: Path
     ).stdout  # fmt: skip
     assert "thresholds" in fresh
     assert fresh.splitlines()[-1] in under_run.splitlines()
+
+
+def test_only_a_viewers_process_freezes_what_it_has_built() -> None:
+    # In a fresh interpreter: freezing there would pin this test process's objects.
+    code = (
+        "import gc\n"
+        "from aclmon import collector\n"
+        "before = collector.freeze_long_lived(), gc.get_freeze_count()\n"
+        "collector.tune_for_viewer()\n"
+        "kept = [[n] for n in range(1000)]\n"
+        "print(*before, collector.freeze_long_lived(), gc.get_freeze_count() >= 1000)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.split() == ["False", "0", "True", "True"]

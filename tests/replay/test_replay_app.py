@@ -199,6 +199,26 @@ async def test_play_folds_by_recording_time_at_the_chosen_speed(recorded):
         assert engine.position == 3000 and not app.playing
 
 
+async def test_the_snapshots_and_the_slices_are_frozen_once_built(recorded, monkeypatch):
+    """Once built, the replay's long-lived state leaves the collector's reach (a
+    full collection walking it would stop a seek): once for the snapshots, once
+    for the timeline's slices, whichever comes first."""
+    path, _events = recorded
+    app = make_app(path)
+    empty = app.slices  # until the recording's slices are built
+    calls: list[tuple[bool, bool]] = []
+    monkeypatch.setattr(
+        replay_module,
+        "freeze_long_lived",
+        lambda: calls.append((app.engine.ready, app.slices is not empty)) or True,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(calls) == 2)
+        await pilot.pause(0.5)  # the warnings' timer has stopped: no third
+    assert len(calls) == 2
+    assert any(ready for ready, _ in calls) and any(sliced for _, sliced in calls)
+
+
 async def test_far_seeks_run_on_a_worker_and_swap_the_state_in(recorded, monkeypatch):
     path, events = recorded
     monkeypatch.setattr(replay_module, "SYNC_SEEK_FRAMES", 5)

@@ -21,6 +21,7 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.worker import get_current_worker
 
+from aclmon.collector import freeze_long_lived
 from aclmon.errors import AclmonError
 from aclmon.sources.base import Source
 from aclmon.sources.recording import LateIndex, RecordingSource, recording_warnings
@@ -156,6 +157,7 @@ class ReplayApp(AclmonApp):
         self.slices = built
         self.timeline_view.show_timeline(built)
         self.timeline_view.pin(self.position_ts())
+        freeze_long_lived()  # the slices too, kept to the end
 
     def _check_warnings(self) -> None:
         """Add the file's problems to the timeline once the index knows them."""
@@ -163,6 +165,10 @@ class ReplayApp(AclmonApp):
         self.warnings = self._base_warnings + tuple(recording_warnings(engine))
         if engine.ready or engine.builder_error:
             self._warnings_timer.stop()
+            if engine.ready:
+                # the index and the snapshots are built, kept to the end: no full
+                # collection walks them again (a seek would wait for it)
+                freeze_long_lived()
         self._refresh_timeline()
 
     def position_ts(self) -> int:
