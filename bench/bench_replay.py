@@ -1,5 +1,6 @@
 """Replay benchmark: a 1,000,000-event recording opened to the first screen,
-then a seek to the end and back (and to an arbitrary middle point).
+then a seek to the end and back (and to the frame just before a snapshot:
+the most a seek folds).
 
 The recording is written first (a realistic mix: executions, syncs, device
 samples, op timings, ~1% exceptions, dump files, stream churn). The
@@ -11,11 +12,12 @@ times the seeks the way a user does them (keys ``E``, ``S``), each until the
 screen shows the new state.
 
 Targets (issue #7): first screen < 2 s, seek < 200 ms, peak RSS well under
-3x the file size. ``seek_ms`` is the worst of three seeks (end, start, a
-frame away from any snapshot), each from the call until the new state is
-in (a worker may fold it) and painted; ``*_call_ms`` is the part the call
-itself takes on the UI thread, and ``*_cpu_ms``
-the CPU time the process used from the call until painted: on a shared,
+3x the file size. ``seek_ms`` is the worst of three seeks (end, start, the
+frame just before a snapshot past 61.8 % of the recording: the snapshot
+before it restored and ``middle_folds`` frames folded), each from the call
+until the new state is in (a worker may fold it) and painted; ``*_call_ms``
+is the part the call itself takes on the UI thread, and ``*_cpu_ms`` the
+CPU time the process used from the call until painted: on a shared,
 loaded machine the wall time is that work stretched by waiting for a core
 (``seek_cpu_share`` = CPU over wall time; ``load_average`` is the 1-minute
 load when the seeks ran), so ``seek_cpu_ms`` is what a seek costs on a free
@@ -33,12 +35,20 @@ is idle) and ``seek_*_over_paint`` = ``seek_*_ms`` over it. A seek that only
 restored the state and painted once would be about 1. ``paint_alone_ms`` is
 a wait with nothing to draw: the pilot's own floor, not a paint.
 
+``full_collection_ms`` is one full collection of the garbage collector, timed
+after the seeks: the collector runs one by itself once enough new objects have
+survived, and every thread (the UI's included) waits for it. Once its index,
+snapshots and slices are built the app freezes them (``frozen_objects``), so
+it walks only what came after.
+
     python bench/bench_replay.py [--events N] [--keep FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import gc
 import json
 import os
 import resource
@@ -157,6 +167,7 @@ def measure(path: str, started: float) -> dict[str, float]:
             start_indexing()
 
         app._start_indexing = first_paint  # type: ignore[method-assign]
+        empty_slices = app.slices
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
             result["settled_s"] = round(time.perf_counter() - started, 3)
@@ -165,6 +176,12 @@ def measure(path: str, started: float) -> dict[str, float]:
                 await asyncio.sleep(0.05)
             result["snapshots_ready_s"] = round(time.perf_counter() - built, 3)
             result["rss_ready_mb"] = rss_mb()  # index + snapshots + markers + first screen
+            while app.slices is empty_slices:  # the Timeline view's, built after the index
+                await asyncio.sleep(0.05)
+            result["slices_ready_s"] = round(time.perf_counter() - built, 3)
+            await pilot.pause(0.3)  # the app's check that the snapshots are in (0.2 s)
+            # what the app moved out of the collector's reach once built
+            result["frozen_objects"] = gc.get_freeze_count()
             snapshots = engine.snapshots
             result["snapshots"] = len(snapshots.at)
             # what the replay's own structures hold (for the breakdown in docs/replay.md)
@@ -221,13 +238,23 @@ def measure(path: str, started: float) -> dict[str, float]:
             result["paint_alone_cpu_ms"] = round((time.process_time() - cpu) * 1000, 1)
             result["load_average"] = round(os.getloadavg()[0], 1)
             n = len(engine)
-            middle = int(n * 0.6180339) + 7  # away from any snapshot: restore + fold
+            # The worst seek the builder's snapshots leave: the frame just before one
+            # (restore the one before it, fold a whole spacing but one frame).
+            at = snapshots.at
+            middle = at[bisect.bisect_right(at, int(n * 0.6180339))] - 1
+            result["middle_folds"] = middle - at[bisect.bisect_right(at, middle) - 1]
             await timed_seek("seek_end", lambda: app.seek_text("end"), n)
             await timed_seek("seek_start", lambda: app.seek_text("start"), 0)
             await timed_seek("seek_middle", lambda: app.seek_position(middle), middle)
             await timed_key("key_end_ms", "E", n)
             await timed_key("key_start_ms", "S", 0)
             result["rss_seeked_mb"] = rss_mb()
+            # What a full collection would stop the UI (and every thread) for now:
+            # the collector runs one by itself once enough new objects survived,
+            # and a seek or playback meets it.
+            begin = time.perf_counter()
+            gc.collect()
+            result["full_collection_ms"] = round((time.perf_counter() - begin) * 1000, 1)
             app.exit()
         app.source.close()
 
@@ -326,7 +353,13 @@ def main() -> int:
     print(f"first screen (from process start)       {figures['open_s']:.2f} s   target < 2 s")
     print(f"  (pilot idle after it, indexing running: {figures['settled_s']:.2f} s)")
     print(f"snapshots + markers built in background {figures['snapshots_ready_s']:.2f} s")
-    for name, label in (("end", "the end"), ("start", "the start"), ("middle", "a middle frame")):
+    print(f"  the Timeline view's slices built by       {figures['slices_ready_s']:.2f} s")
+    print(
+        f"  then {figures['frozen_objects']:,} objects out of the collector's reach;"
+        f" a full collection after the seeks took {figures['full_collection_ms']:.0f} ms"
+    )
+    print(f"  (the worst frame folds {figures['middle_folds']:,} frames after a restore)")
+    for name, label in (("end", "the end"), ("start", "the start"), ("middle", "the worst frame")):
         print(
             f"seek to {label:<15} {figures[f'seek_{name}_ms']:6.0f} ms until painted"
             f" ({figures[f'seek_{name}_call_ms']:.0f} ms the seek itself);"

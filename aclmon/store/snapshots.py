@@ -23,13 +23,14 @@ from aclmon import events as ev
 from aclmon.store.fold import Store
 from aclmon.store.state import StoreState
 
-#: frames between two snapshots, at least: bounds the fold work of any seek.
-DEFAULT_SNAPSHOT_EVERY = 5_000
+#: frames between two snapshots, at least: bounds the fold work of any seek
+#: (2,500 frames are ~20 ms on a 2-core machine, half a paint).
+DEFAULT_SNAPSHOT_EVERY = 2_500
 #: snapshots kept at most (besides the empty one at position 0). Each costs
-#: ~12 KiB on the 1M-event bench (its rings are places in shared journals, the
-#: rest is compressed; 256 of them ~3 MiB), so past this many the spacing
-#: grows instead (1M frames: one every 5,000; 4M frames: one every ~16,000).
-DEFAULT_MAX_SNAPSHOTS = 256
+#: ~42 KiB on the 1M-event bench (its rings are places in shared journals, the
+#: rest is compressed; 401 of them ~17 MiB), so past this many the spacing
+#: grows instead (1M frames: one every 2,500; 4M frames: one every ~7,800).
+DEFAULT_MAX_SNAPSHOTS = 512
 #: a seek's fold leaves a snapshot every this many frames before its target, at
 #: most: going back a little from where a seek landed folds no more than this
 NEAR_EVERY = 500
@@ -107,9 +108,16 @@ class Snapshots:
 
     def restore(self, store: Store, snapshot: Snapshot) -> None:
         """Make ``store`` continue from ``snapshot`` (which stays unchanged)."""
-        store.restore(pickle.loads(zlib.decompress(snapshot.rest)))
+        store.replace(_unpickled(snapshot.rest))
         for name, (end, length) in zip(RINGS, snapshot.rings, strict=True):
             setattr(store.state, name, self.journals[name].ring(end, length))
+
+
+def _unpickled(rest: bytes) -> StoreState:
+    """A snapshot's rest as a new state: its own objects, shared with nothing,
+    so the store adopts it as it is (a copy would cost a quarter of a seek)."""
+    state: StoreState = pickle.loads(zlib.decompress(rest))
+    return state
 
 
 def _rest(state: StoreState) -> bytes:
@@ -136,7 +144,7 @@ class NearSnapshot(NamedTuple):
         return cls(_rest(state), tuple(tuple(getattr(state, name)) for name in RINGS))
 
     def restore(self, store: Store) -> None:
-        store.restore(pickle.loads(zlib.decompress(self.rest)))
+        store.replace(_unpickled(self.rest))
         for name, items in zip(RINGS, self.rings, strict=True):
             setattr(store.state, name, deque(items))
 
