@@ -189,7 +189,8 @@ class VirtualList(ScrollView, can_focus=True):
             return
         last = self._offset + self._count - 1
         index = min(max(index, self._offset), last)
-        if index != self.cursor:
+        before = self.cursor
+        if index != before:
             self.post_message(self.Highlighted(self, index))
         self.cursor = index
         self.set_follow(index == last)
@@ -200,7 +201,11 @@ class VirtualList(ScrollView, can_focus=True):
             self.scroll_to(y=row, animate=False, immediate=True)
         elif row >= top + height:
             self.scroll_to(y=row - height + 1, animate=False, immediate=True)
-        self.refresh()
+        if index != before:
+            # the line the cursor left and the one it reached (a scroll repaints
+            # all it shows); a cursor kept where it is (a view redrawn on a
+            # reading) paints nothing
+            self.refresh_rows((before, index))
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor_to(self.cursor + delta)

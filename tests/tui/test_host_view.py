@@ -12,12 +12,15 @@ import sys
 import psutil
 import pytest
 from host_scenario import (
+    HOST,
     JOB_PID,
     OTHER_AGENT_PID,
+    PROCESSES,
     FixedHost,
     host_app,
     host_events,
     samples_with,
+    snapshot_at,
 )
 from tui_helpers import make_app, screen_text, wait_for
 
@@ -410,3 +413,42 @@ async def test_a_recorded_reading_is_drawn_at_once() -> None:
         view.draw_devices = lambda: drawn.append("chips")  # type: ignore[method-assign]
         view.redraw_sections(frozenset({HOST}))
         assert drawn == ["chips"]
+
+
+async def test_a_new_reading_paints_again_only_the_process_rows_that_changed() -> None:
+    """Rows are cached by what they show: of a new reading of the host, only the
+    lines whose process changed are painted again (the cursor's row, kept where
+    it is, among the others paints nothing)."""
+    from aclmon import events as ev
+    from aclmon.tui.views.host import HostView
+
+    app = host_app(status=None)  # recorded readings: drawn at once
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("7")
+        await wait_for(pilot, lambda: "vllm" in screen_text(app))
+        view = app.query_one(HostView)
+        vlist = view.vlist
+        assert vlist.cursor >= 0
+        view.redraw()  # at the width the list settled at
+        await pilot.pause()
+        painted: list[int] = []
+        render_line = vlist.render_line
+
+        def spy(y: int):
+            painted.append(y)
+            return render_line(y)
+
+        vlist.render_line = spy  # type: ignore[method-assign]
+        bigger = tuple(
+            (chip, pid, user, command, mb + 1024 if chip == 2 else mb)
+            for chip, pid, user, command, mb in PROCESSES
+        )
+        last = snapshot_at(200, bigger)
+        agents = (JOB_PID, OTHER_AGENT_PID)
+        app.store.apply(ev.HostNpuSample(0, last.taken_ns, HOST, last.to_plain(), agents))
+        view.redraw()
+        await pilot.pause()
+        changed = [n for n, row in enumerate(view._rows) if row.reading.memory_mb == 13_824]
+        assert len(changed) == 1
+        assert painted and set(painted) == {changed[0] - round(vlist.scroll_y)}
+        assert "13.5 GiB" in screen_text(app) and "12.5 GiB" not in screen_text(app)

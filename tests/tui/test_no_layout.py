@@ -81,3 +81,28 @@ async def test_another_dump_summary_of_fitting_height_is_drawn_in_place() -> Non
         # the first summary was measured before the pane had its size (the view was
         # hidden): one layout; from then on, none
         assert not any(layouts[1:])
+
+
+async def test_a_cursor_move_paints_the_two_lines_it_touches_and_staying_paints_none() -> None:
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        vlist = app.query_one(VirtualList)
+        vlist.set_rows(0, 6)
+        vlist.set_follow(False)
+        vlist.move_cursor_to(2)
+        await pilot.pause()
+        painted: list[int] = []
+        render_line = vlist.render_line
+
+        def spy(y: int):  # type: ignore[no-untyped-def]
+            painted.append(y)
+            return render_line(y)
+
+        vlist.render_line = spy  # type: ignore[method-assign]
+        vlist.move_cursor_to(2)  # where it is (a view redrawn keeps it there)
+        await pilot.pause()
+        assert painted == []
+        vlist.move_cursor_to(4)
+        await pilot.pause()
+        assert sorted(set(painted)) == [2, 4]
+        assert vlist.cursor == 4

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import signal
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from itertools import zip_longest
 from typing import Any, ClassVar, NamedTuple
 
 from rich.style import Style
@@ -311,6 +312,15 @@ class HostView(ListView):
         elif self.is_mounted:
             self.draw_status()
 
+    def list_row_key(self) -> Callable[[int], Hashable] | None:
+        return self._row_key
+
+    def _row_key(self, index: int) -> Hashable:
+        """A process's row is drawn from its reading, its agent mark and its chip's
+        label (and the search's highlight): a row that shows the same is not drawn
+        again when the host is read again."""
+        return (self.row_at(index), self.filter_text)
+
     def redraw(self) -> None:
         if self.store is None or not self.is_mounted:
             return
@@ -318,11 +328,17 @@ class HostView(ListView):
         chosen = self.selected_row()
         npus = self.npus
         drawn = (npus.snapshot.processes, npus.agent_pids) if npus and npus.snapshot else None
-        if drawn != self._rows_drawn:
-            # other readings of the processes: the list's cached rows are last refresh's
-            self._rows_drawn = drawn
-            self.vlist.clear_cache()
+        before = self._rows
         super().redraw()
+        if drawn != self._rows_drawn:
+            # another reading of the processes: paint again only the lines whose
+            # row changed (a list of another length is painted whole by set_rows)
+            self._rows_drawn = drawn
+            self.vlist.refresh_rows(
+                self._offset + n
+                for n, (was, now) in enumerate(zip_longest(before, self._rows))
+                if was != now
+            )
         if chosen is not None:
             self._keep_cursor_on(chosen.reading)
         elif self._rows and self.vlist.cursor < 0:

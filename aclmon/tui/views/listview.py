@@ -12,7 +12,7 @@ rows exist, how one matches a text, which columns it has and how a row looks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from rich.style import Style
@@ -256,8 +256,13 @@ class ListView(FilteredView):
 
     def compose_list(self) -> ComposeResult:
         yield Static(id=f"{self.id}-header", classes="colhead")
-        yield VirtualList(self._render_row, id=f"{self.id}-list")
+        yield VirtualList(self._render_row, row_key=self.list_row_key(), id=f"{self.id}-list")
         yield self.filter_bar()
+
+    def list_row_key(self) -> Callable[[int], Hashable] | None:
+        """What the list caches a drawn row by (None: its absolute number, and the
+        view clears the cache when rows change under their numbers)."""
+        return None
 
     @property
     def vlist(self) -> VirtualList:
