@@ -35,9 +35,7 @@ from aclmon.store.pairing import (
     PENDING_LIMIT,
     SAME_CALL_NS,
     closest,
-    has_first,
     note_end,
-    positions_of,
 )
 from aclmon.store.records import fold_call_failed, fold_dump_file, fold_log_line
 from aclmon.store.sections import ALL_SECTIONS, COUNTERS, EXCEPTIONS, sections_of
@@ -412,7 +410,7 @@ class Store:
             model.running = 0
             model.pending.clear()
             for stream in pending_streams(self.state, None):
-                if has_first(stream.pending_executes, e.model_id):
+                if any(m == e.model_id for m, _ in stream.pending_executes):
                     stream.pending_executes = [
                         p for p in stream.pending_executes if p[0] != e.model_id
                     ]
@@ -452,7 +450,7 @@ class Store:
             if e.ret != 0:
                 note_failed_run(model, model.executions)
             if model.pending:
-                mine = positions_of(model.pending, e.stream)
+                mine = [i for i, (h, _) in enumerate(model.pending) if h == e.stream]
                 found = closest([model.pending[i][1] for i in mine], start, e.ts_ns)
                 if found is not None:
                     del model.pending[mine[found]]
@@ -470,7 +468,7 @@ class Store:
             [
                 st
                 for st in pending_streams(self.state, e.stream)
-                if has_first(st.pending_executes, e.model_id)
+                if any(m == e.model_id for m, _ in st.pending_executes)
             ]
             if self.state.pending_streams
             else None
@@ -489,7 +487,7 @@ class Store:
         pending = stream.pending_executes
         if not pending:
             return
-        mine = positions_of(pending, e.model_id)
+        mine = [i for i, (m, _) in enumerate(pending) if m == e.model_id]
         found = closest([pending[i][1] for i in mine], start, e.ts_ns)
         if found is not None:
             del pending[mine[found]]

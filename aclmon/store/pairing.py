@@ -9,7 +9,6 @@ pending Begin starts and recent End starts that the fold pairs them with.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
 from aclmon.events import SLOW_CALL_NS
@@ -33,29 +32,6 @@ RECENT_ENDS = 8
 #: how close a Begin's start and an End's start (ts - duration) must be to be the
 #: same call: both come from one perf_counter reading with the agent's wall offset.
 SAME_CALL_NS = 200_000
-
-
-_FIRST = itemgetter(0)
-
-
-def positions_of(pairs: list[tuple[Any, Any]], key: object) -> list[int]:
-    """The positions, in order, of the ``pairs`` whose first item is ``key``. Every
-    End looks through its model's and its stream's pending Begins (up to
-    :data:`PENDING_LIMIT` each), so the search runs in C, not pair by pair."""
-    firsts = list(map(_FIRST, pairs))
-    found: list[int] = []
-    at = -1
-    while True:
-        try:
-            at = firsts.index(key, at + 1)
-        except ValueError:
-            return found
-        found.append(at)
-
-
-def has_first(pairs: list[tuple[Any, Any]], key: object) -> bool:
-    """Whether any of the ``pairs`` has ``key`` as its first item (searched in C)."""
-    return key in map(_FIRST, pairs)
 
 
 def distance(starts: list[int], start: int) -> int:
