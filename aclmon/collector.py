@@ -17,8 +17,8 @@ it can observe.
 A replay builds a large state once (the recording's index, its snapshots, the
 timeline's slices: nearly two million tracked objects for a 1,000,000-event
 recording) and keeps it to the end. Every full collection walked all of it again
-(0.6 s on a 2-core machine, stopping the UI and the workers alike) and a seek or
-playback met one whenever enough new objects had survived. Once that state is
+(0.6 to 2 s on a 2-core machine, stopping the UI and the workers alike) and a
+seek or playback met one whenever enough new objects had survived. Once that state is
 built, :func:`freeze_long_lived` moves it out of the collector's reach.
 """
 
