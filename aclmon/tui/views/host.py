@@ -206,7 +206,6 @@ class HostView(ListView):
         self._note_shown = ""
         #: (lines, width) of the chips' rows as last laid out
         self._devices_shape = (0, 0)
-        self._rows_drawn: object = None
         # A new reading of the host (once a second, on the host source's own clock)
         # is drawn on the app's beat, in the frame of the header's figures.
         self._reading_every = AtMostEvery(self, READING_EVERY, self.redraw, on_beat=True)
@@ -326,19 +325,15 @@ class HostView(ListView):
             return
         self._reading_every.drawn()
         chosen = self.selected_row()
-        npus = self.npus
-        drawn = (npus.snapshot.processes, npus.agent_pids) if npus and npus.snapshot else None
         before = self._rows
         super().redraw()
-        if drawn != self._rows_drawn:
-            # another reading of the processes: paint again only the lines whose
-            # row changed (a list of another length is painted whole by set_rows)
-            self._rows_drawn = drawn
-            self.vlist.refresh_rows(
-                self._offset + n
-                for n, (was, now) in enumerate(zip_longest(before, self._rows))
-                if was != now
-            )
+        # another reading of the processes: paint again only the lines whose row
+        # changed (a list of another length is painted whole by set_rows)
+        self.vlist.refresh_rows(
+            self._offset + n
+            for n, (was, now) in enumerate(zip_longest(before, self._rows))
+            if was != now
+        )
         if chosen is not None:
             self._keep_cursor_on(chosen.reading)
         elif self._rows and self.vlist.cursor < 0:
