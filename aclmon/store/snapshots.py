@@ -24,13 +24,13 @@ from aclmon.store.fold import Store
 from aclmon.store.state import StoreState
 
 #: frames between two snapshots, at least: bounds the fold work of any seek
-#: (2,500 frames are ~20 ms on a 2-core machine, half a paint).
-DEFAULT_SNAPSHOT_EVERY = 2_500
+#: (1,250 frames are ~12 ms on a 2-core machine, a third of a paint).
+DEFAULT_SNAPSHOT_EVERY = 1_250
 #: snapshots kept at most (besides the empty one at position 0). Each costs
 #: ~42 KiB on the 1M-event bench (its rings are places in shared journals, the
-#: rest is compressed; 401 of them ~17 MiB), so past this many the spacing
-#: grows instead (1M frames: one every 2,500; 4M frames: one every ~7,800).
-DEFAULT_MAX_SNAPSHOTS = 512
+#: rest is compressed; 801 of them ~33 MiB), so past this many the spacing
+#: grows instead (1M frames: one every 1,250; 4M frames: one every ~3,900).
+DEFAULT_MAX_SNAPSHOTS = 1024
 #: a seek's fold leaves a snapshot every this many frames before its target, at
 #: most: going back a little from where a seek landed folds no more than this
 NEAR_EVERY = 500
