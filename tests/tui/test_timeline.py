@@ -207,6 +207,36 @@ async def test_replay_builds_the_timeline_and_follows_the_cursor(tmp_path):
         assert view.timeline.index.find(exceptions[0]) is not None
 
 
+async def test_a_replay_moving_while_the_timeline_is_hidden_draws_it_once_shown(
+    tmp_path, monkeypatch
+):
+    """Seeks and playback in another view leave the hidden Timeline alone; shown
+    again, it follows the replay's cursor from where it is now."""
+    recording = tmp_path / "scenario.aclmrec"
+    with RecordingWriter(recording, {"tool": "test"}) as writer:
+        writer.write_many(build_events())
+    app = build_app(find_inputs(recording), theme="aclmon-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        view = app.timeline_view
+        await wait_for(pilot, lambda: view.timeline is not None and view.span_ns > 0, 10)
+        await pilot.press("1")
+        await pilot.pause()
+        redraws: list[int | None] = []  # the replay's time at each drawing of the lines
+        draw = view._refresh_changed_lines
+        monkeypatch.setattr(
+            view, "_refresh_changed_lines", lambda: (redraws.append(view.pinned_ns), draw())
+        )
+        for where in ("10", "5", "end"):
+            app.seek_text(where)
+            await wait_for(pilot, lambda: app.cursor_ts == view.pinned_ns and not app.seeking, 10)
+        assert redraws == []  # hidden: nothing drawn
+        await pilot.press("6")
+        await pilot.pause()
+        assert redraws and redraws[-1] == app.cursor_ts  # shown: drawn where the replay is
+        assert abs(view.cursor_ns - app.position_ts()) <= view.span_ns // view.canvas_width
+
+
 async def test_operator_bars_are_cut_by_path_segments_so_layers_stay_apart():
     """Two operators whose names differ only in the layer, in bars too narrow for
     their names: each bar keeps the layer (…/layer_11/…), as every list does."""

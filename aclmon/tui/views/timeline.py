@@ -185,11 +185,17 @@ class TimelineView(View):
         self.redraw()
 
     def pin(self, ts_ns: int) -> None:
-        """The replay's cursor moved to ``ts_ns``: a following window goes with it."""
+        """The replay's cursor moved to ``ts_ns``: a following window goes with it,
+        drawn now if the view is shown, else when it is (a seek or a playback tick
+        in another view costs it nothing)."""
         if ts_ns != self.pinned_ns:
             self.pinned_ns = ts_ns
-            if self.following and self.is_mounted:
+            if not self.following or not self.is_mounted:
+                return
+            if self.display:
                 self.redraw()
+            else:
+                self._drawn_version = -1  # update_from draws it once shown
 
     def update_from(self, store: Store, *, force: bool = False) -> None:
         # It draws the slices, not the store: redrawn when they moved (a following
