@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from aclmon.store.slice_model import SliceModel
 from aclmon.store.slices import CounterSample, Flow, Instant, Lane, Process, Slice
 
@@ -39,6 +41,9 @@ LANE_LIMIT = 250_000
 POINT_LIMIT = 100_000
 #: rows an async lane packs its slices into; past it they share the last one
 ASYNC_ROWS = 32
+#: a window's length times its width at which :meth:`SliceIndex.cells` leaves
+#: numpy's int64 for Python integers
+_SCALED_LIMIT = 1 << 62
 
 
 @dataclass
@@ -277,29 +282,53 @@ class SliceIndex:
 
     def cells(self, lane: Lane, row: int, t0: int, t1: int, width: int) -> list[Slice | None]:
         """For each of ``width`` columns splitting ``[t0, t1)``, the slice drawn
-        there: the first one of the row that overlaps the column (None: empty)."""
+        there: the first one of the row that overlaps the column (None: empty).
+
+        Column ``c`` is ``[t0 + c·(t1-t0)/width, t0 + (c+1)·(t1-t0)/width)``, compared
+        exactly (times scaled by ``width``, in integers: no rounding, even on times
+        since 1970). The columns are found together in numpy (a busy row of a
+        following window is redrawn each second): the first slice ending past each
+        column's left bound, kept where it starts before its right bound."""
         rows = self._rows.get(lane)
         out: list[Slice | None] = [None] * max(width, 0)
         if rows is None or row >= len(rows) or width <= 0 or t1 <= t0:
             return out
         found = rows[row]
-        starts, ends, items = found.starts, found.ends, found.items
-        step = (t1 - t0) / width
-        index = bisect.bisect_right(ends, t0)
-        column = 0
-        count = len(starts)
-        while column < width and index < count:
-            left = t0 + column * step
-            right = left + step
-            if ends[index] <= left:  # jump to the first slice that reaches this column
-                index = bisect.bisect_right(ends, left, index)
-                continue
-            start = starts[index]
-            if start >= right:  # nothing in this column: skip to the slice's column
-                column = max(column + 1, int((start - t0) / step))
-                continue
-            out[column] = items[index]
-            column += 1
+        low = bisect.bisect_right(found.ends, t0)
+        high = bisect.bisect_left(found.starts, t1)
+        if low >= high:
+            return out
+        span = t1 - t0
+        if span * width >= _SCALED_LIMIT:  # a window of years: too wide to scale in int64
+            return self._cells_by_column(found, low, high, t0, span, width)
+        # times from t0, scaled by width; the slices outside the window clipped to it
+        ends = (np.array(found.ends[low:high], dtype=np.int64) - t0).clip(0, span) * width
+        starts = (np.array(found.starts[low:high], dtype=np.int64) - t0).clip(-1, span) * width
+        bounds = np.arange(width + 1, dtype=np.int64) * span
+        first = np.searchsorted(ends, bounds[:-1], side="right")
+        last = high - low - 1
+        first = np.minimum(first, last)
+        shown = (ends[first] > bounds[:-1]) & (starts[first] < bounds[1:])
+        items = found.items[low:high]
+        return [
+            items[n] if ok else None for n, ok in zip(first.tolist(), shown.tolist(), strict=True)
+        ]
+
+    @staticmethod
+    def _cells_by_column(
+        found: _Row, low: int, high: int, t0: int, span: int, width: int
+    ) -> list[Slice | None]:
+        """:meth:`cells` one column at a time, in Python integers."""
+        out: list[Slice | None] = [None] * width
+        index = low
+        for column in range(width):
+            left = column * span  # the bounds from t0, times width
+            while index < high and (found.ends[index] - t0) * width <= left:
+                index += 1
+            if index == high:
+                break
+            if (found.starts[index] - t0) * width < left + span:
+                out[column] = found.items[index]
         return out
 
     def instant_cells(self, lane: Lane, t0: int, t1: int, width: int) -> list[Instant | None]:

@@ -4,12 +4,14 @@ lanes, window and column queries, bounds, jumps."""
 from __future__ import annotations
 
 import itertools
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from timelines import MS, T0, small_job
 
 from aclmon import events as ev
+from aclmon.store import slice_index
 from aclmon.store.slice_index import SliceIndex
 from aclmon.store.slice_model import SliceModel
 from aclmon.store.slices import OPERATOR, TX_RANGE, Lane, NestingGuard, Process, Slice
@@ -92,6 +94,48 @@ def test_cells_draw_each_column_from_the_slices_there():
     wide = index.cells(target, 0, 0, 100, 4)  # 25 ns a column: the first slice in each
     assert [c.start_ns for c in wide] == [0, 30, 50, 80]
     assert index.cells(target, 5, 0, 100, 4) == [None] * 4
+
+
+def by_column(slices: list[Slice], t0: int, t1: int, width: int) -> list[Slice | None]:
+    """The reference: for each column, the first slice overlapping it, the bounds
+    ``t0 + c·(t1-t0)/width`` compared as exact fractions."""
+    span, out = t1 - t0, []
+    for column in range(width):
+        out.append(next((s for s in slices if (s.end_ns - t0) * width > column * span
+                         and (s.start_ns - t0) * width < (column + 1) * span), None))  # fmt: skip
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 3_000)), max_size=40),
+    t0=st.integers(-500, 9_000),
+    length=st.integers(1, 12_000),
+    width=st.integers(1, 160),
+    grid=st.integers(0, 50),
+    epoch=st.sampled_from([0, 1_764_900_000_000_000_000]),
+    in_python=st.booleans(),
+)
+def test_cells_are_each_columns_first_slice_with_exact_bounds(
+    spans, t0, length, width, grid, epoch, in_python
+):
+    """Whatever the window: on times since 1970 (where a bound as a float is 256 ns
+    coarse), with slices ending exactly on column bounds (``grid``), and one
+    column at a time in Python integers (a window of years, ``in_python``)."""
+    if grid:
+        length = width * grid
+        spans = [(t0 + (start % 60) * grid, (span % 8 + 1) * grid) for start, span in spans]
+    index, target = SliceIndex(), lane(nested=False)  # packed rows: any overlaps
+    for n, (start, span) in enumerate(spans):
+        index.slice(item(target, epoch + start, epoch + start + span, str(n)))
+    t0 += epoch
+    limit = 0 if in_python else slice_index._SCALED_LIMIT
+    with patch.object(slice_index, "_SCALED_LIMIT", limit):
+        for row in range(max(1, index.rows(target))):
+            slices = index.window(target, -(1 << 62), 1 << 62, row)
+            expected = by_column(slices, t0, t0 + length, width)
+            cells = index.cells(target, row, t0, t0 + length, width)
+            assert [id(c) for c in cells] == [id(c) for c in expected]
 
 
 def test_a_lane_keeps_its_newest_slices_within_its_limit():
