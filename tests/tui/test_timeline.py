@@ -34,6 +34,22 @@ def put_cursor_on(view, ts_ns: int, span_ns: int) -> None:
     view.redraw()
 
 
+def scenario_replay(tmp_path):
+    """The replay app over the scenario's events, recorded."""
+    recording = tmp_path / "scenario.aclmrec"
+    with RecordingWriter(recording, {"tool": "test"}) as writer:
+        writer.write_many(build_events())
+    return build_app(find_inputs(recording), theme="aclmon-dark")
+
+
+async def timeline_shown(pilot, app):
+    """The Timeline view shown, once its slices are built and its window set."""
+    await pilot.press("6")
+    view = app.timeline_view
+    await wait_for(pilot, lambda: view.timeline is not None and view.span_ns > 0, 10)
+    return view
+
+
 def first_operator(view):
     index = view.timeline.index
     lane = next(lane for lane in index.lanes() if lane.title == "Stream 0")
@@ -156,14 +172,9 @@ async def test_a_click_puts_the_cursor_and_a_second_opens():
 
 
 async def test_the_view_and_the_export_show_the_same_slices_for_a_window(tmp_path):
-    recording = tmp_path / "scenario.aclmrec"
-    with RecordingWriter(recording, {"tool": "test"}) as writer:
-        writer.write_many(build_events())
-    app = build_app(find_inputs(recording), theme="aclmon-dark")
+    app = scenario_replay(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
-        view = app.timeline_view
-        await wait_for(pilot, lambda: view.timeline is not None and view.span_ns > 0, 10)
+        view = await timeline_shown(pilot, app)
         op = first_operator(view)
         put_cursor_on(view, op.start_ns, 30_000_000)  # the end of one run, half of another
         await pilot.pause()
@@ -176,7 +187,7 @@ async def test_the_view_and_the_export_show_the_same_slices_for_a_window(tmp_pat
     out = tmp_path / "trace.json"
     # the export's --window in seconds from the recording's first event
     first = build_events()[0].ts_ns
-    args = parser.parse_args(["--trace", str(out), str(recording), "--window",
+    args = parser.parse_args(["--trace", str(out), str(tmp_path / "scenario.aclmrec"), "--window",
                               f"{(t0 - first) / 1e9:.9f}..{(t1 - first) / 1e9:.9f}"])  # fmt: skip
     assert export_command(args) == 0
     trace = json.loads(out.read_text())
@@ -190,14 +201,9 @@ async def test_the_view_and_the_export_show_the_same_slices_for_a_window(tmp_pat
 
 
 async def test_replay_builds_the_timeline_and_follows_the_cursor(tmp_path):
-    recording = tmp_path / "scenario.aclmrec"
-    with RecordingWriter(recording, {"tool": "test"}) as writer:
-        writer.write_many(build_events())
-    app = build_app(find_inputs(recording), theme="aclmon-dark")
+    app = scenario_replay(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
-        view = app.timeline_view
-        await wait_for(pilot, lambda: view.timeline is not None and view.span_ns > 0, 10)
+        view = await timeline_shown(pilot, app)
         app.seek_text("10")  # ten seconds in
         await wait_for(pilot, lambda: app.cursor_ts == view.pinned_ns and not app.seeking, 10)
         view.redraw()
@@ -212,14 +218,9 @@ async def test_a_replay_moving_while_the_timeline_is_hidden_draws_it_once_shown(
 ):
     """Seeks and playback in another view leave the hidden Timeline alone; shown
     again, it follows the replay's cursor from where it is now."""
-    recording = tmp_path / "scenario.aclmrec"
-    with RecordingWriter(recording, {"tool": "test"}) as writer:
-        writer.write_many(build_events())
-    app = build_app(find_inputs(recording), theme="aclmon-dark")
+    app = scenario_replay(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
-        view = app.timeline_view
-        await wait_for(pilot, lambda: view.timeline is not None and view.span_ns > 0, 10)
+        view = await timeline_shown(pilot, app)
         await pilot.press("1")
         await pilot.pause()
         redraws: list[int | None] = []  # the replay's time at each drawing of the lines
