@@ -288,15 +288,14 @@ def measure(path: str, started: float) -> dict[str, float]:
 
     asyncio.run(run())
     # seek_ms: the worst seek, from the call until the new state is painted.
-    seeks = SEEKS
-    result["seek_ms"] = max(result[f"{name}_ms"] for name in seeks)
+    result["seek_ms"] = max(result[f"{name}_ms"] for name in SEEKS)
     # the same, counting only the CPU the process got: the seek's cost on a free core
-    result["seek_cpu_ms"] = max(result[f"{name}_cpu_ms"] for name in seeks)
+    result["seek_cpu_ms"] = max(result[f"{name}_cpu_ms"] for name in SEEKS)
     # seek_over_paint: the worst seek in paints of the screen it landed on
-    result["seek_over_paint"] = max(result[f"{name}_over_paint"] for name in seeks)
+    result["seek_over_paint"] = max(result[f"{name}_over_paint"] for name in SEEKS)
     result["seek_cpu_share"] = round(
-        sum(result[f"{name}_cpu_ms"] for name in seeks)
-        / sum(result[f"{name}_ms"] for name in seeks),
+        sum(result[f"{name}_cpu_ms"] for name in SEEKS)
+        / sum(result[f"{name}_ms"] for name in SEEKS),
         2,
     )
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
