@@ -34,9 +34,13 @@ def put_cursor_on(view, ts_ns: int, span_ns: int) -> None:
     view.redraw()
 
 
+#: the recording of the scenario's events, in a test's tmp_path
+RECORDING = "scenario.aclmrec"
+
+
 def scenario_replay(tmp_path):
-    """The replay app over the scenario's events, recorded."""
-    recording = tmp_path / "scenario.aclmrec"
+    """The replay app over the scenario's events, recorded (as ``RECORDING``)."""
+    recording = tmp_path / RECORDING
     with RecordingWriter(recording, {"tool": "test"}) as writer:
         writer.write_many(build_events())
     return build_app(find_inputs(recording), theme="aclmon-dark")
@@ -187,7 +191,7 @@ async def test_the_view_and_the_export_show_the_same_slices_for_a_window(tmp_pat
     out = tmp_path / "trace.json"
     # the export's --window in seconds from the recording's first event
     first = build_events()[0].ts_ns
-    args = parser.parse_args(["--trace", str(out), str(tmp_path / "scenario.aclmrec"), "--window",
+    args = parser.parse_args(["--trace", str(out), str(tmp_path / RECORDING), "--window",
                               f"{(t0 - first) / 1e9:.9f}..{(t1 - first) / 1e9:.9f}"])  # fmt: skip
     assert export_command(args) == 0
     trace = json.loads(out.read_text())
