@@ -99,6 +99,12 @@ class InertFilter(LineFilter):
     push past its end is cut)."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        # One search over the whole line first: every line of every widget comes
+        # here each time it is drawn again (a following Timeline's rows once a
+        # second). A control segment's own escapes match too, and are then told
+        # apart from the text's below.
+        if _UNSAFE_IN_LINE.search("".join([segment[0] for segment in segments])) is None:
+            return segments
         if not any(
             _UNSAFE_IN_LINE.search(segment.text) for segment in segments if not segment.control
         ):
