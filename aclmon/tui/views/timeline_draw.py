@@ -11,6 +11,7 @@ colours.
 
 from __future__ import annotations
 
+import bisect
 import math
 import zlib
 from collections.abc import Callable, Sequence
@@ -43,6 +44,8 @@ from aclmon.tui.style import middle
 OPERATOR_HUES = ("primary", "secondary", "accent", "success", "aclmon-spark", "aclmon-sync")
 #: the mark drawn for each kind of instant
 MARKS = {EXCEPTION: "✖", OVERFLOW: "▲", FAILED_CALL: "✗", TX_MARK: "◆", LOG: "!"}
+#: the line at each column of a dense bar (one-column slices one after another)
+DENSE = "▏"
 #: nice steps of the time axis: 1, 2, 5 times a power of ten
 _STEPS = (1, 2, 5)
 
@@ -55,6 +58,11 @@ class Palette:
     #: operator hues, each with a second shade for a neighbour of the same hue
     operators: tuple[tuple[Style, Style], ...]
     kinds: dict[str, tuple[Style, Style]]
+    #: a dense bar of one hue, by the hue's shades: its first shade, lines in the
+    #: background's colour
+    hatches: dict[tuple[Style, Style], Style]
+    #: a dense bar of slices of several hues
+    dense: Style
     marks: dict[str, Style]
     cursor: Style
     tick: Style
@@ -103,10 +111,17 @@ def make_palette(variables: dict[str, str]) -> Palette:
     }
     foreground = var("foreground")
     cursor_bg = var("aclmon-cursor", "primary")
+
+    def hatch(shade: Style) -> Style:
+        return Style(bgcolor=shade.bgcolor, color=background.rich_color)
+
+    hatches = {shades: hatch(shades[0]) for shades in (*operators, *kinds.values())}
     return Palette(
         empty=Style(bgcolor=background.rich_color),
         operators=operators,
         kinds=kinds,
+        hatches=hatches,
+        dense=hatch(_shades(background, foreground, 0.3)[0]),
         marks=marks,
         cursor=Style(bgcolor=cursor_bg.rich_color, color=foreground.rich_color),
         tick=Style(color=var("aclmon-dim", "foreground").rich_color, bgcolor=background.rich_color),
@@ -171,46 +186,128 @@ def draw_row(
 ) -> list[Segment]:
     """One row of the canvas: each run of columns a slice covers in its colour with
     its name in it (cut to fit by ``fit``: an operator's by path segments, as every
-    view cuts them), the markers over them, the cursor's column."""
+    view cuts them), the markers over them, the cursor's column.
+
+    A slice's neighbour of the same hue is drawn in its second shade. Slices of one
+    column each, one after another (calls or operators far shorter than a column),
+    are one dense bar instead, a thin line at each one's column: in their hue when
+    they share one, else in the neutral shade. A column shows the first slice in
+    it, so colouring each such column by that slice would be noise; and one bar is
+    one segment for Textual to draw rather than one a column."""
     width = len(cells)
-    chars = [" "] * width
-    styles = [palette.empty] * width
-    column = 0
+    # the row as pieces of text, each in one style, the columns one after another
+    texts: list[str] = []
+    styles: list[Style] = []
+    filled = 0  # the columns the pieces cover
+    empty = palette.empty
+    runs = _runs(cells)
     previous: tuple[Style, Style] | None = None
     previous_first: Style | None = None
+    count = len(runs)
+    at = 0
+    while at < count:
+        column, end, item = runs[at]
+        if column > filled:
+            texts.append(" " * (column - filled))
+            styles.append(empty)
+        shades = slice_style(palette, item)
+        dense = at + 1
+        if end - column == 1:
+            while (
+                dense < count
+                and runs[dense][1] - runs[dense][0] == 1
+                and runs[dense][0] == runs[dense - 1][1]
+            ):
+                dense += 1
+        if dense - at >= 2:  # one-column slices one after another: one dense bar
+            end = runs[dense - 1][1]
+            one_hue = all(slice_style(palette, run[2]) is shades for run in runs[at + 1 : dense])
+            texts.append(DENSE * (end - column))
+            styles.append(palette.hatches[shades] if one_hue else palette.dense)
+            previous, previous_first = (shades, shades[0]) if one_hue else (None, None)
+            filled, at = end, dense
+            continue
+        touching = previous is shades and filled == column
+        style = shades[1] if touching and previous_first is shades[0] else shades[0]
+        previous, previous_first = shades, style
+        run = end - column
+        text = fit(shown_name(item.name), run)[:run] if run >= 6 else ""
+        texts.append(text + " " * (run - len(text)) if len(text) < run else text)
+        styles.append(style)
+        filled = end
+        at += 1
+    if filled < width:
+        texts.append(" " * (width - filled))
+        styles.append(empty)
+    # the markers and the cursor over the pieces, a column each
+    over = [column for column, mark in enumerate(marks) if mark is not None] if (
+        marks.count(None) != width
+    ) else []  # fmt: skip
+    if 0 <= cursor < width and cursor not in over:
+        over.append(cursor)
+    if over:
+        _overlay(texts, styles, sorted(over, reverse=True), cells, marks, cursor, palette)
+    return [Segment(text, style) for text, style in zip(texts, styles, strict=True)]
+
+
+def _overlay(
+    texts: list[str],
+    styles: list[Style],
+    columns: list[int],
+    cells: Sequence[Slice | None],
+    marks: Sequence[Instant | None],
+    cursor: int,
+    palette: Palette,
+) -> None:
+    """Splits the pieces at ``columns`` (the last first) for a marker or the cursor."""
+    starts = [0]
+    for text in texts[:-1]:
+        starts.append(starts[-1] + len(text))
+    for column in columns:
+        index = bisect.bisect_right(starts, column) - 1
+        start, text, style = starts[index], texts[index], styles[index]
+        offset = column - start
+        char = text[offset]
+        mark = marks[column]
+        over = style
+        if mark is not None:
+            char = MARKS.get(mark.kind, "•")
+            mark_style = palette.marks.get(mark.kind)
+            if mark_style is not None:
+                over = over + mark_style
+        if column == cursor:
+            if cells[column] is None and mark is None:
+                char = "│"
+            over = over + palette.cursor
+        pieces = [(text[:offset], style, start), (char, over, column),
+                  (text[offset + 1 :], style, column + 1)]  # fmt: skip
+        kept = [piece for piece in pieces if piece[0]]
+        texts[index : index + 1] = [piece[0] for piece in kept]
+        styles[index : index + 1] = [piece[1] for piece in kept]
+        starts[index : index + 1] = [piece[2] for piece in kept]
+
+
+def _runs(cells: Sequence[Slice | None]) -> list[tuple[int, int, Slice]]:
+    """(first column, column past the last, slice) of each run of columns one slice covers."""
+    runs = []
+    width = len(cells)
+    column = 0
     while column < width:
         item = cells[column]
         if item is None:
             column += 1
-            previous = None
             continue
         end = column + 1
         while end < width and cells[end] is item:
             end += 1
-        shades = slice_style(palette, item)
-        style = shades[1] if previous is shades and previous_first is shades[0] else shades[0]
-        previous, previous_first = shades, style
-        run = end - column
-        text = fit(shown_name(item.name), run) if run >= 6 else ""
-        styles[column:end] = [style] * run
-        chars[column : column + len(text)] = text[:run]
+        runs.append((column, end, item))
         column = end
-    for column, mark in enumerate(marks):
-        if mark is not None:
-            chars[column] = MARKS.get(mark.kind, "•")
-            mark_style = palette.marks.get(mark.kind)
-            if mark_style is not None:
-                styles[column] = styles[column] + mark_style
-    if 0 <= cursor < width:
-        if cells[cursor] is None and marks[cursor] is None:
-            chars[cursor] = "│"
-        styles[cursor] = styles[cursor] + palette.cursor
-    return _segments(chars, styles)
+    return runs
 
 
 def _segments(chars: list[str], styles: list[Style]) -> list[Segment]:
-    # the columns where the style changes, found in one comprehension: the rows
-    # are redrawn whole each second a window follows the job
+    # the columns where the style changes, found in one comprehension: the axis
+    # is drawn again each second a window follows the job
     width = len(chars)
     bounds = [0, *(c for c in range(1, width) if styles[c] is not styles[c - 1]), width]
     text = "".join(chars)
