@@ -101,6 +101,12 @@ async def test_the_refresh_slows_when_idle_and_is_fast_again_on_a_key():
         app.source.extend([log_line(clock, 1)])  # type: ignore[attr-defined]
         app._timed_tick()  # events (not samples) came: fast again
         assert app.refresh_interval == app.interval
+        # two repeating timers, made once each: the fast one runs, the idle one waits
+        timers = app._tick_timers
+        assert sorted(timers) == [app.interval, IDLE_INTERVAL]
+        assert app._tick_timer is timers[app.interval]
+        assert timers[app.interval]._active.is_set()
+        assert not timers[IDLE_INTERVAL]._active.is_set()
 
 
 async def test_the_devices_table_and_trees_wait_for_their_second_while_only_figures_move():
