@@ -114,6 +114,7 @@ class TopApp(App[int]):
         if self.store.version != self._painted:
             self._painted = self.store.version
             self.view.update_from(self.store)
+        self.view.follow_status()
 
     def _theme_changed(self, theme: object) -> None:
         # The view colours its text from theme variables, which arrive after the

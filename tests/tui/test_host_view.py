@@ -26,6 +26,7 @@ from tui_helpers import make_app, screen_text, wait_for
 
 from aclmon.host.source import HostStatus
 from aclmon.store import Store
+from aclmon.tui.app import BEAT_S
 from aclmon.tui.top import BACK_BINDING, JobApp, TopApp, run_screens
 from aclmon.tui.views.host import SignalConfirm
 
@@ -179,12 +180,18 @@ async def test_recorded_readings_are_never_signalled(child):
 
 
 async def test_a_stalled_back_end_is_said_while_no_sample_comes():
-    app = host_app()
+    now = [0.0]
+    app = host_app(clock=lambda: now[0])
     async with app.run_test(size=SIZE) as pilot:
         await show_host(pilot)
         assert "ok" in screen_text(app)
         host = app.source.host  # type: ignore[attr-defined]
         host.state = HostStatus("stalled", "the refresh has not returned for 7 s", 8.0)
+        app.tick()  # no beat yet: the line waits
+        await pilot.pause()
+        assert "stalled" not in screen_text(app)
+        now[0] += BEAT_S  # the next beat follows the source's state
+        app.tick()
         await wait_for(pilot, lambda: "stalled" in screen_text(app))
         text = screen_text(app)
         assert "the refresh has not returned for 7 s (showing data from 8 s ago)" in text
@@ -235,6 +242,16 @@ async def test_top_shows_the_host_and_enter_on_an_agents_process_asks_for_its_jo
         await pilot.press("down", "down", "enter")
         await pilot.pause()
     assert app.open_pid == OTHER_AGENT_PID
+
+
+async def test_top_says_a_stalled_back_end_while_no_sample_comes():
+    app = top_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert "stalled" not in screen_text(app)
+        app.host.state = HostStatus("stalled", "the refresh has not returned for 7 s", 8.0)  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: "stalled" in screen_text(app))  # on its next tick
+        assert "8 chips" in screen_text(app)  # the last readings stay on screen
 
 
 async def test_top_help_lists_its_keys_and_q_or_ctrl_c_quit():

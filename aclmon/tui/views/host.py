@@ -221,15 +221,20 @@ class HostView(ListView):
 
     def on_mount(self) -> None:  # Textual calls FilteredView's own on_mount too
         self.vlist.set_follow(False)  # a table that is re-read, not a tail
-        # The state line follows the host source even while no sample comes (stalled).
-        self.set_interval(1.0, self._follow_status)
 
     def on_resize(self) -> None:
         super().on_resize()
         self.draw_devices()  # the chips' rows for the new width, laid out again
 
-    def _follow_status(self) -> None:
-        if self.display and self.store is not None and self.status_of() is not None:
+    def beat(self) -> None:
+        # on the app's beat: a second, only while the view is shown
+        super().beat()
+        self.follow_status()
+
+    def follow_status(self) -> None:
+        """The state line follows the host source even while no sample comes
+        (stalled): drawn again when the source is live."""
+        if self.store is not None and self.status_of() is not None:
             self.draw_status()
 
     def tab_count(self, state: StoreState) -> str:
