@@ -112,8 +112,12 @@ class Subscriber:
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         #: seconds to let a slow stream gather in the socket after a short read
-        #: (a viewer that polls every refresh needs no more wakes than that)
-        self._coalesce = coalesce
+        #: (a viewer that polls every refresh needs no more wakes than that); may
+        #: be changed while running
+        self.coalesce = coalesce
+        #: ends a gathering wait early: a command sent (its reply is read at once),
+        #: or closing
+        self._wake = threading.Event()
         self.state = STOPPED
         #: why the last connection ended or failed ("" while fine)
         self.state_reason = ""
@@ -148,6 +152,7 @@ class Subscriber:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+        self._wake.set()
         sock = self._sock
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -216,6 +221,7 @@ class Subscriber:
             try:
                 with self._send_lock:
                     sock.sendall(encode_frame(encode(event)))
+                self._wake.set()  # the reading thread stops gathering: the reply comes
             except OSError as exc:
                 raise CommandRefused(f"cannot send {KIND_NAMES[cls]}: {exc}") from exc
             answered = waiter.done.wait(timeout)
@@ -352,10 +358,11 @@ class Subscriber:
                             lambda: self._buffered < self._buffer_limit or self._closing
                         )
                         continue
-                if slow and self._coalesce and not self._pending:
-                    # A slow stream: let it gather instead of waking per frame
-                    # (a command's reply is read at once).
-                    time.sleep(self._coalesce)
+                if slow and self.coalesce and not self._pending:
+                    # A slow stream: let it gather instead of waking per frame (a
+                    # command sent meanwhile ends the wait: its reply is read at once).
+                    self._wake.wait(self.coalesce)
+                    self._wake.clear()
                 size = sock.recv_into(buffer)
                 if not size:
                     return "closed by the publisher"

@@ -64,6 +64,10 @@ class Source(ABC):
         """(malformed, unknown) input the source skipped so far."""
         return (0, 0)
 
+    def pace(self, seconds: float) -> None:  # noqa: B027 (optional hook: only live sources read ahead)
+        """The viewer polls every ``seconds``: a source reading in the background
+        may let a slow stream gather that long between reads."""
+
     def resolve_path(self, path: str) -> str:
         """Where a file the events name is found now (a replayed recording names
         files where the job wrote them; they may have moved since)."""
@@ -121,6 +125,9 @@ class WrappedSource(Source):
 
     def decoder_counts(self) -> tuple[int, int]:
         return self.inner.decoder_counts()
+
+    def pace(self, seconds: float) -> None:
+        self.inner.pace(seconds)
 
     def resolve_path(self, path: str) -> str:
         return self.inner.resolve_path(path)

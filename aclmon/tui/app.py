@@ -280,6 +280,7 @@ class AclmonApp(InertApp[int]):
         self.dumps_view.grouped = self._group_dumps
         self.timeline_view.show_timeline(self.slices)
         self.tabs.current = self.current_view
+        self.source.pace(self.interval)  # read ahead no more often than polled
         self.source.start()
         if self.compare is not None:
             self.compare_view.compare = self.compare

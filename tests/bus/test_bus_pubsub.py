@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -444,3 +445,28 @@ def test_send_snapshots_goes_after_everything_published_before(sock_path: str) -
         got = collect(sub, sent + 1)
     assert publisher.dropped == 0
     assert [e.seq for e in got] == [*range(1, sent + 1), 0]
+
+
+def test_a_gathering_wait_ends_for_a_commands_reply_and_for_close(sock_path: str) -> None:
+    """A viewer's subscriber lets a slow stream gather for its pace between reads;
+    a command sent meanwhile is answered at once, and closing does not wait."""
+    with Publisher(sock_path) as publisher:
+        sub = Subscriber(publisher.address, coalesce=60.0)
+        sub.start()
+        thread = sub._thread
+        try:
+            assert sub.wait_connected(10)
+            # a slow stream over more than the rate window: measured slow, the
+            # thread then gathers for a minute after each short read
+            for i in range(3):
+                publisher.emit(ev.LogLine, "info", f"line {i}")
+                time.sleep(0.3)
+            assert wait_until(lambda: sub.received >= 3, 10)
+            assert sub.send_command(ev.Ping, timeout=10).message == "pong"
+            before = sub.received
+            publisher.emit(ev.LogLine, "info", "last")
+            assert wait_until(lambda: sub.received > before, 10)
+            time.sleep(0.2)  # back in its wait
+        finally:
+            sub.close()
+        assert thread is not None and not thread.is_alive()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from tui_helpers import SIZE, make_app
 
 from aclmon import events as ev
+from aclmon.sources.dumpdir import WithDumpDirectory
+from aclmon.sources.live import COALESCE_S, LiveSource
 from aclmon.tui.app import IDLE_AFTER, IDLE_INTERVAL
 
 
@@ -198,3 +200,20 @@ async def test_what_waits_for_its_second_the_header_and_the_tabs_move_together_o
         now[0] = 1.25
         app.tick()  # nothing asked since: nothing drawn
         assert drawn == [1.0]
+
+
+async def test_the_app_paces_its_source_to_its_refresh():
+    """A live source reads ahead no more often than the app polls it."""
+    app = make_app()
+    paced: list[float] = []
+    app.source.pace = paced.append  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    assert paced == [app.interval]
+
+
+def test_a_live_source_hands_its_pace_to_its_subscriber(tmp_path):
+    source = LiveSource(str(tmp_path / "aclmon.sock"))
+    assert source._subscriber.coalesce == COALESCE_S  # until paced
+    WithDumpDirectory(source, str(tmp_path)).pace(0.25)  # through a wrapper too
+    assert source._subscriber.coalesce == 0.25
