@@ -92,7 +92,7 @@ MAX_BATCH = 50_000
 #: seconds between refreshes once idle: no events but samples, no key, for IDLE_AFTER seconds
 IDLE_INTERVAL = 1.0
 IDLE_AFTER = 2.0
-#: the share of each beat's second the hidden Timeline's slices may fold for
+#: the share of each refresh interval the hidden Timeline's slices may fold for
 TIMELINE_SHARE = 0.1
 #: seconds between beats: the ticks on which the running figures (the header's,
 #: each view's drawings asked for within their period) are drawn, all in that tick
@@ -385,6 +385,14 @@ class AclmonApp(InertApp[int]):
                 self.compare.offer(events)  # never blocks: a live compare queues the dump files
             if not PERIODIC_KINDS.issuperset(map(type, events)):
                 self._last_activity = self._clock()
+        # The Timeline's slices: all of them while it is shown, else a share of the tick
+        shown = self.current_view == "timeline"
+        self.slice_feed.fold(None if shown else self.interval * TIMELINE_SHARE)
+        self.slice_feed.settle(time.time_ns())  # a quiet job's waiting operators go out by now
+        self.store.note_decoder_counts(*self.source.decoder_counts())
+        if self.store.state.goodbye is not None and self.source.state != CONNECTED:
+            # The job said goodbye and the connection is gone: nothing to reconnect to.
+            self.source.stop_reconnecting()
         now = self._clock()
         self._rate_samples.append((now, self.store.state.counters.events))
         while len(self._rate_samples) > 2 and now - self._rate_samples[0][0] > 2.0:
@@ -394,19 +402,6 @@ class AclmonApp(InertApp[int]):
             (self.store.state.counters.events - first_n) / (now - first_t) if now > first_t else 0.0
         )
         beat = self._beat(now)
-        # The Timeline's slices: all of them each tick while it is shown; while it
-        # is hidden, on the beat, for a share of the second (folding a second's
-        # events at once costs less than a quarter of them four times, each time
-        # with cold caches). Showing it folds what waits first.
-        if self.current_view == "timeline":
-            self.slice_feed.fold()
-        elif beat:
-            self.slice_feed.fold(BEAT_S * TIMELINE_SHARE)
-        self.slice_feed.settle(time.time_ns())  # a quiet job's waiting operators go out by now
-        self.store.note_decoder_counts(*self.source.decoder_counts())
-        if self.store.state.goodbye is not None and self.source.state != CONNECTED:
-            # The job said goodbye and the connection is gone: nothing to reconnect to.
-            self.source.stop_reconnecting()
         self.header.show(self.store, self.source, self.events_per_s, beat=beat)
         self.refresh_view(tabs=False)
         if beat:

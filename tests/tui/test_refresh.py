@@ -8,7 +8,7 @@ from tui_helpers import SIZE, make_app
 from aclmon import events as ev
 from aclmon.sources.dumpdir import WithDumpDirectory
 from aclmon.sources.live import COALESCE_S, LiveSource
-from aclmon.tui.app import BEAT_S, IDLE_AFTER, IDLE_INTERVAL
+from aclmon.tui.app import IDLE_AFTER, IDLE_INTERVAL
 
 
 def count_redraws(view) -> list[int]:  # type: ignore[no-untyped-def]
@@ -217,26 +217,3 @@ def test_a_live_source_hands_its_pace_to_its_subscriber(tmp_path):
     assert source._subscriber.coalesce == COALESCE_S  # until paced
     WithDumpDirectory(source, str(tmp_path)).pace(0.25)  # through a wrapper too
     assert source._subscriber.coalesce == 0.25
-
-
-async def test_a_hidden_timeline_folds_its_slices_on_the_beat_a_shown_one_each_tick():
-    now = [0.0]
-    app = make_app(clock=lambda: now[0])
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        now[0] += BEAT_S
-        app.tick()  # a beat: what came so far is folded
-        assert app.slice_feed.pending == 0
-        clock = ev.Clock()
-        app.source.extend([log_line(clock, 1)])  # type: ignore[attr-defined]
-        now[0] += 0.25
-        app.tick()  # not a beat: the hidden Timeline's events wait
-        assert app.slice_feed.pending == 1
-        now[0] += BEAT_S
-        app.tick()
-        assert app.slice_feed.pending == 0
-        await pilot.press("6")
-        app.source.extend([log_line(clock, 2)])  # type: ignore[attr-defined]
-        now[0] += 0.25
-        app.tick()  # shown: folded on every tick
-        assert app.slice_feed.pending == 0
