@@ -232,7 +232,7 @@ def draw_row(
         previous, previous_first = shades, style
         run = end - column
         text = fit(shown_name(item.name), run)[:run] if run >= 6 else ""
-        texts.append(text + " " * (run - len(text)) if len(text) < run else text)
+        texts.append(text.ljust(run))
         styles.append(style)
         filled = end
         at += 1
@@ -240,9 +240,9 @@ def draw_row(
         texts.append(" " * (width - filled))
         styles.append(empty)
     # the markers and the cursor over the pieces, a column each
-    over = [column for column, mark in enumerate(marks) if mark is not None] if (
-        marks.count(None) != width
-    ) else []  # fmt: skip
+    over: list[int] = []
+    if marks.count(None) != width:  # a row with markers (most have none)
+        over = [column for column, mark in enumerate(marks) if mark is not None]
     if 0 <= cursor < width and cursor not in over:
         over.append(cursor)
     if over:
